@@ -1,0 +1,60 @@
+// Command codexec is an MCP server that runs code for AI agents in a sandbox.
+//
+//	codexec [serve] [flags]   serve MCP over stdio (the default)
+//	codexec doctor [flags]    report which sandbox modes work on this host
+//	codexec env               list every environment variable and its default
+//
+// main only parses configuration and wires the packages together; see
+// internal/app for the assembly.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/codexec/codexec/internal/app"
+	"github.com/codexec/codexec/internal/config"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	cmd := "serve"
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	if cmd == "env" {
+		for _, e := range config.Env() {
+			fmt.Printf("%-36s default %-12q %s\n", e[0], e[1], e[2])
+		}
+		return 0
+	}
+	home, _ := os.UserHomeDir()
+	cfg, err := config.Load(args, os.Getenv, home, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "codexec: configuration error:", err)
+		return 2
+	}
+	env := app.HostEnv{Home: home, Path: os.Getenv("PATH"), Lang: os.Getenv("LANG"), Term: os.Getenv("TERM")}
+	env.Cwd, _ = os.Getwd()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	switch cmd {
+	case "serve":
+		err = app.Serve(ctx, cfg, env)
+	case "doctor":
+		return app.Doctor(ctx, cfg, env, os.Stdout)
+	default:
+		err = fmt.Errorf("unknown command %q (serve, doctor, env)", cmd)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "codexec:", err)
+		return 1
+	}
+	return 0
+}

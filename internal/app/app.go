@@ -1,0 +1,161 @@
+// Package app assembles codexec from its parts: it turns a parsed Config and
+// the host facts main collected into a sandbox backend, interpreters, the
+// execution log, the engine and the MCP server, and runs it. It is the only
+// place that knows how the packages fit together.
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codexec/codexec/internal/config"
+	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/mcpserver"
+	"github.com/codexec/codexec/internal/output"
+	"github.com/codexec/codexec/internal/pathguard"
+	"github.com/codexec/codexec/internal/runtime"
+	"github.com/codexec/codexec/internal/sandbox"
+)
+
+// HostEnv are the facts about the host that main reads from the process
+// environment; nothing below main reads the environment itself.
+type HostEnv struct {
+	Home, Path, Lang, Term, Cwd string
+}
+
+// Serve runs the MCP server on stdio until the client disconnects or ctx ends.
+func Serve(ctx context.Context, cfg config.Config, env HostEnv) error {
+	closeLog, err := setupLogging(cfg)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	a, err := Build(ctx, cfg, env)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	slog.Info("codexec serving on stdio", "version", mcpserver.Version, "sandbox", a.Engine.Backend().Name())
+	err = a.Server.Run(ctx, &mcp.StdioTransport{})
+	if ctx.Err() != nil || err == io.EOF {
+		return nil
+	}
+	return err
+}
+
+// App is an assembled server. Close releases everything it started.
+type App struct {
+	Engine  *engine.Engine
+	Server  *mcpserver.Server
+	closers []func()
+}
+
+// Close stops sessions and closes logs, in reverse order of creation.
+func (a *App) Close() {
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		a.closers[i]()
+	}
+}
+
+// Build assembles the server without serving it, running the start-up
+// health check.
+func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
+	a := &App{}
+	for _, d := range []string{cfg.DataDir, cfg.SandboxDir, cfg.LogDir, cfg.ScriptsDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	backend, err := SelectBackend(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	langs := runtime.Discover(ctx, runtime.Overrides(cfg.Interpreters), env.Path)
+	logger, err := execlog.New(cfg.LogDir)
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, func() { _ = logger.Close() })
+	guard := pathguard.New(env.Home, pathguard.DefaultForbidden(env.Home, cfg.LogDir, cfg.ScriptsDir, cfg.PackagesDir))
+	a.Engine, err = engine.New(engineOptions(cfg, env), backend, langs, guard, logger)
+	if err != nil {
+		return nil, err
+	}
+	healthCheck(ctx, a.Engine)
+	a.Server, err = mcpserver.New(mcpserver.Deps{Config: cfg, Engine: a.Engine})
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func engineOptions(cfg config.Config, env HostEnv) engine.Options {
+	return engine.Options{
+		SandboxDir: cfg.SandboxDir, DefaultTimeout: cfg.DefaultTimeout, MaxTimeout: cfg.MaxTimeout, KillGrace: cfg.KillGrace,
+		Output: output.Limits{Max: cfg.MaxOutputChars, Head: cfg.TruncationHead, Tail: cfg.TruncationTail},
+		Limits: sandbox.Limits{MemoryBytes: cfg.MemoryLimitBytes, CPUs: cfg.CPULimit, Pids: cfg.PidsLimit, DiskBytes: cfg.DiskLimitBytes},
+		BaseEnv: BaseEnv(env), Home: env.Home, BaseDir: env.Cwd,
+	}
+}
+
+// BaseEnv is what every run inherits besides HOME: PATH, LANG and TERM only
+// (seed 000 "Stripped environment"), with safe fallbacks.
+func BaseEnv(env HostEnv) []string {
+	path := env.Path
+	if path == "" {
+		path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	lang := env.Lang
+	if lang == "" {
+		lang = "C.UTF-8"
+	}
+	term := env.Term
+	if term == "" {
+		term = "dumb"
+	}
+	return []string{"PATH=" + path, "LANG=" + lang, "TERM=" + term}
+}
+
+// healthCheck tries every language once through the sandbox and logs a
+// summary (seed 001 "internal health check"). Failing languages are marked
+// unavailable by the engine; the rest keep working.
+func healthCheck(ctx context.Context, e *engine.Engine) {
+	start := time.Now()
+	res := e.HealthCheck(ctx)
+	var ok, bad []string
+	for _, lang := range []string{runtime.Python, runtime.Node, runtime.Bash} {
+		in := e.Languages().Get(lang)
+		if err := res[lang]; err != nil {
+			bad = append(bad, lang)
+			slog.Error("language unavailable", "language", lang, "err", err)
+			continue
+		}
+		ok = append(ok, lang+"="+in.Path)
+	}
+	slog.Info("health check", "sandbox", e.Backend().Name(), "ok", strings.Join(ok, " "),
+		"unavailable", strings.Join(bad, " "), "ms", time.Since(start).Milliseconds())
+}
+
+func setupLogging(cfg config.Config) (func(), error) {
+	var w io.Writer = os.Stderr
+	closeFn := func() {}
+	if cfg.ServerLogFile != "" {
+		f, err := os.OpenFile(cfg.ServerLogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("CODEXEC_SERVER_LOG_FILE: %w", err)
+		}
+		w, closeFn = f, func() { _ = f.Close() }
+	}
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	slog.SetDefault(slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})))
+	return closeFn, nil
+}

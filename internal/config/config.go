@@ -1,0 +1,217 @@
+// Package config owns codexec's settings: every CODEXEC_* environment variable
+// of the specification (plus the shell-tool variables ALLOWED_COMMANDS and
+// ALLOWED_CWD_ROOTS and LOG_LEVEL), each also settable by a command-line flag.
+//
+// Config is parsed exactly once, in main, into a plain struct; no package below
+// main reads the environment. A Config is an immutable value after Load returns
+// and is safe to share between goroutines.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Sandbox modes accepted by CODEXEC_SANDBOX_MODE.
+const (
+	ModeAuto       = "auto"
+	ModeSubprocess = "subprocess"
+	ModeNamespace  = "namespace"
+	ModeDocker     = "docker"
+)
+
+// Config is the whole server configuration. The zero value is not useful:
+// obtain one from Load (or Defaults for tests).
+type Config struct {
+	// DataDir is the data root (default ~/.codexec); SandboxDir, LogDir and
+	// ScriptsDir default to directories below it.
+	DataDir    string
+	SandboxDir string
+	LogDir     string
+	ScriptsDir string
+	// PackagesDir holds globally installed packages (python/ and node/).
+	PackagesDir string
+
+	// SandboxMode is one of ModeAuto, ModeSubprocess, ModeNamespace, ModeDocker.
+	SandboxMode   string
+	DockerImage   string
+	DockerCLI     string
+	DockerNetwork string
+
+	DefaultTimeout     time.Duration
+	MaxTimeout         time.Duration
+	SessionIdleTimeout time.Duration
+	// KillGrace is the time between SIGTERM and SIGKILL on timeout.
+	KillGrace   time.Duration
+	MaxSessions int
+
+	// Resource limits for isolated modes (namespace and docker).
+	MemoryLimitBytes int64
+	CPULimit         float64
+	PidsLimit        int
+	DiskLimitBytes   int64
+
+	MaxOutputChars  int
+	TruncationHead  int
+	TruncationTail  int
+	RetentionDays   Retention
+	LogLevel        string
+	ServerLogFile   string
+	Interpreters    Interpreters
+	AllowedCommands []string
+	// AllowedCommandsSet reports whether ALLOWED_COMMANDS was given at all.
+	AllowedCommandsSet bool
+	AllowedCwdRoots    []string
+	Toolsets           []string
+
+	PipIndexURL      string
+	NPMRegistry      string
+	PackageBlocklist string
+}
+
+// Retention holds the log retention periods of seed 000, in days.
+type Retention struct {
+	Success, Failure, Session int
+}
+
+// Interpreters holds operator overrides for interpreter paths; empty means
+// "discover at start-up".
+type Interpreters struct {
+	Python, Node, Bash string
+}
+
+// setting describes one variable: its environment name, default, help text and
+// how it is stored into a Config. The flag name is derived from the env name.
+type setting struct {
+	env  string
+	def  string
+	help string
+	set  func(c *Config, v string) error
+}
+
+// FlagName derives the command-line flag for an environment variable:
+// CODEXEC_MAX_OUTPUT_CHARS → max-output-chars, ALLOWED_COMMANDS → allowed-commands.
+func FlagName(env string) string {
+	s := strings.TrimPrefix(env, "CODEXEC_")
+	return strings.ReplaceAll(strings.ToLower(s), "_", "-")
+}
+
+// Load builds a Config from command-line args (without the program name) and
+// the environment (getenv), in that order of precedence over the defaults.
+// home is the user's home directory, used to expand "~". Errors name the
+// offending variable. Usage text goes to usage (may be io.Discard).
+func Load(args []string, getenv func(string) string, home string, usage io.Writer) (Config, error) {
+	fs := flag.NewFlagSet("codexec", flag.ContinueOnError)
+	fs.SetOutput(usage)
+	vals := make(map[string]*string, len(settings))
+	for _, s := range settings {
+		vals[s.env] = fs.String(FlagName(s.env), "", s.help+" (env "+s.env+", default "+quoteDefault(s.def)+")")
+	}
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	var c Config
+	for _, s := range settings {
+		v, err := pick(s, *vals[s.env], getenv, home, fs)
+		if err != nil {
+			return Config{}, err
+		}
+		if err := s.set(&c, v); err != nil {
+			return Config{}, fmt.Errorf("%s (flag --%s): %w", s.env, FlagName(s.env), err)
+		}
+	}
+	c.fillDerived()
+	return c, c.validate()
+}
+
+func quoteDefault(d string) string {
+	if d == "" {
+		return "unset"
+	}
+	return d
+}
+
+// pick chooses flag > env > default for one setting and expands "~".
+func pick(s setting, flagVal string, getenv func(string) string, home string, fs *flag.FlagSet) (string, error) {
+	v := s.def
+	if e := getenv(s.env); e != "" {
+		v = e
+	}
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == FlagName(s.env) })
+	if set {
+		v = flagVal
+	}
+	return expandHome(v, home), nil
+}
+
+func expandHome(v, home string) string {
+	if v == "~" {
+		return home
+	}
+	if strings.HasPrefix(v, "~/") {
+		return filepath.Join(home, v[2:])
+	}
+	return v
+}
+
+// fillDerived fills directories left empty from DataDir.
+func (c *Config) fillDerived() {
+	if c.SandboxDir == "" {
+		c.SandboxDir = filepath.Join(c.DataDir, "sandbox")
+	}
+	if c.LogDir == "" {
+		c.LogDir = filepath.Join(c.DataDir, "logs")
+	}
+	if c.ScriptsDir == "" {
+		c.ScriptsDir = filepath.Join(c.DataDir, "scripts")
+	}
+	if c.PackagesDir == "" {
+		c.PackagesDir = filepath.Join(c.DataDir, "packages")
+	}
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	if c.DefaultTimeout > c.MaxTimeout {
+		errs = append(errs, fmt.Errorf("CODEXEC_DEFAULT_TIMEOUT_MS (%v) exceeds CODEXEC_MAX_TIMEOUT_MS (%v)", c.DefaultTimeout, c.MaxTimeout))
+	}
+	if c.TruncationHead+c.TruncationTail > c.MaxOutputChars {
+		errs = append(errs, fmt.Errorf("CODEXEC_TRUNCATION_HEAD + CODEXEC_TRUNCATION_TAIL (%d) exceeds CODEXEC_MAX_OUTPUT_CHARS (%d)", c.TruncationHead+c.TruncationTail, c.MaxOutputChars))
+	}
+	for _, d := range []struct{ name, v string }{{"CODEXEC_DATA_DIR", c.DataDir}, {"CODEXEC_SANDBOX_DIR", c.SandboxDir}, {"CODEXEC_LOG_DIR", c.LogDir}, {"CODEXEC_SCRIPTS_DIR", c.ScriptsDir}} {
+		if !filepath.IsAbs(d.v) {
+			errs = append(errs, fmt.Errorf("%s must be an absolute path (or start with ~/), got %q", d.name, d.v))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Defaults returns the configuration with every default applied and the data
+// root at dataDir. It is meant for tests and tools that need a Config without
+// an environment.
+func Defaults(dataDir string) Config {
+	c, err := Load([]string{"--data-dir", dataDir}, func(string) string { return "" }, dataDir, io.Discard)
+	if err != nil {
+		panic("config defaults invalid: " + err.Error())
+	}
+	return c
+}
+
+// Env lists every environment variable codexec reads, with its default and
+// help, in declaration order. Used for documentation and the doctor command.
+func Env() [][3]string {
+	out := make([][3]string, 0, len(settings))
+	for _, s := range settings {
+		out = append(out, [3]string{s.env, s.def, s.help})
+	}
+	return out
+}

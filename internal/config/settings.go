@@ -1,0 +1,166 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// settings is the table of every variable, in the order they are documented.
+// Directory defaults that depend on DataDir are left empty and derived later.
+var settings = []setting{
+	{"CODEXEC_DATA_DIR", "~/.codexec", "data root; sandbox/, logs/, scripts/, packages/ live below it", str(func(c *Config) *string { return &c.DataDir })},
+	{"CODEXEC_SANDBOX_DIR", "", "working directories of executions (default DATA_DIR/sandbox)", str(func(c *Config) *string { return &c.SandboxDir })},
+	{"CODEXEC_LOG_DIR", "", "JSONL execution logs (default DATA_DIR/logs)", str(func(c *Config) *string { return &c.LogDir })},
+	{"CODEXEC_SCRIPTS_DIR", "", "saved script library (default DATA_DIR/scripts)", str(func(c *Config) *string { return &c.ScriptsDir })},
+	{"CODEXEC_PACKAGES_DIR", "", "globally installed packages (default DATA_DIR/packages)", str(func(c *Config) *string { return &c.PackagesDir })},
+	{"CODEXEC_SANDBOX_MODE", ModeAuto, "auto | subprocess | namespace | docker", oneOf(func(c *Config) *string { return &c.SandboxMode }, ModeAuto, ModeSubprocess, ModeNamespace, ModeDocker)},
+	{"CODEXEC_DOCKER_IMAGE", "annabelle-sandbox", "container image for docker mode", str(func(c *Config) *string { return &c.DockerImage })},
+	{"CODEXEC_DOCKER_CLI", "docker", "docker-compatible CLI for docker mode (docker, podman)", str(func(c *Config) *string { return &c.DockerCLI })},
+	{"CODEXEC_DOCKER_NETWORK", "none", "container network mode (none = isolated)", str(func(c *Config) *string { return &c.DockerNetwork })},
+	{"CODEXEC_DEFAULT_TIMEOUT_MS", "30000", "default execution timeout in milliseconds", millis(func(c *Config) *time.Duration { return &c.DefaultTimeout })},
+	{"CODEXEC_MAX_TIMEOUT_MS", "300000", "largest timeout a caller may ask for, in milliseconds", millis(func(c *Config) *time.Duration { return &c.MaxTimeout })},
+	{"CODEXEC_SESSION_IDLE_TIMEOUT_MS", "900000", "idle time after which a session is closed, in milliseconds", millis(func(c *Config) *time.Duration { return &c.SessionIdleTimeout })},
+	{"CODEXEC_KILL_GRACE_MS", "5000", "time between SIGTERM and SIGKILL when a run times out, in milliseconds", millis(func(c *Config) *time.Duration { return &c.KillGrace })},
+	{"CODEXEC_MAX_SESSIONS", "5", "maximum concurrent sessions/contexts", positive(func(c *Config) *int { return &c.MaxSessions })},
+	{"CODEXEC_DOCKER_MEMORY", "512m", "memory limit (docker mode; alias of CODEXEC_MEMORY_LIMIT)", bytesize(func(c *Config) *int64 { return &c.MemoryLimitBytes })},
+	{"CODEXEC_DOCKER_CPU", "1.0", "CPU limit in cores (docker mode; alias of CODEXEC_CPU_LIMIT)", cpus(func(c *Config) *float64 { return &c.CPULimit })},
+	{"CODEXEC_MEMORY_LIMIT", "", "memory limit per run/session in isolated modes (default 512m)", optional(bytesize(func(c *Config) *int64 { return &c.MemoryLimitBytes }))},
+	{"CODEXEC_CPU_LIMIT", "", "CPU limit in cores per run/session in isolated modes (default 1.0)", optional(cpus(func(c *Config) *float64 { return &c.CPULimit }))},
+	{"CODEXEC_PIDS_LIMIT", "256", "maximum processes per run/session in isolated modes", positive(func(c *Config) *int { return &c.PidsLimit })},
+	{"CODEXEC_DISK_LIMIT", "256m", "size of the private /tmp (and tmpfs workspace) in isolated modes", bytesize(func(c *Config) *int64 { return &c.DiskLimitBytes })},
+	{"CODEXEC_MAX_OUTPUT_CHARS", "10000", "truncate stdout/stderr beyond this many characters", positive(func(c *Config) *int { return &c.MaxOutputChars })},
+	{"CODEXEC_TRUNCATION_HEAD", "4000", "characters kept from the start when truncating", nonNegative(func(c *Config) *int { return &c.TruncationHead })},
+	{"CODEXEC_TRUNCATION_TAIL", "4000", "characters kept from the end when truncating", nonNegative(func(c *Config) *int { return &c.TruncationTail })},
+	{"CODEXEC_LOG_RETENTION_DAYS_SUCCESS", "30", "days to keep successful execution logs", positive(func(c *Config) *int { return &c.RetentionDays.Success })},
+	{"CODEXEC_LOG_RETENTION_DAYS_FAILURE", "90", "days to keep failed execution logs", positive(func(c *Config) *int { return &c.RetentionDays.Failure })},
+	{"CODEXEC_LOG_RETENTION_DAYS_SESSION", "90", "days to keep session logs", positive(func(c *Config) *int { return &c.RetentionDays.Session })},
+	{"LOG_LEVEL", "info", "server log level: debug | info | warn | error", oneOf(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error")},
+	{"CODEXEC_SERVER_LOG_FILE", "", "write the server's own log here instead of stderr", str(func(c *Config) *string { return &c.ServerLogFile })},
+	{"CODEXEC_PYTHON", "", "python interpreter path (default: discovered at start-up)", str(func(c *Config) *string { return &c.Interpreters.Python })},
+	{"CODEXEC_NODE", "", "node interpreter path (default: discovered at start-up)", str(func(c *Config) *string { return &c.Interpreters.Node })},
+	{"CODEXEC_BASH", "", "bash path (default: discovered at start-up)", str(func(c *Config) *string { return &c.Interpreters.Bash })},
+	{"ALLOWED_COMMANDS", "", "commands execute_command/execute_process may run: comma-separated names or *", commands},
+	{"ALLOWED_CWD_ROOTS", "", "comma-separated roots a cwd must lie within (unset = unrestricted)", list(func(c *Config) *[]string { return &c.AllowedCwdRoots })},
+	{"CODEXEC_TOOLSETS", "exec,sessions,contexts,scripts,logs,packages,commands", "comma-separated toolsets to expose", list(func(c *Config) *[]string { return &c.Toolsets })},
+	{"CODEXEC_PIP_INDEX_URL", "", "package index for install_package (python); unset = pip's own configuration", str(func(c *Config) *string { return &c.PipIndexURL })},
+	{"CODEXEC_NPM_REGISTRY", "", "registry for install_package (node); unset = npm's own configuration", str(func(c *Config) *string { return &c.NPMRegistry })},
+	{"CODEXEC_PACKAGE_BLOCKLIST", "", "blocked package names: a file path or a comma-separated list", str(func(c *Config) *string { return &c.PackageBlocklist })},
+}
+
+func str(field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error { *field(c) = strings.TrimSpace(v); return nil }
+}
+
+func oneOf(field func(*Config) *string, allowed ...string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		v = strings.ToLower(strings.TrimSpace(v))
+		for _, a := range allowed {
+			if v == a {
+				*field(c) = v
+				return nil
+			}
+		}
+		return fmt.Errorf("must be one of %s, got %q", strings.Join(allowed, ", "), v)
+	}
+}
+
+func parseInt(v string, min int) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < min {
+		return 0, fmt.Errorf("must be an integer ≥ %d, got %q", min, v)
+	}
+	return n, nil
+}
+
+func positive(field func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) (err error) { *field(c), err = parseInt(v, 1); return err }
+}
+
+func nonNegative(field func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) (err error) { *field(c), err = parseInt(v, 0); return err }
+}
+
+func millis(field func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := parseInt(v, 1)
+		*field(c) = time.Duration(n) * time.Millisecond
+		return err
+	}
+}
+
+func cpus(field func(*Config) *float64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || f <= 0 || f > 1024 {
+			return fmt.Errorf("must be a number of cores > 0, got %q", v)
+		}
+		*field(c) = f
+		return nil
+	}
+}
+
+func bytesize(field func(*Config) *int64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := ParseSize(v)
+		*field(c) = n
+		return err
+	}
+}
+
+// optional applies set only when a value is present, so an alias variable
+// left unset keeps what an earlier setting stored.
+func optional(set func(*Config, string) error) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if strings.TrimSpace(v) == "" {
+			return nil
+		}
+		return set(c, v)
+	}
+}
+
+func list(field func(*Config) *[]string) func(*Config, string) error {
+	return func(c *Config, v string) error { *field(c) = SplitList(v); return nil }
+}
+
+func commands(c *Config, v string) error {
+	c.AllowedCommandsSet = strings.TrimSpace(v) != ""
+	c.AllowedCommands = SplitList(v)
+	return nil
+}
+
+// SplitList splits a comma-separated list, trimming blanks and dropping empty
+// items. An empty string gives nil.
+func SplitList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ParseSize parses a docker-style size: a number with an optional unit
+// b, k, m, g (powers of 1024; "kb", "mib" and friends accepted too).
+func ParseSize(v string) (int64, error) {
+	s := strings.ToLower(strings.TrimSpace(v))
+	s = strings.TrimSuffix(strings.TrimSuffix(s, "ib"), "b")
+	mult := int64(1)
+	if n := len(s); n > 0 {
+		switch s[n-1] {
+		case 'k':
+			mult, s = 1<<10, s[:n-1]
+		case 'm':
+			mult, s = 1<<20, s[:n-1]
+		case 'g':
+			mult, s = 1<<30, s[:n-1]
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f <= 0 {
+		return 0, fmt.Errorf("must be a size like 512m or 1g, got %q", v)
+	}
+	return int64(f * float64(mult)), nil
+}

@@ -1,0 +1,166 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// binary builds cmd/codexec once per test process and returns its path.
+func binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "codexec-e2e-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "codexec")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/codexec/codexec/cmd/codexec").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// server is a running codexec binary with a connected client session.
+type server struct {
+	t       testing.TB
+	Session *mcp.ClientSession
+	Cmd     *exec.Cmd
+	DataDir string
+	Stderr  *syncBuffer
+}
+
+// syncBuffer collects the server's stderr log for failure messages.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// start launches the server with a fresh data dir and extra environment
+// ("K=V"). The default sandbox mode is the host's auto choice unless env
+// sets CODEXEC_SANDBOX_MODE. The server is stopped at test cleanup.
+func start(t testing.TB, env ...string) *server {
+	t.Helper()
+	data := t.TempDir()
+	cmd := exec.Command(binary(t), "serve")
+	cmd.Env = append([]string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8",
+		"CODEXEC_DATA_DIR=" + data, "LOG_LEVEL=debug",
+	}, env...)
+	if mode := os.Getenv("CODEXEC_TEST_SANDBOX_MODE"); mode != "" && !hasKey(env, "CODEXEC_SANDBOX_MODE") {
+		cmd.Env = append(cmd.Env, "CODEXEC_SANDBOX_MODE="+mode)
+	}
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "codexec-e2e", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\nserver log:\n%s", err, stderr.String())
+	}
+	s := &server{t: t, Session: cs, Cmd: cmd, DataDir: data, Stderr: stderr}
+	t.Cleanup(func() {
+		_ = cs.Close()
+		if t.Failed() {
+			t.Logf("server log:\n%s", tail(stderr.String(), 4000))
+		}
+	})
+	return s
+}
+
+func hasKey(env []string, key string) bool {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, key+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+// call invokes a tool and returns the raw result; protocol errors fail the test.
+func (s *server) call(name string, args any) *mcp.CallToolResult {
+	s.t.Helper()
+	return s.callMeta(name, args, nil)
+}
+
+func (s *server) callMeta(name string, args any, meta mcp.Meta) *mcp.CallToolResult {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := s.Session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args, Meta: meta})
+	if err != nil {
+		s.t.Fatalf("%s: protocol error: %v", name, err)
+	}
+	return res
+}
+
+// callInto invokes a tool and decodes its structured content into out.
+func (s *server) callInto(name string, args any, out any) *mcp.CallToolResult {
+	s.t.Helper()
+	res := s.call(name, args)
+	decodeStructured(s.t, res, out)
+	return res
+}
+
+func decodeStructured(t testing.TB, res *mcp.CallToolResult, out any) {
+	t.Helper()
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("decode structured content %s: %v", b, err)
+	}
+}
+
+// text returns the concatenated text content of a result.
+func text(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}

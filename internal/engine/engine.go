@@ -1,0 +1,196 @@
+// Package engine performs one execution end to end: validate the request,
+// prepare the workspace, build the program for its language, run it under the
+// sandbox backend with a timeout and bounded output capture, diff the
+// workspace for artifacts, and append the result to the execution log.
+//
+// An Engine is safe for concurrent use; each Execute call is independent.
+// Runners are acquired per call (today: started fresh by the backend), so a
+// later warm pool can slot in behind RunProcess without changing callers.
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/output"
+	"github.com/codexec/codexec/internal/pathguard"
+	"github.com/codexec/codexec/internal/runtime"
+	"github.com/codexec/codexec/internal/sandbox"
+)
+
+// Options configure an Engine. Zero durations and limits are invalid except
+// where noted.
+type Options struct {
+	// SandboxDir holds per-run workspaces (created if missing).
+	SandboxDir     string
+	DefaultTimeout time.Duration
+	MaxTimeout     time.Duration
+	KillGrace      time.Duration
+	Output         output.Limits
+	// Limits are passed to isolated backends; zero fields mean no limit.
+	Limits sandbox.Limits
+	// BaseEnv is the environment every run gets besides HOME (normally PATH,
+	// LANG, TERM from the server's environment). HOME is set per run.
+	BaseEnv []string
+	// ExtraEnv returns additional variables per language (e.g. PYTHONPATH
+	// for installed packages); may be nil.
+	ExtraEnv func(lang string) []string
+	// Mounts are added to every run (e.g. global package directories).
+	Mounts []sandbox.Mount
+	// Home expands "~" in working_dir.
+	Home string
+	// BaseDir resolves relative working_dir values (the server's cwd).
+	BaseDir string
+}
+
+// Engine runs code. Create it with New.
+type Engine struct {
+	opts    Options
+	backend sandbox.Backend
+	langs   *runtime.Set
+	guard   *pathguard.Guard
+	log     *execlog.Logger
+
+	mu          sync.RWMutex
+	unavailable map[string]error
+}
+
+// New returns an Engine. log may be nil (nothing is logged).
+func New(opts Options, backend sandbox.Backend, langs *runtime.Set, guard *pathguard.Guard, log *execlog.Logger) (*Engine, error) {
+	if err := os.MkdirAll(opts.SandboxDir, 0o755); err != nil {
+		return nil, fmt.Errorf("engine: sandbox dir: %w", err)
+	}
+	return &Engine{opts: opts, backend: backend, langs: langs, guard: guard, log: log, unavailable: map[string]error{}}, nil
+}
+
+// Backend returns the sandbox backend in use.
+func (e *Engine) Backend() sandbox.Backend { return e.backend }
+
+// Languages returns the interpreter set.
+func (e *Engine) Languages() *runtime.Set { return e.langs }
+
+// Logger returns the execution logger (may be nil).
+func (e *Engine) Logger() *execlog.Logger { return e.log }
+
+// Guard returns the path guard.
+func (e *Engine) Guard() *pathguard.Guard { return e.guard }
+
+// Options returns the engine options.
+func (e *Engine) Options() Options { return e.opts }
+
+// LanguageError reports why a canonical language cannot run, or nil.
+func (e *Engine) LanguageError(lang string) error {
+	if err := e.langs.Get(lang).Err; err != nil {
+		return err
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if lang == runtime.TypeScript {
+		lang = runtime.Node
+	}
+	return e.unavailable[lang]
+}
+
+// Env builds the environment of a run whose HOME is home.
+func (e *Engine) Env(lang, home string) []string {
+	env := append([]string{"HOME=" + home}, e.opts.BaseEnv...)
+	if e.opts.ExtraEnv != nil {
+		env = append(env, e.opts.ExtraEnv(lang)...)
+	}
+	return env
+}
+
+// NewWorkspace creates a fresh workspace directory named id.
+func (e *Engine) NewWorkspace(id string) (string, error) {
+	dir := filepath.Join(e.opts.SandboxDir, id)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", fmt.Errorf("create workspace: %w", err)
+	}
+	return dir, nil
+}
+
+// ResolveTimeout turns the request's timeout fields into a duration: at most
+// one of timeoutMs (seed 000) and timeoutSec (seed 003, 1–300) may be set.
+func (e *Engine) ResolveTimeout(timeoutMs, timeoutSec *int) (time.Duration, error) {
+	switch {
+	case timeoutMs != nil && timeoutSec != nil:
+		return 0, fmt.Errorf("give either timeout_ms (milliseconds) or timeout (seconds), not both")
+	case timeoutSec != nil:
+		if *timeoutSec < 1 || *timeoutSec > 300 {
+			return 0, fmt.Errorf("timeout must be between 1 and 300 seconds, got %d", *timeoutSec)
+		}
+		return e.capTimeout(time.Duration(*timeoutSec) * time.Second)
+	case timeoutMs != nil:
+		if *timeoutMs < 1 {
+			return 0, fmt.Errorf("timeout_ms must be at least 1, got %d", *timeoutMs)
+		}
+		return e.capTimeout(time.Duration(*timeoutMs) * time.Millisecond)
+	}
+	return e.opts.DefaultTimeout, nil
+}
+
+func (e *Engine) capTimeout(d time.Duration) (time.Duration, error) {
+	if d > e.opts.MaxTimeout {
+		return 0, fmt.Errorf("timeout %v exceeds the server maximum %v (CODEXEC_MAX_TIMEOUT_MS)", d, e.opts.MaxTimeout)
+	}
+	return d, nil
+}
+
+// HealthCheck runs a trivial program per language through the sandbox
+// backend, records which languages work, and returns one line per language.
+func (e *Engine) HealthCheck(ctx context.Context) map[string]error {
+	probes := map[string]string{runtime.Python: "print('ok')", runtime.Node: "console.log('ok')", runtime.Bash: "echo ok"}
+	res := make(map[string]error, len(probes))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for lang, code := range probes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := e.probe(ctx, lang, code)
+			mu.Lock()
+			res[lang] = err
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	e.mu.Lock()
+	for lang, err := range res {
+		if err != nil {
+			e.unavailable[lang] = err
+		} else {
+			delete(e.unavailable, lang)
+		}
+	}
+	e.mu.Unlock()
+	return res
+}
+
+func (e *Engine) probe(ctx context.Context, lang, code string) error {
+	if err := e.langs.Get(lang).Err; err != nil {
+		return err
+	}
+	r, err := e.Execute(ctx, Request{Language: lang, Code: code, Timeout: 20 * time.Second, NoLog: true})
+	if err != nil {
+		return err
+	}
+	if r.Status != StatusSuccess || strings.TrimSpace(r.Stdout) != "ok" {
+		return fmt.Errorf("health check under %s sandbox failed: status %s, %s %s", e.backend.Name(), r.Status, deref(r.ErrorMessage), strings.TrimSpace(r.Stderr))
+	}
+	slog.Debug("health check passed", "language", lang, "ms", r.DurationMs)
+	return nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

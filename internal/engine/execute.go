@@ -1,0 +1,252 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/codexec/codexec/internal/artifacts"
+	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/runtime"
+)
+
+// Statuses of seed 003.
+const (
+	StatusSuccess        = "success"
+	StatusExecutionError = "execution_error"
+	StatusTimeout        = "timeout"
+	StatusSetupError     = "setup_error"
+)
+
+// Request is one one-shot execution. Language must be a canonical name (see
+// runtime.Normalize); Timeout zero means the default.
+type Request struct {
+	Language   string
+	Code       string
+	Stdin      *string
+	Timeout    time.Duration
+	WorkingDir string
+	Args       []string
+	// Tool and ScriptName annotate the log entry ("execute_code", "run_script").
+	Tool       string
+	ScriptName string
+	Context    execlog.CallContext
+	// NoLog skips the execution log (health checks).
+	NoLog bool
+}
+
+// Result is the outcome of one execution, with the fields of seeds 000 and
+// 003. It is also the structured output of the execute_code tool.
+type Result struct {
+	Success       bool     `json:"success" jsonschema:"true when the program ran and exited with status 0"`
+	ExecutionID   string   `json:"execution_id" jsonschema:"id of this execution in the execution log (exec_…)"`
+	SessionID     *string  `json:"session_id,omitempty" jsonschema:"session the code ran in, if any"`
+	Language      string   `json:"language" jsonschema:"canonical language: python, node, typescript or bash"`
+	Stdout        string   `json:"stdout" jsonschema:"standard output (head+tail truncated when too long)"`
+	Stderr        string   `json:"stderr" jsonschema:"standard error (head+tail truncated when too long)"`
+	ExitCode      *int     `json:"exit_code" jsonschema:"exit status; null when the program was killed (timeout, signal, memory limit) or never started"`
+	DurationMs    int64    `json:"duration_ms" jsonschema:"wall time in milliseconds"`
+	ExecutionTime float64  `json:"execution_time" jsonschema:"wall time in seconds"`
+	Status        string   `json:"status" jsonschema:"success | execution_error | timeout | setup_error"`
+	ErrorMessage  *string  `json:"error_message" jsonschema:"why the status is not success; null on success"`
+	TimedOut      bool     `json:"timed_out" jsonschema:"true when the timeout stopped the program"`
+	Truncated     bool     `json:"truncated" jsonschema:"true when stdout or stderr was truncated"`
+	OOMKilled     bool     `json:"oom_killed,omitempty" jsonschema:"true when the memory limit killed the program"`
+	Artifacts     []string `json:"artifacts" jsonschema:"files created or modified in the working directory"`
+	SandboxMode   string   `json:"sandbox_mode" jsonschema:"isolation mode the code ran under"`
+	// Diff is the full artifact diff (created/modified/deleted) for the log.
+	Diff         artifacts.Diff `json:"-"`
+	MemoryPeakMB *float64       `json:"-"`
+	WorkingDir   string         `json:"-"`
+}
+
+// Execute runs one request. Invalid requests (unknown language, forbidden
+// working_dir) return an error and run nothing; a program that fails, times
+// out or cannot be set up is a Result with the matching status.
+func (e *Engine) Execute(ctx context.Context, req Request) (Result, error) {
+	lang, err := runtime.Normalize(req.Language)
+	if err != nil {
+		return Result{}, err
+	}
+	if req.Timeout == 0 {
+		req.Timeout = e.opts.DefaultTimeout
+	}
+	dir, cleanup, err := e.workspace(req.WorkingDir, req.NoLog)
+	if err != nil {
+		return Result{}, err
+	}
+	defer cleanup()
+	id := execlog.NewID("exec_")
+	started := time.Now()
+	res := e.runCode(ctx, id, lang, dir, req)
+	res.WorkingDir = dir
+	if !req.NoLog {
+		e.logExecution(res, req, started)
+	}
+	return res, nil
+}
+
+// workspace returns the run's directory: the validated working_dir, or a
+// fresh directory under SandboxDir removed by cleanup.
+func (e *Engine) workspace(workingDir string, probe bool) (string, func(), error) {
+	if workingDir != "" {
+		dir, err := e.guard.CheckDir(workingDir, e.opts.BaseDir)
+		if err != nil {
+			return "", nil, fmt.Errorf("working_dir rejected: %w", err)
+		}
+		return dir, func() {}, nil
+	}
+	prefix := "exec_"
+	if probe {
+		prefix = "health_"
+	}
+	dir, err := e.NewWorkspace(execlog.NewID(prefix))
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, func() { _ = os.RemoveAll(dir) }, nil
+}
+
+func (e *Engine) runCode(ctx context.Context, id, lang, dir string, req Request) Result {
+	res := Result{ExecutionID: id, Language: lang, SandboxMode: e.backend.Name(), Artifacts: []string{}}
+	if err := e.LanguageError(lang); err != nil && !req.NoLog {
+		return setupError(res, fmt.Sprintf("%s is unavailable on this server: %v", lang, err))
+	}
+	prog, err := e.langs.Build(lang, req.Code, req.Args)
+	var ce *runtime.CompileError
+	if errors.As(err, &ce) {
+		return compileFailure(res, ce)
+	}
+	if err != nil {
+		return setupError(res, err.Error())
+	}
+	progDir, err := writeProgram(e.opts.SandboxDir, id, prog.Files)
+	if err != nil {
+		return setupError(res, err.Error())
+	}
+	defer func() {
+		if progDir != "" {
+			_ = os.RemoveAll(progDir)
+		}
+	}()
+	before := artifacts.Take(dir)
+	oc := e.RunProcess(ctx, ProcessSpec{ID: id, Argv: prog.Argv, Dir: dir, Env: e.Env(lang, dir),
+		Stdin: stdinReader(req.Stdin), Timeout: req.Timeout, ProgramDir: progDir})
+	res.Diff = artifacts.Compare(before, artifacts.Take(dir))
+	res.Artifacts = append(append(res.Artifacts, res.Diff.Created...), res.Diff.Modified...)
+	return fillOutcome(res, oc, req.Timeout, e.opts.Limits.MemoryBytes)
+}
+
+// writeProgram writes program files to a private directory outside the
+// workspace, so they never show up as artifacts.
+func writeProgram(sandboxDir, id string, files map[string][]byte) (string, error) {
+	if len(files) == 0 {
+		return "", nil
+	}
+	dir := filepath.Join(sandboxDir, ".programs", id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return dir, err
+		}
+	}
+	return dir, nil
+}
+
+// stdinReader returns nil (not a typed nil) when there is no stdin.
+func stdinReader(s *string) io.Reader {
+	if s == nil {
+		return nil
+	}
+	return strings.NewReader(*s)
+}
+
+func setupError(res Result, msg string) Result {
+	res.Status = StatusSetupError
+	res.ErrorMessage = &msg
+	return res
+}
+
+func compileFailure(res Result, ce *runtime.CompileError) Result {
+	msg := ce.Error()
+	res.Status = StatusExecutionError
+	res.ErrorMessage = &msg
+	res.Stderr = fmt.Sprintf("main.ts:%d:%d: error: %s\n    %s\n", ce.Line, ce.Column, ce.Text, ce.LineText)
+	return res
+}
+
+// fillOutcome maps a process outcome onto the result's status fields.
+func fillOutcome(res Result, oc Outcome, timeout time.Duration, memLimit int64) Result {
+	res.Stdout, res.Stderr, res.Truncated = oc.Stdout, oc.Stderr, oc.Truncated
+	res.DurationMs = oc.Duration.Milliseconds()
+	res.ExecutionTime = oc.Duration.Seconds()
+	if oc.Exit.MemoryPeakBytes > 0 {
+		mb := float64(oc.Exit.MemoryPeakBytes) / (1 << 20)
+		res.MemoryPeakMB = &mb
+	}
+	msg := ""
+	switch {
+	case oc.StartErr != nil:
+		res.Status, msg = StatusSetupError, "sandbox could not start the program: "+oc.StartErr.Error()
+	case oc.TimedOut:
+		res.Status, res.TimedOut = StatusTimeout, true
+		msg = fmt.Sprintf("Execution timed out after %s.", formatSeconds(timeout))
+	case oc.Cancelled:
+		res.Status, msg = StatusExecutionError, "Execution cancelled by the client."
+	case oc.Exit.OOMKilled:
+		res.Status, res.OOMKilled = StatusExecutionError, true
+		msg = fmt.Sprintf("memory limit %d MiB exceeded: the program was killed", memLimit>>20)
+	case oc.Exit.Signal != 0:
+		res.Status, msg = StatusExecutionError, "killed by signal "+signalName(oc.Exit.Signal)
+	case oc.Exit.Code != 0:
+		code := oc.Exit.Code
+		res.ExitCode, res.Status, msg = &code, StatusExecutionError, fmt.Sprintf("Process exited with code %d.", code)
+	default:
+		code := 0
+		res.ExitCode, res.Status, res.Success = &code, StatusSuccess, true
+		return res
+	}
+	res.ErrorMessage = &msg
+	return res
+}
+
+func formatSeconds(d time.Duration) string {
+	if d%time.Second == 0 {
+		n := int(d / time.Second)
+		if n == 1 {
+			return "1 second"
+		}
+		return fmt.Sprintf("%d seconds", n)
+	}
+	return fmt.Sprintf("%g seconds", d.Seconds())
+}
+
+func signalName(sig int) string {
+	return fmt.Sprintf("%d (%s)", sig, syscall.Signal(sig).String())
+}
+
+func (e *Engine) logExecution(res Result, req Request, started time.Time) {
+	if e.log == nil {
+		return
+	}
+	entry := execlog.Entry{
+		ExecutionID: res.ExecutionID, SessionID: res.SessionID, Tool: req.Tool, Language: res.Language,
+		Code: req.Code, Args: req.Args, ScriptName: req.ScriptName, Stdin: req.Stdin, Stdout: res.Stdout,
+		Stderr: res.Stderr, ExitCode: res.ExitCode, Status: res.Status, ErrorMessage: deref(res.ErrorMessage),
+		TimedOut: res.TimedOut, Truncated: res.Truncated, DurationMs: res.DurationMs, MemoryPeakMB: res.MemoryPeakMB,
+		SandboxMode: res.SandboxMode, WorkingDir: res.WorkingDir, Artifacts: res.Diff, Context: req.Context,
+		ExecutedAt: started.UTC(),
+	}
+	if err := e.log.AppendExecution(entry); err != nil {
+		slog.Error("execution log write failed; result still returned", "execution_id", res.ExecutionID, "err", err)
+	}
+}

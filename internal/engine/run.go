@@ -1,0 +1,112 @@
+package engine
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/codexec/codexec/internal/output"
+	"github.com/codexec/codexec/internal/sandbox"
+)
+
+// ProcessSpec is one program to run to completion under the engine's sandbox
+// backend with a timeout. It is the shared runner for code (Execute) and for
+// the shell tools; neither starts processes any other way.
+type ProcessSpec struct {
+	ID      string
+	Argv    []string
+	Dir     string
+	Env     []string
+	Stdin   io.Reader
+	Timeout time.Duration
+	// ProgramDir is exposed read-only at sandbox.ProgramPath (may be empty).
+	ProgramDir string
+	Mounts     []sandbox.Mount
+	// OnStdout/OnStderr observe output chunks while the program runs (for
+	// streaming); they must not retain the slice. May be nil.
+	OnStdout, OnStderr func([]byte)
+}
+
+// Outcome is how a process run ended. Stdout and Stderr are already
+// truncated per the output limits.
+type Outcome struct {
+	Stdout, Stderr string
+	Truncated      bool
+	Exit           sandbox.Exit
+	TimedOut       bool
+	Cancelled      bool
+	Duration       time.Duration
+	// StartErr is set when the program could not be started at all.
+	StartErr error
+}
+
+// RunProcess starts spec, enforces its timeout (SIGTERM to the whole run,
+// SIGKILL after the kill grace), and returns once every process of the run is
+// gone and output is drained. Cancelling ctx kills the run at once.
+func (e *Engine) RunProcess(ctx context.Context, spec ProcessSpec) Outcome {
+	outSink := output.NewSink(e.opts.Output, spec.OnStdout)
+	errSink := output.NewSink(e.opts.Output, spec.OnStderr)
+	start := time.Now()
+	proc, err := e.backend.Start(ctx, sandbox.Spec{
+		ID: spec.ID, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Stdin: spec.Stdin,
+		Stdout: outSink, Stderr: errSink, ProgramDir: spec.ProgramDir,
+		Mounts: append(append([]sandbox.Mount(nil), e.opts.Mounts...), spec.Mounts...), Limits: e.opts.Limits,
+	})
+	if err != nil {
+		return Outcome{StartErr: err, Duration: time.Since(start)}
+	}
+	oc := e.waitWithTimeout(ctx, proc, spec.Timeout)
+	oc.Duration = time.Since(start)
+	if err := proc.Release(2 * time.Second); err != nil {
+		slog.Warn("sandbox release failed", "id", spec.ID, "err", err)
+	}
+	var t1, t2 bool
+	oc.Stdout, t1 = outSink.Result()
+	oc.Stderr, t2 = errSink.Result()
+	oc.Truncated = t1 || t2
+	return oc
+}
+
+type waitResult struct {
+	exit sandbox.Exit
+	err  error
+}
+
+func (e *Engine) waitWithTimeout(ctx context.Context, proc sandbox.Process, timeout time.Duration) Outcome {
+	done := make(chan waitResult, 1)
+	go func() { ex, err := proc.Wait(); done <- waitResult{ex, err} }()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var oc Outcome
+	var r waitResult
+	select {
+	case r = <-done:
+	case <-timer.C:
+		oc.TimedOut = true
+		r = e.stop(proc, done)
+	case <-ctx.Done():
+		oc.Cancelled = true
+		_ = proc.Kill()
+		r = <-done
+	}
+	if r.err != nil {
+		slog.Warn("wait failed", "err", r.err)
+	}
+	oc.Exit = r.exit
+	return oc
+}
+
+// stop terminates the run, escalating to SIGKILL after the kill grace.
+func (e *Engine) stop(proc sandbox.Process, done <-chan waitResult) waitResult {
+	_ = proc.Terminate()
+	grace := time.NewTimer(e.opts.KillGrace)
+	defer grace.Stop()
+	select {
+	case r := <-done:
+		return r
+	case <-grace.C:
+		_ = proc.Kill()
+		return <-done
+	}
+}

@@ -1,0 +1,169 @@
+// Package execlog writes the execution history as JSONL, the source of truth
+// of seed 000 "Execution Logging": one-shot runs go to
+// executions-YYYY-MM-DD.jsonl (UTC day of executed_at), session activity to
+// session-<id>.jsonl. Each entry is one line written with a single write(2)
+// on an O_APPEND file, so concurrent appends never interleave and a crash can
+// at worst leave a torn last line (readers skip it).
+//
+// A Logger is safe for concurrent use. Its zero value is not usable; use New.
+package execlog
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/codexec/codexec/internal/artifacts"
+)
+
+// Entry is one execution (type "execution"), one-shot or in a session.
+// Pointer fields encode as null when unknown, as seed 000 shows.
+type Entry struct {
+	Type         string         `json:"type"`
+	ExecutionID  string         `json:"execution_id"`
+	SessionID    *string        `json:"session_id"`
+	Tool         string         `json:"tool,omitempty"`
+	Language     string         `json:"language"`
+	Code         string         `json:"code"`
+	Args         []string       `json:"args,omitempty"`
+	ScriptName   string         `json:"script_name,omitempty"`
+	Stdin        *string        `json:"stdin"`
+	Stdout       string         `json:"stdout"`
+	Stderr       string         `json:"stderr"`
+	ExitCode     *int           `json:"exit_code"`
+	Status       string         `json:"status"`
+	ErrorMessage string         `json:"error_message,omitempty"`
+	TimedOut     bool           `json:"timed_out"`
+	Truncated    bool           `json:"truncated"`
+	DurationMs   int64          `json:"duration_ms"`
+	MemoryPeakMB *float64       `json:"memory_peak_mb"`
+	SandboxMode  string         `json:"sandbox_mode"`
+	WorkingDir   string         `json:"working_dir"`
+	Artifacts    artifacts.Diff `json:"artifacts"`
+	Packages     []string       `json:"packages_installed,omitempty"`
+	Context      CallContext    `json:"context"`
+	ExecutedAt   time.Time      `json:"executed_at"`
+	// At duplicates ExecutedAt for session files, where seed 000 names it "at".
+	At *time.Time `json:"at,omitempty"`
+}
+
+// CallContext carries the caller's identifiers, taken from the tool call's
+// _meta when the client sends them.
+type CallContext struct {
+	AgentID string `json:"agent_id,omitempty"`
+	TraceID string `json:"trace_id,omitempty"`
+	ChatID  string `json:"chat_id,omitempty"`
+}
+
+// Logger appends entries under one directory.
+type Logger struct {
+	dir string
+	mu  sync.Mutex
+	// files caches open append handles by name.
+	files map[string]*os.File
+	// onAppend, if set, observes every line written (for the search index).
+	onAppend func(file string, offset int64, line []byte)
+}
+
+// New returns a Logger writing into dir, creating it if needed.
+func New(dir string) (*Logger, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("execlog: %w", err)
+	}
+	return &Logger{dir: dir, files: map[string]*os.File{}}, nil
+}
+
+// Dir is the log directory.
+func (l *Logger) Dir() string { return l.dir }
+
+// OnAppend registers a callback invoked (under the logger's lock, in write
+// order) with each appended line, its file name and its byte offset.
+func (l *Logger) OnAppend(fn func(file string, offset int64, line []byte)) {
+	l.mu.Lock()
+	l.onAppend = fn
+	l.mu.Unlock()
+}
+
+// DailyFile is the file name for one-shot executions on t's UTC day.
+func DailyFile(t time.Time) string {
+	return "executions-" + t.UTC().Format("2006-01-02") + ".jsonl"
+}
+
+// SessionFile is the file name of a session's log.
+func SessionFile(sessionID string) string { return "session-" + sessionID + ".jsonl" }
+
+// AppendExecution writes e to the daily file, or to its session's file when
+// e.SessionID is set.
+func (l *Logger) AppendExecution(e Entry) error {
+	e.Type = "execution"
+	name := DailyFile(e.ExecutedAt)
+	if e.SessionID != nil && *e.SessionID != "" {
+		name = SessionFile(*e.SessionID)
+		at := e.ExecutedAt
+		e.At = &at
+	}
+	return l.Append(name, e)
+}
+
+// Append writes v as one JSON line to the named file in the log directory.
+func (l *Logger) Append(name string, v any) error {
+	line, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("execlog: encode: %w", err)
+	}
+	line = append(line, '\n')
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, err := l.open(name)
+	if err != nil {
+		return err
+	}
+	off, err := f.Seek(0, 2)
+	if err != nil {
+		return fmt.Errorf("execlog: %w", err)
+	}
+	if _, err := f.Write(line); err != nil {
+		return fmt.Errorf("execlog: write %s: %w", name, err)
+	}
+	if l.onAppend != nil {
+		l.onAppend(name, off, line)
+	}
+	return nil
+}
+
+func (l *Logger) open(name string) (*os.File, error) {
+	if f, ok := l.files[name]; ok {
+		if _, err := os.Stat(f.Name()); err == nil {
+			return f, nil
+		}
+		_ = f.Close() // removed by retention: reopen
+		delete(l.files, name)
+	}
+	if len(l.files) > 64 {
+		l.closeAll()
+	}
+	f, err := os.OpenFile(filepath.Join(l.dir, name), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("execlog: %w", err)
+	}
+	l.files[name] = f
+	return f, nil
+}
+
+func (l *Logger) closeAll() {
+	for n, f := range l.files {
+		_ = f.Close()
+		delete(l.files, n)
+	}
+}
+
+// Close closes every open file.
+func (l *Logger) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closeAll()
+	return nil
+}

@@ -1,0 +1,120 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codexec/codexec/internal/engine"
+)
+
+// ExecuteCodeIn accepts every documented shape of execute_code: seed 000
+// (language, code, timeout_ms, working_dir), seed 003 (language, code, stdin,
+// timeout in seconds, session_id) and seed 004 (code, intent, context).
+type ExecuteCodeIn struct {
+	Language   string         `json:"language,omitempty" jsonschema:"python | node (aliases javascript, js) | typescript (ts) | bash. Required except in code mode (seed 004)"`
+	Code       string         `json:"code" jsonschema:"source code to run"`
+	Stdin      *string        `json:"stdin,omitempty" jsonschema:"text passed to the program's standard input"`
+	TimeoutMs  *int           `json:"timeout_ms,omitempty" jsonschema:"timeout in milliseconds (default CODEXEC_DEFAULT_TIMEOUT_MS, max CODEXEC_MAX_TIMEOUT_MS); do not combine with timeout"`
+	Timeout    *int           `json:"timeout,omitempty" jsonschema:"timeout in seconds, 1-300 (default 30); do not combine with timeout_ms"`
+	WorkingDir string         `json:"working_dir,omitempty" jsonschema:"directory to run in (default: a fresh directory under CODEXEC_SANDBOX_DIR); ~ is expanded; forbidden paths are rejected"`
+	SessionID  string         `json:"session_id,omitempty" jsonschema:"run inside this persistent session (from start_session or create_context) instead of a fresh process"`
+	Intent     string         `json:"intent,omitempty" jsonschema:"code mode (seed 004): natural-language description of the task"`
+	Context    map[string]any `json:"context,omitempty" jsonschema:"code mode (seed 004): data injected into the sandbox as the variable context"`
+}
+
+// sessionExecutor runs code inside a session; the sessions toolset provides it.
+type sessionExecutor interface {
+	ExecuteInSession(ctx context.Context, sessionID, code string, in ExecuteCodeIn) (engine.Result, error)
+}
+
+func (s *Server) registerExec() {
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:  "execute_code",
+		Title: "Execute code",
+		Description: "Run code once in a fresh sandboxed process (python, node/javascript, typescript, bash) and get stdout, " +
+			"stderr, exit code, status and created files. Stateless: nothing persists between calls unless session_id is given. " +
+			"Output longer than CODEXEC_MAX_OUTPUT_CHARS keeps its head and tail.",
+		Annotations: &mcp.ToolAnnotations{Title: "Execute code", ReadOnlyHint: false, DestructiveHint: ptr(true),
+			IdempotentHint: false, OpenWorldHint: ptr(!s.deps.Engine.Backend().Isolated())},
+	}, s.executeCode)
+}
+
+func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {
+	if in.SessionID != "" {
+		return s.executeInSession(ctx, in)
+	}
+	if in.Language == "" {
+		if in.Intent != "" || in.Context != nil {
+			return invalid("code mode (intent/context, seed 004) is not available on this server yet; pass language to run code")
+		}
+		return invalid("language is required: one of python, node, javascript, typescript, bash")
+	}
+	timeout, err := s.deps.Engine.ResolveTimeout(in.TimeoutMs, in.Timeout)
+	if err != nil {
+		return invalid(err.Error())
+	}
+	res, err := s.deps.Engine.Execute(ctx, engine.Request{
+		Language: in.Language, Code: in.Code, Stdin: in.Stdin, Timeout: timeout, WorkingDir: in.WorkingDir,
+		Tool: "execute_code", Context: callContext(req),
+	})
+	if err != nil {
+		return invalid(err.Error())
+	}
+	return resultText(res), res, nil
+}
+
+func (s *Server) executeInSession(ctx context.Context, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {
+	se, ok := s.sessionsExecutor()
+	if !ok {
+		return invalid("session_id given but persistent sessions are not enabled on this server")
+	}
+	res, err := se.ExecuteInSession(ctx, in.SessionID, in.Code, in)
+	if err != nil {
+		return invalid(err.Error())
+	}
+	return resultText(res), res, nil
+}
+
+// invalid reports a request that was rejected before anything ran: a tool
+// error whose structured content still carries status setup_error, so both
+// seed 003 readers (status) and MCP clients (isError) see it.
+func invalid(msg string) (*mcp.CallToolResult, engine.Result, error) {
+	res := engine.Result{Status: engine.StatusSetupError, ErrorMessage: &msg, Artifacts: []string{}}
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "error: " + msg}}}, res, nil
+}
+
+// resultText renders a compact text version of a result for clients that
+// read only content.
+func resultText(r engine.Result) *mcp.CallToolResult {
+	var b strings.Builder
+	fmt.Fprintf(&b, "status: %s", r.Status)
+	if r.ExitCode != nil {
+		fmt.Fprintf(&b, " (exit %d)", *r.ExitCode)
+	}
+	fmt.Fprintf(&b, " in %d ms [%s, %s]\n", r.DurationMs, r.ExecutionID, r.Language)
+	if r.ErrorMessage != nil {
+		fmt.Fprintf(&b, "error: %s\n", *r.ErrorMessage)
+	}
+	section(&b, "stdout", r.Stdout)
+	section(&b, "stderr", r.Stderr)
+	if len(r.Artifacts) > 0 {
+		fmt.Fprintf(&b, "artifacts: %s\n", strings.Join(r.Artifacts, ", "))
+	}
+	if r.Truncated {
+		b.WriteString("(output truncated)\n")
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}
+}
+
+func section(b *strings.Builder, name, text string) {
+	if text == "" {
+		return
+	}
+	fmt.Fprintf(b, "--- %s ---\n%s", name, text)
+	if !strings.HasSuffix(text, "\n") {
+		b.WriteString("\n")
+	}
+}

@@ -1,0 +1,129 @@
+// Package mcpserver exposes codexec over the Model Context Protocol. It is the
+// only package that imports the SDK for serving: it decodes typed tool inputs,
+// calls the domain packages (engine, session, scripts, …) and renders their
+// results as structuredContent plus a compact text. One file per tool family;
+// each family is a toolset that CODEXEC_TOOLSETS can switch off.
+//
+// A Server is safe for concurrent tool calls.
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codexec/codexec/internal/config"
+	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/execlog"
+)
+
+// Version is the server version reported to clients.
+var Version = "0.1.0"
+
+// Toolset names accepted by CODEXEC_TOOLSETS.
+var Toolsets = []string{"exec", "sessions", "contexts", "scripts", "logs", "packages", "commands"}
+
+// Deps are the domain services the tools call. Engine is required; the other
+// services are optional and their toolsets are skipped when nil.
+type Deps struct {
+	Config config.Config
+	Engine *engine.Engine
+
+	// Services added by later toolsets go below, one field per line.
+}
+
+// Server is the MCP server with every enabled tool registered.
+type Server struct {
+	mcp  *mcp.Server
+	deps Deps
+}
+
+// New builds the server and registers the tools of every enabled toolset.
+// Unknown toolset names are an error.
+func New(deps Deps) (*Server, error) {
+	s := &Server{deps: deps}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "codexec", Title: "codexec — code execution sandbox", Version: Version},
+		&mcp.ServerOptions{Instructions: instructions, Logger: slog.Default()})
+	for _, ts := range deps.Config.Toolsets {
+		if !slices.Contains(Toolsets, ts) {
+			return nil, fmt.Errorf("CODEXEC_TOOLSETS: unknown toolset %q (known: %v)", ts, Toolsets)
+		}
+	}
+	register := map[string]func(){
+		"exec": s.registerExec, "sessions": s.registerSessions, "contexts": s.registerContexts,
+		"scripts": s.registerScripts, "logs": s.registerLogs, "packages": s.registerPackages,
+		"commands": s.registerCommands,
+	}
+	for _, ts := range Toolsets {
+		if slices.Contains(deps.Config.Toolsets, ts) {
+			register[ts]()
+		}
+	}
+	return s, nil
+}
+
+const instructions = `codexec runs code for you in a sandbox. execute_code runs python, node/javascript, typescript or bash once;
+sessions (start_session/send_to_session, or create_context/run_code) keep interpreter state between calls.
+A program that fails or times out is a normal result: read status, exit_code, stdout and stderr.`
+
+// MCP returns the underlying SDK server (for in-process transports in tests).
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Run serves on t until the client disconnects or ctx is cancelled.
+func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
+	return s.mcp.Run(ctx, t)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// callContext extracts seed 000's context fields from the call's _meta.
+func callContext(req *mcp.CallToolRequest) execlog.CallContext {
+	var cc execlog.CallContext
+	if req == nil || req.Params == nil {
+		return cc
+	}
+	m := req.Params.GetMeta()
+	get := func(keys ...string) string {
+		for _, k := range keys {
+			if v, ok := m[k].(string); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	cc.AgentID = get("agent_id", "agentId")
+	cc.TraceID = get("trace_id", "traceId")
+	cc.ChatID = get("chat_id", "chatId")
+	return cc
+}
+
+// toolError is a tool-level error with seed 001's error code; its message is
+// the JSON object {"error": …, "code": …} that 001 shows.
+type toolError struct {
+	Message string `json:"error"`
+	Code    string `json:"code"`
+}
+
+func (e *toolError) Error() string {
+	b, _ := json.Marshal(e)
+	return string(b)
+}
+
+// codedError returns a tool error carrying code.
+func codedError(code, format string, args ...any) error {
+	return &toolError{Message: fmt.Sprintf(format, args...), Code: code}
+}
+
+// errorCode returns the 001-style code of err, or "" if it has none.
+func errorCode(err error) string {
+	var te *toolError
+	if errors.As(err, &te) {
+		return te.Code
+	}
+	return ""
+}

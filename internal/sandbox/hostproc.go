@@ -1,0 +1,193 @@
+package sandbox
+
+import (
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// HostProc is a Process backed by one host child (the program itself, or a
+// launcher such as bwrap or a container CLI). It owns the stdio pipes: output
+// is copied by goroutines that end at EOF, so a background grandchild that
+// keeps a pipe open cannot block Wait; Release kills the tree and then waits
+// for the copies. Backends plug in how the tree is signalled and cleaned.
+//
+// Backends in other packages build one with StartHostProc.
+type HostProc struct {
+	cmd      *exec.Cmd
+	wait     func() error
+	copies   sync.WaitGroup
+	closers  []func()
+	stdinW   *os.File
+	hooks    Hooks
+	waitOnce sync.Once
+	exit     Exit
+	waitErr  error
+	released bool
+	mu       sync.Mutex
+}
+
+// Hooks customise a HostProc. Nil hooks fall back to signalling the child's
+// process group.
+type Hooks struct {
+	// Signal delivers sig to every process of the run.
+	Signal func(sig syscall.Signal) error
+	// AfterWait may refine the exit (e.g. OOM detection from a cgroup).
+	AfterWait func(e *Exit)
+	// Cleanup runs in Release after the tree is killed.
+	Cleanup func() error
+}
+
+// StartHostProc starts cmd (whose Stdin/Stdout/Stderr must be unset) with the
+// given stdio and hooks. cmd.SysProcAttr is used as given; callers normally
+// set Setpgid so the default Signal reaches the whole group.
+func StartHostProc(cmd *exec.Cmd, stdin io.Reader, stdout, stderr io.Writer, hooks Hooks) (*HostProc, error) {
+	p := &HostProc{cmd: cmd, hooks: hooks}
+	var childEnds []*os.File
+	ok := false
+	defer func() {
+		for _, f := range childEnds {
+			_ = f.Close()
+		}
+		if !ok {
+			p.closeAll()
+		}
+	}()
+	for i, w := range []io.Writer{stdout, stderr} {
+		wr, copyFn, closeRead, err := pipeOut(w)
+		if err != nil {
+			return nil, err
+		}
+		childEnds = append(childEnds, wr)
+		p.closers = append(p.closers, closeRead)
+		p.copies.Add(1)
+		go func() { defer p.copies.Done(); copyFn() }()
+		if i == 0 {
+			cmd.Stdout = wr
+		} else {
+			cmd.Stderr = wr
+		}
+	}
+	in, err := p.stdinFile(stdin)
+	if err != nil {
+		return nil, err
+	}
+	childEnds = append(childEnds, in)
+	cmd.Stdin = in
+	wait, err := StartTracked(cmd)
+	if err != nil {
+		return nil, err
+	}
+	p.wait = wait
+	ok = true
+	return p, nil
+}
+
+// stdinFile returns the child's stdin: /dev/null, or a pipe fed by a
+// goroutine that stops when the data is written or the pipe is closed.
+func (p *HostProc) stdinFile(stdin io.Reader) (*os.File, error) {
+	if stdin == nil {
+		return os.Open(os.DevNull)
+	}
+	if f, ok := stdin.(*os.File); ok {
+		return f, nil
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	p.stdinW = w
+	go func() {
+		_, _ = io.Copy(w, stdin)
+		p.mu.Lock()
+		if !p.released {
+			_ = w.Close()
+			p.stdinW = nil
+		}
+		p.mu.Unlock()
+	}()
+	return r, nil
+}
+
+// Pid returns the host pid of the child.
+func (p *HostProc) Pid() int { return p.cmd.Process.Pid }
+
+// Wait waits for the child to exit. It does not wait for output copies.
+func (p *HostProc) Wait() (Exit, error) {
+	p.waitOnce.Do(func() {
+		err := p.wait()
+		p.exit = exitFrom(p.cmd.ProcessState)
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = nil
+		}
+		p.waitErr = err
+		if p.hooks.AfterWait != nil {
+			p.hooks.AfterWait(&p.exit)
+		}
+	})
+	return p.exit, p.waitErr
+}
+
+func exitFrom(ps *os.ProcessState) Exit {
+	if ps == nil {
+		return Exit{Code: -1}
+	}
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	if ok && ws.Signaled() {
+		return Exit{Code: -1, Signal: int(ws.Signal())}
+	}
+	return Exit{Code: ps.ExitCode()}
+}
+
+// Terminate sends SIGTERM to the run.
+func (p *HostProc) Terminate() error { return p.signal(syscall.SIGTERM) }
+
+// Kill sends SIGKILL to the run.
+func (p *HostProc) Kill() error { return p.signal(syscall.SIGKILL) }
+
+func (p *HostProc) signal(sig syscall.Signal) error {
+	if p.hooks.Signal != nil {
+		return p.hooks.Signal(sig)
+	}
+	err := syscall.Kill(-p.cmd.Process.Pid, sig)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+// Release kills what is left of the run, waits up to drainTimeout for output
+// to drain, then closes pipes and runs the backend cleanup.
+func (p *HostProc) Release(drainTimeout time.Duration) error {
+	_ = p.Kill()
+	done := make(chan struct{})
+	go func() { p.copies.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(drainTimeout):
+	}
+	p.closeAll()
+	<-done
+	if p.hooks.Cleanup != nil {
+		return p.hooks.Cleanup()
+	}
+	return nil
+}
+
+func (p *HostProc) closeAll() {
+	p.mu.Lock()
+	p.released = true
+	if p.stdinW != nil {
+		_ = p.stdinW.Close()
+		p.stdinW = nil
+	}
+	p.mu.Unlock()
+	for _, c := range p.closers {
+		c()
+	}
+}

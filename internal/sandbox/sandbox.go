@@ -1,0 +1,127 @@
+// Package sandbox starts untrusted programs behind a Backend: subprocess
+// (light isolation), namespace (bubblewrap + cgroups + seccomp) or container
+// (a docker-compatible CLI). Callers describe what to run with a Spec; the
+// backend decides how it is confined. Every backend guarantees the same
+// contract for a Process: stdout/stderr go to the given writers, Terminate and
+// Kill act on every process the program started (not only the main one), and
+// after Release nothing the program started is still running.
+package sandbox
+
+import (
+	"context"
+	"io"
+	"os"
+	"time"
+)
+
+// ProgramPath is where a Spec's ProgramDir is visible to the sandboxed
+// program. Backends without a mount namespace rewrite arguments that start
+// with it to the host path (see Spec.ProgramDir).
+const ProgramPath = "/opt/codexec/program"
+
+// WorkspacePath is where isolated backends mount Spec.Dir. Subprocess mode runs
+// in Spec.Dir itself. Programs should use relative paths or $HOME.
+const WorkspacePath = "/workspace"
+
+// Limits are the resource limits of one run or session. Zero means "no limit
+// from codexec" for that resource. Subprocess mode enforces none of them.
+type Limits struct {
+	MemoryBytes int64
+	CPUs        float64
+	Pids        int
+	// DiskBytes caps the private /tmp (and other tmpfs) of isolated modes.
+	DiskBytes int64
+}
+
+// Mount exposes a host directory inside the sandbox. Subprocess mode ignores
+// Target (the program sees Host directly).
+type Mount struct {
+	Host     string
+	Target   string
+	ReadOnly bool
+}
+
+// Spec describes one program to start. Argv[0] must be an absolute path
+// valid on the host (backends with their own root map it as needed).
+type Spec struct {
+	// ID names the run (exec_… or sess_…); backends use it for cgroup and
+	// container names.
+	ID   string
+	Argv []string
+	// Dir is the host workspace: the program's working directory and $HOME.
+	// It is the only writable host directory in isolated modes.
+	Dir string
+	// ProgramDir, if set, is a host directory exposed read-only at
+	// ProgramPath; arguments beginning with ProgramPath refer to it.
+	ProgramDir string
+	// Env is the complete environment ("K=V"); nothing is inherited.
+	// Backends may rewrite HOME to where Dir is visible.
+	Env    []string
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// Mounts are extra host directories (e.g. installed packages).
+	Mounts []Mount
+	Limits Limits
+	// Network, when true, keeps host networking (only for trusted tools such
+	// as the shell command tools in subprocess mode). Isolated modes refuse it.
+	Network bool
+}
+
+// Exit describes how a program ended.
+type Exit struct {
+	// Code is the exit status, or -1 when the program was killed by a signal.
+	Code int
+	// Signal is the terminating signal number, 0 if it exited normally.
+	Signal int
+	// OOMKilled is true when the memory limit killed the program.
+	OOMKilled bool
+	// MemoryPeakBytes is the peak memory use if the backend measured it, else 0.
+	MemoryPeakBytes int64
+}
+
+// Process is a started program. Methods are safe for concurrent use.
+type Process interface {
+	// Pid is the host pid of the backend's top process (bwrap, the CLI, or
+	// the program itself in subprocess mode).
+	Pid() int
+	// Wait blocks until the main program exits and returns how.
+	Wait() (Exit, error)
+	// Terminate asks every process of the run to stop (SIGTERM).
+	Terminate() error
+	// Kill forcibly stops every process of the run (SIGKILL), including
+	// background and daemonised children.
+	Kill() error
+	// Release kills anything left, waits until output pipes are drained (at
+	// most drainTimeout), and frees backend resources (cgroups, containers,
+	// temp dirs). Call it exactly once, after Wait.
+	Release(drainTimeout time.Duration) error
+}
+
+// Backend starts programs under one isolation mode. Implementations are safe
+// for concurrent use.
+type Backend interface {
+	// Name is the mode name reported in results and logs ("subprocess", …).
+	Name() string
+	// Start starts spec. The context bounds only the start itself; use the
+	// Process methods to stop a running program.
+	Start(ctx context.Context, spec Spec) (Process, error)
+	// Isolated reports whether programs are confined (no host filesystem,
+	// no network, resource limits). Subprocess mode returns false.
+	Isolated() bool
+}
+
+// pipeOut returns a writable *os.File for w and a function that copies what
+// the child writes into w until EOF. If w is nil, output is discarded via
+// /dev/null. The caller closes the write end after starting the child.
+func pipeOut(w io.Writer) (wr *os.File, copyFn func(), closeRead func(), err error) {
+	if w == nil {
+		f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		return f, func() {}, func() {}, err
+	}
+	r, wr, err := os.Pipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return wr, func() { _, _ = io.Copy(w, r); _ = r.Close() }, func() { _ = r.Close() }, nil
+}

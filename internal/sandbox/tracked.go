@@ -1,0 +1,152 @@
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// The server may be a child subreaper (see NewSubprocess): orphaned
+// descendants of a run are re-parented to it, so codexec can find and kill
+// daemons that escaped a run's process group, and must reap the zombies they
+// leave. To tell such orphans from children the server started on purpose,
+// every child process of the server must be started through StartTracked.
+var tracked = struct {
+	sync.Mutex
+	pids map[int]bool
+}{pids: map[int]bool{}}
+
+// StartTracked starts cmd and records its pid as a deliberate child of the
+// server, then removes it when cmd.Wait returns via the returned wait
+// function. Every package that starts a host process (installers, container
+// CLIs) must use it instead of cmd.Start so the orphan sweeper of subprocess
+// mode never reaps it.
+func StartTracked(cmd *exec.Cmd) (wait func() error, err error) {
+	tracked.Lock()
+	err = cmd.Start()
+	if err == nil {
+		tracked.pids[cmd.Process.Pid] = true
+	}
+	tracked.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	pid := cmd.Process.Pid
+	return func() error {
+		err := cmd.Wait()
+		tracked.Lock()
+		delete(tracked.pids, pid)
+		tracked.Unlock()
+		return err
+	}, nil
+}
+
+// RunTracked runs cmd to completion through StartTracked.
+func RunTracked(cmd *exec.Cmd) error {
+	wait, err := StartTracked(cmd)
+	if err != nil {
+		return err
+	}
+	return wait()
+}
+
+// sweepOrphans kills every untracked child of the server whose environment
+// carries marker (e.g. "HOME=/path/of/workspace") together with its process
+// group, and reaps untracked zombies. It repeats because killing an orphan
+// re-parents its own children to the server. It returns how many processes
+// it killed.
+func sweepOrphans(marker string) int {
+	killed := 0
+	for round := 0; round < 50; round++ {
+		n := sweepOnce(marker)
+		killed += n
+		if n == 0 {
+			break
+		}
+	}
+	return killed
+}
+
+func sweepOnce(marker string) int {
+	tracked.Lock()
+	defer tracked.Unlock()
+	n := 0
+	for _, pid := range ownChildren() {
+		if tracked.pids[pid] {
+			continue
+		}
+		state, pgid := procState(pid)
+		if state == 'Z' {
+			reap(pid)
+			continue
+		}
+		if environHas(pid, marker) {
+			if pgid > 1 && pgid != syscall.Getpgrp() {
+				_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			}
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			reap(pid)
+			n++
+		}
+	}
+	return n
+}
+
+func reap(pid int) {
+	var ws syscall.WaitStatus
+	_, _ = syscall.Wait4(pid, &ws, 0, nil)
+}
+
+// ownChildren lists the direct children of this process (all threads).
+func ownChildren() []int {
+	tasks, _ := filepath.Glob("/proc/self/task/*/children")
+	var out []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
+
+// procState returns the state letter and process group of pid.
+func procState(pid int) (byte, int) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return 0, 0
+	}
+	f := strings.Fields(s[i+2:])
+	if len(f) < 3 {
+		return 0, 0
+	}
+	pgid, _ := strconv.Atoi(f[2])
+	return f[0][0], pgid
+}
+
+func environHas(pid int, marker string) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if kv == marker {
+			return true
+		}
+	}
+	return false
+}

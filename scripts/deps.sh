@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the system packages codexec's tests need (Debian/Ubuntu, as root).
+# Safe to run repeatedly; skips work that is already done.
+set -euo pipefail
+pkgs=(bubblewrap podman runc uidmap python3 nodejs)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [ "$(id -u)" != 0 ]; then
+    echo "deps: missing ${missing[*]}; run as root or install them" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Runs every test of codexec on a fresh machine: installs system packages the
+# tests need, then the whole Go suite with the race detector.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+gofmt_out=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$gofmt_out" ]; then echo "gofmt needed: $gofmt_out" >&2; exit 1; fi
+go vet ./...
+go test -race -count=1 -timeout 20m ./... "$@"
