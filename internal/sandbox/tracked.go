@@ -3,7 +3,6 @@ package sandbox
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,23 +100,26 @@ func reap(pid int) {
 	_, _ = syscall.Wait4(pid, &ws, 0, nil)
 }
 
-// ownChildren lists the direct children of this process (all threads).
+// ownChildren lists the children of this process's main thread. Orphans
+// re-parented to a subreaper are adopted by the thread group leader (the
+// kernel picks the first live thread, starting with the leader, which in Go
+// never exits), so one read finds every orphan; children the server forked
+// from other threads may be missing, which is fine: those are tracked.
 func ownChildren() []int {
-	tasks, _ := filepath.Glob("/proc/self/task/*/children")
+	b, err := os.ReadFile(childrenFile)
+	if err != nil {
+		return nil
+	}
 	var out []int
-	for _, t := range tasks {
-		b, err := os.ReadFile(t)
-		if err != nil {
-			continue
-		}
-		for _, f := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil {
-				out = append(out, pid)
-			}
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			out = append(out, pid)
 		}
 	}
 	return out
 }
+
+var childrenFile = "/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/children"
 
 // procState returns the state letter and process group of pid.
 func procState(pid int) (byte, int) {

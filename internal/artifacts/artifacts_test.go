@@ -1,0 +1,61 @@
+package artifacts
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func write(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCompare(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "keep.txt"), "a")
+	write(t, filepath.Join(dir, "grow.txt"), "a")
+	write(t, filepath.Join(dir, "touch.txt"), "a")
+	write(t, filepath.Join(dir, "gone.txt"), "a")
+	before := Take(dir)
+	write(t, filepath.Join(dir, "grow.txt"), "ab")
+	future := time.Now().Add(time.Hour)
+	if err := os.Chtimes(filepath.Join(dir, "touch.txt"), future, future); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Remove(filepath.Join(dir, "gone.txt"))
+	write(t, filepath.Join(dir, "new", "deep", "out.csv"), "x")
+	_ = os.Symlink("/etc/passwd", filepath.Join(dir, "link"))
+	got := Compare(before, Take(dir))
+	want := Diff{Created: []string{"link", "new/deep/out.csv"}, Modified: []string{"grow.txt", "touch.txt"}, Deleted: []string{"gone.txt"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestBounds(t *testing.T) {
+	dir := t.TempDir()
+	deep := dir
+	for i := 0; i < MaxDepth+3; i++ {
+		deep = filepath.Join(deep, "d")
+	}
+	write(t, filepath.Join(deep, "f"), "x")
+	if s := Take(dir); !s.Partial || len(s.files) != 0 {
+		t.Errorf("depth bound not applied: partial=%v files=%d", s.Partial, len(s.files))
+	}
+	if s := Take(filepath.Join(dir, "missing")); s.Partial || len(s.files) != 0 {
+		t.Error("missing dir should give an empty snapshot")
+	}
+	d := Compare(Snapshot{}, Snapshot{})
+	if d.Created == nil || d.Modified == nil || d.Deleted == nil {
+		t.Error("empty diff must have non-nil slices")
+	}
+}

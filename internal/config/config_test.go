@@ -1,0 +1,110 @@
+package config
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func load(t *testing.T, args []string, env map[string]string) (Config, error) {
+	t.Helper()
+	return Load(args, func(k string) string { return env[k] }, "/home/u", io.Discard)
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := load(t, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"data": "/home/u/.codexec", "sandbox": "/home/u/.codexec/sandbox", "logs": "/home/u/.codexec/logs",
+		"scripts": "/home/u/.codexec/scripts", "mode": "auto", "image": "annabelle-sandbox", "timeout": 30 * time.Second,
+		"max": 300 * time.Second, "idle": 15 * time.Minute, "grace": 5 * time.Second, "sessions": 5,
+		"mem": int64(512 << 20), "cpu": 1.0, "chars": 10000, "head": 4000, "tail": 4000,
+		"retention": Retention{30, 90, 90}, "network": "none", "level": "info",
+	}
+	got := map[string]any{
+		"data": c.DataDir, "sandbox": c.SandboxDir, "logs": c.LogDir, "scripts": c.ScriptsDir, "mode": c.SandboxMode,
+		"image": c.DockerImage, "timeout": c.DefaultTimeout, "max": c.MaxTimeout, "idle": c.SessionIdleTimeout,
+		"grace": c.KillGrace, "sessions": c.MaxSessions, "mem": c.MemoryLimitBytes, "cpu": c.CPULimit,
+		"chars": c.MaxOutputChars, "head": c.TruncationHead, "tail": c.TruncationTail, "retention": c.RetentionDays,
+		"network": c.DockerNetwork, "level": c.LogLevel,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+}
+
+func TestPrecedenceFlagOverEnv(t *testing.T) {
+	env := map[string]string{"CODEXEC_MAX_OUTPUT_CHARS": "20000", "CODEXEC_SANDBOX_DIR": "~/sb", "CODEXEC_DOCKER_MEMORY": "1g"}
+	c, err := load(t, []string{"--max-output-chars", "30000"}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxOutputChars != 30000 || c.SandboxDir != "/home/u/sb" || c.MemoryLimitBytes != 1<<30 {
+		t.Errorf("got chars %d dir %s mem %d", c.MaxOutputChars, c.SandboxDir, c.MemoryLimitBytes)
+	}
+	c, _ = load(t, nil, map[string]string{"CODEXEC_DOCKER_MEMORY": "1g", "CODEXEC_MEMORY_LIMIT": "256m"})
+	if c.MemoryLimitBytes != 256<<20 {
+		t.Errorf("CODEXEC_MEMORY_LIMIT should override the docker alias, got %d", c.MemoryLimitBytes)
+	}
+}
+
+func TestInvalidNamesVariable(t *testing.T) {
+	cases := []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"CODEXEC_MAX_OUTPUT_CHARS": "lots"}, "CODEXEC_MAX_OUTPUT_CHARS"},
+		{map[string]string{"CODEXEC_SANDBOX_MODE": "vm"}, "CODEXEC_SANDBOX_MODE"},
+		{map[string]string{"CODEXEC_DOCKER_CPU": "-1"}, "CODEXEC_DOCKER_CPU"},
+		{map[string]string{"CODEXEC_MEMORY_LIMIT": "huge"}, "CODEXEC_MEMORY_LIMIT"},
+		{map[string]string{"CODEXEC_DEFAULT_TIMEOUT_MS": "600000"}, "CODEXEC_DEFAULT_TIMEOUT_MS"},
+		{map[string]string{"CODEXEC_TRUNCATION_HEAD": "9000"}, "CODEXEC_TRUNCATION_HEAD"},
+		{map[string]string{"CODEXEC_LOG_DIR": "relative/logs"}, "CODEXEC_LOG_DIR"},
+		{map[string]string{"LOG_LEVEL": "loud"}, "LOG_LEVEL"},
+	}
+	for _, c := range cases {
+		_, err := load(t, nil, c.env)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v does not name %s", c.env, err, c.want)
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	cases := map[string]int64{"512m": 512 << 20, "1g": 1 << 30, "100MiB": 100 << 20, "64k": 64 << 10, "4096": 4096, "1.5g": 3 << 29}
+	for in, want := range cases {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "m", "-5m", "abc"} {
+		if _, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q) accepted", bad)
+		}
+	}
+}
+
+func TestAllowedCommandsAndLists(t *testing.T) {
+	c, _ := load(t, nil, map[string]string{"ALLOWED_COMMANDS": " ls, cat ,,", "ALLOWED_CWD_ROOTS": "/a,/b"})
+	if diff := cmp.Diff([]string{"ls", "cat"}, c.AllowedCommands); diff != "" || !c.AllowedCommandsSet {
+		t.Error(diff)
+	}
+	if diff := cmp.Diff([]string{"/a", "/b"}, c.AllowedCwdRoots); diff != "" {
+		t.Error(diff)
+	}
+	c, _ = load(t, nil, nil)
+	if c.AllowedCommandsSet || c.AllowedCommands != nil {
+		t.Error("unset ALLOWED_COMMANDS must allow nothing")
+	}
+}
+
+func TestFlagNames(t *testing.T) {
+	if FlagName("CODEXEC_MAX_OUTPUT_CHARS") != "max-output-chars" || FlagName("ALLOWED_COMMANDS") != "allowed-commands" {
+		t.Error("flag names")
+	}
+}
