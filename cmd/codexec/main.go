@@ -10,6 +10,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -36,6 +38,9 @@ func run(args []string) int {
 	}
 	home, _ := os.UserHomeDir()
 	cfg, err := config.Load(args, os.Getenv, home, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "codexec: configuration error:", err)
 		return 2

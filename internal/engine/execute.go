@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/codexec/codexec/internal/artifacts"
+	"github.com/codexec/codexec/internal/codemode"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/runtime"
 )
@@ -61,10 +62,16 @@ type Result struct {
 	OOMKilled     bool     `json:"oom_killed,omitempty" jsonschema:"true when the memory limit killed the program"`
 	Artifacts     []string `json:"artifacts" jsonschema:"files created or modified in the working directory"`
 	SandboxMode   string   `json:"sandbox_mode" jsonschema:"isolation mode the code ran under"`
+	// Code mode (seed 004) fields, set only for code-mode executions.
+	Value     any               `json:"result,omitempty" jsonschema:"code mode: the JSON value the code returned"`
+	Logs      []string          `json:"logs,omitempty" jsonschema:"code mode: console output of the code, one entry per call"`
+	Metrics   *codemode.Metrics `json:"metrics,omitempty" jsonschema:"code mode: execution metrics"`
+	CodeError *codemode.Error   `json:"error,omitempty" jsonschema:"code mode: SyntaxError, RuntimeError or TimeoutError details"`
 	// Diff is the full artifact diff (created/modified/deleted) for the log.
 	Diff         artifacts.Diff `json:"-"`
 	MemoryPeakMB *float64       `json:"-"`
 	WorkingDir   string         `json:"-"`
+	compileErr   *runtime.CompileError
 }
 
 // Execute runs one request. Invalid requests (unknown language, forbidden
@@ -85,7 +92,7 @@ func (e *Engine) Execute(ctx context.Context, req Request) (Result, error) {
 	defer cleanup()
 	id := execlog.NewID("exec_")
 	started := time.Now()
-	res := e.runCode(ctx, id, lang, dir, req)
+	res := e.runCode(ctx, id, lang, dir, req, nil)
 	res.WorkingDir = dir
 	if !req.NoLog {
 		e.logExecution(res, req, started)
@@ -114,7 +121,9 @@ func (e *Engine) workspace(workingDir string, probe bool) (string, func(), error
 	return dir, func() { _ = os.RemoveAll(dir) }, nil
 }
 
-func (e *Engine) runCode(ctx context.Context, id, lang, dir string, req Request) Result {
+// runCode builds and runs the program; post, if non-nil, runs after the
+// program ends and before the workspace is diffed.
+func (e *Engine) runCode(ctx context.Context, id, lang, dir string, req Request, post func(dir string)) Result {
 	res := Result{ExecutionID: id, Language: lang, SandboxMode: e.backend.Name(), Artifacts: []string{}}
 	if err := e.LanguageError(lang); err != nil && !req.NoLog {
 		return setupError(res, fmt.Sprintf("%s is unavailable on this server: %v", lang, err))
@@ -122,7 +131,9 @@ func (e *Engine) runCode(ctx context.Context, id, lang, dir string, req Request)
 	prog, err := e.langs.Build(lang, req.Code, req.Args)
 	var ce *runtime.CompileError
 	if errors.As(err, &ce) {
-		return compileFailure(res, ce)
+		res = compileFailure(res, ce)
+		res.compileErr = ce
+		return res
 	}
 	if err != nil {
 		return setupError(res, err.Error())
@@ -139,6 +150,9 @@ func (e *Engine) runCode(ctx context.Context, id, lang, dir string, req Request)
 	before := artifacts.Take(dir)
 	oc := e.RunProcess(ctx, ProcessSpec{ID: id, Argv: prog.Argv, Dir: dir, Env: e.Env(lang, dir),
 		Stdin: stdinReader(req.Stdin), Timeout: req.Timeout, ProgramDir: progDir})
+	if post != nil {
+		post(dir)
+	}
 	res.Diff = artifacts.Compare(before, artifacts.Take(dir))
 	res.Artifacts = append(append(res.Artifacts, res.Diff.Created...), res.Diff.Modified...)
 	return fillOutcome(res, oc, req.Timeout, e.opts.Limits.MemoryBytes)

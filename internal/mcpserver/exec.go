@@ -2,12 +2,15 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/runtime"
 )
 
 // ExecuteCodeIn accepts every documented shape of execute_code: seed 000
@@ -46,15 +49,14 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 	if in.SessionID != "" {
 		return s.executeInSession(ctx, in)
 	}
-	if in.Language == "" {
-		if in.Intent != "" || in.Context != nil {
-			return invalid("code mode (intent/context, seed 004) is not available on this server yet; pass language to run code")
-		}
-		return invalid("language is required: one of python, node, javascript, typescript, bash")
-	}
 	timeout, err := s.deps.Engine.ResolveTimeout(in.TimeoutMs, in.Timeout)
 	if err != nil {
 		return invalid(err.Error())
+	}
+	if codeMode, err := isCodeMode(in); err != nil {
+		return invalid(err.Error())
+	} else if codeMode {
+		return s.executeCodeMode(ctx, req, in, timeout)
 	}
 	res, err := s.deps.Engine.Execute(ctx, engine.Request{
 		Language: in.Language, Code: in.Code, Stdin: in.Stdin, Timeout: timeout, WorkingDir: in.WorkingDir,
@@ -64,6 +66,47 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 		return invalid(err.Error())
 	}
 	return resultText(res), res, nil
+}
+
+// isCodeMode reports whether a call is seed 004's code mode: no language, or
+// an intent/context, which only TypeScript/JavaScript code can use.
+func isCodeMode(in ExecuteCodeIn) (bool, error) {
+	if in.Intent == "" && in.Context == nil && in.Language != "" {
+		return false, nil
+	}
+	if in.Language == "" {
+		return true, nil
+	}
+	lang, err := runtime.Normalize(in.Language)
+	if err != nil {
+		return false, err
+	}
+	if lang != runtime.TypeScript && lang != runtime.Node {
+		return false, fmt.Errorf("intent/context (code mode, seed 004) run TypeScript/JavaScript only, not %s", lang)
+	}
+	return true, nil
+}
+
+func (s *Server) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, timeout time.Duration) (*mcp.CallToolResult, engine.Result, error) {
+	res, err := s.deps.Engine.ExecuteCodeMode(ctx, engine.CodeModeRequest{
+		Code: in.Code, Intent: in.Intent, Context: in.Context, Stdin: in.Stdin, Timeout: timeout,
+		WorkingDir: in.WorkingDir, Call: callContext(req),
+	})
+	if err != nil {
+		return invalid(err.Error())
+	}
+	return codeModeText(res), res, nil
+}
+
+// codeModeText renders seed 004's {result, logs, metrics} (or error) as JSON
+// text, the form code-mode clients parse.
+func codeModeText(r engine.Result) *mcp.CallToolResult {
+	out := map[string]any{"result": r.Value, "logs": r.Logs, "metrics": r.Metrics}
+	if r.CodeError != nil {
+		out["error"] = r.CodeError
+	}
+	b, _ := json.MarshalIndent(out, "", "  ")
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
 }
 
 func (s *Server) executeInSession(ctx context.Context, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {
