@@ -344,3 +344,20 @@ func TestToolsListHasExecuteCodeSchema(t *testing.T) {
 	}
 	t.Fatal("execute_code not listed")
 }
+
+// TestUnavailableLanguageIsReported checks the start-up health check: a
+// broken interpreter makes only its language unavailable, with the cause.
+func TestUnavailableLanguageIsReported(t *testing.T) {
+	s := start(t, "CODEXEC_NODE=/nonexistent/node")
+	r, res := s.exec(map[string]any{"language": "node", "code": "console.log(1)"})
+	if res.IsError || r.Status != "setup_error" || r.ErrorMessage == nil || !strings.Contains(*r.ErrorMessage, "/nonexistent/node") {
+		t.Fatalf("got %+v", r)
+	}
+	r, _ = s.exec(map[string]any{"language": "python", "code": "print(2)"})
+	if r.Status != "success" || r.Stdout != "2\n" {
+		t.Fatalf("python should keep working: %+v", r)
+	}
+	if log := s.Stderr.String(); !strings.Contains(log, "health check") || !strings.Contains(log, "language unavailable") {
+		t.Errorf("health summary missing from the log:\n%s", log)
+	}
+}

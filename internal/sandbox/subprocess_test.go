@@ -1,0 +1,86 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func runSub(t *testing.T, script string, stdin string) (Exit, string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	spec := Spec{ID: "t", Argv: []string{"/bin/bash", "-c", script}, Dir: dir, Env: []string{"HOME=" + dir, "PATH=/usr/bin:/bin"},
+		Stdout: &out, Stderr: &errb}
+	if stdin != "" {
+		spec.Stdin = strings.NewReader(stdin)
+	}
+	p, err := NewSubprocess().Start(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := p.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Release(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return ex, out.String(), errb.String()
+}
+
+func TestSubprocessExits(t *testing.T) {
+	cases := []struct {
+		name, script, stdin, out, errOut string
+		exit                             Exit
+	}{
+		{"ok", "echo hi; echo err >&2", "", "hi\n", "err\n", Exit{Code: 0}},
+		{"code", "exit 7", "", "", "", Exit{Code: 7}},
+		{"signal", "kill -SEGV $$", "", "", "", Exit{Code: -1, Signal: int(syscall.SIGSEGV)}},
+		{"stdin", "cat", "line1\nline2", "line1\nline2", "", Exit{Code: 0}},
+		{"env", "echo $HOME-$SECRET", "", "", "", Exit{Code: 0}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ex, out, errOut := runSub(t, c.script, c.stdin)
+			if ex.Code != c.exit.Code || ex.Signal != c.exit.Signal {
+				t.Errorf("exit %+v, want %+v", ex, c.exit)
+			}
+			if c.name == "env" {
+				if !strings.HasSuffix(out, "-\n") {
+					t.Errorf("environment leaked: %q", out)
+				}
+				return
+			}
+			if out != c.out || errOut != c.errOut {
+				t.Errorf("out %q err %q", out, errOut)
+			}
+		})
+	}
+}
+
+// TestSubprocessReleaseKillsEscapees: a setsid double-forked daemon holding
+// stdout open must neither block Release nor survive it.
+func TestSubprocessReleaseKillsEscapees(t *testing.T) {
+	pidFile := t.TempDir() + "/pid"
+	start := time.Now()
+	ex, out, _ := runSub(t, "setsid bash -c 'sleep 1000 & echo $! > "+pidFile+"; wait' & sleep 0.2; echo main-done", "")
+	if ex.Code != 0 || out != "main-done\n" {
+		t.Fatalf("exit %+v out %q", ex, out)
+	}
+	if time.Since(start) > 3*time.Second {
+		t.Errorf("release blocked on the daemon's open pipe")
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := strings.TrimSpace(string(b))
+	if st, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil && !strings.Contains(string(st), ") Z") {
+		t.Errorf("daemon %s survived: %s", pid, st)
+	}
+}
