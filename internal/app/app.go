@@ -23,6 +23,7 @@ import (
 	"github.com/codexec/codexec/internal/pathguard"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/session"
 )
 
 // HostEnv are the facts about the host that main reads from the process
@@ -90,7 +91,9 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 		return nil, err
 	}
 	healthCheck(ctx, a.Engine)
-	a.Server, err = mcpserver.New(mcpserver.Deps{Config: cfg, Engine: a.Engine})
+	sessions := session.NewManager(a.Engine, session.Options{MaxSessions: cfg.MaxSessions, IdleTimeout: cfg.SessionIdleTimeout, KillGrace: cfg.KillGrace})
+	a.closers = append(a.closers, sessions.Close)
+	a.Server, err = mcpserver.New(mcpserver.Deps{Config: cfg, Engine: a.Engine, Sessions: sessions})
 	if err != nil {
 		return nil, err
 	}

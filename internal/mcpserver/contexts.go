@@ -1,5 +1,180 @@
 package mcpserver
 
-// registerContexts registers the contexts toolset. Not implemented yet: the toolset
-// exposes no tools until its issue lands.
-func (s *Server) registerContexts() {}
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codexec/codexec/internal/runtime"
+	"github.com/codexec/codexec/internal/session"
+)
+
+// Seed 001 error codes.
+const (
+	codeInvalidParams      = "INVALID_PARAMS"
+	codeContextNotFound    = "CONTEXT_NOT_FOUND"
+	codeInvalidContextName = "INVALID_CONTEXT_NAME"
+	codeInvalidLanguage    = "INVALID_LANGUAGE"
+	codeCreationFailed     = "CONTEXT_CREATION_FAILED"
+	codeStopFailed         = "STOP_FAILED"
+)
+
+// CreateContextIn is create_context's input (seed 001).
+type CreateContextIn struct {
+	Name        string `json:"name" jsonschema:"context name, e.g. user-123 or task-data-analysis (letters, digits, - _ . only)"`
+	Language    string `json:"language,omitempty" jsonschema:"python (default) or javascript"`
+	Description string `json:"description,omitempty" jsonschema:"optional description"`
+}
+
+// ContextOut describes one context.
+type ContextOut struct {
+	ContextID   string    `json:"context_id"`
+	Name        string    `json:"name"`
+	Language    string    `json:"language" jsonschema:"python or javascript"`
+	Description string    `json:"description"`
+	CreatedAt   time.Time `json:"created_at"`
+	Status      string    `json:"status" jsonschema:"active (or dead if its interpreter died)"`
+	Message     string    `json:"message,omitempty"`
+	LastUsed    time.Time `json:"last_used"`
+}
+
+// RunCodeIn is run_code's input.
+type RunCodeIn struct {
+	Code      string `json:"code" jsonschema:"code to run in the context (Python or JavaScript, by the context's language)"`
+	ContextID string `json:"context_id" jsonschema:"context id from create_context (its unique name also works)"`
+}
+
+// RunCodeOut is run_code's output.
+type RunCodeOut struct {
+	Stdout        string  `json:"stdout"`
+	Stderr        string  `json:"stderr"`
+	Success       bool    `json:"success"`
+	ExecutionTime float64 `json:"execution_time" jsonschema:"seconds"`
+	ExecutionID   string  `json:"execution_id"`
+	Status        string  `json:"status" jsonschema:"success | execution_error | timeout"`
+	TimedOut      bool    `json:"timed_out"`
+	ErrorMessage  *string `json:"error_message,omitempty"`
+}
+
+// ContextIDIn names one context.
+type ContextIDIn struct {
+	ContextID string `json:"context_id" jsonschema:"the context to stop"`
+}
+
+// StopContextOut is stop_context's output.
+type StopContextOut struct {
+	ContextID string `json:"context_id"`
+	Status    string `json:"status"`
+	Message   string `json:"message"`
+}
+
+// ListContextsOut is list_contexts' output.
+type ListContextsOut struct {
+	Contexts []ContextOut `json:"contexts"`
+	Total    int          `json:"total"`
+}
+
+func (s *Server) registerContexts() {
+	if s.deps.Sessions == nil {
+		return
+	}
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "run_code", Title: "Run code in a context",
+		Description: "Run Python or JavaScript code in a context created with create_context (context_id is required). State persists per context; Jupyter-style: a trailing expression is shown.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: ptr(true), OpenWorldHint: ptr(!s.deps.Engine.Backend().Isolated())}}, s.runCode)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "create_context", Title: "Create an execution context",
+		Description: "Create a new isolated code execution context (python default, or javascript).",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}}, s.createContext)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "stop_context", Title: "Stop a context",
+		Description: "Stop and clean up a context, waiting for running code to finish. Its variables are lost.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}}, s.stopContext)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list_contexts", Title: "List contexts",
+		Description: "List all active execution contexts, newest first.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}}, s.listContexts)
+}
+
+var contextNameRe = regexp.MustCompile(`^[\p{L}\p{N}][\p{L}\p{N}._-]{0,99}$`)
+
+func (s *Server) createContext(ctx context.Context, req *mcp.CallToolRequest, in CreateContextIn) (*mcp.CallToolResult, ContextOut, error) {
+	if !contextNameRe.MatchString(in.Name) {
+		return nil, ContextOut{}, codedError(codeInvalidContextName, "Invalid context name: name cannot be empty or contain special characters (got %q)", in.Name)
+	}
+	lang := "python"
+	if in.Language != "" {
+		l, err := runtime.Normalize(in.Language)
+		if err != nil || (l != runtime.Python && l != runtime.Node) {
+			return nil, ContextOut{}, codedError(codeInvalidLanguage, "Unsupported language: %s. Must be 'python' or 'javascript'", in.Language)
+		}
+		lang = l
+	}
+	info, err := s.deps.Sessions.Start(ctx, session.StartRequest{Kind: session.KindContext, Language: lang, Name: in.Name,
+		Description: in.Description, Call: callContext(req)})
+	if err != nil {
+		if strings.Contains(err.Error(), "already exists") {
+			return nil, ContextOut{}, codedError(codeInvalidContextName, "Invalid context name: %v", err)
+		}
+		return nil, ContextOut{}, codedError(codeCreationFailed, "Failed to create context: %v", err)
+	}
+	out := contextOut(info)
+	out.Message = contextLangName(info.Language) + " context created successfully"
+	return jsonText(out), out, nil
+}
+
+func contextLangName(lang string) string {
+	if lang == runtime.Node {
+		return "JavaScript"
+	}
+	return "Python"
+}
+
+func contextOut(i session.Info) ContextOut {
+	lang := i.Language
+	if lang == runtime.Node {
+		lang = "javascript"
+	}
+	return ContextOut{ContextID: i.ID, Name: i.Name, Language: lang, Description: i.Description, CreatedAt: i.StartedAt,
+		Status: i.Status, LastUsed: i.LastActivity.UTC()}
+}
+
+func (s *Server) runCode(ctx context.Context, req *mcp.CallToolRequest, in RunCodeIn) (*mcp.CallToolResult, RunCodeOut, error) {
+	if in.ContextID == "" || strings.TrimSpace(in.Code) == "" {
+		return nil, RunCodeOut{}, codedError(codeInvalidParams, "Invalid arguments: code and context_id are required")
+	}
+	res, err := s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: in.ContextID, Code: in.Code, Tool: "run_code", Call: callContext(req)})
+	if errors.Is(err, session.ErrNotFound) {
+		return nil, RunCodeOut{}, codedError(codeContextNotFound, "Context not found: %s", in.ContextID)
+	}
+	if err != nil {
+		return nil, RunCodeOut{}, codedError(codeInvalidParams, "%v", err)
+	}
+	out := RunCodeOut{Stdout: res.Stdout, Stderr: res.Stderr, Success: res.Success, ExecutionTime: res.ExecutionTime,
+		ExecutionID: res.ExecutionID, Status: res.Status, TimedOut: res.TimedOut, ErrorMessage: res.ErrorMessage}
+	return jsonText(out), out, nil
+}
+
+func (s *Server) stopContext(_ context.Context, _ *mcp.CallToolRequest, in ContextIDIn) (*mcp.CallToolResult, StopContextOut, error) {
+	if in.ContextID == "" {
+		return nil, StopContextOut{}, codedError(codeInvalidParams, "Invalid arguments: context_id is required")
+	}
+	ci, err := s.deps.Sessions.Stop(in.ContextID, "stopped")
+	if errors.Is(err, session.ErrNotFound) {
+		return nil, StopContextOut{}, codedError(codeContextNotFound, "Context not found: %s", in.ContextID)
+	}
+	if err != nil {
+		return nil, StopContextOut{}, codedError(codeStopFailed, "%v", err)
+	}
+	out := StopContextOut{ContextID: ci.ID, Status: "stopped", Message: "Context stopped successfully"}
+	return jsonText(out), out, nil
+}
+
+func (s *Server) listContexts(context.Context, *mcp.CallToolRequest, EmptyIn) (*mcp.CallToolResult, ListContextsOut, error) {
+	out := ListContextsOut{Contexts: []ContextOut{}}
+	for _, i := range s.deps.Sessions.List() {
+		out.Contexts = append(out.Contexts, contextOut(i))
+	}
+	out.Total = len(out.Contexts)
+	return jsonText(out), out, nil
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/session"
 )
 
 // Version is the server version reported to clients.
@@ -35,6 +36,7 @@ type Deps struct {
 	Engine *engine.Engine
 
 	// Services added by later toolsets go below, one field per line.
+	Sessions *session.Manager // sessions and contexts toolsets; nil disables them
 }
 
 // Server is the MCP server with every enabled tool registered.
@@ -117,6 +119,13 @@ func (e *toolError) Error() string {
 // codedError returns a tool error carrying code.
 func codedError(code, format string, args ...any) error {
 	return &toolError{Message: fmt.Sprintf(format, args...), Code: code}
+}
+
+// jsonText renders v as indented JSON text content (seed 001 shows its
+// results as JSON text).
+func jsonText(v any) *mcp.CallToolResult {
+	b, _ := json.MarshalIndent(v, "", "  ")
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
 }
 
 // errorCode returns the 001-style code of err, or "" if it has none.

@@ -1,0 +1,251 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+type startOut struct {
+	Success   bool   `json:"success"`
+	SessionID string `json:"session_id"`
+	Language  string `json:"language"`
+	Name      string `json:"name"`
+	Pid       int    `json:"pid"`
+	StartedAt string `json:"started_at"`
+}
+
+func (s *server) startSession(lang string, extra ...string) startOut {
+	s.t.Helper()
+	args := map[string]any{"language": lang}
+	if len(extra) > 0 {
+		args["name"] = extra[0]
+	}
+	var out startOut
+	res := s.callInto("start_session", args, &out)
+	if res.IsError || !out.Success || !strings.HasPrefix(out.SessionID, "sess_") || out.Pid <= 0 {
+		s.t.Fatalf("start_session: %+v %s", out, text(res))
+	}
+	return out
+}
+
+func (s *server) send(id, code string, extra map[string]any) (execResult, bool) {
+	s.t.Helper()
+	args := map[string]any{"session_id": id, "code": code}
+	for k, v := range extra {
+		args[k] = v
+	}
+	var r execResult
+	res := s.callInto("send_to_session", args, &r)
+	return r, res.IsError
+}
+
+// TestSessionFlowSeed000: start → send ×3 → close, state persisting.
+func TestSessionFlowSeed000(t *testing.T) {
+	s := start(t)
+	for _, c := range []struct{ lang, a, b, c, want string }{
+		{"python", "import json\ndata = {'category': ['A', 'B'], 'value': [42.3, 18.7]}", "def mean(xs):\n    return sum(xs) / len(xs)\ntotal = mean(data['value'])", "print(round(total, 2))\nlen(data)", "30.5\n2\n"},
+		{"node", "const data = {value: [42.3, 18.7]}", "function mean(xs) {\n  return xs.reduce((a, b) => a + b) / xs.length\n}\nlet total = mean(data.value)", "console.log(total.toFixed(2)); data.value.length", "30.50\n2\n"},
+	} {
+		t.Run(c.lang, func(t *testing.T) {
+			sess := s.startSession(c.lang, "data-analysis")
+			for _, code := range []string{c.a, c.b} {
+				if r, isErr := s.send(sess.SessionID, code, nil); isErr || r.Status != "success" {
+					t.Fatalf("send %q: %+v", code, r)
+				}
+			}
+			r, _ := s.send(sess.SessionID, c.c, nil)
+			if r.Stdout != c.want || !strings.HasPrefix(r.ExecutionID, "exec_") {
+				t.Fatalf("third send: %+v", r)
+			}
+			var closed struct {
+				Success         bool   `json:"success"`
+				SessionID       string `json:"session_id"`
+				DurationTotalMs int64  `json:"duration_total_ms"`
+				ExecutionsCount int    `json:"executions_count"`
+			}
+			s.callInto("close_session", map[string]any{"session_id": sess.SessionID}, &closed)
+			if !closed.Success || closed.ExecutionsCount != 3 || closed.DurationTotalMs <= 0 {
+				t.Fatalf("close: %+v", closed)
+			}
+			if _, isErr := s.send(sess.SessionID, "1", nil); !isErr {
+				t.Fatal("send after close must fail")
+			}
+			checkSessionLog(t, s.DataDir, sess.SessionID, 3)
+		})
+	}
+}
+
+// checkSessionLog reads session-<id>.jsonl and checks its lifecycle entries.
+func checkSessionLog(t *testing.T, dataDir, id string, execs int) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dataDir, "logs", "session-"+id+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("bad log line %q", line)
+		}
+		if m["session_id"] != id {
+			t.Errorf("entry without session id: %v", m)
+		}
+		types = append(types, m["type"].(string))
+	}
+	if len(types) != execs+2 || types[0] != "session_start" || types[len(types)-1] != "session_end" {
+		t.Errorf("log entry types %v", types)
+	}
+}
+
+func TestSessionTrailingExpressionAndErrors(t *testing.T) {
+	s := start(t)
+	sess := s.startSession("python")
+	r, _ := s.send(sess.SessionID, "x = 42\nx", nil)
+	if r.Stdout != "42\n" {
+		t.Errorf("trailing expression: %q", r.Stdout)
+	}
+	r, _ = s.send(sess.SessionID, "undefined_variable", nil)
+	if r.Success || r.Status != "execution_error" || !strings.Contains(r.Stderr, "NameError: name 'undefined_variable' is not defined") || !strings.Contains(r.Stderr, `File "<stdin>", line 1`) {
+		t.Errorf("NameError: %+v", r)
+	}
+	r, _ = s.send(sess.SessionID, "import subprocess\nsubprocess.run(['echo', 'child output'])\nimport sys\nprint('to err', file=sys.stderr)", nil)
+	if !strings.Contains(r.Stdout, "child output\n") || r.Stderr != "to err\n" {
+		t.Errorf("child output/stderr: %+v", r)
+	}
+	r, _ = s.send(sess.SessionID, "open('made.txt', 'w').write('x')", nil)
+	if len(r.Artifacts) != 1 || r.Artifacts[0] != "made.txt" {
+		t.Errorf("artifacts %v", r.Artifacts)
+	}
+}
+
+// TestSessionTimeoutKeepsState: `while True: pass` is interrupted and the
+// session's state survives.
+func TestSessionTimeoutKeepsState(t *testing.T) {
+	s := start(t)
+	for _, c := range []struct{ lang, set, loop, get string }{
+		{"python", "x = 7", "while True: pass", "print(x)"},
+		{"node", "var x = 7", "while (true) {}", "console.log(x)"},
+		{"node", "var x = 7", "await new Promise(() => {})", "console.log(x)"},
+	} {
+		t.Run(c.lang, func(t *testing.T) {
+			sess := s.startSession(c.lang)
+			s.send(sess.SessionID, c.set, nil)
+			r, _ := s.send(sess.SessionID, c.loop, map[string]any{"timeout_ms": 500})
+			if r.Status != "timeout" || !r.TimedOut || r.ErrorMessage == nil || !strings.Contains(*r.ErrorMessage, "preserved") {
+				t.Fatalf("timeout result: %+v", r)
+			}
+			r, _ = s.send(sess.SessionID, c.get, nil)
+			if r.Status != "success" || r.Stdout != "7\n" {
+				t.Fatalf("state lost after timeout: %+v", r)
+			}
+		})
+	}
+}
+
+// TestSessionUnresponsiveIsKilled: code that ignores the interrupt is
+// killed after the grace, and the result says the state is lost.
+func TestSessionUnresponsiveIsKilled(t *testing.T) {
+	s := start(t, "CODEXEC_KILL_GRACE_MS=300")
+	sess := s.startSession("python")
+	r, _ := s.send(sess.SessionID, "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass", map[string]any{"timeout_ms": 300})
+	if r.Status != "timeout" || r.ErrorMessage == nil || !strings.Contains(*r.ErrorMessage, "state is lost") {
+		t.Fatalf("got %+v", r)
+	}
+	if _, isErr := s.send(sess.SessionID, "1", nil); !isErr {
+		t.Fatal("the killed session must be gone")
+	}
+}
+
+func TestSessionDeathDetected(t *testing.T) {
+	s := start(t)
+	sess := s.startSession("python")
+	r, _ := s.send(sess.SessionID, "import os\nos._exit(3)", nil)
+	if r.Success || r.ErrorMessage == nil || !strings.Contains(*r.ErrorMessage, "exited with code 3") {
+		t.Fatalf("got %+v", r)
+	}
+	var list struct {
+		Sessions []map[string]any `json:"sessions"`
+	}
+	s.callInto("list_sessions", map[string]any{}, &list)
+	for _, e := range list.Sessions {
+		if e["session_id"] == sess.SessionID {
+			t.Fatalf("a dead session whose state is lost must not stay listed: %v", e)
+		}
+	}
+	if _, err := os.Stat(filepath.Join("/proc", itoa(sess.Pid))); err == nil {
+		if st, _ := os.ReadFile(filepath.Join("/proc", itoa(sess.Pid), "stat")); !strings.Contains(string(st), ") Z") {
+			t.Errorf("interpreter %d still alive", sess.Pid)
+		} else {
+			t.Errorf("interpreter %d left as a zombie", sess.Pid)
+		}
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestSessionListAndLimits(t *testing.T) {
+	s := start(t, "CODEXEC_MAX_SESSIONS=2")
+	a := s.startSession("python", "first")
+	s.send(a.SessionID, "import json", nil)
+	s.startSession("node", "second")
+	res := s.call("start_session", map[string]any{"language": "python"})
+	if !res.IsError || !strings.Contains(text(res), "CODEXEC_MAX_SESSIONS") {
+		t.Fatalf("third session allowed: %s", text(res))
+	}
+	var list struct {
+		Sessions []struct {
+			SessionID         string   `json:"session_id"`
+			Name              string   `json:"name"`
+			Language          string   `json:"language"`
+			ExecutionsCount   int      `json:"executions_count"`
+			MemoryMB          float64  `json:"memory_mb"`
+			PackagesInstalled []string `json:"packages_installed"`
+			LastActivityAt    string   `json:"last_activity_at"`
+		} `json:"sessions"`
+	}
+	s.callInto("list_sessions", map[string]any{}, &list)
+	if len(list.Sessions) != 2 || list.Sessions[0].Name != "second" || list.Sessions[1].ExecutionsCount != 1 {
+		t.Fatalf("list %+v", list)
+	}
+	for _, e := range list.Sessions {
+		if e.MemoryMB < 1 || e.PackagesInstalled == nil {
+			t.Errorf("memory/packages not reported: %+v", e)
+		}
+	}
+}
+
+func TestSessionIdleTimeout(t *testing.T) {
+	s := start(t, "CODEXEC_SESSION_IDLE_TIMEOUT_MS=400")
+	sess := s.startSession("python")
+	time.Sleep(1500 * time.Millisecond)
+	if _, isErr := s.send(sess.SessionID, "1", nil); !isErr {
+		t.Fatal("idle session still usable")
+	}
+	b, _ := os.ReadFile(filepath.Join(s.DataDir, "logs", "session-"+sess.SessionID+".jsonl"))
+	if !strings.Contains(string(b), `"reason":"idle_timeout"`) {
+		t.Errorf("no idle_timeout session_end: %s", b)
+	}
+}
+
+// TestExecuteCodeWithSessionID: seed 003's session_id runs in the session.
+func TestExecuteCodeWithSessionID(t *testing.T) {
+	s := start(t)
+	sess := s.startSession("python")
+	r, _ := s.exec(map[string]any{"language": "python", "code": "counter = 10", "session_id": sess.SessionID})
+	if r.Status != "success" {
+		t.Fatalf("%+v", r)
+	}
+	r, _ = s.exec(map[string]any{"language": "python", "code": "counter += 1\nprint(counter)", "session_id": sess.SessionID, "timeout": 5})
+	if r.Stdout != "11\n" {
+		t.Fatalf("%+v", r)
+	}
+	_, res := s.exec(map[string]any{"language": "python", "code": "1", "session_id": "user123_project_alpha"})
+	if !res.IsError || !strings.Contains(text(res), "unknown session") {
+		t.Fatalf("unknown session accepted: %s", text(res))
+	}
+}

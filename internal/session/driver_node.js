@@ -1,0 +1,154 @@
+// codexec session driver for node. Same protocol as driver_python.py:
+// JSON request lines on stdin (read by a worker thread so an interrupt can
+// arrive while user code blocks the main thread), user output on stdout and
+// stderr, and MARK-prefixed frames answering each request on both streams.
+const fs = require("fs");
+const repl = require("repl");
+const vm = require("vm");
+const util = require("util");
+const { PassThrough } = require("stream");
+const { Worker } = require("worker_threads");
+
+const MARK = process.argv[process.argv.length - 1];
+const state = { running: false, pending: null };
+
+function rssKB() {
+  return Math.round(process.memoryUsage.rss() / 1024);
+}
+
+// userStack keeps an error's message and the frames of the user's code,
+// dropping the driver's and node's own frames below them.
+function userStack(err) {
+  if (!err || !err.stack) return String(err);
+  const out = [];
+  for (const line of String(err.stack).split("\n")) {
+    if (/^\s+at /.test(line) && !line.includes("<stdin>")) break;
+    out.push(line);
+  }
+  return out.join("\n");
+}
+
+function frame(fd, obj) {
+  fs.writeSync(fd, MARK + JSON.stringify(obj) + "\n");
+}
+
+const server = repl.start({
+  input: new PassThrough(), output: new PassThrough(), terminal: false,
+  prompt: "", breakEvalOnSigint: true, useGlobal: true, ignoreUndefined: true,
+});
+server.context.require = require;
+// The REPL reports evaluation errors to its domain instead of the eval
+// callback; route them to the pending request (or stderr when none).
+server._domain.removeAllListeners("error");
+server._domain.on("error", (e) => {
+  if (state.pending) state.pending(e);
+  else fs.writeSync(2, ((e && e.stack) || String(e)) + "\n");
+});
+
+const reader = new Worker(`
+  const fs = require("fs");
+  const { parentPort } = require("worker_threads");
+  const buf = Buffer.alloc(65536);
+  let rest = "";
+  for (;;) {
+    let n;
+    try { n = fs.readSync(0, buf, 0, buf.length, null); } catch (e) { if (e.code === "EAGAIN") continue; break; }
+    if (n === 0) break;
+    rest += buf.toString("utf8", 0, n);
+    let i;
+    while ((i = rest.indexOf("\\n")) >= 0) {
+      const line = rest.slice(0, i); rest = rest.slice(i + 1);
+      let msg; try { msg = JSON.parse(line); } catch (e) { continue; }
+      if (msg.op === "interrupt") { parentPort.postMessage({ interrupt: true }); process.kill(process.pid, "SIGINT"); }
+      else parentPort.postMessage(msg);
+    }
+  }
+  parentPort.postMessage({ eof: true });
+`, { eval: true });
+
+const queue = [];
+reader.on("message", (msg) => {
+  if (msg.eof) { state.eof = true; pump(); return; }
+  if (msg.interrupt) return;
+  queue.push(msg);
+  pump();
+});
+
+function onSigint() {
+  if (state.pending) state.pending(new Error("Script execution was interrupted by SIGINT"), undefined, true);
+}
+
+// armSigint (re)installs the SIGINT listener. The REPL's break-on-SIGINT
+// watchdog restores the default disposition when a synchronous evaluation
+// ends, which would make the next SIGINT fatal; re-adding the listener
+// re-arms node's handler.
+function armSigint() {
+  process.removeAllListeners("SIGINT");
+  process.on("SIGINT", onSigint);
+}
+armSigint();
+
+function pump() {
+  if (state.running) return;
+  if (queue.length === 0) {
+    if (state.eof) process.exit(0);
+    return;
+  }
+  const msg = queue.shift();
+  state.running = true;
+  let done = false;
+  const finish = (err, value, interrupted) => {
+    if (done) return;
+    done = true;
+    state.pending = null;
+    const reply = { id: msg.id, ok: !err, rss_kb: 0 };
+    if (err) {
+      const text = userStack(err);
+      reply.error = text;
+      if (interrupted || /interrupted by `?SIGINT/.test(String(err && err.message))) reply.interrupted = true;
+      fs.writeSync(2, text + "\n");
+    } else if (value !== undefined) {
+      fs.writeSync(1, util.inspect(value, { colors: false, depth: 4 }) + "\n");
+    }
+    reply.rss_kb = rssKB();
+    frame(2, { id: msg.id, end: true });
+    frame(1, reply);
+    state.running = false;
+    setImmediate(pump);
+  };
+  state.pending = finish;
+  const settle = (value) => {
+    if (value && typeof value.then === "function") value.then((v) => finish(null, v), (e) => finish(e));
+    else finish(null, value);
+  };
+  let script;
+  try {
+    script = new vm.Script(msg.code || "", { filename: "<stdin>" });
+  } catch (e) {
+    if (!(e instanceof SyntaxError) || !/await/.test(e.message)) {
+      finish(e);
+      armSigint();
+      return;
+    }
+  }
+  try {
+    if (script) {
+      // Synchronous code runs directly: breakOnSigint lets an interrupt stop
+      // even a tight loop, and the completion value is the trailing expression.
+      settle(script.runInThisContext({ breakOnSigint: true }));
+    } else {
+      // Top-level await: the REPL's evaluator rewrites the code so its
+      // declarations still persist.
+      server.eval(msg.code, server.context, "<stdin>", (err, value) => {
+        if (err && err.name === "Recoverable") err = err.err || new SyntaxError("Unexpected end of input");
+        if (err) finish(err); else settle(value);
+      });
+    }
+  } catch (e) {
+    finish(e);
+  }
+  armSigint();
+}
+
+process.stdin.destroy();
+frame(1, { op: "ready", pid: process.pid, rss_kb: rssKB() });

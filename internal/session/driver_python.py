@@ -1,0 +1,113 @@
+# codexec session driver for python. Protocol (see protocol.go):
+#   stdin:  one JSON request per line: {"id": n, "op": "exec", "code": "..."}
+#           or {"op": "interrupt"} (raises KeyboardInterrupt in running code)
+#   stdout: user output, plus frames MARK + JSON + "\n" answering each request
+#   stderr: user output, plus MARK + {"id": n, "end": true} + "\n" after each request
+import ast, json, os, signal, sys, threading, traceback, queue
+
+MARK = sys.argv[1].encode()
+DRIVER = "<codexec-driver>"
+requests = queue.Queue()
+state = {"running": False}
+ns = {"__name__": "__main__", "__builtins__": __builtins__}
+
+
+def reader():
+    for line in os.fdopen(0, "rb", buffering=0):
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if msg.get("op") == "interrupt":
+            if state["running"]:
+                os.kill(os.getpid(), signal.SIGINT)
+        else:
+            requests.put(msg)
+    requests.put(None)
+
+
+def rss_kb():
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def frame(fd, obj):
+    os.write(fd, MARK + json.dumps(obj).encode() + b"\n")
+
+
+def user_traceback(exc):
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != "<stdin>":
+        tb = tb.tb_next
+    if isinstance(exc, SyntaxError) and tb is None:
+        return "".join(traceback.format_exception_only(type(exc), exc))
+    lines = ["Traceback (most recent call last):\n"]
+    lines += traceback.format_tb(tb) if tb is not None else []
+    lines += traceback.format_exception_only(type(exc), exc)
+    return "".join(lines)
+
+
+def run(code, ns):
+    tree = ast.parse(code, "<stdin>", "exec")
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    exec(compile(tree, "<stdin>", "exec"), ns)
+    if last is not None:
+        value = eval(compile(last, "<stdin>", "eval"), ns)
+        if value is not None:
+            ns["_"] = value
+            return repr(value)
+    return None
+
+
+def serve():
+    frame(1, {"op": "ready", "pid": os.getpid(), "rss_kb": rss_kb()})
+    while True:
+        try:
+            msg = requests.get()
+        except KeyboardInterrupt:
+            continue
+        if msg is None:
+            return
+        reply = {"id": msg.get("id"), "ok": True}
+        try:
+            state["running"] = True
+            try:
+                value = run(msg.get("code", ""), ns)
+            finally:
+                state["running"] = False
+            sys.stdout.flush()
+            if value is not None:
+                sys.stdout.write(value + "\n")
+        except KeyboardInterrupt as e:
+            reply.update(ok=False, interrupted=True, error=user_traceback(e))
+        except BaseException as e:  # SystemExit too: the session survives it
+            reply.update(ok=False, error=user_traceback(e))
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        if not reply["ok"] and reply.get("error"):
+            os.write(2, reply["error"].encode(errors="replace"))
+        reply["rss_kb"] = rss_kb()
+        frame(2, {"id": msg.get("id"), "end": True})
+        frame(1, reply)
+
+
+threading.Thread(target=reader, daemon=True).start()
+sys.stdin = open(os.devnull)
+signal.signal(signal.SIGINT, signal.default_int_handler)
+while True:
+    try:
+        serve()
+        break
+    except KeyboardInterrupt:
+        continue

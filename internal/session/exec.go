@@ -1,0 +1,179 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/codexec/codexec/internal/artifacts"
+	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/execlog"
+)
+
+// ExecRequest is code to run in a session. Timeout zero means the engine's
+// default.
+type ExecRequest struct {
+	Session string
+	Code    string
+	Timeout time.Duration
+	Tool    string
+	Call    execlog.CallContext
+}
+
+// Exec runs code in a session and returns an engine.Result (the same shape
+// as execute_code). Unknown sessions return ErrNotFound; a dead session
+// returns an error saying how it died.
+func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, error) {
+	s, err := m.Get(req.Session)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if req.Timeout <= 0 {
+		req.Timeout = m.eng.Options().DefaultTimeout
+	}
+	s.execMu.Lock()
+	defer s.execMu.Unlock()
+	if s.isDead() {
+		return engine.Result{}, fmt.Errorf("session %s is dead (%s); its state is lost: close it and start a new one", s.ID, s.deathReason())
+	}
+	if _, err := m.Get(s.ID); err != nil {
+		return engine.Result{}, fmt.Errorf("session %s was closed", s.ID)
+	}
+	started := time.Now()
+	before := artifacts.Take(s.Workspace)
+	oc := s.exec(ctx, req.Code, req.Timeout, m.opts.KillGrace, m.eng.Options().Output)
+	res := m.result(s, oc, req.Timeout)
+	res.Diff = artifacts.Compare(before, artifacts.Take(s.Workspace))
+	res.Artifacts = append(append(res.Artifacts, res.Diff.Created...), res.Diff.Modified...)
+	if oc.lost {
+		m.lose(s, oc)
+	}
+	m.logExec(s, req, res, started)
+	return res, nil
+}
+
+// result maps a session outcome onto the execute_code result shape.
+func (m *Manager) result(s *Session, oc execOutcome, timeout time.Duration) engine.Result {
+	sid := s.ID
+	res := engine.Result{ExecutionID: execlog.NewID("exec_"), SessionID: &sid, Language: s.Language,
+		Stdout: oc.stdout, Stderr: oc.stderr, Truncated: oc.truncated, DurationMs: oc.duration.Milliseconds(),
+		ExecutionTime: oc.duration.Seconds(), SandboxMode: m.eng.Backend().Name(), Artifacts: []string{}, WorkingDir: s.Workspace}
+	msg := ""
+	switch {
+	case oc.timedOut && !oc.lost:
+		res.Status, res.TimedOut = engine.StatusTimeout, true
+		msg = fmt.Sprintf("Execution timed out after %v; the running code was interrupted and the session's state is preserved.", timeout)
+	case oc.timedOut:
+		res.Status, res.TimedOut = engine.StatusTimeout, true
+		msg = fmt.Sprintf("Execution timed out after %v and %s: the session's state is lost and the session is closed; start a new one.", timeout, oc.lostWhy)
+	case oc.lost:
+		res.Status = engine.StatusExecutionError
+		msg = "The session's interpreter died: " + oc.lostWhy + ". Its state is lost and the session is closed; start a new one."
+	case oc.interrupted:
+		res.Status, msg = engine.StatusExecutionError, "Execution was interrupted."
+	case !oc.reply.OK:
+		one := 1
+		res.ExitCode, res.Status, msg = &one, engine.StatusExecutionError, firstLine(oc.reply.Error)
+	default:
+		zero := 0
+		res.ExitCode, res.Status, res.Success = &zero, engine.StatusSuccess, true
+		return res
+	}
+	res.ErrorMessage = &msg
+	return res
+}
+
+// lose removes a session whose state is gone.
+func (m *Manager) lose(s *Session, oc execOutcome) {
+	m.drop(s.ID)
+	m.terminate(s)
+	m.logEnd(s, "lost: "+oc.lostWhy)
+}
+
+func firstLine(tb string) string {
+	lines := splitLines(tb)
+	for i := len(lines) - 1; i >= 0; i-- {
+		if lines[i] != "" {
+			return lines[i]
+		}
+	}
+	return "the code raised an error"
+}
+
+func splitLines(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
+}
+
+func (m *Manager) logExec(s *Session, req ExecRequest, res engine.Result, started time.Time) {
+	log := m.eng.Logger()
+	if log == nil {
+		return
+	}
+	sid := s.ID
+	e := execlog.Entry{ExecutionID: res.ExecutionID, SessionID: &sid, Tool: req.Tool, Language: s.Language, Code: req.Code,
+		Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, Status: res.Status, TimedOut: res.TimedOut,
+		Truncated: res.Truncated, DurationMs: res.DurationMs, SandboxMode: res.SandboxMode, WorkingDir: s.Workspace,
+		Artifacts: res.Diff, Context: req.Call, ExecutedAt: started.UTC()}
+	if res.ErrorMessage != nil {
+		e.ErrorMessage = *res.ErrorMessage
+	}
+	if err := log.AppendExecution(e); err != nil {
+		slog.Error("session log write failed", "session_id", s.ID, "err", err)
+	}
+}
+
+type startEntry struct {
+	Type        string    `json:"type"`
+	SessionID   string    `json:"session_id"`
+	Kind        string    `json:"kind"`
+	Language    string    `json:"language"`
+	Name        string    `json:"name"`
+	Description string    `json:"description,omitempty"`
+	Pid         int       `json:"pid"`
+	AgentID     string    `json:"agent_id,omitempty"`
+	WorkingDir  string    `json:"working_dir"`
+	SandboxMode string    `json:"sandbox_mode"`
+	StartedAt   time.Time `json:"started_at"`
+}
+
+type endEntry struct {
+	Type            string    `json:"type"`
+	SessionID       string    `json:"session_id"`
+	Reason          string    `json:"reason"`
+	TotalDurationMs int64     `json:"total_duration_ms"`
+	ExecutionsCount int       `json:"executions_count"`
+	At              time.Time `json:"at"`
+}
+
+func (m *Manager) logStart(s *Session, call execlog.CallContext) {
+	if log := m.eng.Logger(); log != nil {
+		_ = log.Append(execlog.SessionFile(s.ID), startEntry{Type: "session_start", SessionID: s.ID, Kind: s.Kind,
+			Language: s.Language, Name: s.Name, Description: s.Description, Pid: s.proc.Pid(), AgentID: call.AgentID,
+			WorkingDir: s.Workspace, SandboxMode: m.eng.Backend().Name(), StartedAt: s.StartedAt})
+	}
+}
+
+// logEnd writes the session's one session_end entry.
+func (m *Manager) logEnd(s *Session, reason string) {
+	s.mu.Lock()
+	already := s.ended
+	s.ended = true
+	s.mu.Unlock()
+	if already {
+		return
+	}
+	info := s.info()
+	if log := m.eng.Logger(); log != nil {
+		_ = log.Append(execlog.SessionFile(s.ID), endEntry{Type: "session_end", SessionID: s.ID, Reason: reason,
+			TotalDurationMs: time.Since(s.StartedAt).Milliseconds(), ExecutionsCount: info.Executions, At: time.Now().UTC()})
+	}
+}

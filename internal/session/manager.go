@@ -1,0 +1,375 @@
+// Package session keeps persistent interpreter sessions: one long-running
+// python or node process per session, started under the engine's sandbox
+// backend and driven by an embedded driver program over a framed protocol
+// (see protocol.go). Seed 000's sessions (start_session …) and seed 001's
+// contexts (create_context …) are one registry: a context is a session with
+// kind "context", an id of the form ctx-<uuid>, a required unique name and a
+// description. Either id works with every tool; list_sessions shows both
+// kinds (with a kind field) and list_contexts shows both too, in 001's shape.
+//
+// Timeouts interrupt the running code (KeyboardInterrupt in python, SIGINT
+// in node); if the interpreter answers, the session and its state survive
+// and the result says timed_out. If it does not answer within the kill
+// grace, the interpreter is killed, the session is closed and the result says
+// plainly that its state is lost. A session whose interpreter dies on its
+// own (os._exit, segfault, memory limit) stays listed with status "dead"
+// until closed; calls to it report how it died.
+//
+// A Manager is safe for concurrent use: calls to one session are serialized,
+// different sessions run in parallel.
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/runtime"
+	"github.com/codexec/codexec/internal/sandbox"
+)
+
+// Options configure a Manager. Zero values: MaxSessions 0 means 5,
+// IdleTimeout 0 disables the idle reaper, KillGrace 0 means 5 s.
+type Options struct {
+	MaxSessions int
+	IdleTimeout time.Duration
+	KillGrace   time.Duration
+}
+
+// ErrNotFound is returned for unknown session or context ids.
+var ErrNotFound = errors.New("not found")
+
+// ErrFull is returned when CODEXEC_MAX_SESSIONS interpreters are running.
+var ErrFull = errors.New("session limit reached")
+
+// Manager owns every session. Create it with NewManager; Close stops all.
+type Manager struct {
+	eng  *engine.Engine
+	opts Options
+	mu   sync.Mutex
+	byID map[string]*Session
+	stop chan struct{}
+	once sync.Once
+}
+
+// NewManager returns a Manager running sessions through eng.
+func NewManager(eng *engine.Engine, opts Options) *Manager {
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = 5
+	}
+	if opts.KillGrace <= 0 {
+		opts.KillGrace = 5 * time.Second
+	}
+	m := &Manager{eng: eng, opts: opts, byID: map[string]*Session{}, stop: make(chan struct{})}
+	if opts.IdleTimeout > 0 {
+		go m.reapIdle()
+	}
+	return m
+}
+
+// StartRequest describes a new session or context.
+type StartRequest struct {
+	Kind        string
+	Language    string
+	Name        string
+	Description string
+	WorkingDir  string
+	Call        execlog.CallContext
+}
+
+// Start launches an interpreter and registers it.
+func (m *Manager) Start(ctx context.Context, req StartRequest) (info Info, retErr error) {
+	lang, err := runtime.Normalize(req.Language)
+	if err != nil || (lang != runtime.Python && lang != runtime.Node) {
+		return Info{}, fmt.Errorf("sessions support python and node/javascript, not %q", req.Language)
+	}
+	if err := m.eng.LanguageError(lang); err != nil {
+		return Info{}, fmt.Errorf("%s is unavailable on this server: %w", lang, err)
+	}
+	id := newID(req.Kind)
+	if err := m.reserve(id, req); err != nil {
+		return Info{}, err
+	}
+	defer func() {
+		if retErr != nil {
+			m.drop(id)
+		}
+	}()
+	s, err := m.launch(ctx, id, lang, req)
+	if err != nil {
+		return Info{}, err
+	}
+	m.mu.Lock()
+	m.byID[id] = s
+	m.mu.Unlock()
+	m.logStart(s, req.Call)
+	return s.info(), nil
+}
+
+// reserve checks limits and name uniqueness and holds a slot for id.
+func (m *Manager) reserve(id string, req StartRequest) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	live := 0
+	for _, s := range m.byID {
+		if s == nil || !s.isDead() {
+			live++
+		}
+		if s != nil && req.Name != "" && s.Kind == KindContext && req.Kind == KindContext && s.Name == req.Name {
+			return fmt.Errorf("a context named %q already exists (%s)", req.Name, s.ID)
+		}
+	}
+	if live >= m.opts.MaxSessions {
+		return fmt.Errorf("%w: %d interpreters are running (CODEXEC_MAX_SESSIONS=%d); close one first", ErrFull, live, m.opts.MaxSessions)
+	}
+	m.byID[id] = nil
+	return nil
+}
+
+func (m *Manager) drop(id string) {
+	m.mu.Lock()
+	delete(m.byID, id)
+	m.mu.Unlock()
+}
+
+func newID(kind string) string {
+	if kind == KindContext {
+		return "ctx-" + rand.Text()[:8] + "-" + rand.Text()[:4]
+	}
+	return execlog.NewID("sess_")
+}
+
+// launch creates the workspace and starts the driver, waiting for it to be
+// ready.
+func (m *Manager) launch(ctx context.Context, id, lang string, req StartRequest) (*Session, error) {
+	ws, owned, err := m.workspace(id, req.WorkingDir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{ID: id, Name: req.Name, Kind: req.Kind, Language: lang, Description: req.Description,
+		Workspace: ws, StartedAt: time.Now().UTC(), lastActivity: time.Now(), ready: make(chan reply, 1),
+		dead: make(chan struct{}), pkgDirs: map[string]string{}}
+	if !owned {
+		s.Workspace = ws
+	}
+	if err := m.startDriver(ctx, s, owned); err != nil {
+		if owned {
+			_ = os.RemoveAll(ws)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+func (m *Manager) workspace(id, workingDir string) (string, bool, error) {
+	if workingDir != "" {
+		dir, err := m.eng.Guard().CheckDir(workingDir, m.eng.Options().BaseDir)
+		if err != nil {
+			return "", false, fmt.Errorf("working_dir rejected: %w", err)
+		}
+		return dir, false, nil
+	}
+	dir, err := m.eng.NewWorkspace(id)
+	return dir, true, err
+}
+
+func (m *Manager) startDriver(ctx context.Context, s *Session, ownedWS bool) error {
+	mark := "\x1e\x1fcodexec-" + rand.Text()[:16] + ":"
+	argv, err := driverArgv(s.Language, m.eng.Languages().Get(s.Language).Path, mark)
+	if err != nil {
+		return err
+	}
+	pkgEnv, mounts, err := m.packageDirs(s)
+	if err != nil {
+		return err
+	}
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer stdinR.Close()
+	s.stdin = stdinW
+	s.outMux, s.errMux = newDemux(mark, s.onOut), newDemux(mark, s.onErr)
+	proc, err := m.eng.Backend().Start(ctx, sandbox.Spec{
+		ID: s.ID, Argv: argv, Dir: s.Workspace, Env: append(m.eng.Env(s.Language, s.Workspace), pkgEnv...),
+		Stdin: stdinR, Stdout: s.outMux, Stderr: s.errMux, Mounts: append(m.eng.Options().Mounts, mounts...),
+		Limits: m.eng.Options().Limits,
+	})
+	if err != nil {
+		_ = stdinW.Close()
+		return fmt.Errorf("start %s interpreter: %w", s.Language, err)
+	}
+	s.proc = proc
+	go s.watch(m.onDeath)
+	return m.awaitReady(s)
+}
+
+func (m *Manager) awaitReady(s *Session) error {
+	select {
+	case <-s.ready:
+		return nil
+	case <-s.dead:
+		return fmt.Errorf("the %s interpreter exited during start-up: %s", s.Language, s.deathReason())
+	case <-time.After(30 * time.Second):
+		s.kill()
+		return fmt.Errorf("the %s interpreter did not start within 30s", s.Language)
+	}
+}
+
+// packageDirs creates the session's package directories (empty until
+// install_package fills them) and returns the environment that puts them on
+// the import path plus read-only mounts for isolated backends.
+func (m *Manager) packageDirs(s *Session) ([]string, []sandbox.Mount, error) {
+	base := filepath.Join(m.eng.Options().SandboxDir, ".packages", s.ID)
+	py, node := filepath.Join(base, "python"), filepath.Join(base, "node")
+	for _, d := range []string{py, filepath.Join(node, "node_modules")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, nil, err
+		}
+	}
+	s.pkgDirs["python"], s.pkgDirs["node"] = py, node
+	env := []string{"PYTHONPATH=" + joinPath(py, m.engEnv(s.Language, "PYTHONPATH")),
+		"NODE_PATH=" + joinPath(filepath.Join(node, "node_modules"), m.engEnv(s.Language, "NODE_PATH"))}
+	return env, []sandbox.Mount{{Host: base, Target: base, ReadOnly: true}}, nil
+}
+
+// engEnv returns the value the engine would give key for lang, if any.
+func (m *Manager) engEnv(lang, key string) string {
+	if m.eng.Options().ExtraEnv == nil {
+		return ""
+	}
+	for _, kv := range m.eng.Options().ExtraEnv(lang) {
+		if v, ok := cutKey(kv, key); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func cutKey(kv, key string) (string, bool) {
+	if len(kv) > len(key) && kv[:len(key)] == key && kv[len(key)] == '=' {
+		return kv[len(key)+1:], true
+	}
+	return "", false
+}
+
+func joinPath(first, rest string) string {
+	if rest == "" {
+		return first
+	}
+	return first + ":" + rest
+}
+
+// Get returns the session with the given id, or the context with that
+// unique name (seed 001 passes names as context ids in its examples).
+func (m *Manager) Get(idOrName string) (*Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s := m.byID[idOrName]; s != nil {
+		return s, nil
+	}
+	for _, s := range m.byID {
+		if s != nil && s.Name == idOrName && s.Name != "" {
+			return s, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s", ErrNotFound, idOrName)
+}
+
+// List returns every session, newest first.
+func (m *Manager) List() []Info {
+	m.mu.Lock()
+	var all []*Session
+	for _, s := range m.byID {
+		if s != nil {
+			all = append(all, s)
+		}
+	}
+	m.mu.Unlock()
+	out := make([]Info, 0, len(all))
+	for _, s := range all {
+		out = append(out, s.info())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].StartedAt.After(out[j].StartedAt) })
+	return out
+}
+
+// CloseInfo summarises a closed session.
+type CloseInfo struct {
+	Info
+	DurationTotal time.Duration
+}
+
+// Stop waits for running code, stops the interpreter, removes the session
+// and its workspace, and logs session_end with reason.
+func (m *Manager) Stop(idOrName, reason string) (CloseInfo, error) {
+	s, err := m.Get(idOrName)
+	if err != nil {
+		return CloseInfo{}, err
+	}
+	s.execMu.Lock()
+	defer s.execMu.Unlock()
+	m.drop(s.ID)
+	m.terminate(s)
+	ci := CloseInfo{Info: s.info(), DurationTotal: time.Since(s.StartedAt)}
+	m.logEnd(s, reason)
+	return ci, nil
+}
+
+// terminate stops the interpreter and frees its directories.
+func (m *Manager) terminate(s *Session) {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	_ = s.stdin.Close()
+	select {
+	case <-s.dead:
+	case <-time.After(500 * time.Millisecond):
+		s.kill()
+	}
+	if s.Workspace == filepath.Join(m.eng.Options().SandboxDir, s.ID) {
+		_ = os.RemoveAll(s.Workspace)
+	}
+	_ = os.RemoveAll(filepath.Join(m.eng.Options().SandboxDir, ".packages", s.ID))
+}
+
+// onDeath logs a session whose interpreter died on its own.
+func (m *Manager) onDeath(s *Session) {
+	slog.Warn("session interpreter died", "session_id", s.ID, "reason", s.deathReason())
+	m.logEnd(s, "died: "+s.deathReason())
+}
+
+// Close stops every session (server shutdown or client disconnect).
+func (m *Manager) Close() {
+	m.once.Do(func() { close(m.stop) })
+	for _, info := range m.List() {
+		_, _ = m.Stop(info.ID, "server_shutdown")
+	}
+}
+
+func (m *Manager) reapIdle() {
+	tick := time.NewTicker(min(m.opts.IdleTimeout/4+time.Millisecond, 10*time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-tick.C:
+		}
+		for _, info := range m.List() {
+			if time.Since(info.LastActivity) >= m.opts.IdleTimeout {
+				slog.Info("closing idle session", "session_id", info.ID)
+				_, _ = m.Stop(info.ID, "idle_timeout")
+			}
+		}
+	}
+}
