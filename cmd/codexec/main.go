@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/codexec/codexec/internal/app"
@@ -49,6 +50,10 @@ func run(args []string) int {
 	env.Cwd, _ = os.Getwd()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if path := os.Getenv("CODEXEC_CPU_PROFILE"); path != "" {
+		stopProfile := startProfile(path)
+		defer stopProfile()
+	}
 	switch cmd {
 	case "serve":
 		err = app.Serve(ctx, cfg, env)
@@ -62,4 +67,19 @@ func run(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// startProfile writes a CPU profile of the whole run to path (a developer
+// aid for performance work; set CODEXEC_CPU_PROFILE).
+func startProfile(path string) func() {
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "codexec: cpu profile:", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, "codexec: cpu profile:", err)
+		return func() { _ = f.Close() }
+	}
+	return func() { pprof.StopCPUProfile(); _ = f.Close() }
 }

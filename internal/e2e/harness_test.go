@@ -78,7 +78,7 @@ func start(t testing.TB, env ...string) *server {
 	cmd := exec.Command(binary(t), "serve")
 	cmd.Env = append([]string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8",
-		"CODEXEC_DATA_DIR=" + data, "LOG_LEVEL=debug",
+		"CODEXEC_DATA_DIR=" + data, "LOG_LEVEL=debug", "CODEXEC_CPU_PROFILE=" + os.Getenv("CODEXEC_TEST_CPU_PROFILE"),
 	}, env...)
 	if mode := os.Getenv("CODEXEC_TEST_SANDBOX_MODE"); mode != "" && !hasKey(env, "CODEXEC_SANDBOX_MODE") {
 		cmd.Env = append(cmd.Env, "CODEXEC_SANDBOX_MODE="+mode)

@@ -38,7 +38,7 @@ type Sink struct {
 // NewSink returns a Sink with the given limits. observe, if non-nil, is called
 // with every chunk as it is written (for streaming); it must not retain p.
 func NewSink(lim Limits, observe func(p []byte)) *Sink {
-	return &Sink{lim: lim, head: make([]rune, 0, min(lim.Max, 4096)), ring: make([]rune, 0, min(lim.Tail, 4096)), observe: observe}
+	return &Sink{lim: lim, observe: observe}
 }
 
 // Write records p; it never fails.

@@ -1,0 +1,56 @@
+package session
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/output"
+	"github.com/codexec/codexec/internal/pathguard"
+	"github.com/codexec/codexec/internal/runtime"
+	"github.com/codexec/codexec/internal/sandbox"
+)
+
+func testManager(tb testing.TB) *Manager {
+	tb.Helper()
+	dir := tb.TempDir()
+	log, err := execlog.New(filepath.Join(dir, "logs"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	eng, err := engine.New(engine.Options{SandboxDir: filepath.Join(dir, "sandbox"), DefaultTimeout: 30 * time.Second,
+		MaxTimeout: time.Minute, KillGrace: time.Second, Output: output.Limits{Max: 10000, Head: 4000, Tail: 4000},
+		BaseEnv: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, BaseDir: dir}, sandbox.NewSubprocess(),
+		runtime.Discover(context.Background(), runtime.Overrides{}, os.Getenv("PATH")), pathguard.New(dir, nil), log)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m := NewManager(eng, Options{})
+	tb.Cleanup(m.Close)
+	return m
+}
+
+// BenchmarkManagerExec measures Manager.Exec of `x += 1` in a python
+// session without MCP in between.
+//
+//	go test ./internal/session/ -run '^$' -bench ManagerExec -benchtime 2000x
+func BenchmarkManagerExec(b *testing.B) {
+	m := testManager(b)
+	info, err := m.Start(context.Background(), StartRequest{Kind: KindSession, Language: "python"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := m.Exec(ctx, ExecRequest{Session: info.ID, Code: "x = 0"}); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if r, err := m.Exec(ctx, ExecRequest{Session: info.ID, Code: "x += 1"}); err != nil || !r.Success {
+			b.Fatal(err, r)
+		}
+	}
+}
