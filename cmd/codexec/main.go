@@ -20,9 +20,13 @@ import (
 
 	"github.com/codexec/codexec/internal/app"
 	"github.com/codexec/codexec/internal/config"
+	"github.com/codexec/codexec/internal/sandbox"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.InitCommand {
+		os.Exit(sandbox.InitMain(os.Args[2:]))
+	}
 	os.Exit(run(os.Args[1:]))
 }
 

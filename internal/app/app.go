@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -75,11 +76,11 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 			return nil, fmt.Errorf("create %s: %w", d, err)
 		}
 	}
-	backend, err := SelectBackend(ctx, cfg)
+	langs := runtime.Discover(ctx, runtime.Overrides(cfg.Interpreters), env.Path)
+	backend, err := SelectBackend(ctx, cfg, interpreterRoots(langs))
 	if err != nil {
 		return nil, err
 	}
-	langs := runtime.Discover(ctx, runtime.Overrides(cfg.Interpreters), env.Path)
 	logger, err := execlog.New(cfg.LogDir)
 	if err != nil {
 		return nil, err
@@ -161,4 +162,17 @@ func setupLogging(cfg config.Config) (func(), error) {
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
 	slog.SetDefault(slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})))
 	return closeFn, nil
+}
+
+// interpreterRoots returns the installation prefixes of interpreters that
+// live outside /usr (e.g. ~/.pyenv/versions/3.11.7), which isolated sandboxes
+// must expose read-only for those interpreters to run.
+func interpreterRoots(langs *runtime.Set) []string {
+	var out []string
+	for _, p := range langs.Paths() {
+		if !strings.HasPrefix(p, "/usr/") {
+			out = append(out, filepath.Dir(filepath.Dir(p)))
+		}
+	}
+	return out
 }

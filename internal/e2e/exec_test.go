@@ -165,7 +165,9 @@ func TestExecuteEnvironmentStripped(t *testing.T) {
 	}
 	for _, k := range strings.Split(lines[0], ",") {
 		switch k {
-		case "PATH", "HOME", "LANG", "TERM", "LC_CTYPE":
+		// bubblewrap sets PWD (to the working directory, = HOME); nothing
+		// else may reach the program.
+		case "PATH", "HOME", "LANG", "TERM", "LC_CTYPE", "PWD":
 		default:
 			t.Errorf("unexpected variable %s reached the program", k)
 		}
@@ -175,7 +177,12 @@ func TestExecuteEnvironmentStripped(t *testing.T) {
 func TestExecuteArtifactsAndLog(t *testing.T) {
 	s := start(t)
 	wd := t.TempDir()
-	if err := os.WriteFile(filepath.Join(wd, "old.txt"), []byte("x"), 0o644); err != nil {
+	// Isolated modes run as an unprivileged uid that may write only where
+	// the directory's permissions allow (see SECURITY.md).
+	if err := os.Chmod(wd, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wd, "old.txt"), []byte("x"), 0o666); err != nil {
 		t.Fatal(err)
 	}
 	code := "import os\nopen('data_summary.csv','w').write('a,b\\n')\nos.makedirs('sub', exist_ok=True)\nopen('sub/n.txt','w').write('1')\nos.remove('old.txt')"
