@@ -46,13 +46,14 @@ func errString(err error) string {
 }
 
 func TestCheckScript(t *testing.T) {
-	allow := NewAllowlist([]string{"ls", "cat", "bash", "grep", "export", "echo", "sh"}, testPath)
+	allow := NewAllowlist([]string{"ls", "cat", "bash", "grep", "export", "echo", "sh", "read", "printf"}, testPath)
 	accept := []string{
 		"ls", "ls -la /tmp", "ls | cat", "ls && cat x || grep y z", "ls; cat", "ls $(ls) `cat x`",
 		"(ls)", "{ ls; }", "ls <(cat x)", "f() { ls; }", "for f in a b; do cat $f; done",
 		"if ls; then cat x; fi", "X=1 ls", "export FOO=bar", "echo \"$HOME\" > out.txt", "cat <<EOF\nhi $(ls)\nEOF",
 		"bash -c 'ls | cat'", "bash -ec \"ls\"", "sh -c 'ls' name arg", "/usr/bin/ls", "ls # rm -rf /",
 		"'ls'", `"ls" x`, "[[ $x == y ]] && ls", "ls ${x:-$(cat y)}", "! ls", "time ls", "case x in y) ls;; esac",
+		"read -r line <<< x", "printf '%s\\n' \"$x\"", "printf -v out %s x",
 	}
 	for _, s := range accept {
 		if err := allow.CheckScript(s); err != nil {

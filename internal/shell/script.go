@@ -111,6 +111,9 @@ func (a *Allowlist) call(c *syntax.CallExpr, depth int) error {
 		return err
 	}
 	base := name[strings.LastIndex(name, "/")+1:]
+	if err := assigningBuiltin(base, c.Args[1:]); err != nil {
+		return err
+	}
 	if _, isShell := shells[base]; isShell {
 		return a.shellArgs(base, c.Args[1:], depth)
 	}
@@ -143,13 +146,60 @@ func (a *Allowlist) shellArgs(shell string, args []*syntax.Word, depth int) erro
 			}
 			hasC = hasC || (arg[0] == '-' && strings.Contains(arg, "c"))
 		default:
-			if !hasC {
+			if !hasC || strings.HasPrefix(arg, "-") || strings.HasPrefix(arg, "+") {
 				return reject
 			}
 			return a.check(arg, shells[shell], depth+1)
 		}
 	}
 	return reject
+}
+
+// assigningBuiltin checks the variables that read, getopts and printf -v
+// would assign (when the operator has listed them): they must be literal
+// names outside protectedVars, or a later bare command name could run
+// something else (read PATH <<< /tmp; ls).
+func assigningBuiltin(name string, args []*syntax.Word) error {
+	var names []*syntax.Word
+	switch name {
+	case "read", "getopts":
+		names = args
+	case "printf":
+		var err error
+		if names, err = printfTarget(args); err != nil {
+			return err
+		}
+	default:
+		return nil
+	}
+	for _, w := range names {
+		v, ok := literal(w)
+		if !ok {
+			return &UncheckableError{What: name + " with a computed argument", Why: "it may assign any variable"}
+		}
+		if err := checkVarName(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// printfTarget returns the variable printf -v would assign. Options come
+// first, so a computed first argument might itself be -v and is rejected.
+func printfTarget(args []*syntax.Word) ([]*syntax.Word, error) {
+	if len(args) == 0 {
+		return nil, nil
+	}
+	first, ok := literal(args[0])
+	switch {
+	case !ok:
+		return nil, &UncheckableError{What: "printf with a computed first argument", Why: "it may be -v and assign any variable"}
+	case first == "-v" && len(args) > 1:
+		return args[1:2], nil
+	case strings.HasPrefix(first, "-v"):
+		return []*syntax.Word{{Parts: []syntax.WordPart{&syntax.Lit{Value: first[2:]}}}}, nil
+	}
+	return nil, nil
 }
 
 func (a *Allowlist) decl(d *syntax.DeclClause) error {
