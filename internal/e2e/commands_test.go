@@ -356,3 +356,14 @@ func assertAbsent(t *testing.T, p string) {
 		t.Errorf("%s exists: a rejected command ran", p)
 	}
 }
+
+func TestCommandsProcessTimeout(t *testing.T) {
+	s := start(t, "ALLOWED_COMMANDS=python3", "CODEXEC_KILL_GRACE_MS=500")
+	res := s.call("execute_process", map[string]any{"file": "python3", "timeout_ms": 800,
+		"args": []string{"-u", "-c", "import time; print('partial'); time.sleep(30)"}})
+	y := parseYAML(t, res)
+	if !res.IsError || !y.TimedOut || y.Stdout != "partial\n" || !strings.Contains(y.Error, "timeout") {
+		t.Fatalf("want timeout with partial output, got isError=%v %+v", res.IsError, y)
+	}
+	mustReject(t, s, "execute_process", map[string]any{"file": "python3", "timeout_ms": 0}, "timeout_ms")
+}

@@ -53,7 +53,7 @@ func TestCheckScript(t *testing.T) {
 		"if ls; then cat x; fi", "X=1 ls", "export FOO=bar", "echo \"$HOME\" > out.txt", "cat <<EOF\nhi $(ls)\nEOF",
 		"bash -c 'ls | cat'", "bash -ec \"ls\"", "sh -c 'ls' name arg", "/usr/bin/ls", "ls # rm -rf /",
 		"'ls'", `"ls" x`, "[[ $x == y ]] && ls", "ls ${x:-$(cat y)}", "! ls", "time ls", "case x in y) ls;; esac",
-		"read -r line <<< x", "printf '%s\\n' \"$x\"", "printf -v out %s x",
+		"read -r line <<< x", "printf '%s\\n' \"$x\"", "printf -v out %s x", "a=(x y)",
 	}
 	for _, s := range accept {
 		if err := allow.CheckScript(s); err != nil {

@@ -90,6 +90,10 @@ func (a *Allowlist) node(n syntax.Node, depth int) error {
 		if n.Op == syntax.TsVarSet || n.Op == syntax.TsRefVar {
 			return &UncheckableError{What: "[[ -v ]]", Why: "array subscripts are evaluated arithmetically"}
 		}
+	case *syntax.ArrayElem:
+		if n.Index != nil {
+			return &UncheckableError{What: "array element subscript", Why: "subscripts are evaluated arithmetically"}
+		}
 	case *syntax.CoprocClause:
 		return &UncheckableError{What: "coproc", Why: "not supported by the command check"}
 	}
@@ -208,8 +212,8 @@ func (a *Allowlist) decl(d *syntax.DeclClause) error {
 	}
 	for _, as := range d.Args {
 		if as.Name == nil {
-			if v, ok := literal(as.Value); !ok || strings.Contains(v, "=") || strings.HasPrefix(v, "-") && strings.ContainsAny(v, "n") {
-				return &UncheckableError{What: d.Variant.Value + " with a computed or nameref argument", Why: "it may assign any variable"}
+			if v, ok := literal(as.Value); !ok || strings.Contains(v, "=") || strings.HasPrefix(v, "-") && strings.ContainsAny(v, "ni") {
+				return &UncheckableError{What: d.Variant.Value + " with a computed, nameref (-n) or integer (-i) argument", Why: "it may assign any variable or evaluate values arithmetically"}
 			}
 		}
 	}
