@@ -167,8 +167,10 @@ func TestCommandsAllowed(t *testing.T) {
 
 func TestCommandsDisallowed(t *testing.T) {
 	// GIVEN ALLOWED_COMMANDS is "ls"; WHEN pwd THEN not executed, error says not allowed
-	s := start(t, "ALLOWED_COMMANDS=ls")
+	dir := t.TempDir()
+	s := startIn(t, dir, "ALLOWED_COMMANDS=ls")
 	mustReject(t, s, "execute_command", map[string]any{"command": "pwd > marker"}, `"pwd"`, "not allowed")
+	assertAbsent(t, filepath.Join(dir, "marker"))
 }
 
 func TestCommandsWildcard(t *testing.T) {
