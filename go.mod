@@ -6,8 +6,10 @@ require (
 	github.com/evanw/esbuild v0.28.2
 	github.com/google/go-cmp v0.7.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
+	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/net v0.47.0
-	golang.org/x/sys v0.41.0
+	golang.org/x/sys v0.47.0
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (

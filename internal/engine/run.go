@@ -26,6 +26,8 @@ type ProcessSpec struct {
 	// OnStdout/OnStderr observe output chunks while the program runs (for
 	// streaming); they must not retain the slice. May be nil.
 	OnStdout, OnStderr func([]byte)
+	// Network asks to keep host networking (sandbox.Spec.Network).
+	Network bool
 }
 
 // Outcome is how a process run ended. Stdout and Stderr are already
@@ -52,6 +54,7 @@ func (e *Engine) RunProcess(ctx context.Context, spec ProcessSpec) Outcome {
 		ID: spec.ID, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Stdin: spec.Stdin,
 		Stdout: outSink, Stderr: errSink, ProgramDir: spec.ProgramDir,
 		Mounts: append(append([]sandbox.Mount(nil), e.opts.Mounts...), spec.Mounts...), Limits: e.opts.Limits,
+		Network: spec.Network,
 	})
 	if err != nil {
 		return Outcome{StartErr: err, Duration: time.Since(start)}

@@ -98,6 +98,13 @@ func (n *Namespace) Start(_ context.Context, spec Spec) (_ Process, retErr error
 	if err := prepareWorkspace(spec.Dir); err != nil {
 		return nil, err
 	}
+	for _, m := range spec.Mounts {
+		if !m.ReadOnly {
+			if err := prepareWorkspace(m.Host); err != nil {
+				return nil, err
+			}
+		}
+	}
 	filter, err := seccompFile()
 	if err != nil {
 		return nil, err

@@ -1,0 +1,23 @@
+package engine
+
+import (
+	"time"
+)
+
+// OutcomeResult maps a RunProcess outcome to a Result with the same status
+// rules as Execute (success, execution_error, timeout, setup_error), for
+// callers that run their own argv through RunProcess (the shell tools).
+// lang names what ran in logs and results ("bash", "process").
+func (e *Engine) OutcomeResult(id, lang string, oc Outcome, timeout time.Duration) Result {
+	res := Result{ExecutionID: id, Language: lang, SandboxMode: e.backend.Name(), Artifacts: []string{}}
+	return fillOutcome(res, oc, timeout, e.opts.Limits.MemoryBytes)
+}
+
+// LogResult appends res to the execution log as Execute does; req supplies
+// the tool name, code (the command line), args, stdin and call context.
+// Nothing is logged when the engine has no logger or req.NoLog is set.
+func (e *Engine) LogResult(res Result, req Request, started time.Time) {
+	if !req.NoLog {
+		e.logExecution(res, req, started)
+	}
+}
