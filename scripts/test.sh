@@ -8,3 +8,6 @@ gofmt_out=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$gofmt_out" ]; then echo "gofmt needed: $gofmt_out" >&2; exit 1; fi
 go vet ./...
 go test -race -count=1 -timeout 20m ./... "$@"
+# The end-to-end suite again with the light subprocess backend (the run above
+# uses the default auto mode, which picks the namespace sandbox where it works).
+CODEXEC_TEST_SANDBOX_MODE=subprocess go test -count=1 -timeout 20m ./internal/e2e/ "$@"
