@@ -34,6 +34,8 @@ type Options struct {
 	Timeout time.Duration
 	// Output bounds install_output (head+tail). Zero Max keeps 4000 chars.
 	Output output.Limits
+	// GlobalRoot holds global installs (CODEXEC_PACKAGES_DIR); see Dir.
+	GlobalRoot string
 	// Blocklist refuses operator-blocked names; nil blocks nothing.
 	Blocklist *Blocklist
 }
