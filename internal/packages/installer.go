@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -111,9 +110,12 @@ func (in *Installer) Install(ctx context.Context, req Request) (Result, error) {
 	defer unlock()
 	res := Result{Spec: spec}
 	start := time.Now()
-	res.Output, err = in.run(ctx, argv)
+	res.Output, err = in.run(ctx, argv, installerName(spec))
 	res.Duration = time.Since(start)
 	if err == nil {
+		if spec.Language == Python {
+			pruneStaleDistInfo(req.Dir)
+		}
 		res.Version, err = InstalledVersion(spec, req.Dir)
 	}
 	if err != nil {
@@ -166,7 +168,7 @@ func (in *Installer) argv(s Spec, dir string) ([]string, error) {
 // run executes argv in an empty private directory (so no file in the
 // server's cwd can be mistaken for the package) with the timeout, killing
 // the installer's whole process group when it expires.
-func (in *Installer) run(ctx context.Context, argv []string) (string, error) {
+func (in *Installer) run(ctx context.Context, argv []string, name string) (string, error) {
 	work, err := os.MkdirTemp("", "codexec-install-")
 	if err != nil {
 		return "", err
@@ -176,7 +178,8 @@ func (in *Installer) run(ctx context.Context, argv []string) (string, error) {
 	defer cancel()
 	sink := output.NewSink(in.opts.Output, nil)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = work, in.opts.Env, sink, sink
+	// pip warns at length when run as root; the target is a private directory, not the system.
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = work, append(in.opts.Env[:len(in.opts.Env):len(in.opts.Env)], "PIP_ROOT_USER_ACTION=ignore"), sink, sink
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
@@ -186,7 +189,14 @@ func (in *Installer) run(ctx context.Context, argv []string) (string, error) {
 	case ctx.Err() == context.DeadlineExceeded:
 		return out, fmt.Errorf("installer timed out after %v", in.opts.Timeout)
 	case err != nil:
-		return out, fmt.Errorf("%s install failed: %v", filepath.Base(argv[0]), err)
+		return out, fmt.Errorf("%s install failed (%v); see install_output", name, err)
 	}
 	return out, nil
+}
+
+func installerName(s Spec) string {
+	if s.Language == Python {
+		return "pip"
+	}
+	return "npm"
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
+	"time"
 )
 
 // InstalledVersion reads the version of s installed in dir from the
@@ -34,14 +36,48 @@ func npmVersionIn(name, dir string) (string, error) {
 }
 
 func pipVersionIn(normalized, dir string) (string, error) {
-	infos, _ := filepath.Glob(filepath.Join(dir, "*.dist-info"))
-	for _, info := range infos {
-		name, version := readMetadata(filepath.Join(info, "METADATA"))
-		if name != "" && NormalizePython(name) == normalized && version != "" {
-			return version, nil
+	infos := distInfos(dir)[normalized]
+	if len(infos) == 0 {
+		return "", fmt.Errorf("installed distribution %s not found in %s", normalized, dir)
+	}
+	return infos[0].version, nil
+}
+
+type distInfo struct {
+	path, version string
+	mtime         time.Time
+}
+
+// distInfos maps normalized project names to their *.dist-info directories
+// in dir, newest first.
+func distInfos(dir string) map[string][]distInfo {
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.dist-info"))
+	out := map[string][]distInfo{}
+	for _, p := range paths {
+		name, version := readMetadata(filepath.Join(p, "METADATA"))
+		st, err := os.Stat(p)
+		if name == "" || version == "" || err != nil {
+			continue
+		}
+		n := NormalizePython(name)
+		out[n] = append(out[n], distInfo{path: p, version: version, mtime: st.ModTime()})
+	}
+	for _, l := range out {
+		sort.Slice(l, func(i, j int) bool { return l[i].mtime.After(l[j].mtime) })
+	}
+	return out
+}
+
+// pruneStaleDistInfo removes older *.dist-info directories of projects that
+// pip --target --upgrade replaced: pip replaces the package's top-level
+// directories but leaves the previous version's dist-info (its name carries
+// the version), which would otherwise make the old version look installed.
+func pruneStaleDistInfo(dir string) {
+	for _, l := range distInfos(dir) {
+		for _, d := range l[1:] {
+			_ = os.RemoveAll(d.path)
 		}
 	}
-	return "", fmt.Errorf("installed distribution %s not found in %s", normalized, dir)
 }
 
 // readMetadata returns the Name and Version headers of a core metadata file.
