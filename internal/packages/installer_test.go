@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -146,5 +147,49 @@ func TestInstallNPMFromRegistry(t *testing.T) {
 	cmd.Env = []string{"NODE_PATH=" + filepath.Join(dir, "node_modules")}
 	if out, err := cmd.CombinedOutput(); err != nil || string(out) != "true\n" {
 		t.Fatalf("require: %q %v", out, err)
+	}
+}
+
+func TestInstallConcurrentSameDirSerialized(t *testing.T) {
+	py := hostPython(t)
+	ix := testIndex(t)
+	dir := t.TempDir()
+	in := packages.New(packages.Options{Python: py, Env: installerEnv(), PipIndexURL: ix.URL(), Timeout: 2 * time.Minute})
+	specs := []string{"codexec-demo==1.0.0", "codexec-demo==2.0.0", "codexec-demo==1.0.0"}
+	results := make([]packages.Result, len(specs))
+	errs := make([]error, len(specs))
+	var wg sync.WaitGroup
+	for i, s := range specs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = in.Install(context.Background(), packages.Request{Language: packages.Python, Package: s, Dir: dir})
+		}()
+	}
+	wg.Wait()
+	for i := range specs {
+		if errs[i] != nil || !results[i].Success {
+			t.Fatalf("%s: %v %+v", specs[i], errs[i], results[i])
+		}
+	}
+	if infos, _ := filepath.Glob(filepath.Join(dir, "*.dist-info")); len(infos) != 1 {
+		t.Errorf("dist-info dirs %v, want exactly one", infos)
+	}
+}
+
+func TestInstallTimeoutKillsInstaller(t *testing.T) {
+	// A "python" that never finishes stands in for a hung installer.
+	fake := filepath.Join(t.TempDir(), "python")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\nsleep 60 &\nsleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	in := packages.New(packages.Options{Python: fake, Env: []string{"PATH=/usr/bin:/bin"}, Timeout: 500 * time.Millisecond})
+	start := time.Now()
+	res, err := in.Install(context.Background(), packages.Request{Language: packages.Python, Package: "anything", Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Success || !strings.Contains(res.Error, "timed out") || time.Since(start) > 10*time.Second {
+		t.Fatalf("%+v after %v", res, time.Since(start))
 	}
 }
