@@ -34,11 +34,9 @@ func addGlobalPackages(opts *engine.Options, root string) error {
 		}
 		switch lang {
 		case runtime.Python:
-			k, v := packages.SearchPath(packages.Python, packages.Dir(root, packages.Python))
-			env = append(env, k+"="+v)
+			env = append(env, packages.SearchEnv(packages.Python, packages.Dir(root, packages.Python)))
 		case runtime.Node, runtime.TypeScript:
-			k, v := packages.SearchPath(packages.Node, packages.Dir(root, packages.Node))
-			env = append(env, k+"="+v)
+			env = append(env, packages.SearchEnv(packages.Node, packages.Dir(root, packages.Node)))
 		}
 		return env
 	}

@@ -3,6 +3,7 @@ package packages
 import (
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Layout of an install root (the global CODEXEC_PACKAGES_DIR, or a session's
@@ -39,3 +40,16 @@ func Prepare(root string) ([]string, error) {
 
 // GlobalDir is the global install directory for language (Options.GlobalRoot).
 func (in *Installer) GlobalDir(language string) string { return Dir(in.opts.GlobalRoot, language) }
+
+// SearchEnv is the "K=V" entry that puts the install directories dirs (for
+// language, most specific first, e.g. a session's then the global one) on
+// the interpreter's search path.
+func SearchEnv(language string, dirs ...string) string {
+	var key string
+	vals := make([]string, 0, len(dirs))
+	for _, d := range dirs {
+		k, v := SearchPath(language, d)
+		key, vals = k, append(vals, v)
+	}
+	return key + "=" + strings.Join(vals, string(os.PathListSeparator))
+}
