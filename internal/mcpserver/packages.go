@@ -98,7 +98,10 @@ func (s *Server) installPackage(ctx context.Context, _ *mcp.CallToolRequest, in 
 // packageTarget is the session's package directory, or the global one.
 func (s *Server) packageTarget(sessionID, lang string) (string, error) {
 	if sessionID == "" {
-		return s.deps.Packages.GlobalDir(lang), nil
+		if dir := s.deps.Packages.GlobalDir(lang); dir != "" {
+			return dir, nil
+		}
+		return "", codedError("INVALID_PARAMS", "global package installs are not configured on this server (CODEXEC_PACKAGES_DIR); pass session_id")
 	}
 	if s.deps.SessionPackages == nil {
 		return "", codedError("SESSIONS_UNAVAILABLE", "session_id given but sessions are not available on this server; omit session_id to install globally")

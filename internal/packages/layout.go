@@ -1,6 +1,7 @@
 package packages
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,6 +29,9 @@ func SearchPath(language, dir string) (key, value string) {
 // node_modules directory, so read-only mounts of it never fail) and returns
 // the directories to mount into sandboxes.
 func Prepare(root string) ([]string, error) {
+	if root == "" {
+		return nil, errors.New("package root directory is empty")
+	}
 	py := Dir(root, Python)
 	nm := filepath.Join(Dir(root, Node), "node_modules")
 	for _, d := range []string{py, nm} {
@@ -38,8 +42,14 @@ func Prepare(root string) ([]string, error) {
 	return []string{py, Dir(root, Node)}, nil
 }
 
-// GlobalDir is the global install directory for language (Options.GlobalRoot).
-func (in *Installer) GlobalDir(language string) string { return Dir(in.opts.GlobalRoot, language) }
+// GlobalDir is the global install directory for language, or "" when
+// Options.GlobalRoot is empty (global installs disabled).
+func (in *Installer) GlobalDir(language string) string {
+	if in.opts.GlobalRoot == "" {
+		return ""
+	}
+	return Dir(in.opts.GlobalRoot, language)
+}
 
 // SearchEnv is the "K=V" entry that puts the install directories dirs (for
 // language, most specific first, e.g. a session's then the global one) on
