@@ -213,7 +213,7 @@ func TestPackagesToolAnnotations(t *testing.T) {
 			continue
 		}
 		a := tool.Annotations
-		if a == nil || a.ReadOnlyHint || a.OpenWorldHint == nil || !*a.OpenWorldHint || a.DestructiveHint == nil || *a.DestructiveHint {
+		if a == nil || a.ReadOnlyHint || a.OpenWorldHint == nil || !*a.OpenWorldHint || a.DestructiveHint == nil || !*a.DestructiveHint {
 			t.Fatalf("annotations %+v", a)
 		}
 		return

@@ -63,7 +63,8 @@ func (s *Server) registerPackages() {
 			"with session_id only that session sees it. The installer runs on the server (sandboxed code keeps no network); " +
 			"install scripts are not run and python packages must be available as wheels. Names are checked against the " +
 			"package name rules and the server's blocklist first.",
-		Annotations: &mcp.ToolAnnotations{Title: "Install a package", ReadOnlyHint: false, DestructiveHint: ptr(false),
+		// Destructive: installing a different version replaces the one other runs (or the session) use.
+		Annotations: &mcp.ToolAnnotations{Title: "Install a package", ReadOnlyHint: false, DestructiveHint: ptr(true),
 			IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}, s.installPackage)
 }
