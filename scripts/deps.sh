@@ -3,6 +3,8 @@
 # Safe to run repeatedly; skips work that is already done.
 set -euo pipefail
 pkgs=(bubblewrap podman runc uidmap python3 nodejs)
+pkgs+=(python3-pip) # install_package tests: pip --target against a local index
+command -v npm >/dev/null 2>&1 || pkgs+=(npm) # nodesource's nodejs already ships npm
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

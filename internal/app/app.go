@@ -31,6 +31,10 @@ import (
 // environment; nothing below main reads the environment itself.
 type HostEnv struct {
 	Home, Path, Lang, Term, Cwd string
+	// Installer is the package installers' environment ("K=V"): the
+	// operator's installer settings from packages.SelectEnv. Never passed
+	// to sandboxed code.
+	Installer []string
 }
 
 // Serve runs the MCP server on stdio until the client disconnects or ctx ends.
@@ -87,14 +91,23 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	}
 	a.closers = append(a.closers, func() { _ = logger.Close() })
 	guard := pathguard.New(env.Home, pathguard.DefaultForbidden(env.Home, cfg.LogDir, cfg.ScriptsDir, cfg.PackagesDir))
-	a.Engine, err = engine.New(engineOptions(cfg, env), backend, langs, guard, logger)
+	opts := engineOptions(cfg, env)
+	if err := addGlobalPackages(&opts, cfg.PackagesDir); err != nil {
+		return nil, err
+	}
+	a.Engine, err = engine.New(opts, backend, langs, guard, logger)
 	if err != nil {
 		return nil, err
 	}
 	healthCheck(ctx, a.Engine)
+	installer, err := newInstaller(cfg, env, langs)
+	if err != nil {
+		return nil, err
+	}
 	sessions := session.NewManager(a.Engine, session.Options{MaxSessions: cfg.MaxSessions, IdleTimeout: cfg.SessionIdleTimeout, KillGrace: cfg.KillGrace})
 	a.closers = append(a.closers, sessions.Close)
-	a.Server, err = mcpserver.New(mcpserver.Deps{Config: cfg, Engine: a.Engine, Sessions: sessions})
+	a.Server, err = mcpserver.New(mcpserver.Deps{Config: cfg, Engine: a.Engine, Sessions: sessions,
+		Packages: installer, SessionPackages: sessions})
 	if err != nil {
 		return nil, err
 	}

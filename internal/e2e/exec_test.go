@@ -165,9 +165,9 @@ func TestExecuteEnvironmentStripped(t *testing.T) {
 	}
 	for _, k := range strings.Split(lines[0], ",") {
 		switch k {
-		// bubblewrap sets PWD (to the working directory, = HOME); nothing
-		// else may reach the program.
-		case "PATH", "HOME", "LANG", "TERM", "LC_CTYPE", "PWD":
+		// bubblewrap sets PWD (to the working directory, = HOME); PYTHONPATH
+		// points at globally installed packages; nothing else may reach the program.
+		case "PATH", "HOME", "LANG", "TERM", "LC_CTYPE", "PWD", "PYTHONPATH":
 		default:
 			t.Errorf("unexpected variable %s reached the program", k)
 		}

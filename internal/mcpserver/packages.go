@@ -1,5 +1,148 @@
 package mcpserver
 
-// registerPackages registers the packages toolset. Not implemented yet: the toolset
-// exposes no tools until its issue lands.
-func (s *Server) registerPackages() {}
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codexec/codexec/internal/packages"
+)
+
+// SessionPackages is what the sessions service provides so install_package
+// can install into one session (Deps.SessionPackages). Both methods must be
+// safe for concurrent use.
+type SessionPackages interface {
+	// PackageTarget returns the host directory that installs for sessionID
+	// and lang (packages.Python or packages.Node) go into, creating it if
+	// needed. The directory must already be visible to the session's
+	// interpreter, read-only: for python the directory itself is on sys.path
+	// (pip --target); for node, <dir>/node_modules is on NODE_PATH (npm
+	// --prefix). An unknown or closed session is an error (its message is
+	// shown to the agent); a language the session cannot use may be refused.
+	PackageTarget(sessionID, lang string) (dir string, err error)
+	// RecordPackage is called after every install attempt into the session:
+	// on success it adds name to the session's packages_installed; in all
+	// cases it appends seed 000's package_install entry (package, version,
+	// success) to the session log. version is empty when success is false.
+	RecordPackage(sessionID, lang, name, version string, success bool) error
+}
+
+// InstallPackageIn is install_package's input (seed 000).
+type InstallPackageIn struct {
+	SessionID string `json:"session_id,omitempty" jsonschema:"install into this session only (removed when it closes); omit to install globally for every new run"`
+	Package   string `json:"package" jsonschema:"package name with an optional version: pandas, pandas==2.2.1, numpy>=1.26,<2 (python); lodash, lodash@4, @types/node@^20 (node). URLs, paths, git specs and options are rejected"`
+	Language  string `json:"language" jsonschema:"python (pip) or node (npm; javascript is accepted)"`
+}
+
+// InstallPackageOut is install_package's output. A failed install is a
+// normal result with success false and the installer's output.
+type InstallPackageOut struct {
+	Success       bool   `json:"success" jsonschema:"true when the package is installed"`
+	Package       string `json:"package" jsonschema:"package name (without version specifier)"`
+	Version       string `json:"version" jsonschema:"installed version read from the package metadata; empty when the install failed"`
+	Language      string `json:"language" jsonschema:"python or node"`
+	SessionID     string `json:"session_id,omitempty" jsonschema:"session the package was installed into; absent for a global install"`
+	InstallOutput string `json:"install_output" jsonschema:"installer output (head+tail trimmed)"`
+	Error         string `json:"error,omitempty" jsonschema:"why the install failed"`
+	DurationMs    int64  `json:"duration_ms" jsonschema:"installer wall time in milliseconds"`
+}
+
+// registerPackages registers install_package when an installer is wired.
+func (s *Server) registerPackages() {
+	if s.deps.Packages == nil {
+		return
+	}
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:  "install_package",
+		Title: "Install a package",
+		Description: "Install a pip (python) or npm (node) package from the server's configured index so sandboxed code can " +
+			"import/require it. Without session_id the package is installed globally and every new execute_code run sees it; " +
+			"with session_id only that session sees it. The installer runs on the server (sandboxed code keeps no network); " +
+			"install scripts are not run and python packages must be available as wheels. Names are checked against the " +
+			"package name rules and the server's blocklist first.",
+		// Destructive: installing a different version replaces the one other runs (or the session) use.
+		Annotations: &mcp.ToolAnnotations{Title: "Install a package", ReadOnlyHint: false, DestructiveHint: ptr(true),
+			IdempotentHint: true, OpenWorldHint: ptr(true)},
+	}, s.installPackage)
+}
+
+func (s *Server) installPackage(ctx context.Context, _ *mcp.CallToolRequest, in InstallPackageIn) (*mcp.CallToolResult, InstallPackageOut, error) {
+	var out InstallPackageOut
+	lang, err := packageLanguage(in.Language)
+	if err != nil {
+		return nil, out, codedError("INVALID_LANGUAGE", "%v", err)
+	}
+	if _, err := s.deps.Packages.Check(lang, in.Package); err != nil {
+		return nil, out, packageError(err)
+	}
+	dir, err := s.packageTarget(in.SessionID, lang)
+	if err != nil {
+		return nil, out, err
+	}
+	res, err := s.deps.Packages.Install(ctx, packages.Request{Language: lang, Package: in.Package, Dir: dir})
+	if err != nil {
+		return nil, out, packageError(err)
+	}
+	if in.SessionID != "" {
+		if err := s.deps.SessionPackages.RecordPackage(in.SessionID, lang, res.Spec.Name, res.Version, res.Success); err != nil {
+			return nil, out, codedError("INTERNAL_ERROR", "package installed but the session could not record it: %v", err)
+		}
+	}
+	out = InstallPackageOut{Success: res.Success, Package: res.Spec.Name, Version: res.Version, Language: lang,
+		SessionID: in.SessionID, InstallOutput: res.Output, Error: res.Error, DurationMs: res.Duration.Milliseconds()}
+	return installText(out), out, nil
+}
+
+// packageTarget is the session's package directory, or the global one.
+func (s *Server) packageTarget(sessionID, lang string) (string, error) {
+	if sessionID == "" {
+		if dir := s.deps.Packages.GlobalDir(lang); dir != "" {
+			return dir, nil
+		}
+		return "", codedError("INVALID_PARAMS", "global package installs are not configured on this server (CODEXEC_PACKAGES_DIR); pass session_id")
+	}
+	if s.deps.SessionPackages == nil {
+		return "", codedError("SESSIONS_UNAVAILABLE", "session_id given but sessions are not available on this server; omit session_id to install globally")
+	}
+	dir, err := s.deps.SessionPackages.PackageTarget(sessionID, lang)
+	if err != nil {
+		return "", codedError("SESSION_NOT_FOUND", "%v", err)
+	}
+	return dir, nil
+}
+
+func packageLanguage(lang string) (string, error) {
+	switch strings.ToLower(strings.TrimSpace(lang)) {
+	case "python", "python3", "py", "pip":
+		return packages.Python, nil
+	case "node", "javascript", "js", "nodejs", "npm", "typescript", "ts":
+		return packages.Node, nil
+	}
+	return "", fmt.Errorf("language %q cannot install packages: use python (pip) or node (npm)", lang)
+}
+
+func packageError(err error) error {
+	var be *packages.BlockedError
+	if errors.As(err, &be) {
+		return codedError("PACKAGE_BLOCKED", "%v", err)
+	}
+	return codedError("INVALID_PARAMS", "%v", err)
+}
+
+func installText(o InstallPackageOut) *mcp.CallToolResult {
+	var b strings.Builder
+	scope := "globally"
+	if o.SessionID != "" {
+		scope = "into session " + o.SessionID
+	}
+	if o.Success {
+		fmt.Fprintf(&b, "installed %s %s (%s) %s in %d ms\n", o.Package, o.Version, o.Language, scope, o.DurationMs)
+	} else {
+		fmt.Fprintf(&b, "install of %s (%s) %s FAILED: %s\n", o.Package, o.Language, scope, o.Error)
+	}
+	section(&b, "install output", o.InstallOutput)
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}
+}

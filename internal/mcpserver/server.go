@@ -20,6 +20,7 @@ import (
 	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/packages"
 	"github.com/codexec/codexec/internal/session"
 )
 
@@ -36,7 +37,9 @@ type Deps struct {
 	Engine *engine.Engine
 
 	// Services added by later toolsets go below, one field per line.
-	Sessions *session.Manager // sessions and contexts toolsets; nil disables them
+	Sessions        *session.Manager    // sessions and contexts toolsets; nil disables them
+	Packages        *packages.Installer // install_package; nil hides the tool
+	SessionPackages SessionPackages     // per-session installs; nil until sessions are wired
 }
 
 // Server is the MCP server with every enabled tool registered.

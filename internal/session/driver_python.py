@@ -3,7 +3,7 @@
 #           or {"op": "interrupt"} (raises KeyboardInterrupt in running code)
 #   stdout: user output, plus frames MARK + JSON + "\n" answering each request
 #   stderr: user output, plus MARK + {"id": n, "end": true} + "\n" after each request
-import ast, json, os, signal, sys, threading, traceback, queue
+import ast, importlib, json, os, signal, sys, threading, traceback, queue
 
 MARK = sys.argv[1].encode()
 DRIVER = "<codexec-driver>"
@@ -54,6 +54,7 @@ def user_traceback(exc):
 
 
 def run(code, ns):
+    importlib.invalidate_caches()  # see packages installed since the last run
     tree = ast.parse(code, "<stdin>", "exec")
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):

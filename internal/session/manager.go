@@ -200,7 +200,7 @@ func (m *Manager) startDriver(ctx context.Context, s *Session, ownedWS bool) err
 	s.stdin = stdinW
 	s.outMux, s.errMux = newDemux(mark, s.onOut), newDemux(mark, s.onErr)
 	proc, err := m.eng.Backend().Start(ctx, sandbox.Spec{
-		ID: s.ID, Argv: argv, Dir: s.Workspace, Env: append(m.eng.Env(s.Language, s.Workspace), pkgEnv...),
+		ID: s.ID, Argv: argv, Dir: s.Workspace, Env: append(withoutKeys(m.eng.Env(s.Language, s.Workspace), "PYTHONPATH", "NODE_PATH"), pkgEnv...),
 		Stdin: stdinR, Stdout: s.outMux, Stderr: s.errMux, Mounts: append(m.eng.Options().Mounts, mounts...),
 		Limits: m.eng.Options().Limits,
 	})
@@ -260,6 +260,24 @@ func cutKey(kv, key string) (string, bool) {
 		return kv[len(key)+1:], true
 	}
 	return "", false
+}
+
+// withoutKeys drops the named variables from env (the session's own search
+// paths replace the engine's global ones).
+func withoutKeys(env []string, keys ...string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		drop := false
+		for _, k := range keys {
+			if _, ok := cutKey(kv, k); ok {
+				drop = true
+			}
+		}
+		if !drop {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 func joinPath(first, rest string) string {
