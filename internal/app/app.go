@@ -90,7 +90,11 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 		return nil, err
 	}
 	healthCheck(ctx, a.Engine)
-	a.Server, err = mcpserver.New(mcpserver.Deps{Config: cfg, Engine: a.Engine})
+	deps := mcpserver.Deps{Config: cfg, Engine: a.Engine}
+	if err := a.buildHistory(ctx, cfg, &deps); err != nil {
+		return nil, err
+	}
+	a.Server, err = mcpserver.New(deps)
 	if err != nil {
 		return nil, err
 	}

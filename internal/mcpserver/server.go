@@ -20,6 +20,8 @@ import (
 	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/logindex"
+	"github.com/codexec/codexec/internal/scripts"
 )
 
 // Version is the server version reported to clients.
@@ -35,6 +37,8 @@ type Deps struct {
 	Engine *engine.Engine
 
 	// Services added by later toolsets go below, one field per line.
+	Scripts *scripts.Runner
+	Logs    *logindex.Index
 }
 
 // Server is the MCP server with every enabled tool registered.
