@@ -28,16 +28,17 @@ const schema = `
 CREATE TABLE IF NOT EXISTS files (
   name TEXT PRIMARY KEY, offset INTEGER NOT NULL, ino INTEGER NOT NULL, language TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS execs (
-  rid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, file TEXT NOT NULL, offset INTEGER NOT NULL,
+  rid INTEGER PRIMARY KEY, -- executed_at in ms * 1024 + tiebreak: rowid order is time order
+  id TEXT NOT NULL UNIQUE, file TEXT NOT NULL, offset INTEGER NOT NULL,
   length INTEGER NOT NULL, session_id TEXT, language TEXT NOT NULL, status TEXT NOT NULL,
   exit_code INTEGER, duration_ms INTEGER NOT NULL, executed_at INTEGER NOT NULL,
   code_preview TEXT NOT NULL, error_preview TEXT);
-CREATE INDEX IF NOT EXISTS execs_at ON execs(executed_at);
-CREATE INDEX IF NOT EXISTS execs_status_at ON execs(status, executed_at);
-CREATE INDEX IF NOT EXISTS execs_lang_at ON execs(language, executed_at);
+CREATE INDEX IF NOT EXISTS execs_status ON execs(status);
+CREATE INDEX IF NOT EXISTS execs_lang ON execs(language);
+CREATE INDEX IF NOT EXISTS execs_lang_status ON execs(language, status);
 CREATE INDEX IF NOT EXISTS execs_file ON execs(file);
 CREATE VIRTUAL TABLE IF NOT EXISTS execs_fts USING fts5(
-  code, output, content='', contentless_delete=1, detail=none, tokenize="unicode61 tokenchars '_'");
+  code, output, meta, content='', contentless_delete=1, detail=none, tokenize="unicode61 tokenchars '_'");
 `
 
 // Index is an open log index. Create it with Open; Close it when done.

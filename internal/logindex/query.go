@@ -31,6 +31,11 @@ type Query struct {
 // MaxLimit caps one page of results.
 const MaxLimit = 200
 
+// CountCap bounds the total count: Search counts matches up to CountCap+1,
+// so a query matching most of a million entries stays fast; a total above
+// CountCap means "more than CountCap".
+const CountCap = 10000
+
 // Hit is one search result with seed 000's fields.
 type Hit struct {
 	ExecutionID  string    `json:"execution_id"`
@@ -50,12 +55,21 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, int, error) {
 	if err := x.Sync(ctx, false); err != nil {
 		return nil, 0, err
 	}
-	where, args, err := q.where()
+	from, where, args, err := q.where()
 	if err != nil {
 		return nil, 0, err
 	}
+	order := "e.rid"
+	if strings.HasPrefix(from, "execs_fts") {
+		order = "f.rowid" // lets FTS5 deliver rows newest first and stop at LIMIT
+	}
+	countFrom := from
+	if order == "f.rowid" {
+		countFrom = "execs_fts f" // every condition is on the FTS table: skip the join
+	}
 	var total int
-	if err := x.db.QueryRowContext(ctx, `SELECT count(*) FROM execs e`+where, args...).Scan(&total); err != nil {
+	if err := x.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM `+countFrom+where+` LIMIT ?)`,
+		append(args, CountCap+1)...).Scan(&total); err != nil {
 		return nil, 0, err
 	}
 	limit := q.Limit
@@ -64,7 +78,7 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, int, error) {
 	}
 	limit = min(limit, MaxLimit)
 	rows, err := x.db.QueryContext(ctx, `SELECT id, session_id, language, code_preview, status, exit_code, error_preview,
-		duration_ms, executed_at FROM execs e`+where+` ORDER BY executed_at DESC, rid DESC LIMIT ?`, append(args, limit)...)
+		duration_ms, executed_at FROM `+from+where+` ORDER BY `+order+` DESC LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -83,30 +97,50 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, int, error) {
 	return hits, total, rows.Err()
 }
 
-func (q Query) where() (string, []any, error) {
+// where returns the FROM clause, the WHERE clause and its arguments. A text
+// query joins the FTS table so FTS5 streams matches newest first.
+func (q Query) where() (string, string, []any, error) {
+	if q.Status != "" && q.Status != "success" && q.Status != "failed" && q.Status != "timeout" {
+		return "", "", nil, fmt.Errorf("status must be success, failed or timeout, got %q", q.Status)
+	}
+	m := MatchExpr(q.Text)
+	if m == "" && strings.TrimSpace(q.Text) != "" {
+		return "", "", nil, fmt.Errorf("query %q has no searchable words", q.Text)
+	}
+	if m != "" {
+		return q.ftsWhere(m)
+	}
 	var conds []string
 	var args []any
 	if q.Language != "" {
 		conds, args = append(conds, "e.language = ?"), append(args, q.Language)
 	}
 	if q.Status != "" {
-		if q.Status != "success" && q.Status != "failed" && q.Status != "timeout" {
-			return "", nil, fmt.Errorf("status must be success, failed or timeout, got %q", q.Status)
-		}
 		conds, args = append(conds, "e.status = ?"), append(args, q.Status)
 	}
 	if !q.Since.IsZero() {
-		conds, args = append(conds, "e.executed_at >= ?"), append(args, q.Since.UnixMilli())
-	}
-	if m := MatchExpr(q.Text); m != "" {
-		conds, args = append(conds, "e.rid IN (SELECT rowid FROM execs_fts WHERE execs_fts MATCH ?)"), append(args, m)
-	} else if strings.TrimSpace(q.Text) != "" {
-		return "", nil, fmt.Errorf("query %q has no searchable words", q.Text)
+		conds, args = append(conds, "e.rid >= ?"), append(args, TimeKey(q.Since))
 	}
 	if len(conds) == 0 {
-		return "", nil, nil
+		return "execs e", "", nil, nil
 	}
-	return " WHERE " + strings.Join(conds, " AND "), args, nil
+	return "execs e", " WHERE " + strings.Join(conds, " AND "), args, nil
+}
+
+// ftsWhere answers a text query from the FTS table alone: the status and
+// language filters are tokens of its meta column, the date a rowid range.
+func (q Query) ftsWhere(match string) (string, string, []any, error) {
+	if q.Status != "" {
+		match += ` AND "` + metaToken("status", q.Status) + `"`
+	}
+	if q.Language != "" {
+		match += ` AND "` + metaToken("lang", q.Language) + `"`
+	}
+	where, args := " WHERE execs_fts MATCH ?", []any{match}
+	if !q.Since.IsZero() {
+		where, args = where+" AND f.rowid >= ?", append(args, TimeKey(q.Since))
+	}
+	return "execs_fts f JOIN execs e ON e.rid = f.rowid", where, args, nil
 }
 
 // MatchExpr turns free text into an FTS5 expression requiring every word

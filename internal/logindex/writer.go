@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"log/slog"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -21,11 +22,11 @@ func (x *Index) newWriter(ctx context.Context) (*writer, error) {
 		return nil, err
 	}
 	w := &writer{ctx: ctx, tx: tx}
-	w.exec, err = tx.PrepareContext(ctx, `INSERT OR IGNORE INTO execs
-		(id, file, offset, length, session_id, language, status, exit_code, duration_ms, executed_at, code_preview, error_preview)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`)
+	w.exec, err = tx.PrepareContext(ctx, `INSERT INTO execs
+		(rid, id, file, offset, length, session_id, language, status, exit_code, duration_ms, executed_at, code_preview, error_preview)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	if err == nil {
-		w.fts, err = tx.PrepareContext(ctx, `INSERT INTO execs_fts(rowid, code, output) VALUES (?,?,?)`)
+		w.fts, err = tx.PrepareContext(ctx, `INSERT INTO execs_fts(rowid, code, output, meta) VALUES (?,?,?,?)`)
 	}
 	if err != nil {
 		_ = tx.Rollback()
@@ -58,20 +59,47 @@ func (w *writer) add(file string, off int64, b []byte, lang *string) error {
 		l.Language = *lang
 	}
 	status := SearchStatus(l.Status, l.TimedOut, l.ExitCode)
-	res, err := w.exec.ExecContext(w.ctx, l.ExecutionID, file, off+int64(skip), len(b)-skip, l.SessionID, l.Language,
-		status, l.ExitCode, l.DurationMs, l.when().UnixMilli(), preview(l.Code), errorPreview(l, status))
-	if err != nil {
-		return err
+	at := l.when().UnixMilli()
+	rid := TimeKey(l.when()) + int64(fnv32(l.ExecutionID)%ridSlots)
+	for tries := 0; ; tries++ {
+		_, err := w.exec.ExecContext(w.ctx, rid, l.ExecutionID, file, off+int64(skip), len(b)-skip, l.SessionID,
+			l.Language, status, l.ExitCode, l.DurationMs, at, preview(l.Code), errorPreview(l, status))
+		if err == nil {
+			break
+		}
+		switch msg := err.Error(); {
+		case strings.Contains(msg, "execs.id"):
+			return nil // duplicate id: the first occurrence wins
+		case strings.Contains(msg, "execs.rid") && tries < 4*ridSlots:
+			rid++ // same millisecond slot taken: next one
+		default:
+			return err
+		}
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return nil // duplicate id: first occurrence wins
-	}
-	rid, err := res.LastInsertId()
-	if err != nil {
-		return err
-	}
-	_, err = w.fts.ExecContext(w.ctx, rid, l.Code, l.Stdout+"\n"+l.Stderr+"\n"+l.ErrorMessage)
+	_, err := w.fts.ExecContext(w.ctx, rid, l.Code, l.Stdout+"\n"+l.Stderr+"\n"+l.ErrorMessage,
+		metaToken("status", status)+" "+metaToken("lang", l.Language))
 	return err
+}
+
+// metaToken is the FTS token standing for a filter value, so text queries
+// with status/language filters are answered by intersecting doclists alone.
+func metaToken(kind, v string) string { return "codexec" + kind + strings.ToLower(v) }
+
+// ridSlots is how many executions one millisecond can hold in the rowid
+// space before a collision spills into the next millisecond's slots.
+const ridSlots = 1024
+
+// TimeKey is the smallest rowid of executions at t: rowids are time-ordered
+// so "newest first" is a backward walk of the primary key (or of FTS5's
+// rowid-ordered doclists) that stops after LIMIT rows, with no sort.
+func TimeKey(t time.Time) int64 { return t.UnixMilli() * ridSlots }
+
+func fnv32(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint32(s[i])) * 16777619
+	}
+	return h
 }
 
 func (w *writer) finish(file string, off int64, ino uint64, lang string) error {
