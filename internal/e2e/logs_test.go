@@ -251,12 +251,10 @@ func countExecutions(t *testing.T, dir string) map[string]bool {
 		sc := bufio.NewScanner(fh)
 		sc.Buffer(make([]byte, 1<<20), 1<<26)
 		for sc.Scan() {
-			var e struct{ Type, ExecutionID string `json:"-"` }
 			var m map[string]any
 			if json.Unmarshal(sc.Bytes(), &m) == nil && m["type"] == "execution" {
 				out[m["execution_id"].(string)] = true
 			}
-			_ = e
 		}
 		_ = fh.Close()
 	}

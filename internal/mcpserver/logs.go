@@ -25,7 +25,10 @@ type SearchLogsIn struct {
 // SearchLogsOut is search_execution_logs' result.
 type SearchLogsOut struct {
 	Results    []logindex.Hit `json:"results"`
-	TotalCount int            `json:"total_count" jsonschema:"number of matching executions (may exceed len(results))"`
+	TotalCount int            `json:"total_count" jsonschema:"number of matching executions (may exceed len(results)); counting stops at 10000"`
+	// TotalCountCapped is set when more than logindex.CountCap executions
+	// match: counting a million matches would make every broad search slow.
+	TotalCountCapped bool `json:"total_count_capped,omitempty" jsonschema:"true when more executions match than total_count says (counting stopped at the cap)"`
 }
 
 // GetLogIn is get_execution_log's input.
@@ -101,7 +104,11 @@ func (s *Server) searchLogs(ctx context.Context, _ *mcp.CallToolRequest, in Sear
 	if err != nil {
 		return nil, SearchLogsOut{}, codedError("INVALID_PARAMS", "%v", err)
 	}
-	return nil, SearchLogsOut{Results: hits, TotalCount: total}, nil
+	out := SearchLogsOut{Results: hits, TotalCount: total}
+	if total > logindex.CountCap {
+		out.TotalCount, out.TotalCountCapped = logindex.CountCap, true
+	}
+	return nil, out, nil
 }
 
 func parseSince(v string) (time.Time, error) {
