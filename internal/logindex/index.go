@@ -49,6 +49,9 @@ type Index struct {
 	mu       sync.Mutex // serialises catch-up, retention and writes
 	dirty    map[string]bool
 	lastScan time.Time
+	// tornSize remembers each file's size at its last catch-up, so a file
+	// ending in a torn line is not re-read (and re-warned) on every scan.
+	tornSize map[string]int64
 }
 
 // Open opens (or creates) the index for the log directory dir, stored at
@@ -62,7 +65,7 @@ func Open(dir, dbPath string) (*Index, error) {
 			return nil, fmt.Errorf("logindex: %w", err)
 		}
 	}
-	return &Index{dir: dir, db: db, dirty: map[string]bool{}}, nil
+	return &Index{dir: dir, db: db, dirty: map[string]bool{}, tornSize: map[string]int64{}}, nil
 }
 
 func openDB(path string) (*sql.DB, error) {

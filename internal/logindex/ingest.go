@@ -91,31 +91,43 @@ func (x *Index) state(ctx context.Context, name string) (fileState, error) {
 	return st, err
 }
 
-// scanDir lists the JSONL files present plus those the index knows but
-// which are gone (so their rows get dropped).
+// scanDir returns the JSONL files whose size or inode differs from what
+// the index recorded, plus those the index knows but which are gone (so
+// their rows get dropped). Unchanged files cost one stat and no query.
 func (x *Index) scanDir() (map[string]bool, error) {
-	out := map[string]bool{}
+	known := map[string][2]int64{}
+	rows, err := x.db.Query(`SELECT name, offset, ino FROM files`)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var n string
+		var off, ino int64
+		if rows.Scan(&n, &off, &ino) == nil {
+			known[n] = [2]int64{off, ino}
+		}
+	}
+	rows.Close()
 	ents, err := os.ReadDir(x.dir)
 	if err != nil {
 		return nil, err
 	}
+	out := map[string]bool{}
 	for _, e := range ents {
-		if !e.IsDir() && strings.HasSuffix(e.Name(), ".jsonl") {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".jsonl") {
+			continue
+		}
+		st, had := known[e.Name()]
+		delete(known, e.Name())
+		fi, err := e.Info()
+		if err != nil || !had || int64(inode(fi)) != st[1] || (fi.Size() != st[0] && fi.Size() != x.tornSize[e.Name()]) {
 			out[e.Name()] = true
 		}
 	}
-	rows, err := x.db.Query(`SELECT name FROM files`)
-	if err != nil {
-		return nil, err
+	for n := range known {
+		out[n] = true
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var n string
-		if rows.Scan(&n) == nil {
-			out[n] = true
-		}
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // catchUp indexes the lines of file past its recorded offset. A file that
@@ -148,6 +160,7 @@ func (x *Index) catchUp(ctx context.Context, name string) error {
 	if st.known && fi.Size() == st.offset {
 		return nil
 	}
+	x.tornSize[name] = fi.Size() // a torn tail is not re-read until the file changes
 	return x.ingest(ctx, f, name, st, ino)
 }
 
