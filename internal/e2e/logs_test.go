@@ -260,3 +260,33 @@ func countExecutions(t *testing.T, dir string) map[string]bool {
 	}
 	return out
 }
+
+// TestLogsRetentionAtStartup starts the server on history older than the
+// retention windows: expired entries disappear from files and search.
+func TestLogsRetentionAtStartup(t *testing.T) {
+	logDir := t.TempDir()
+	old := time.Now().UTC().AddDate(0, 0, -40)
+	line := func(id, status string, code int) string {
+		return fmt.Sprintf(`{"type":"execution","execution_id":%q,"session_id":null,"language":"bash","code":"x","stdout":"","stderr":"","exit_code":%d,"status":%q,"duration_ms":1,"executed_at":%q}`+"\n",
+			id, code, status, old.Format(time.RFC3339Nano))
+	}
+	oldFile := filepath.Join(logDir, "executions-"+old.Format("2006-01-02")+".jsonl")
+	writeFile(t, oldFile, line("exec_old_ok", "success", 0)+line("exec_old_bad", "execution_error", 1))
+	s := start(t, "CODEXEC_LOG_DIR="+logDir)
+	deadline := time.Now().Add(10 * time.Second)
+	var out logSearchOut
+	for {
+		s.callInto("search_execution_logs", map[string]any{}, &out)
+		if len(out.Results) == 1 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if diff := cmp.Diff([]string{"exec_old_bad"}, hitIDs(out.Results)); diff != "" {
+		t.Errorf("after retention (-want +got)\n%s", diff)
+	}
+	b, _ := os.ReadFile(oldFile)
+	if strings.Contains(string(b), "exec_old_ok") || !strings.Contains(string(b), "exec_old_bad") {
+		t.Errorf("daily file not rewritten: %s", b)
+	}
+}
