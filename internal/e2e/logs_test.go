@@ -198,7 +198,7 @@ func TestLogsCrashRecovery(t *testing.T) {
 	}
 	cancel()
 	wg.Wait()
-	_ = s.Cmd.Wait()
+	_ = s.Session.Close() // reaps the killed process (the transport owns Cmd.Wait)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(scriptNames) < 20 {
