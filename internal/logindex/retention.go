@@ -139,7 +139,9 @@ func replaceFile(path string, data []byte) error {
 }
 
 // Run keeps the index current until ctx ends: a full catch-up and retention
-// pass now, then retention every interval. Errors are logged, not fatal.
+// pass now, then retention every interval; between them, files marked by
+// Notify are indexed within a second so queries rarely wait for it. Errors
+// are logged, not fatal.
 func (x *Index) Run(ctx context.Context, r Retention, interval time.Duration) {
 	start := time.Now()
 	if err := x.Sync(ctx, true); err != nil {
@@ -148,14 +150,33 @@ func (x *Index) Run(ctx context.Context, r Retention, interval time.Duration) {
 	slog.Info("log index ready", "ms", time.Since(start).Milliseconds())
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	fresh := time.NewTicker(time.Second)
+	defer fresh.Stop()
+	x.retain(ctx, r)
 	for {
-		if err := x.ApplyRetention(ctx, time.Now(), r); err != nil && ctx.Err() == nil {
-			slog.Error("log retention failed", "err", err)
-		}
 		select {
 		case <-ctx.Done():
 			return
+		case <-fresh.C:
+			if x.hasDirty() {
+				if err := x.Sync(ctx, false); err != nil && ctx.Err() == nil {
+					slog.Warn("log index catch-up failed", "err", err)
+				}
+			}
 		case <-t.C:
+			x.retain(ctx, r)
 		}
 	}
+}
+
+func (x *Index) retain(ctx context.Context, r Retention) {
+	if err := x.ApplyRetention(ctx, time.Now(), r); err != nil && ctx.Err() == nil {
+		slog.Error("log retention failed", "err", err)
+	}
+}
+
+func (x *Index) hasDirty() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return len(x.dirty) > 0
 }

@@ -3,8 +3,6 @@ package mcpserver
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -203,8 +201,10 @@ func scriptError(err error) error {
 		return codedError("MISSING_PACKAGES", "%v", err)
 	case errors.Is(err, scripts.ErrNotFound):
 		return codedError("SCRIPT_NOT_FOUND", "%v", err)
-	case strings.Contains(err.Error(), "package pre-flight"):
+	case errors.Is(err, scripts.ErrPreflight):
 		return codedError("PREFLIGHT_FAILED", "%v", err)
+	case errors.Is(err, scripts.ErrInvalid):
+		return codedError("INVALID_PARAMS", "%v", err)
 	}
-	return codedError("INVALID_PARAMS", "%s", fmt.Sprint(err))
+	return codedError("SCRIPT_STORAGE_ERROR", "%v", err)
 }

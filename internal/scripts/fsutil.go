@@ -1,6 +1,7 @@
 package scripts
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,11 +14,21 @@ const MaxNameLen = 100
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
+// ErrInvalid marks (wrapped) errors caused by bad input; nothing was written.
+var ErrInvalid = errors.New("invalid input")
+
 // ValidateName rejects names that could escape the library directory or
 // collide with its bookkeeping files: path separators, "..", hidden
 // (leading-dot) names, characters outside [A-Za-z0-9._-], and names longer
 // than MaxNameLen.
 func ValidateName(name string) error {
+	if err := nameError(name); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return nil
+}
+
+func nameError(name string) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("script name is required")

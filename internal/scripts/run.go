@@ -3,6 +3,7 @@ package scripts
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -18,6 +19,9 @@ type Runner struct {
 	Store  *Store
 	Engine *engine.Engine
 }
+
+// ErrPreflight marks a package pre-flight check that could not run.
+var ErrPreflight = errors.New("package pre-flight check failed")
 
 // MissingPackagesError is run_script's pre-flight failure: the script's
 // required packages that its language environment cannot find.
@@ -54,7 +58,7 @@ func (r *Runner) Run(ctx context.Context, name string, args []string, timeout ti
 	}
 	missing, err := r.MissingPackages(ctx, sc.Language, sc.Packages)
 	if err != nil {
-		return engine.Result{}, fmt.Errorf("package pre-flight check failed: %w", err)
+		return engine.Result{}, fmt.Errorf("%w: %v", ErrPreflight, err)
 	}
 	if len(missing) > 0 {
 		return engine.Result{}, &MissingPackagesError{Script: name, Language: sc.Language, Missing: missing}

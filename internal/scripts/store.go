@@ -122,10 +122,10 @@ func (s *Store) Save(in SaveInput) (Script, error) {
 	}
 	lang, err := runtime.Normalize(in.Language)
 	if err != nil {
-		return Script{}, err
+		return Script{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if in.Code == "" {
-		return Script{}, fmt.Errorf("code is required")
+		return Script{}, fmt.Errorf("%w: code is required", ErrInvalid)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
