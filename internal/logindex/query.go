@@ -162,6 +162,10 @@ func (x *Index) Get(ctx context.Context, id string) (execlog.Entry, error) {
 	if err := x.Sync(ctx, false); err != nil {
 		return execlog.Entry{}, err
 	}
+	// Under the lock, so a retention rewrite cannot move the line between
+	// the lookup and the read.
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	var file, lang string
 	var off, length int64
 	err := x.db.QueryRowContext(ctx, `SELECT e.file, e.offset, e.length, e.language FROM execs e WHERE e.id = ?`, id).
@@ -177,8 +181,8 @@ func (x *Index) Get(ctx context.Context, id string) (execlog.Entry, error) {
 		return execlog.Entry{}, err
 	}
 	var e execlog.Entry
-	if err := json.Unmarshal(b, &e); err != nil {
-		return execlog.Entry{}, fmt.Errorf("log line of %s unreadable: %w", id, err)
+	if err := json.Unmarshal(b, &e); err != nil || e.ExecutionID != id {
+		return execlog.Entry{}, fmt.Errorf("log line of %s unreadable (file changed behind the index?): %v", id, err)
 	}
 	if e.ExecutedAt.IsZero() && e.At != nil {
 		e.ExecutedAt = *e.At
