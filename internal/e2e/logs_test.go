@@ -223,6 +223,13 @@ func TestLogsCrashRecovery(t *testing.T) {
 	if ls.TotalCount < len(scriptNames) {
 		t.Errorf("list has %d scripts, %d were saved", ls.TotalCount, len(scriptNames))
 	}
+	var idx struct {
+		Scripts []struct{ Name string } `json:"scripts"`
+	}
+	b, _ := os.ReadFile(filepath.Join(data, "scripts", "index.json"))
+	if err := json.Unmarshal(b, &idx); err != nil || len(idx.Scripts) != ls.TotalCount {
+		t.Errorf("index.json (%d scripts, %v) disagrees with list_scripts (%d)", len(idx.Scripts), err, ls.TotalCount)
+	}
 	var out logSearchOut
 	s2.callInto("search_execution_logs", map[string]any{"limit": 200}, &out)
 	onDisk := countExecutions(t, filepath.Join(data, "logs"))
