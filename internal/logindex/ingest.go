@@ -206,7 +206,7 @@ func (x *Index) ingest(ctx context.Context, f *os.File, name string, st fileStat
 		if err != nil {
 			return err
 		}
-		n, done, err := x.ingestBatch(w, r, name, &off, &st.lang)
+		done, err := x.ingestBatch(w, r, name, &off, &st.lang)
 		if err == nil {
 			err = w.finish(name, off, ino, st.lang)
 		} else {
@@ -215,27 +215,28 @@ func (x *Index) ingest(ctx context.Context, f *os.File, name string, st fileStat
 		if err != nil || done {
 			return err
 		}
-		_ = n
 	}
 }
 
-func (x *Index) ingestBatch(w *writer, r *bufio.Reader, name string, off *int64, lang *string) (int, bool, error) {
-	for n := 0; n < batchLines; n++ {
+// ingestBatch adds up to batchLines lines; done reports the end of the
+// complete lines.
+func (x *Index) ingestBatch(w *writer, r *bufio.Reader, name string, off *int64, lang *string) (done bool, err error) {
+	for range batchLines {
 		b, err := r.ReadBytes('\n')
 		if len(b) > 0 && b[len(b)-1] != '\n' {
 			slog.Warn("execution log: skipping incomplete last line (torn write)", "file", name, "offset", *off, "bytes", len(b))
-			return n, true, nil
+			return true, nil
 		}
 		if err == io.EOF {
-			return n, true, nil
+			return true, nil
 		}
 		if err != nil {
-			return n, true, err
+			return true, err
 		}
 		if err := w.add(name, *off, b, lang); err != nil {
-			return n, true, err
+			return true, err
 		}
 		*off += int64(len(b))
 	}
-	return batchLines, false, nil
+	return false, nil
 }
