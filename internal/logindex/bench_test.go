@@ -29,7 +29,20 @@ var (
 	historyDir = flag.String("historydir", "", "reuse/keep the generated history here (default: temp dir)")
 )
 
+// TestMain removes the generated history unless -historydir keeps it.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchIdx != nil {
+		_ = benchIdx.Close()
+	}
+	if benchTemp {
+		_ = os.RemoveAll(benchDir)
+	}
+	os.Exit(code)
+}
+
 var (
+	benchTemp bool
 	benchOnce sync.Once
 	benchIdx  *Index
 	benchIDs  []string
@@ -126,6 +139,7 @@ func setupHistory(b *testing.B) {
 			if benchErr != nil {
 				return
 			}
+			benchTemp = true
 		}
 		if _, err := os.Stat(filepath.Join(benchDir, ".generated")); err != nil {
 			t0 := time.Now()
