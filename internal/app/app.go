@@ -106,8 +106,11 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	}
 	sessions := session.NewManager(a.Engine, session.Options{MaxSessions: cfg.MaxSessions, IdleTimeout: cfg.SessionIdleTimeout, KillGrace: cfg.KillGrace})
 	a.closers = append(a.closers, sessions.Close)
-	a.Server, err = mcpserver.New(mcpserver.Deps{Config: cfg, Engine: a.Engine, Sessions: sessions,
-		Packages: installer, SessionPackages: sessions})
+	deps := mcpserver.Deps{Config: cfg, Engine: a.Engine, Sessions: sessions, Packages: installer, SessionPackages: sessions}
+	if err := a.buildHistory(ctx, cfg, &deps); err != nil {
+		return nil, err
+	}
+	a.Server, err = mcpserver.New(deps)
 	if err != nil {
 		return nil, err
 	}

@@ -1,5 +1,149 @@
 package mcpserver
 
-// registerLogs registers the logs toolset. Not implemented yet: the toolset
-// exposes no tools until its issue lands.
-func (s *Server) registerLogs() {}
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codexec/codexec/internal/artifacts"
+	"github.com/codexec/codexec/internal/logindex"
+	"github.com/codexec/codexec/internal/runtime"
+)
+
+// SearchLogsIn is search_execution_logs' input (seed 000).
+type SearchLogsIn struct {
+	Language string `json:"language,omitempty" jsonschema:"only executions in this language"`
+	Status   string `json:"status,omitempty" jsonschema:"success | failed | timeout (failed covers execution_error and setup_error)"`
+	Query    string `json:"query,omitempty" jsonschema:"words that must all appear in the code or its output (whole words, case-insensitive)"`
+	Since    string `json:"since,omitempty" jsonschema:"only executions at or after this date (YYYY-MM-DD, UTC) or RFC 3339 time"`
+	Limit    int    `json:"limit,omitempty" jsonschema:"maximum results, newest first (default 20, max 200)"`
+}
+
+// SearchLogsOut is search_execution_logs' result.
+type SearchLogsOut struct {
+	Results    []logindex.Hit `json:"results"`
+	TotalCount int            `json:"total_count" jsonschema:"number of matching executions (may exceed len(results)); counting stops at 10000"`
+	// TotalCountCapped is set when more than logindex.CountCap executions
+	// match: counting a million matches would make every broad search slow.
+	TotalCountCapped bool `json:"total_count_capped,omitempty" jsonschema:"true when more executions match than total_count says (counting stopped at the cap)"`
+}
+
+// GetLogIn is get_execution_log's input.
+type GetLogIn struct {
+	ExecutionID string `json:"execution_id" jsonschema:"execution id (exec_…) from execute_code, run_script, a session or search_execution_logs"`
+}
+
+// GetLogOut is the full log entry of one execution (seed 000 shape plus
+// status fields).
+type GetLogOut struct {
+	ExecutionID       string    `json:"execution_id"`
+	SessionID         *string   `json:"session_id"`
+	Tool              string    `json:"tool,omitempty" jsonschema:"tool that ran it (execute_code, run_script, …)"`
+	ScriptName        string    `json:"script_name,omitempty"`
+	Language          string    `json:"language"`
+	Code              string    `json:"code"`
+	Args              []string  `json:"args,omitempty"`
+	Stdin             *string   `json:"stdin"`
+	Stdout            string    `json:"stdout"`
+	Stderr            string    `json:"stderr"`
+	ExitCode          *int      `json:"exit_code"`
+	Status            string    `json:"status" jsonschema:"success | execution_error | timeout | setup_error"`
+	ErrorMessage      string    `json:"error_message,omitempty"`
+	TimedOut          bool      `json:"timed_out"`
+	Truncated         bool      `json:"truncated"`
+	DurationMs        int64     `json:"duration_ms"`
+	MemoryPeakMB      *float64  `json:"memory_peak_mb"`
+	PackagesInstalled []string  `json:"packages_installed"`
+	ArtifactsCreated  []string  `json:"artifacts_created"`
+	ArtifactsModified []string  `json:"artifacts_modified"`
+	ArtifactsDeleted  []string  `json:"artifacts_deleted"`
+	SandboxMode       string    `json:"sandbox_mode"`
+	WorkingDir        string    `json:"working_dir,omitempty"`
+	AgentID           string    `json:"agent_id,omitempty"`
+	TraceID           string    `json:"trace_id,omitempty"`
+	ChatID            string    `json:"chat_id,omitempty"`
+	ExecutedAt        time.Time `json:"executed_at"`
+}
+
+func (s *Server) registerLogs() {
+	if s.deps.Logs == nil {
+		return
+	}
+	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "search_execution_logs", Title: "Search execution logs",
+		Description: "Search past executions (one-shot, run_script and session runs) by language, status, date and words in the code or output. Newest first, with code and error previews.",
+		Annotations: ro}, s.searchLogs)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "get_execution_log", Title: "Get execution log",
+		Description: "Get the full log entry (code, output, exit code, artifacts, context) of one execution by id.",
+		Annotations: ro}, s.getLog)
+}
+
+func (s *Server) searchLogs(ctx context.Context, _ *mcp.CallToolRequest, in SearchLogsIn) (*mcp.CallToolResult, SearchLogsOut, error) {
+	q := logindex.Query{Status: in.Status, Text: in.Query, Limit: in.Limit}
+	if in.Language != "" {
+		l, err := runtime.Normalize(in.Language)
+		if err != nil {
+			return nil, SearchLogsOut{}, codedError("INVALID_LANGUAGE", "%v", err)
+		}
+		q.Language = l
+	}
+	if in.Since != "" {
+		t, err := parseSince(in.Since)
+		if err != nil {
+			return nil, SearchLogsOut{}, codedError("INVALID_PARAMS", "since: %v", err)
+		}
+		q.Since = t
+	}
+	if in.Limit < 0 {
+		return nil, SearchLogsOut{}, codedError("INVALID_PARAMS", "limit must be positive, got %d", in.Limit)
+	}
+	hits, total, err := s.deps.Logs.Search(ctx, q)
+	if err != nil {
+		return nil, SearchLogsOut{}, codedError("INVALID_PARAMS", "%v", err)
+	}
+	out := SearchLogsOut{Results: hits, TotalCount: total}
+	if total > logindex.CountCap {
+		out.TotalCount, out.TotalCountCapped = logindex.CountCap, true
+	}
+	return nil, out, nil
+}
+
+func parseSince(v string) (time.Time, error) {
+	v = strings.TrimSpace(v)
+	if t, err := time.Parse("2006-01-02", v); err == nil {
+		return t, nil
+	}
+	return time.Parse(time.RFC3339, v)
+}
+
+func (s *Server) getLog(ctx context.Context, _ *mcp.CallToolRequest, in GetLogIn) (*mcp.CallToolResult, GetLogOut, error) {
+	e, err := s.deps.Logs.Get(ctx, in.ExecutionID)
+	if errors.Is(err, logindex.ErrNotFound) {
+		return nil, GetLogOut{}, codedError("EXECUTION_NOT_FOUND", "%v", err)
+	}
+	if err != nil {
+		return nil, GetLogOut{}, err
+	}
+	a := nonNilDiff(e.Artifacts)
+	return nil, GetLogOut{ExecutionID: e.ExecutionID, SessionID: e.SessionID, Tool: e.Tool, ScriptName: e.ScriptName,
+		Language: e.Language, Code: e.Code, Args: e.Args, Stdin: e.Stdin, Stdout: e.Stdout, Stderr: e.Stderr,
+		ExitCode: e.ExitCode, Status: e.Status, ErrorMessage: e.ErrorMessage, TimedOut: e.TimedOut, Truncated: e.Truncated,
+		DurationMs: e.DurationMs, MemoryPeakMB: e.MemoryPeakMB, PackagesInstalled: orEmpty(e.Packages),
+		ArtifactsCreated: a.Created, ArtifactsModified: a.Modified, ArtifactsDeleted: a.Deleted,
+		SandboxMode: e.SandboxMode, WorkingDir: e.WorkingDir, AgentID: e.Context.AgentID, TraceID: e.Context.TraceID,
+		ChatID: e.Context.ChatID, ExecutedAt: e.ExecutedAt}, nil
+}
+
+func nonNilDiff(d artifacts.Diff) artifacts.Diff {
+	return artifacts.Diff{Created: orEmpty(d.Created), Modified: orEmpty(d.Modified), Deleted: orEmpty(d.Deleted)}
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -20,7 +20,9 @@ import (
 	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/logindex"
 	"github.com/codexec/codexec/internal/packages"
+	"github.com/codexec/codexec/internal/scripts"
 	"github.com/codexec/codexec/internal/session"
 )
 
@@ -40,6 +42,8 @@ type Deps struct {
 	Sessions        *session.Manager    // sessions and contexts toolsets; nil disables them
 	Packages        *packages.Installer // install_package; nil hides the tool
 	SessionPackages SessionPackages     // per-session installs; nil until sessions are wired
+	Scripts         *scripts.Runner
+	Logs            *logindex.Index
 }
 
 // Server is the MCP server with every enabled tool registered.

@@ -1,0 +1,125 @@
+// Package logindex keeps a SQLite (FTS5) index of the JSONL execution log so
+// search_execution_logs and get_execution_log stay fast as history grows.
+// The JSONL files written by execlog remain the source of truth: the index
+// stores, per execution, the filterable fields, previews and the byte range
+// of its line, plus per-file byte offsets, and is caught up from the files
+// (Sync) at start-up, after every append (Notify) and before every query. It
+// is a cache: deleting the database file only costs a rebuild.
+//
+// An Index is safe for concurrent use; writes are serialised by one mutex.
+package logindex
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // pure-Go SQLite driver with FTS5
+)
+
+// FileName is the index database's name inside the log directory.
+const FileName = "index.sqlite"
+
+const schema = `
+CREATE TABLE IF NOT EXISTS files (
+  name TEXT PRIMARY KEY, offset INTEGER NOT NULL, ino INTEGER NOT NULL, language TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS execs (
+  rid INTEGER PRIMARY KEY, -- executed_at in ms * 1024 + tiebreak: rowid order is time order
+  id TEXT NOT NULL UNIQUE, file TEXT NOT NULL, offset INTEGER NOT NULL,
+  length INTEGER NOT NULL, session_id TEXT, language TEXT NOT NULL, status TEXT NOT NULL,
+  exit_code INTEGER, duration_ms INTEGER NOT NULL, executed_at INTEGER NOT NULL,
+  code_preview TEXT NOT NULL, error_preview TEXT);
+CREATE INDEX IF NOT EXISTS execs_status ON execs(status);
+CREATE INDEX IF NOT EXISTS execs_lang ON execs(language);
+CREATE INDEX IF NOT EXISTS execs_lang_status ON execs(language, status);
+CREATE INDEX IF NOT EXISTS execs_file ON execs(file);
+CREATE VIRTUAL TABLE IF NOT EXISTS execs_fts USING fts5(
+  code, output, meta, content='', contentless_delete=1, detail=none, tokenize="unicode61 tokenchars '_'");
+`
+
+// Index is an open log index. Create it with Open; Close it when done.
+type Index struct {
+	dir string
+	db  *sql.DB
+
+	mu       sync.Mutex // serialises catch-up, retention and writes
+	dirty    map[string]bool
+	lastScan time.Time
+	// tornSize remembers each file's size at its last catch-up, so a file
+	// ending in a torn line is not re-read (and re-warned) on every scan.
+	tornSize map[string]int64
+}
+
+// Open opens (or creates) the index for the log directory dir, stored at
+// dbPath. It does not catch up; call Sync.
+func Open(dir, dbPath string) (*Index, error) {
+	db, err := openDB(dbPath)
+	if err != nil {
+		// A corrupt cache is rebuilt rather than fatal.
+		_ = os.Remove(dbPath)
+		if db, err = openDB(dbPath); err != nil {
+			return nil, fmt.Errorf("logindex: %w", err)
+		}
+	}
+	return &Index{dir: dir, db: db, dirty: map[string]bool{}, tornSize: map[string]int64{}}, nil
+}
+
+func openDB(path string) (*sql.DB, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(5000)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(schema); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Close closes the database.
+func (x *Index) Close() error { return x.db.Close() }
+
+// Notify marks a log file as appended to; the next query catches it up. It
+// is cheap and safe to call from execlog.Logger.OnAppend.
+func (x *Index) Notify(file string) {
+	x.mu.Lock()
+	x.dirty[file] = true
+	x.mu.Unlock()
+}
+
+// rescanEvery bounds how stale the index may be for files changed behind
+// the server's back (hand-written or copied-in JSONL).
+const rescanEvery = 2 * time.Second
+
+// Sync catches the index up with the log directory: files appended to since
+// the last call, plus a full directory scan when the last one is older than
+// rescanEvery (or force is set).
+func (x *Index) Sync(ctx context.Context, force bool) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	files := x.dirty
+	x.dirty = map[string]bool{}
+	if force || time.Since(x.lastScan) > rescanEvery {
+		all, err := x.scanDir()
+		if err != nil {
+			return err
+		}
+		files = all
+		x.lastScan = time.Now()
+	}
+	for f := range files {
+		if err := x.catchUp(ctx, f); err != nil {
+			return fmt.Errorf("logindex: %s: %w", f, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,221 @@
+package logindex
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/codexec/codexec/internal/execlog"
+)
+
+// ErrNotFound is returned by Get for an unknown execution id.
+var ErrNotFound = errors.New("execution not found")
+
+// Query filters search_execution_logs. Zero fields do not filter. Limit
+// defaults to 20 and is capped at MaxLimit.
+type Query struct {
+	Language string
+	Status   string // success | failed | timeout
+	Text     string // words that must all occur in the code or the output
+	Since    time.Time
+	Limit    int
+}
+
+// MaxLimit caps one page of results.
+const MaxLimit = 200
+
+// CountCap bounds the total count: Search counts matches up to CountCap+1,
+// so a query matching most of a million entries stays fast; a total above
+// CountCap means "more than CountCap".
+const CountCap = 10000
+
+// Hit is one search result with seed 000's fields.
+type Hit struct {
+	ExecutionID  string    `json:"execution_id"`
+	SessionID    *string   `json:"session_id"`
+	Language     string    `json:"language"`
+	CodePreview  string    `json:"code_preview"`
+	Status       string    `json:"status"`
+	ExitCode     *int      `json:"exit_code"`
+	ErrorPreview *string   `json:"error_preview"`
+	DurationMs   int64     `json:"duration_ms"`
+	ExecutedAt   time.Time `json:"executed_at"`
+}
+
+// Search returns the newest matching executions and the total number of
+// matches. The index is caught up first.
+func (x *Index) Search(ctx context.Context, q Query) ([]Hit, int, error) {
+	if err := x.Sync(ctx, false); err != nil {
+		return nil, 0, err
+	}
+	from, where, args, err := q.where()
+	if err != nil {
+		return nil, 0, err
+	}
+	order := "e.rid"
+	if strings.HasPrefix(from, "execs_fts") {
+		order = "f.rowid" // lets FTS5 deliver rows newest first and stop at LIMIT
+	}
+	countFrom := from
+	if order == "f.rowid" {
+		countFrom = "execs_fts f" // every condition is on the FTS table: skip the join
+	}
+	var total int
+	if err := x.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM `+countFrom+where+` LIMIT ?)`,
+		append(args, CountCap+1)...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	limit = min(limit, MaxLimit)
+	rows, err := x.db.QueryContext(ctx, `SELECT id, session_id, language, code_preview, status, exit_code, error_preview,
+		duration_ms, executed_at FROM `+from+where+` ORDER BY `+order+` DESC LIMIT ?`, append(args, limit)...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	hits := []Hit{}
+	for rows.Next() {
+		var h Hit
+		var at int64
+		if err := rows.Scan(&h.ExecutionID, &h.SessionID, &h.Language, &h.CodePreview, &h.Status, &h.ExitCode,
+			&h.ErrorPreview, &h.DurationMs, &at); err != nil {
+			return nil, 0, err
+		}
+		h.ExecutedAt = time.UnixMilli(at).UTC()
+		hits = append(hits, h)
+	}
+	return hits, total, rows.Err()
+}
+
+// where returns the FROM clause, the WHERE clause and its arguments. A text
+// query joins the FTS table so FTS5 streams matches newest first.
+func (q Query) where() (string, string, []any, error) {
+	if q.Status != "" && q.Status != "success" && q.Status != "failed" && q.Status != "timeout" {
+		return "", "", nil, fmt.Errorf("status must be success, failed or timeout, got %q", q.Status)
+	}
+	m := MatchExpr(q.Text)
+	if m == "" && strings.TrimSpace(q.Text) != "" {
+		return "", "", nil, fmt.Errorf("query %q has no searchable words", q.Text)
+	}
+	if m != "" {
+		return q.ftsWhere(m)
+	}
+	var conds []string
+	var args []any
+	if q.Language != "" {
+		conds, args = append(conds, "e.language = ?"), append(args, q.Language)
+	}
+	if q.Status != "" {
+		conds, args = append(conds, "e.status = ?"), append(args, q.Status)
+	}
+	if !q.Since.IsZero() {
+		conds, args = append(conds, "e.rid >= ?"), append(args, TimeKey(q.Since))
+	}
+	if len(conds) == 0 {
+		return "execs e", "", nil, nil
+	}
+	return "execs e", " WHERE " + strings.Join(conds, " AND "), args, nil
+}
+
+// ftsWhere answers a text query from the FTS table alone: the status and
+// language filters are tokens of its meta column, the date a rowid range.
+func (q Query) ftsWhere(match string) (string, string, []any, error) {
+	if q.Status != "" {
+		match += ` AND "` + metaToken("status", q.Status) + `"`
+	}
+	if q.Language != "" {
+		match += ` AND "` + metaToken("lang", q.Language) + `"`
+	}
+	where, args := " WHERE execs_fts MATCH ?", []any{match}
+	if !q.Since.IsZero() {
+		where, args = where+" AND f.rowid >= ?", append(args, TimeKey(q.Since))
+	}
+	return "execs_fts f JOIN execs e ON e.rid = f.rowid", where, args, nil
+}
+
+// MatchExpr turns free text into an FTS5 expression requiring every word
+// (letters, digits, '_'), each quoted so no FTS syntax leaks through.
+func MatchExpr(text string) string {
+	words := strings.FieldsFunc(text, func(r rune) bool {
+		return !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_')
+	})
+	for i, w := range words {
+		words[i] = `"` + w + `"`
+	}
+	return strings.Join(words, " AND ")
+}
+
+// Get returns the full log entry of one execution, read from its JSONL
+// line (the index only locates it). Session lines lacking a language get
+// their session's.
+func (x *Index) Get(ctx context.Context, id string) (execlog.Entry, error) {
+	if err := x.Sync(ctx, false); err != nil {
+		return execlog.Entry{}, err
+	}
+	// Under the lock, so a retention rewrite cannot move the line between
+	// the lookup and the read.
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var file, lang string
+	var off, length int64
+	err := x.db.QueryRowContext(ctx, `SELECT e.file, e.offset, e.length, e.language FROM execs e WHERE e.id = ?`, id).
+		Scan(&file, &off, &length, &lang)
+	if errors.Is(err, sql.ErrNoRows) {
+		return execlog.Entry{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return execlog.Entry{}, err
+	}
+	b, err := readAt(filepath.Join(x.dir, file), off, length)
+	if err != nil {
+		return execlog.Entry{}, err
+	}
+	var e execlog.Entry
+	if err := json.Unmarshal(b, &e); err != nil || e.ExecutionID != id {
+		return execlog.Entry{}, fmt.Errorf("log line of %s unreadable (file changed behind the index?): %v", id, err)
+	}
+	if e.ExecutedAt.IsZero() && e.At != nil {
+		e.ExecutedAt = *e.At
+	}
+	e.Language = lang
+	e.Status = statusOrDerived(e)
+	return e, nil
+}
+
+// statusOrDerived keeps the engine's status, or derives one for seed 000
+// session lines that carry none.
+func statusOrDerived(e execlog.Entry) string {
+	if e.Status != "" {
+		return e.Status
+	}
+	switch SearchStatus("", e.TimedOut, e.ExitCode) {
+	case "success":
+		return "success"
+	case "timeout":
+		return "timeout"
+	}
+	return "execution_error"
+}
+
+func readAt(path string, off, n int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, off); err != nil {
+		return nil, err
+	}
+	return b, nil
+}

@@ -1,0 +1,142 @@
+package logindex
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// writer adds lines to the index inside one transaction.
+type writer struct {
+	ctx       context.Context
+	tx        *sql.Tx
+	exec, fts *sql.Stmt
+}
+
+func (x *Index) newWriter(ctx context.Context) (*writer, error) {
+	tx, err := x.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	w := &writer{ctx: ctx, tx: tx}
+	w.exec, err = tx.PrepareContext(ctx, `INSERT INTO execs
+		(rid, id, file, offset, length, session_id, language, status, exit_code, duration_ms, executed_at, code_preview, error_preview)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+	if err == nil {
+		w.fts, err = tx.PrepareContext(ctx, `INSERT INTO execs_fts(rowid, code, output, meta) VALUES (?,?,?,?)`)
+	}
+	if err != nil {
+		_ = tx.Rollback()
+		return nil, err
+	}
+	return w, nil
+}
+
+// add indexes one complete line found at off in file. Lines that are not
+// executions are skipped, except session_start, which names the session's
+// language for the execution lines that follow (seed 000 omits it there).
+func (w *writer) add(file string, off int64, b []byte, lang *string) error {
+	l, skip, ok := decodeLine(b)
+	if !ok {
+		if len(strings.TrimSpace(string(b))) > 0 {
+			slog.Warn("execution log: skipping unreadable line", "file", file, "offset", off)
+		}
+		return nil
+	}
+	if skip > 0 {
+		slog.Warn("execution log: skipped torn fragment before entry", "file", file, "offset", off, "bytes", skip)
+	}
+	if l.Type == "session_start" && l.Language != "" {
+		*lang = l.Language
+	}
+	if l.Type != "execution" || l.ExecutionID == "" {
+		return nil
+	}
+	if l.Language == "" {
+		l.Language = *lang
+	}
+	status := SearchStatus(l.Status, l.TimedOut, l.ExitCode)
+	at := l.when().UnixMilli()
+	rid := TimeKey(l.when()) + int64(fnv32(l.ExecutionID)%ridSlots)
+	for tries := 0; ; tries++ {
+		_, err := w.exec.ExecContext(w.ctx, rid, l.ExecutionID, file, off+int64(skip), len(b)-skip, l.SessionID,
+			l.Language, status, l.ExitCode, l.DurationMs, at, preview(l.Code), errorPreview(l, status))
+		if err == nil {
+			break
+		}
+		switch msg := err.Error(); {
+		case strings.Contains(msg, "execs.id"):
+			return nil // duplicate id: the first occurrence wins
+		case strings.Contains(msg, "execs.rid") && tries < 4*ridSlots:
+			rid++ // same millisecond slot taken: next one
+		default:
+			return err
+		}
+	}
+	_, err := w.fts.ExecContext(w.ctx, rid, l.Code, l.Stdout+"\n"+l.Stderr+"\n"+l.ErrorMessage,
+		metaToken("status", status)+" "+metaToken("lang", l.Language))
+	return err
+}
+
+// metaToken is the FTS token standing for a filter value, so text queries
+// with status/language filters are answered by intersecting doclists alone.
+func metaToken(kind, v string) string { return "codexec" + kind + strings.ToLower(v) }
+
+// ridSlots is how many executions one millisecond can hold in the rowid
+// space before a collision spills into the next millisecond's slots.
+const ridSlots = 1024
+
+// TimeKey is the smallest rowid of executions at t: rowids are time-ordered
+// so "newest first" is a backward walk of the primary key (or of FTS5's
+// rowid-ordered doclists) that stops after LIMIT rows, with no sort.
+func TimeKey(t time.Time) int64 { return t.UnixMilli() * ridSlots }
+
+func fnv32(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint32(s[i])) * 16777619
+	}
+	return h
+}
+
+func (w *writer) finish(file string, off int64, ino uint64, lang string) error {
+	_, err := w.tx.ExecContext(w.ctx, `INSERT INTO files(name, offset, ino, language) VALUES (?,?,?,?)
+		ON CONFLICT(name) DO UPDATE SET offset=excluded.offset, ino=excluded.ino, language=excluded.language`,
+		file, off, int64(ino), lang)
+	if err != nil {
+		w.abort()
+		return err
+	}
+	return w.tx.Commit()
+}
+
+func (w *writer) abort() { _ = w.tx.Rollback() }
+
+// previewLen is seed 000's code_preview length ("first 200 chars").
+const previewLen = 200
+
+func preview(s string) string {
+	if utf8.RuneCountInString(s) <= previewLen {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:previewLen])
+}
+
+// errorPreview is the most telling error line: the last non-empty stderr
+// line (a Python traceback's exception), else the error message.
+func errorPreview(l line, status string) *string {
+	if status == "success" {
+		return nil
+	}
+	lines := strings.Split(strings.TrimRight(l.Stderr, "\n "), "\n")
+	p := strings.TrimSpace(lines[len(lines)-1])
+	if p == "" {
+		p = l.ErrorMessage
+	}
+	p = preview(p)
+	return &p
+}
