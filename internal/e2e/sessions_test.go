@@ -249,3 +249,40 @@ func TestExecuteCodeWithSessionID(t *testing.T) {
 		t.Fatalf("unknown session accepted: %s", text(res))
 	}
 }
+
+// TestSessionsStopWithClient: when the client disconnects, the server stops
+// every interpreter before it exits.
+func TestSessionsStopWithClient(t *testing.T) {
+	s := start(t)
+	var pids []string
+	for _, lang := range []string{"python", "node"} {
+		sess := s.startSession(lang)
+		r, _ := s.send(sess.SessionID, map[string]string{"python": "import os\nos.getpid()", "node": "process.pid"}[lang], nil)
+		pids = append(pids, strings.TrimSpace(r.Stdout))
+	}
+	tag := s.DataDir // every interpreter's working directory lies below the data dir
+	if live := processesUnder(tag); len(live) < 2 {
+		t.Fatalf("the probe does not see the running interpreters: %v", live)
+	}
+	if err := s.Session.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Cmd.Wait()
+	time.Sleep(200 * time.Millisecond)
+	if left := processesUnder(tag); len(left) > 0 {
+		t.Fatalf("interpreters outlived the server: %v (in-sandbox pids %v)", left, pids)
+	}
+}
+
+// processesUnder lists live processes whose working directory lies below dir.
+func processesUnder(dir string) []string {
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	var out []string
+	for _, p := range procs {
+		cwd, err := os.Readlink(filepath.Join(p, "cwd"))
+		if err == nil && strings.HasPrefix(cwd, dir) {
+			out = append(out, filepath.Base(p)+":"+cwd)
+		}
+	}
+	return out
+}
