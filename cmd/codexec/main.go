@@ -17,6 +17,7 @@ import (
 
 	"github.com/codexec/codexec/internal/app"
 	"github.com/codexec/codexec/internal/config"
+	"github.com/codexec/codexec/internal/sandbox"
 )
 
 func main() {
@@ -24,6 +25,9 @@ func main() {
 }
 
 func run(args []string) int {
+	if len(args) > 0 && args[0] == sandbox.InitCommand {
+		return sandbox.RunInit(args[1:])
+	}
 	cmd := "serve"
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		cmd, args = args[0], args[1:]

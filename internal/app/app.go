@@ -74,11 +74,11 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 			return nil, fmt.Errorf("create %s: %w", d, err)
 		}
 	}
-	backend, err := SelectBackend(ctx, cfg)
+	langs := runtime.Discover(ctx, runtime.Overrides(cfg.Interpreters), env.Path)
+	backend, err := SelectBackend(ctx, cfg, env, langs)
 	if err != nil {
 		return nil, err
 	}
-	langs := runtime.Discover(ctx, runtime.Overrides(cfg.Interpreters), env.Path)
 	logger, err := execlog.New(cfg.LogDir)
 	if err != nil {
 		return nil, err
@@ -100,8 +100,8 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 func engineOptions(cfg config.Config, env HostEnv) engine.Options {
 	return engine.Options{
 		SandboxDir: cfg.SandboxDir, DefaultTimeout: cfg.DefaultTimeout, MaxTimeout: cfg.MaxTimeout, KillGrace: cfg.KillGrace,
-		Output: output.Limits{Max: cfg.MaxOutputChars, Head: cfg.TruncationHead, Tail: cfg.TruncationTail},
-		Limits: sandbox.Limits{MemoryBytes: cfg.MemoryLimitBytes, CPUs: cfg.CPULimit, Pids: cfg.PidsLimit, DiskBytes: cfg.DiskLimitBytes},
+		Output:  output.Limits{Max: cfg.MaxOutputChars, Head: cfg.TruncationHead, Tail: cfg.TruncationTail},
+		Limits:  sandbox.Limits{MemoryBytes: cfg.MemoryLimitBytes, CPUs: cfg.CPULimit, Pids: cfg.PidsLimit, DiskBytes: cfg.DiskLimitBytes},
 		BaseEnv: BaseEnv(env), Home: env.Home, BaseDir: env.Cwd,
 	}
 }

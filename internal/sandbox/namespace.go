@@ -1,0 +1,252 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/codexec/codexec/internal/cgroup"
+)
+
+// NamespaceOptions configure the namespace backend. Zero values pick the
+// defaults noted per field.
+type NamespaceOptions struct {
+	// Bwrap is the bubblewrap binary (default: /usr/bin/bwrap, else PATH).
+	Bwrap string
+	// Exe is the codexec binary re-executed as sandbox-init (default: the
+	// running executable).
+	Exe string
+	// UID and GID are the unprivileged host ids programs run as
+	// (default 65534, "nobody").
+	UID, GID int
+	// OwnedRoot is the directory holding workspaces codexec created itself;
+	// workspaces below it are chowned to UID. Other workspaces (a caller's
+	// working_dir) only get an ACL entry on the directory itself, so the
+	// sandbox can create files there but cannot modify existing ones it
+	// does not own (their ownership is never changed).
+	OwnedRoot string
+	// Mask lists host paths hidden (empty tmpfs or /dev/null) when they lie
+	// strictly below a workspace: ~/.ssh, the data directory, ….
+	Mask []string
+	// ReadOnly lists extra host directories visible read-only at the same
+	// path (e.g. the prefix of an interpreter installed outside /usr).
+	ReadOnly []string
+}
+
+// Namespace runs every program in fresh user, pid, network, ipc, uts, mount
+// and cgroup namespaces built by bubblewrap, as an unprivileged host uid with
+// no capabilities, no_new_privs and a seccomp filter, inside its own cgroup
+// (memory, CPU and pids limits, group kill, OOM detection). The file system
+// is a tmpfs root with read-only /usr (and the /bin, /lib… links), a few /etc
+// files, fresh /proc and /dev, a size-limited /tmp and the workspace (the
+// only writable host directory) at its host path. Only loopback networking.
+type Namespace struct {
+	opts    NamespaceOptions
+	cg      cgroup.Info
+	seccomp []byte
+	seq     atomic.Int64
+}
+
+// NewNamespace checks that the namespace backend can work here (bwrap,
+// user namespaces, cgroups, seccomp) and returns it; the error says what is
+// missing. It runs one trivial sandbox as a probe (a few milliseconds).
+func NewNamespace(ctx context.Context, o NamespaceOptions) (*Namespace, error) {
+	n, err := newNamespace(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.probe(ctx); err != nil {
+		return nil, fmt.Errorf("namespace sandbox probe failed: %w", err)
+	}
+	return n, nil
+}
+
+func newNamespace(o NamespaceOptions) (*Namespace, error) {
+	var err error
+	if o.Bwrap, err = findBwrap(o.Bwrap); err != nil {
+		return nil, err
+	}
+	if o.Exe == "" {
+		if o.Exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("cannot locate the codexec binary for sandbox-init: %w", err)
+		}
+	}
+	if o.UID == 0 {
+		o.UID = 65534
+	}
+	if o.GID == 0 {
+		o.GID = 65534
+	}
+	if os.Geteuid() != 0 {
+		return nil, errors.New("the namespace sandbox needs codexec to run as root (to create cgroups and drop to an unprivileged uid)")
+	}
+	if err := userNamespacesEnabled(); err != nil {
+		return nil, err
+	}
+	n := &Namespace{opts: o, cg: cgroup.Detect()}
+	if !n.cg.Usable() {
+		return nil, fmt.Errorf("resource limits unavailable: %s", n.cg)
+	}
+	if n.seccomp, err = seccompProgram(); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+func findBwrap(p string) (string, error) {
+	if p != "" {
+		return p, nil
+	}
+	if _, err := os.Stat("/usr/bin/bwrap"); err == nil {
+		return "/usr/bin/bwrap", nil
+	}
+	p, err := exec.LookPath("bwrap")
+	if err != nil {
+		return "", errors.New("bubblewrap (bwrap) is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
+	}
+	return p, nil
+}
+
+// userNamespacesEnabled reads the sysctls that disable unprivileged user
+// namespaces on various distributions.
+func userNamespacesEnabled() error {
+	for file, bad := range map[string]string{
+		"/proc/sys/user/max_user_namespaces":                     "0",
+		"/proc/sys/kernel/unprivileged_userns_clone":             "0",
+		"/proc/sys/kernel/apparmor_restrict_unprivileged_userns": "1",
+	} {
+		if b, err := os.ReadFile(file); err == nil && string(trimNL(b)) == bad {
+			return fmt.Errorf("unprivileged user namespaces are disabled (%s = %s)", file, bad)
+		}
+	}
+	return nil
+}
+
+func trimNL(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// CgroupInfo describes the cgroup setup the backend uses.
+func (n *Namespace) CgroupInfo() cgroup.Info { return n.cg }
+
+func (n *Namespace) probe(ctx context.Context) error {
+	dir, err := os.MkdirTemp("", "codexec-probe-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chown(dir, n.opts.UID, n.opts.GID); err != nil {
+		return err
+	}
+	var out, errb limitedBuffer
+	p, err := n.Start(ctx, Spec{ID: "probe", Argv: []string{"/bin/sh", "-c", "echo ok"}, Dir: dir,
+		Env: []string{"PATH=/usr/bin:/bin", "HOME=" + dir}, Stdout: &out, Stderr: &errb,
+		Limits: Limits{MemoryBytes: 64 << 20, Pids: 16, DiskBytes: 1 << 20}})
+	if err != nil {
+		return err
+	}
+	ex, err := p.Wait()
+	_ = p.Release(time.Second)
+	if err != nil {
+		return err
+	}
+	if ex.Code != 0 || string(trimNL(out.b)) != "ok" {
+		return fmt.Errorf("exit %d signal %d: %s", ex.Code, ex.Signal, trimNL(errb.b))
+	}
+	return nil
+}
+
+// Name returns "namespace".
+func (*Namespace) Name() string { return "namespace" }
+
+// Isolated returns true.
+func (*Namespace) Isolated() bool { return true }
+
+// Start starts spec in a fresh sandbox. spec.Network is refused.
+func (n *Namespace) Start(_ context.Context, spec Spec) (Process, error) {
+	if len(spec.Argv) == 0 {
+		return nil, errors.New("sandbox: empty argv")
+	}
+	if spec.Network {
+		return nil, errors.New("sandbox: the namespace backend has no network access to grant")
+	}
+	name := spec.ID + "-" + strconv.FormatInt(n.seq.Add(1), 10) + "-" + strconv.Itoa(os.Getpid())
+	cg, err := cgroup.New(n.cg, name, cgroup.Limits{MemoryBytes: spec.Limits.MemoryBytes, CPUs: spec.Limits.CPUs, Pids: spec.Limits.Pids})
+	if err != nil {
+		return nil, err
+	}
+	p, err := n.start(spec, cg)
+	if err != nil {
+		_ = cg.Destroy()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (n *Namespace) start(spec Spec, cg *cgroup.Group) (*HostProc, error) {
+	if err := n.grantWorkspace(spec); err != nil {
+		return nil, err
+	}
+	b := &bwrapArgs{n: n}
+	defer b.closeFiles()
+	if err := b.build(spec); err != nil {
+		return nil, err
+	}
+	args := []string{InitCommand, strconv.Itoa(n.opts.UID), strconv.Itoa(n.opts.GID)}
+	args = append(append(args, cg.ProcsFiles()...), "--", n.opts.Bwrap)
+	cmd := exec.Command(n.opts.Exe, append(append(args, b.args...), spec.Argv...)...)
+	cmd.Args[0] = "codexec"
+	cmd.Env = spec.Env
+	cmd.ExtraFiles = b.files
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	var p *HostProc
+	hooks := Hooks{
+		Signal: func(sig syscall.Signal) error {
+			if sig == syscall.SIGKILL {
+				return cg.Kill()
+			}
+			// Not to bwrap itself: it would die and take the program with it
+			// before the program could handle the signal.
+			cg.Signal(sig, p.Pid())
+			return nil
+		},
+		AfterWait: func(e *Exit) { namespaceExit(e, cg) },
+		Cleanup:   cg.Destroy,
+	}
+	p, err := StartHostProc(cmd, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: start bwrap: %w", err)
+	}
+	return p, nil
+}
+
+// namespaceExit maps bwrap's "128+signal" status back to a signal and adds
+// what the cgroup knows (OOM kill, peak memory).
+func namespaceExit(e *Exit, cg *cgroup.Group) {
+	if e.Signal == 0 && e.Code > 128 && e.Code <= 128+64 {
+		e.Signal, e.Code = e.Code-128, -1
+	}
+	if (e.Signal != 0 || e.Code != 0) && cg.OOMKilled() {
+		e.OOMKilled = true
+	}
+	e.MemoryPeakBytes = cg.MemoryPeak()
+}
+
+// limitedBuffer collects up to 64 KiB of probe output.
+type limitedBuffer struct{ b []byte }
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := 64<<10 - len(l.b); room > 0 {
+		l.b = append(l.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
