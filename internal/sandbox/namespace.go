@@ -184,7 +184,7 @@ func (n *Namespace) Start(_ context.Context, spec Spec) (Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := n.start(spec, cg)
+	p, err := n.start(spec, name, cg)
 	if err != nil {
 		_ = cg.Destroy()
 		return nil, err
@@ -192,13 +192,18 @@ func (n *Namespace) Start(_ context.Context, spec Spec) (Process, error) {
 	return p, nil
 }
 
-func (n *Namespace) start(spec Spec, cg *cgroup.Group) (*HostProc, error) {
+func (n *Namespace) start(spec Spec, name string, cg *cgroup.Group) (*HostProc, error) {
 	if err := n.grantWorkspace(spec); err != nil {
 		return nil, err
 	}
-	b := &bwrapArgs{n: n}
+	st, err := newStage(name)
+	if err != nil {
+		return nil, err
+	}
+	b := &bwrapArgs{n: n, stage: st}
 	defer b.closeFiles()
 	if err := b.build(spec); err != nil {
+		_ = st.release()
 		return nil, err
 	}
 	args := []string{InitCommand, strconv.Itoa(n.opts.UID), strconv.Itoa(n.opts.GID)}
@@ -220,10 +225,11 @@ func (n *Namespace) start(spec Spec, cg *cgroup.Group) (*HostProc, error) {
 			return nil
 		},
 		AfterWait: func(e *Exit) { namespaceExit(e, cg) },
-		Cleanup:   cg.Destroy,
+		Cleanup:   func() error { return errors.Join(cg.Destroy(), st.release()) },
 	}
-	p, err := StartHostProc(cmd, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
+	p, err = StartHostProc(cmd, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
 	if err != nil {
+		_ = st.release()
 		return nil, fmt.Errorf("sandbox: start bwrap: %w", err)
 	}
 	return p, nil

@@ -28,6 +28,7 @@ var etcFiles = []string{
 // inherited descriptors (fd 3 + index).
 type bwrapArgs struct {
 	n     *Namespace
+	stage *stage
 	args  []string
 	files []*os.File
 }
@@ -111,14 +112,14 @@ func (b *bwrapArgs) identity(home string) error {
 }
 
 // workspace binds the workspace writable at its host path (through a
-// descriptor opened by the server, since the sandbox uid may not be able to
-// traverse its parents) and masks forbidden paths below it.
+// staging mount, since the sandbox uid may not be able to
+// traverse its parents; see stage.go) and masks forbidden paths below it.
 func (b *bwrapArgs) workspace(dir string) error {
-	f, err := openPath(dir)
+	p, err := b.stage.bind(dir)
 	if err != nil {
 		return fmt.Errorf("sandbox: workspace: %w", err)
 	}
-	b.add("--bind-fd", b.fd(f), dir)
+	b.add("--bind", p, dir)
 	for _, m := range b.n.opts.Mask {
 		if m == dir || !strings.HasPrefix(m, dir+"/") {
 			continue
@@ -154,21 +155,13 @@ func (b *bwrapArgs) readOnly(spec Spec) error {
 		binds = append(binds, bind{p, p})
 	}
 	for _, bd := range binds {
-		f, err := openPath(bd.host)
+		p, err := b.stage.bind(bd.host)
 		if err != nil {
 			return fmt.Errorf("sandbox: mount %s: %w", bd.host, err)
 		}
-		b.add("--ro-bind-fd", b.fd(f), bd.target)
+		b.add("--ro-bind", p, bd.target)
 	}
 	return nil
-}
-
-func openPath(p string) (*os.File, error) {
-	fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: p, Err: err}
-	}
-	return os.NewFile(uintptr(fd), p), nil
 }
 
 // dataFile returns the read end of a pipe holding data (which must fit the
