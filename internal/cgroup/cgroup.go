@@ -165,6 +165,9 @@ func containsInt(list []int, n int) bool {
 // while it runs: v2 uses cgroup.kill; v1 freezes the group first so nothing
 // can fork between listing and killing.
 func (g *Group) Kill() error {
+	if len(g.Pids()) == 0 {
+		return nil // empty: nothing can fork into it any more
+	}
 	if g.v2 {
 		return g.killV2()
 	}

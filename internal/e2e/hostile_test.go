@@ -21,7 +21,7 @@ var hostileEnv = []string{
 
 // modeAvailable runs `codexec doctor` for mode and returns why it cannot
 // run here ("" when it can).
-func modeAvailable(t *testing.T, mode string, env ...string) string {
+func modeAvailable(t testing.TB, mode string, env ...string) string {
 	t.Helper()
 	cmd := exec.Command(binary(t), "doctor")
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
@@ -55,18 +55,46 @@ type hostileFixture struct {
 }
 
 func TestHostile(t *testing.T) {
-	for _, mode := range []string{"subprocess", "namespace"} {
-		t.Run(mode, func(t *testing.T) {
-			if why := modeAvailable(t, mode); why != "" {
-				t.Skipf("%s mode unavailable on this host:\n%s", mode, why)
+	for _, m := range sandboxModes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			if why := modeAvailable(t, m.name, m.env...); why != "" {
+				t.Skipf("%s mode unavailable on this host:\n%s", m.name, why)
 			}
-			runHostile(t, mode)
+			runHostile(t, m.name, m.env)
 		})
 	}
 }
 
-func runHostile(t *testing.T, mode string) {
-	s := start(t, append([]string{"CODEXEC_SANDBOX_MODE=" + mode}, hostileEnv...)...)
+type sandboxMode struct {
+	name string
+	env  []string
+}
+
+// sandboxModes lists the modes to test. Docker mode uses podman when the
+// docker CLI has no engine, and a local image built without any registry by
+// scripts/sandbox-test-image.sh.
+func sandboxModes(t *testing.T) []sandboxMode {
+	cli := "docker"
+	if exec.Command("docker", "info").Run() != nil {
+		cli = "podman"
+	}
+	const image = "codexec-test-sandbox"
+	if _, err := exec.LookPath(cli); err == nil {
+		script, _ := filepath.Abs("../../scripts/sandbox-test-image.sh")
+		if out, err := exec.Command("bash", script, cli, image).CombinedOutput(); err != nil {
+			t.Logf("building %s with %s failed: %v\n%s", image, cli, err, out)
+		}
+	}
+	return []sandboxMode{
+		{"subprocess", nil},
+		{"namespace", nil},
+		{"docker", []string{"CODEXEC_DOCKER_CLI=" + cli, "CODEXEC_DOCKER_IMAGE=" + image}},
+	}
+}
+
+func runHostile(t *testing.T, mode string, env []string) {
+	env = append(append([]string{"CODEXEC_SANDBOX_MODE=" + mode}, hostileEnv...), env...)
+	s := start(t, env...)
 	h := newFixture(t, s)
 	for _, c := range hostileCases() {
 		t.Run(c.name, func(t *testing.T) {

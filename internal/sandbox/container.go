@@ -191,7 +191,7 @@ func (c *Container) cliQuiet(args ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out, err := combinedTracked(exec.CommandContext(ctx, c.cli, args...))
-	if err != nil && strings.Contains(out, "no such container") {
+	if low := strings.ToLower(out); err != nil && (strings.Contains(low, "no such container") || strings.Contains(low, "no container with")) {
 		return nil
 	}
 	if err != nil {
