@@ -151,7 +151,9 @@ func newFixture(t *testing.T, s *server) *hostileFixture {
 }
 
 func py(code string) func(*hostileFixture) map[string]any {
-	return func(*hostileFixture) map[string]any { return map[string]any{"language": "python", "code": code, "timeout": 10} }
+	return func(*hostileFixture) map[string]any {
+		return map[string]any{"language": "python", "code": code, "timeout": 10}
+	}
 }
 
 func notSuccess(t *testing.T, r execResult) {
@@ -239,7 +241,9 @@ func hostileCases() []hostileCase {
 				}
 			}},
 		{name: "kill_all", isolatedOnly: true,
-			args:  func(*hostileFixture) map[string]any { return map[string]any{"language": "bash", "code": "kill -9 -1; echo still-here"} },
+			args: func(*hostileFixture) map[string]any {
+				return map[string]any{"language": "bash", "code": "kill -9 -1; echo still-here"}
+			},
 			check: func(t *testing.T, _ *hostileFixture, r execResult) {}},
 		{name: "setsid_double_fork_daemon",
 			args: func(h *hostileFixture) map[string]any {
