@@ -17,7 +17,7 @@ var v1Controllers = []string{"memory", "pids", "cpu", "freezer"}
 func newV1(name string, l Limits) (*Group, error) {
 	g := &Group{}
 	for _, c := range v1Controllers {
-		dir := filepath.Join(Root, c, parent, name)
+		dir := filepath.Join(Root, c, ownPath(c), parent, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			_ = g.Destroy()
 			return nil, fmt.Errorf("cgroup: %w", err)
@@ -83,6 +83,23 @@ func (g *Group) killV1() error {
 		}
 	}
 	return write(g.frz, "freezer.state", "THAWED")
+}
+
+// ownPath returns this process's cgroup path in the v1 hierarchy of
+// controller c ("/" if unknown), so run groups nest below the server's own
+// group and stay inside any limit the operator put on the server.
+func ownPath(c string) string {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "/"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) == 3 && contains(strings.Split(f[1], ","), c) {
+			return f[2]
+		}
+	}
+	return "/"
 }
 
 func pidsIn(dir string) []int {

@@ -16,12 +16,10 @@ var rootLinks = []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
 
 // etcFiles are the only host /etc entries a sandbox sees (read-only): the
 // dynamic linker cache, time zone, name service and alternatives links, TLS
-// roots. passwd and group are synthesised.
+// roots (each bind costs ~0.2 ms per run, so the list is short). passwd and
+// group are synthesised.
 var etcFiles = []string{
-	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/timezone",
-	"/etc/nsswitch.conf", "/etc/hosts", "/etc/alternatives", "/etc/ssl", "/etc/ca-certificates",
-	"/etc/mime.types", "/etc/magic", "/etc/os-release", "/etc/debian_version", "/etc/bash.bashrc",
-	"/etc/inputrc", "/etc/profile", "/etc/matplotlibrc", "/etc/python3", "/etc/fonts",
+	"/etc/ld.so.cache", "/etc/localtime", "/etc/nsswitch.conf", "/etc/hosts", "/etc/alternatives", "/etc/ssl",
 }
 
 // bwrapArgs accumulates bubblewrap arguments and the files passed to it as
