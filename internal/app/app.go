@@ -79,6 +79,9 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c, ok := backend.(io.Closer); ok {
+		a.closers = append(a.closers, func() { _ = c.Close() })
+	}
 	logger, err := execlog.New(cfg.LogDir)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
@@ -51,6 +52,7 @@ type Namespace struct {
 	cg      cgroup.Info
 	seccomp []byte
 	seq     atomic.Int64
+	pool    *pool
 }
 
 // NewNamespace checks that the namespace backend can work here (bwrap,
@@ -90,6 +92,7 @@ func newNamespace(o NamespaceOptions) (*Namespace, error) {
 		return nil, err
 	}
 	n := &Namespace{opts: o, cg: cgroup.Detect()}
+	n.pool = &pool{n: n}
 	if !n.cg.Usable() {
 		return nil, fmt.Errorf("resource limits unavailable: %s", n.cg)
 	}
@@ -171,7 +174,9 @@ func (*Namespace) Name() string { return "namespace" }
 // Isolated returns true.
 func (*Namespace) Isolated() bool { return true }
 
-// Start starts spec in a fresh sandbox. spec.Network is refused.
+// Start starts spec in a fresh sandbox. spec.Network is refused. A pooled
+// launcher (already in its cgroup) is used when one is ready for
+// spec.Limits; otherwise a cgroup and a launcher are made on the spot.
 func (n *Namespace) Start(_ context.Context, spec Spec) (Process, error) {
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("sandbox: empty argv")
@@ -180,11 +185,19 @@ func (n *Namespace) Start(_ context.Context, spec Spec) (Process, error) {
 		return nil, errors.New("sandbox: the namespace backend has no network access to grant")
 	}
 	name := spec.ID + "-" + strconv.FormatInt(n.seq.Add(1), 10) + "-" + strconv.Itoa(os.Getpid())
+	if w := n.pool.take(spec.Limits); w != nil {
+		p, err := n.start(spec, name, w.cg, w)
+		if err == nil {
+			return p, nil
+		}
+		discard([]*warm{w})
+		slog.Debug("pooled sandbox launcher failed; starting a fresh one", "err", err)
+	}
 	cg, err := cgroup.New(n.cg, name, cgroup.Limits{MemoryBytes: spec.Limits.MemoryBytes, CPUs: spec.Limits.CPUs, Pids: spec.Limits.Pids})
 	if err != nil {
 		return nil, err
 	}
-	p, err := n.start(spec, name, cg)
+	p, err := n.start(spec, name, cg, nil)
 	if err != nil {
 		_ = cg.Destroy()
 		return nil, err
@@ -192,7 +205,14 @@ func (n *Namespace) Start(_ context.Context, spec Spec) (Process, error) {
 	return p, nil
 }
 
-func (n *Namespace) start(spec Spec, name string, cg *cgroup.Group) (*HostProc, error) {
+// Close stops the pooled launchers and removes their cgroups. The backend
+// must not be used afterwards.
+func (n *Namespace) Close() error {
+	n.pool.close()
+	return nil
+}
+
+func (n *Namespace) start(spec Spec, name string, cg *cgroup.Group, w *warm) (*HostProc, error) {
 	if err := n.grantWorkspace(spec); err != nil {
 		return nil, err
 	}
@@ -200,19 +220,12 @@ func (n *Namespace) start(spec Spec, name string, cg *cgroup.Group) (*HostProc, 
 	if err != nil {
 		return nil, err
 	}
-	b := &bwrapArgs{n: n, stage: st}
+	b := &bwrapArgs{n: n, stage: st, refs: w != nil}
 	defer b.closeFiles()
 	if err := b.build(spec); err != nil {
 		_ = st.release()
 		return nil, err
 	}
-	args := []string{InitCommand, strconv.Itoa(n.opts.UID), strconv.Itoa(n.opts.GID)}
-	args = append(append(args, cg.ProcsFiles()...), "--", n.opts.Bwrap)
-	cmd := exec.Command(n.opts.Exe, append(append(args, b.args...), spec.Argv...)...)
-	cmd.Args[0] = "codexec"
-	cmd.Env = spec.Env
-	cmd.ExtraFiles = b.files
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	var p *HostProc
 	hooks := Hooks{
 		Signal: func(sig syscall.Signal) error {
@@ -227,12 +240,33 @@ func (n *Namespace) start(spec Spec, name string, cg *cgroup.Group) (*HostProc, 
 		AfterWait: func(e *Exit) { namespaceExit(e, cg) },
 		Cleanup:   func() error { return errors.Join(cg.Destroy(), st.release()) },
 	}
-	p, err = StartHostProc(cmd, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
+	bwrapArgv := append(append([]string{n.opts.Bwrap}, b.args...), spec.Argv...)
+	if w != nil {
+		p, err = launchHostProc(w.cmd, spec.Stdin, spec.Stdout, spec.Stderr, hooks, func(stdio [3]*os.File) (func() error, error) {
+			err := w.send(bwrapArgv, spec.Env, stdio, b.files)
+			_ = w.ctl.Close()
+			return w.wait, err
+		})
+	} else {
+		p, err = StartHostProc(n.coldCmd(spec, cg, bwrapArgv, b.files), spec.Stdin, spec.Stdout, spec.Stderr, hooks)
+	}
 	if err != nil {
 		_ = st.release()
 		return nil, fmt.Errorf("sandbox: start bwrap: %w", err)
 	}
 	return p, nil
+}
+
+// coldCmd is sandbox-init placing itself in cg and executing bwrapArgv.
+func (n *Namespace) coldCmd(spec Spec, cg *cgroup.Group, bwrapArgv []string, files []*os.File) *exec.Cmd {
+	args := []string{InitCommand, strconv.Itoa(n.opts.UID), strconv.Itoa(n.opts.GID)}
+	args = append(append(args, cg.ProcsFiles()...), "--")
+	cmd := exec.Command(n.opts.Exe, append(args, bwrapArgv...)...)
+	cmd.Args[0] = "codexec"
+	cmd.Env = spec.Env
+	cmd.ExtraFiles = files
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return cmd
 }
 
 // namespaceExit maps bwrap's "128+signal" status back to a signal and adds

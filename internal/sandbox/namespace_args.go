@@ -27,6 +27,8 @@ var etcFiles = []string{
 type bwrapArgs struct {
 	n     *Namespace
 	stage *stage
+	// refs makes fd return references a pooled launcher resolves.
+	refs  bool
 	args  []string
 	files []*os.File
 }
@@ -37,6 +39,9 @@ func (b *bwrapArgs) add(a ...string) { b.args = append(b.args, a...) }
 // bwrap.
 func (b *bwrapArgs) fd(f *os.File) string {
 	b.files = append(b.files, f)
+	if b.refs {
+		return fdRef + strconv.Itoa(len(b.files)-1)
+	}
 	return strconv.Itoa(2 + len(b.files))
 }
 
