@@ -198,17 +198,23 @@ func (g *Group) MemoryPeak() int64 {
 	return n
 }
 
-// Destroy kills what is left, waits (up to 5 s) for the group to empty and
-// removes it.
-func (g *Group) Destroy() error {
+// Drain kills every process and waits (up to 5 s) until the group is empty.
+// It returns the deadline it used.
+func (g *Group) Drain() time.Time {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		_ = g.Kill()
 		if len(g.Pids()) == 0 || time.Now().After(deadline) {
-			break
+			return deadline
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// Destroy kills what is left, waits (up to 5 s) for the group to empty and
+// removes it.
+func (g *Group) Destroy() error {
+	deadline := g.Drain()
 	var errs []error
 	for i := len(g.dirs) - 1; i >= 0; i-- {
 		if err := rmdirRetry(g.dirs[i], deadline); err != nil {

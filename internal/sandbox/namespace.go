@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -53,6 +54,8 @@ type Namespace struct {
 	seccomp []byte
 	seq     atomic.Int64
 	pool    *pool
+	// cleanups tracks background removal of finished runs' cgroups.
+	cleanups sync.WaitGroup
 }
 
 // NewNamespace checks that the namespace backend can work here (bwrap,
@@ -209,6 +212,7 @@ func (n *Namespace) Start(_ context.Context, spec Spec) (Process, error) {
 // must not be used afterwards.
 func (n *Namespace) Close() error {
 	n.pool.close()
+	n.cleanups.Wait()
 	return nil
 }
 
@@ -238,7 +242,20 @@ func (n *Namespace) start(spec Spec, name string, cg *cgroup.Group, w *warm) (*H
 			return nil
 		},
 		AfterWait: func(e *Exit) { namespaceExit(e, cg) },
-		Cleanup:   func() error { return errors.Join(cg.Destroy(), st.release()) },
+		// Once the group is empty nothing of the run is left; removing the
+		// group and staging mounts is slow-ish (cgroup locks), so it happens
+		// off the caller's path. Close waits for it.
+		Cleanup: func() error {
+			cg.Drain()
+			n.cleanups.Add(1)
+			go func() {
+				defer n.cleanups.Done()
+				if err := errors.Join(cg.Destroy(), st.release()); err != nil {
+					slog.Warn("sandbox cleanup", "err", err)
+				}
+			}()
+			return nil
+		},
 	}
 	bwrapArgv := append(append([]string{n.opts.Bwrap}, b.args...), spec.Argv...)
 	if w != nil {
