@@ -38,7 +38,7 @@ func BenchmarkNamespaceStages(b *testing.B) {
 		}
 		t2 := time.Now()
 		p, err := n.Start(context.Background(), Spec{ID: "bench", Argv: py, Dir: dir, Env: []string{"HOME=" + dir},
-			Stdout: io.Discard, Limits: Limits{MemoryBytes: 512 << 20, CPUs: 1, Pids: 256, DiskBytes: 256 << 20}})
+			Stdout: io.Discard, Limits: benchLimits})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -57,3 +57,6 @@ func BenchmarkNamespaceStages(b *testing.B) {
 	b.ReportMetric(ms(mini), "minimal-bwrap-ms")
 	b.ReportMetric(ms(full), "namespace-ms")
 }
+
+// benchLimits are the server defaults (512 MiB, 1 CPU, 256 pids, 256 MiB /tmp).
+var benchLimits = Limits{MemoryBytes: 512 << 20, CPUs: 1, Pids: 256, DiskBytes: 256 << 20}
