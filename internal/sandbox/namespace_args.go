@@ -51,7 +51,9 @@ func (b *bwrapArgs) closeFiles() {
 	}
 }
 
-// build produces the whole bwrap command line (without the program argv).
+// build produces the whole bwrap command line up to the program: it ends
+// with the in-sandbox Landlock step (see LandlockCommand), so spec.Argv is
+// appended by the caller.
 func (b *bwrapArgs) build(spec Spec) error {
 	uid, gid := strconv.Itoa(b.n.opts.UID), strconv.Itoa(b.n.opts.GID)
 	b.add("--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup",
@@ -76,11 +78,16 @@ func (b *bwrapArgs) build(spec Spec) error {
 	if err := b.readOnly(spec); err != nil {
 		return err
 	}
+	exe, err := b.stage.bind(b.n.opts.Exe)
+	if err != nil {
+		return fmt.Errorf("sandbox: landlock helper: %w", err)
+	}
+	b.add("--ro-bind", exe, landlockInitPath)
 	sc, err := dataFile(b.n.seccomp)
 	if err != nil {
 		return err
 	}
-	b.add("--seccomp", b.fd(sc), "--chdir", spec.Dir, "--")
+	b.add("--seccomp", b.fd(sc), "--chdir", spec.Dir, "--", landlockInitPath, LandlockCommand, spec.Dir, "/tmp", "--")
 	return nil
 }
 

@@ -15,6 +15,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == InitCommand {
 		os.Exit(RunInit(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == LandlockCommand {
+		os.Exit(RunLandlock(os.Args[2:]))
+	}
 	os.Exit(m.Run())
 }
 
@@ -64,6 +67,8 @@ func TestNamespaceBasics(t *testing.T) {
 		{"no new privs + seccomp", []string{"/bin/sh", "-c", "grep -E 'NoNewPrivs|Seccomp:' /proc/self/status"}, "NoNewPrivs:\t1\nSeccomp:\t2\n", 0},
 		{"unshare denied", []string{"/usr/bin/unshare", "-U", "true"}, "", 1},
 		{"exit code", []string{"/bin/sh", "-c", "exit 7"}, "", 7},
+		{"landlock signal scope", []string{"/bin/sh", "-c", "kill -0 1 2>/dev/null && echo reached-init || echo scoped"}, "scoped\n", 0},
+		{"no PWD", []string{"/usr/bin/python3", "-c", "import os; print('PWD' in os.environ)"}, "False\n", 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
