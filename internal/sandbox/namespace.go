@@ -36,6 +36,8 @@ type NamespaceOptions struct {
 	// Mask lists host paths hidden (empty tmpfs or /dev/null) when they lie
 	// strictly below a workspace: ~/.ssh, the data directory, ….
 	Mask []string
+	// NoLandlock skips the in-sandbox Landlock step (LandlockCommand).
+	NoLandlock bool
 	// ReadOnly lists extra host directories visible read-only at the same
 	// path (e.g. the prefix of an interpreter installed outside /usr).
 	ReadOnly []string
@@ -52,11 +54,14 @@ type Namespace struct {
 	opts    NamespaceOptions
 	cg      cgroup.Info
 	seccomp []byte
-	seq     atomic.Int64
 	pool    *pool
 	// cleanups tracks background removal of finished runs' cgroups.
 	cleanups sync.WaitGroup
 }
+
+// runSeq numbers runs process-wide, so cgroup and staging names never
+// collide between backends.
+var runSeq atomic.Int64
 
 // NewNamespace checks that the namespace backend can work here (bwrap,
 // user namespaces, cgroups, seccomp) and returns it; the error says what is
@@ -187,7 +192,7 @@ func (n *Namespace) Start(_ context.Context, spec Spec) (Process, error) {
 	if spec.Network {
 		return nil, errors.New("sandbox: the namespace backend has no network access to grant")
 	}
-	name := spec.ID + "-" + strconv.FormatInt(n.seq.Add(1), 10) + "-" + strconv.Itoa(os.Getpid())
+	name := spec.ID + "-" + strconv.FormatInt(runSeq.Add(1), 10) + "-" + strconv.Itoa(os.Getpid())
 	if w := n.pool.take(spec.Limits); w != nil {
 		p, err := n.start(spec, name, w.cg, w)
 		if err == nil {

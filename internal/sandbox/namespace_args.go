@@ -78,16 +78,21 @@ func (b *bwrapArgs) build(spec Spec) error {
 	if err := b.readOnly(spec); err != nil {
 		return err
 	}
-	exe, err := b.stage.bind(b.n.opts.Exe)
-	if err != nil {
-		return fmt.Errorf("sandbox: landlock helper: %w", err)
+	if !b.n.opts.NoLandlock {
+		exe, err := b.stage.bind(b.n.opts.Exe)
+		if err != nil {
+			return fmt.Errorf("sandbox: landlock helper: %w", err)
+		}
+		b.add("--ro-bind", exe, landlockInitPath)
 	}
-	b.add("--ro-bind", exe, landlockInitPath)
 	sc, err := dataFile(b.n.seccomp)
 	if err != nil {
 		return err
 	}
-	b.add("--seccomp", b.fd(sc), "--chdir", spec.Dir, "--", landlockInitPath, LandlockCommand, spec.Dir, "/tmp", "--")
+	b.add("--seccomp", b.fd(sc), "--chdir", spec.Dir, "--")
+	if !b.n.opts.NoLandlock {
+		b.add(landlockInitPath, LandlockCommand, spec.Dir, "/tmp", "--")
+	}
 	return nil
 }
 

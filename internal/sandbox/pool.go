@@ -44,7 +44,6 @@ type pool struct {
 	ready   []*warm
 	filling int
 	closed  bool
-	seq     int
 }
 
 // take returns a ready launcher for lim, or nil, and starts refilling.
@@ -64,15 +63,14 @@ func (pl *pool) take(lim Limits) *warm {
 	}
 	for len(pl.ready)+pl.filling < poolSize {
 		pl.filling++
-		pl.seq++
-		go pl.spawn(lim, pl.seq)
+		go pl.spawn(lim)
 	}
 	go discard(stale)
 	return w
 }
 
-func (pl *pool) spawn(lim Limits, seq int) {
-	w, err := pl.n.newWarm(lim, "pool-"+strconv.Itoa(os.Getpid())+"-"+strconv.Itoa(seq))
+func (pl *pool) spawn(lim Limits) {
+	w, err := pl.n.newWarm(lim, "pool-"+strconv.Itoa(os.Getpid())+"-"+strconv.FormatInt(runSeq.Add(1), 10))
 	pl.mu.Lock()
 	pl.filling--
 	keep := err == nil && !pl.closed && lim == pl.lim
