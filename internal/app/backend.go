@@ -112,8 +112,8 @@ func doctorNamespace(ctx context.Context, cfg config.Config, env HostEnv, langs 
 		fmt.Fprintf(w, "namespace: UNAVAILABLE: %v\n", err)
 		return err
 	}
-	fmt.Fprintf(w, "namespace: available (bubblewrap, user/pid/net/ipc/uts/mount namespaces, seccomp, %s)\n", b.CgroupInfo())
-	return nil
+	fmt.Fprintf(w, "namespace: available (bubblewrap, user/pid/net/ipc/uts/mount namespaces, seccomp, Landlock where the kernel has it, %s)\n", b.CgroupInfo())
+	return b.Close()
 }
 
 func doctorContainer(ctx context.Context, cfg config.Config, w io.Writer) error {

@@ -258,3 +258,38 @@ func write(dir, file, val string) error {
 	}
 	return nil
 }
+
+// Sweep removes groups left behind by codexec servers that are gone: group
+// names end in "-<pid of the creating server>", and a group whose creator is
+// no longer running is killed and removed. It returns how many it removed.
+func Sweep(info Info) int {
+	removed := 0
+	for _, base := range parents(info) {
+		entries, _ := os.ReadDir(base)
+		for _, e := range entries {
+			i := strings.LastIndexByte(e.Name(), '-')
+			pid, err := strconv.Atoi(e.Name()[i+1:])
+			if !e.IsDir() || i < 0 || err != nil || pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
+				continue
+			}
+			g := &Group{dirs: []string{filepath.Join(base, e.Name())}, v2: info.Version == 2}
+			g.Signal(syscall.SIGKILL)
+			if rmdirRetry(g.dirs[0], time.Now().Add(time.Second)) == nil {
+				removed++
+			}
+		}
+	}
+	return removed
+}
+
+// parents lists the directories holding codexec's groups.
+func parents(info Info) []string {
+	if info.Version == 2 {
+		return []string{filepath.Join(Root, parent)}
+	}
+	var out []string
+	for _, c := range v1Controllers {
+		out = append(out, filepath.Join(Root, c, ownPath(c), parent))
+	}
+	return out
+}

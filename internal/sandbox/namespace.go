@@ -63,6 +63,8 @@ type Namespace struct {
 // collide between backends.
 var runSeq atomic.Int64
 
+var leftoverSweep sync.Once
+
 // NewNamespace checks that the namespace backend can work here (bwrap,
 // user namespaces, cgroups, seccomp) and returns it; the error says what is
 // missing. It runs one trivial sandbox as a probe (a few milliseconds).
@@ -101,6 +103,12 @@ func newNamespace(o NamespaceOptions) (*Namespace, error) {
 	}
 	n := &Namespace{opts: o, cg: cgroup.Detect()}
 	n.pool = &pool{n: n}
+	leftoverSweep.Do(func() {
+		if k := cgroup.Sweep(n.cg); k > 0 {
+			slog.Info("removed cgroups left by earlier codexec servers", "count", k)
+		}
+		sweepStages()
+	})
 	if !n.cg.Usable() {
 		return nil, fmt.Errorf("resource limits unavailable: %s", n.cg)
 	}
@@ -159,9 +167,10 @@ func (n *Namespace) probe(ctx context.Context) error {
 		return err
 	}
 	var out, errb limitedBuffer
-	p, err := n.Start(ctx, Spec{ID: "probe", Argv: []string{"/bin/sh", "-c", "echo ok"}, Dir: dir,
+	spec := Spec{ID: "probe", Argv: []string{"/bin/sh", "-c", "echo ok"}, Dir: dir,
 		Env: []string{"PATH=/usr/bin:/bin", "HOME=" + dir}, Stdout: &out, Stderr: &errb,
-		Limits: Limits{MemoryBytes: 64 << 20, Pids: 16, DiskBytes: 1 << 20}})
+		Limits: Limits{MemoryBytes: 64 << 20, Pids: 16, DiskBytes: 1 << 20}}
+	p, err := n.startFresh(spec, "probe-"+strconv.FormatInt(runSeq.Add(1), 10)+"-"+strconv.Itoa(os.Getpid()))
 	if err != nil {
 		return err
 	}
@@ -201,6 +210,11 @@ func (n *Namespace) Start(_ context.Context, spec Spec) (Process, error) {
 		discard([]*warm{w})
 		slog.Debug("pooled sandbox launcher failed; starting a fresh one", "err", err)
 	}
+	return n.startFresh(spec, name)
+}
+
+// startFresh starts spec with a new cgroup and launcher (no pool).
+func (n *Namespace) startFresh(spec Spec, name string) (*HostProc, error) {
 	cg, err := cgroup.New(n.cg, name, cgroup.Limits{MemoryBytes: spec.Limits.MemoryBytes, CPUs: spec.Limits.CPUs, Pids: spec.Limits.Pids})
 	if err != nil {
 		return nil, err
@@ -218,6 +232,7 @@ func (n *Namespace) Start(_ context.Context, spec Spec) (Process, error) {
 func (n *Namespace) Close() error {
 	n.pool.close()
 	n.cleanups.Wait()
+	closeStagingRoot()
 	return nil
 }
 

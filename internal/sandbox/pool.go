@@ -70,7 +70,7 @@ func (pl *pool) take(lim Limits) *warm {
 }
 
 func (pl *pool) spawn(lim Limits) {
-	w, err := pl.n.newWarm(lim, "pool-"+strconv.Itoa(os.Getpid())+"-"+strconv.FormatInt(runSeq.Add(1), 10))
+	w, err := pl.n.newWarm(lim, "pool-"+strconv.FormatInt(runSeq.Add(1), 10)+"-"+strconv.Itoa(os.Getpid()))
 	pl.mu.Lock()
 	pl.filling--
 	keep := err == nil && !pl.closed && lim == pl.lim

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -49,6 +50,43 @@ func stagingRoot() (string, error) {
 		stageRoot = dir
 	})
 	return stageRoot, stageErr
+}
+
+// sweepStages unmounts and removes staging roots of codexec servers that
+// are gone (/run/codexec-<pid>).
+func sweepStages() {
+	roots, _ := filepath.Glob("/run/codexec-*")
+	for _, r := range roots {
+		pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(r), "codexec-"))
+		if err != nil || pid == os.Getpid() || unix.Kill(pid, 0) != unix.ESRCH {
+			continue
+		}
+		removeStageRoot(r)
+	}
+}
+
+// removeStageRoot detaches every mount below root and root itself, then
+// removes the directories.
+func removeStageRoot(root string) {
+	runs, _ := os.ReadDir(root)
+	for _, run := range runs {
+		points, _ := os.ReadDir(filepath.Join(root, run.Name()))
+		for _, p := range points {
+			pp := filepath.Join(root, run.Name(), p.Name())
+			_ = unix.Unmount(pp, unix.MNT_DETACH)
+			_ = os.Remove(pp)
+		}
+		_ = os.Remove(filepath.Join(root, run.Name()))
+	}
+	_ = unix.Unmount(root, unix.MNT_DETACH)
+	_ = os.Remove(root)
+}
+
+// closeStagingRoot removes this process's staging root (at shutdown).
+func closeStagingRoot() {
+	if stageRoot != "" {
+		removeStageRoot(stageRoot)
+	}
 }
 
 // stage holds one run's staging mounts.
