@@ -22,10 +22,12 @@ func BenchmarkNamespaceStages(b *testing.B) {
 	if err != nil {
 		b.Skip(err)
 	}
+	defer n.Close()
 	nl, err := NewNamespace(context.Background(), NamespaceOptions{NoLandlock: true})
 	if err != nil {
 		b.Skip(err)
 	}
+	defer nl.Close()
 	dir := b.TempDir()
 	py := []string{"/usr/bin/python3", "-c", "print(1)"}
 	minimal := append([]string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", "bwrap", "--unshare-all",

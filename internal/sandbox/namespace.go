@@ -74,6 +74,7 @@ func NewNamespace(ctx context.Context, o NamespaceOptions) (*Namespace, error) {
 		return nil, err
 	}
 	if err := n.probe(ctx); err != nil {
+		_ = n.Close()
 		return nil, fmt.Errorf("namespace sandbox probe failed: %w", err)
 	}
 	return n, nil
@@ -114,6 +115,9 @@ func newNamespace(o NamespaceOptions) (*Namespace, error) {
 	}
 	if n.seccomp, err = seccompProgram(); err != nil {
 		return nil, err
+	}
+	if err := acquireStagingRoot(); err != nil {
+		return nil, fmt.Errorf("staging directory: %w", err)
 	}
 	return n, nil
 }
@@ -232,7 +236,7 @@ func (n *Namespace) startFresh(spec Spec, name string) (*HostProc, error) {
 func (n *Namespace) Close() error {
 	n.pool.close()
 	n.cleanups.Wait()
-	closeStagingRoot()
+	releaseStagingRoot()
 	return nil
 }
 

@@ -27,6 +27,7 @@ func newTestNamespace(t *testing.T) *Namespace {
 	if err != nil {
 		t.Skipf("namespace backend unavailable: %v", err)
 	}
+	t.Cleanup(func() { _ = n.Close() })
 	return n
 }
 

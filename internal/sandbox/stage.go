@@ -20,36 +20,58 @@ import (
 // bwrap those paths, and unmounts them when the run ends. Nothing of the
 // user's permissions is changed.
 
-var (
-	stageOnce sync.Once
-	stageRoot string
-	stageErr  error
-)
+// The staging root is shared by every Namespace of the process and
+// reference-counted: acquireStagingRoot in newNamespace, releaseStagingRoot
+// in Close; the last release removes it.
+var staging struct {
+	sync.Mutex
+	root string
+	refs int
+}
 
-// stagingRoot creates /run/codexec-<pid> as a private mount (so staging
-// mounts never propagate to other mount namespaces).
+// acquireStagingRoot creates /run/codexec-<pid> (if needed) as a private
+// mount, so staging mounts never propagate to other mount namespaces.
+func acquireStagingRoot() error {
+	staging.Lock()
+	defer staging.Unlock()
+	if staging.refs > 0 {
+		staging.refs++
+		return nil
+	}
+	dir := "/run/codexec-" + strconv.Itoa(os.Getpid())
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return err
+	}
+	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind %s: %w", dir, err)
+	}
+	if err := unix.Mount("", dir, "", unix.MS_PRIVATE, ""); err != nil {
+		_ = unix.Unmount(dir, unix.MNT_DETACH)
+		return fmt.Errorf("make %s private: %w", dir, err)
+	}
+	staging.root, staging.refs = dir, 1
+	return nil
+}
+
+func releaseStagingRoot() {
+	staging.Lock()
+	defer staging.Unlock()
+	if staging.refs--; staging.refs == 0 {
+		removeStageRoot(staging.root)
+		staging.root = ""
+	}
+}
+
 func stagingRoot() (string, error) {
-	stageOnce.Do(func() {
-		dir := "/run/codexec-" + strconv.Itoa(os.Getpid())
-		if err := os.MkdirAll(dir, 0o711); err != nil {
-			stageErr = err
-			return
-		}
-		if err := os.Chmod(dir, 0o711); err != nil {
-			stageErr = err
-			return
-		}
-		if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
-			stageErr = fmt.Errorf("bind %s: %w", dir, err)
-			return
-		}
-		if err := unix.Mount("", dir, "", unix.MS_PRIVATE, ""); err != nil {
-			stageErr = fmt.Errorf("make %s private: %w", dir, err)
-			return
-		}
-		stageRoot = dir
-	})
-	return stageRoot, stageErr
+	staging.Lock()
+	defer staging.Unlock()
+	if staging.root == "" {
+		return "", errors.New("no staging root (backend closed?)")
+	}
+	return staging.root, nil
 }
 
 // sweepStages unmounts and removes staging roots of codexec servers that
@@ -80,13 +102,6 @@ func removeStageRoot(root string) {
 	}
 	_ = unix.Unmount(root, unix.MNT_DETACH)
 	_ = os.Remove(root)
-}
-
-// closeStagingRoot removes this process's staging root (at shutdown).
-func closeStagingRoot() {
-	if stageRoot != "" {
-		removeStageRoot(stageRoot)
-	}
 }
 
 // stage holds one run's staging mounts.
