@@ -277,6 +277,7 @@ func (n *Namespace) start(spec Spec, name string, cg *cgroup.Group, w *warm) (*H
 				if err := errors.Join(cg.Destroy(), st.release()); err != nil {
 					slog.Warn("sandbox cleanup", "err", err)
 				}
+				n.pool.refill()
 			}()
 			return nil
 		},

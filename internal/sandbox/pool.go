@@ -60,13 +60,26 @@ func (pl *pool) take(lim Limits) *warm {
 	var w *warm
 	if len(pl.ready) > 0 {
 		w, pl.ready = pl.ready[0], pl.ready[1:]
-	}
-	for len(pl.ready)+pl.filling < poolSize {
-		pl.filling++
-		go pl.spawn(lim)
+	} else {
+		pl.refillLocked()
 	}
 	go discard(stale)
 	return w
+}
+
+// refill tops the pool up in the background. Runs call it when they end,
+// so starting launchers does not compete for CPU with the run itself.
+func (pl *pool) refill() {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	pl.refillLocked()
+}
+
+func (pl *pool) refillLocked() {
+	for !pl.closed && len(pl.ready)+pl.filling < poolSize {
+		pl.filling++
+		go pl.spawn(pl.lim)
+	}
 }
 
 func (pl *pool) spawn(lim Limits) {
