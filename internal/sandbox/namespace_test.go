@@ -1,8 +1,10 @@
 package sandbox
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -107,4 +109,36 @@ func TestNamespaceTiming(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		runNS(t, n, dir, Limits{MemoryBytes: 128 << 20, Pids: 32}, "/usr/bin/python3", "-c", "print(1)")
 	}
+}
+
+// TestNamespaceStreamingStdin drives a long-lived interpreter over stdin and
+// stdout, as sessions do.
+func TestNamespaceStreamingStdin(t *testing.T) {
+	n := newTestNamespace(t)
+	dir := t.TempDir()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	p, err := n.Start(context.Background(), Spec{ID: "repl", Argv: []string{"/usr/bin/python3", "-u", "-c",
+		"import sys\nfor line in sys.stdin:\n    print(eval(line), flush=True)"}, Dir: dir,
+		Env: []string{"PATH=/usr/bin:/bin", "HOME=" + dir}, Stdin: inR, Stdout: outW, Limits: Limits{MemoryBytes: 128 << 20, Pids: 16}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := bufio.NewReader(outR)
+	for i, expr := range []string{"1+1", "6*7", "len('abc')"} {
+		if _, err := io.WriteString(inW, expr+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		line, err := rd.ReadString('\n')
+		if want := []string{"2\n", "42\n", "3\n"}[i]; err != nil || line != want {
+			t.Fatalf("%s: got %q %v, want %q", expr, line, err, want)
+		}
+	}
+	_ = inW.Close()
+	go func() { _, _ = io.Copy(io.Discard, rd) }()
+	if ex, err := p.Wait(); err != nil || ex.Code != 0 {
+		t.Fatalf("exit %+v %v", ex, err)
+	}
+	_ = p.Release(time.Second)
+	_ = outW.Close()
 }
