@@ -18,3 +18,5 @@ if ((${#missing[@]})); then
   apt-get update -qq
   apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+# Docker mode runs through podman here (no Docker engine): configure it.
+bash "$(dirname "$0")/podman-setup.sh"

@@ -25,13 +25,16 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == sandbox.InitCommand {
-		os.Exit(sandbox.InitMain(os.Args[2:]))
-	}
 	os.Exit(run(os.Args[1:]))
 }
 
 func run(args []string) int {
+	if len(args) > 0 && args[0] == sandbox.InitCommand {
+		return sandbox.RunInit(args[1:])
+	}
+	if len(args) > 0 && args[0] == sandbox.LandlockCommand {
+		return sandbox.RunLandlock(args[1:])
+	}
 	cmd := "serve"
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		cmd, args = args[0], args[1:]

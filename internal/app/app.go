@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -81,9 +80,12 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 		}
 	}
 	langs := runtime.Discover(ctx, runtime.Overrides(cfg.Interpreters), env.Path)
-	backend, err := SelectBackend(ctx, cfg, interpreterRoots(langs))
+	backend, err := SelectBackend(ctx, cfg, env, langs)
 	if err != nil {
 		return nil, err
+	}
+	if c, ok := backend.(io.Closer); ok {
+		a.closers = append(a.closers, func() { _ = c.Close() })
 	}
 	logger, err := execlog.New(cfg.LogDir)
 	if err != nil {
@@ -178,17 +180,4 @@ func setupLogging(cfg config.Config) (func(), error) {
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
 	slog.SetDefault(slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})))
 	return closeFn, nil
-}
-
-// interpreterRoots returns the installation prefixes of interpreters that
-// live outside /usr (e.g. ~/.pyenv/versions/3.11.7), which isolated sandboxes
-// must expose read-only for those interpreters to run.
-func interpreterRoots(langs *runtime.Set) []string {
-	var out []string
-	for _, p := range langs.Paths() {
-		if !strings.HasPrefix(p, "/usr/") {
-			out = append(out, filepath.Dir(filepath.Dir(p)))
-		}
-	}
-	return out
 }

@@ -5,62 +5,123 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/codexec/codexec/internal/config"
+	"github.com/codexec/codexec/internal/pathguard"
+	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
 )
 
-// SelectBackend returns the sandbox backend for cfg.SandboxMode. In auto mode
-// it prefers the strongest mode the host supports and warns loudly when it
-// has to fall back to subprocess.
-func SelectBackend(ctx context.Context, cfg config.Config, extraRO []string) (sandbox.Backend, error) {
+const subprocessWarning = "code runs as a plain host process with full filesystem and network access and no resource limits (see SECURITY.md)"
+
+// SelectBackend returns the sandbox backend for cfg.SandboxMode. auto prefers
+// namespace and falls back to subprocess with a loud warning; an explicit
+// mode that cannot run here is an error naming the reason. langs may be nil
+// (then interpreters outside /usr are not made visible to namespace mode).
+func SelectBackend(ctx context.Context, cfg config.Config, env HostEnv, langs *runtime.Set) (sandbox.Backend, error) {
 	switch cfg.SandboxMode {
 	case config.ModeSubprocess:
-		slog.Warn("SANDBOX MODE subprocess: code runs as a plain host process with full filesystem and network access and no resource limits (see SECURITY.md)")
+		slog.Warn("SANDBOX MODE subprocess: " + subprocessWarning)
 		return sandbox.NewSubprocess(), nil
 	case config.ModeNamespace:
-		ns, err := newNamespace(extraRO)
+		b, err := sandbox.NewNamespace(ctx, namespaceOptions(cfg, env, langs))
 		if err != nil {
-			return nil, fmt.Errorf("CODEXEC_SANDBOX_MODE=namespace cannot run here: %w (run `codexec doctor`)", err)
+			return nil, fmt.Errorf("CODEXEC_SANDBOX_MODE=namespace cannot run on this host: %w (run `codexec doctor`)", err)
 		}
-		return ns, nil
+		return b, nil
+	case config.ModeDocker:
+		b, err := sandbox.NewContainer(ctx, containerOptions(cfg))
+		if err != nil {
+			return nil, fmt.Errorf("CODEXEC_SANDBOX_MODE=docker cannot run on this host: %w (run `codexec doctor`)", err)
+		}
+		return b, nil
 	case config.ModeAuto:
-		ns, err := newNamespace(extraRO)
+		b, err := sandbox.NewNamespace(ctx, namespaceOptions(cfg, env, langs))
 		if err == nil {
-			return ns, nil
+			return b, nil
 		}
-		slog.Warn("SANDBOX MODE auto fell back to subprocess: code runs UNCONFINED (full filesystem and network access, no limits); see SECURITY.md and run `codexec doctor`", "namespace_unavailable", err.Error())
+		slog.Warn("!!! SANDBOX MODE auto FELL BACK TO subprocess: the namespace sandbox is unavailable (" + err.Error() + "); " + subprocessWarning + "; run `codexec doctor`")
 		return sandbox.NewSubprocess(), nil
 	}
-	return nil, fmt.Errorf("CODEXEC_SANDBOX_MODE=%s is not available in this build", cfg.SandboxMode)
+	return nil, fmt.Errorf("unknown CODEXEC_SANDBOX_MODE %q", cfg.SandboxMode)
 }
 
-// newNamespace builds the namespace backend and proves it works with a
-// trial run, so auto mode never picks a backend that fails at first use.
-func newNamespace(extraRO []string) (sandbox.Backend, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	ns, err := sandbox.NewNamespace(self, extraRO)
-	if err != nil {
-		return nil, err
-	}
-	if err := sandbox.Probe(context.Background(), ns); err != nil {
-		return nil, err
-	}
-	return ns, nil
+func namespaceOptions(cfg config.Config, env HostEnv, langs *runtime.Set) sandbox.NamespaceOptions {
+	mask := pathguard.DefaultForbidden(env.Home, cfg.DataDir, cfg.LogDir, cfg.ScriptsDir, cfg.PackagesDir, cfg.SandboxDir)
+	return sandbox.NamespaceOptions{OwnedRoot: cfg.SandboxDir, Mask: mask, ReadOnly: interpreterPrefixes(langs)}
 }
 
-// Doctor prints which sandbox modes work on this host and returns a non-zero
-// exit code when the configured mode cannot run.
+// interpreterPrefixes returns, for every interpreter outside /usr, the
+// installation prefix to expose read-only (the parent of its bin directory,
+// e.g. ~/.pyenv/versions/3.12.1).
+func interpreterPrefixes(langs *runtime.Set) []string {
+	if langs == nil {
+		return nil
+	}
+	var out []string
+	for _, p := range langs.Paths() {
+		if strings.HasPrefix(p, "/usr/") {
+			continue
+		}
+		dir := filepath.Dir(p)
+		if filepath.Base(dir) == "bin" {
+			dir = filepath.Dir(dir)
+		}
+		out = append(out, dir)
+	}
+	return out
+}
+
+func containerOptions(cfg config.Config) sandbox.ContainerOptions {
+	return sandbox.ContainerOptions{CLI: cfg.DockerCLI, Image: cfg.DockerImage, Network: cfg.DockerNetwork}
+}
+
+// Doctor prints which sandbox modes work on this host and why not, and
+// returns a non-zero exit code when the configured mode cannot run.
 func Doctor(ctx context.Context, cfg config.Config, env HostEnv, w io.Writer) int {
+	langs := runtime.Discover(ctx, runtime.Overrides(cfg.Interpreters), env.Path)
 	fmt.Fprintf(w, "configured mode: %s\n", cfg.SandboxMode)
-	fmt.Fprintln(w, "subprocess: available (no isolation)")
-	if _, err := SelectBackend(ctx, cfg, nil); err != nil {
-		fmt.Fprintln(w, "error:", err)
+	fmt.Fprintln(w, "subprocess: available (NO isolation: host filesystem, network, no resource limits)")
+	nsErr := doctorNamespace(ctx, cfg, env, langs, w)
+	ctErr := doctorContainer(ctx, cfg, w)
+	var err error
+	switch cfg.SandboxMode {
+	case config.ModeNamespace:
+		err = nsErr
+	case config.ModeDocker:
+		err = ctErr
+	case config.ModeAuto:
+		if nsErr != nil {
+			fmt.Fprintln(w, "WARNING: auto mode will FALL BACK TO subprocess: "+subprocessWarning)
+		} else {
+			fmt.Fprintln(w, "auto mode will use: namespace")
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(w, "error: configured mode %s cannot run: %v\n", cfg.SandboxMode, err)
 		return 1
 	}
 	return 0
+}
+
+func doctorNamespace(ctx context.Context, cfg config.Config, env HostEnv, langs *runtime.Set, w io.Writer) error {
+	b, err := sandbox.NewNamespace(ctx, namespaceOptions(cfg, env, langs))
+	if err != nil {
+		fmt.Fprintf(w, "namespace: UNAVAILABLE: %v\n", err)
+		return err
+	}
+	fmt.Fprintf(w, "namespace: available (bubblewrap, user/pid/net/ipc/uts/mount namespaces, seccomp, Landlock where the kernel has it, %s)\n", b.CgroupInfo())
+	return b.Close()
+}
+
+func doctorContainer(ctx context.Context, cfg config.Config, w io.Writer) error {
+	_, err := sandbox.NewContainer(ctx, containerOptions(cfg))
+	if err != nil {
+		fmt.Fprintf(w, "docker: UNAVAILABLE: %v\n", err)
+		return err
+	}
+	fmt.Fprintf(w, "docker: available (%s, image %s, network %s)\n", cfg.DockerCLI, cfg.DockerImage, cfg.DockerNetwork)
+	return nil
 }

@@ -46,7 +46,19 @@ type Hooks struct {
 // given stdio and hooks. cmd.SysProcAttr is used as given; callers normally
 // set Setpgid so the default Signal reaches the whole group.
 func StartHostProc(cmd *exec.Cmd, stdin io.Reader, stdout, stderr io.Writer, hooks Hooks) (*HostProc, error) {
+	return launchHostProc(cmd, stdin, stdout, stderr, hooks, func(stdio [3]*os.File) (func() error, error) {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio[0], stdio[1], stdio[2]
+		return StartTracked(cmd)
+	})
+}
+
+// launchHostProc prepares the stdio pipes and hands the child ends to launch,
+// which starts the child (or hands them to an already running launcher whose
+// command is cmd) and returns how to wait for it.
+func launchHostProc(cmd *exec.Cmd, stdin io.Reader, stdout, stderr io.Writer, hooks Hooks,
+	launch func(stdio [3]*os.File) (func() error, error)) (*HostProc, error) {
 	p := &HostProc{cmd: cmd, hooks: hooks}
+	var stdio [3]*os.File
 	var childEnds []*os.File
 	ok := false
 	defer func() {
@@ -66,19 +78,15 @@ func StartHostProc(cmd *exec.Cmd, stdin io.Reader, stdout, stderr io.Writer, hoo
 		p.closers = append(p.closers, closeRead)
 		p.copies.Add(1)
 		go func() { defer p.copies.Done(); copyFn() }()
-		if i == 0 {
-			cmd.Stdout = wr
-		} else {
-			cmd.Stderr = wr
-		}
+		stdio[i+1] = wr
 	}
 	in, err := p.stdinFile(stdin)
 	if err != nil {
 		return nil, err
 	}
 	childEnds = append(childEnds, in)
-	cmd.Stdin = in
-	wait, err := StartTracked(cmd)
+	stdio[0] = in
+	wait, err := launch(stdio)
 	if err != nil {
 		return nil, err
 	}

@@ -4,69 +4,189 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
-	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
+
+	"github.com/codexec/codexec/internal/cgroup"
 )
 
-// SandboxUID is the unprivileged host uid (and gid) isolated runs use.
-const SandboxUID = 65534
-
-// etcFiles are the only host /etc entries visible in the namespace sandbox:
-// enough for the dynamic linker, name lookups of the sandbox user, TLS roots
-// and time zones. Missing ones are skipped.
-var etcFiles = []string{"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/passwd", "/etc/group",
-	"/etc/nsswitch.conf", "/etc/hosts", "/etc/localtime", "/etc/ssl", "/etc/ca-certificates", "/etc/alternatives",
-	"/etc/mime.types", "/etc/protocols", "/etc/services"}
-
-// Namespace runs programs under bubblewrap in fresh user, pid, net, ipc,
-// uts, cgroup and mount namespaces as host uid 65534, with only /usr (and
-// its /bin, /lib… links), a few /etc files, the workspace (read-write), a
-// size-capped private /tmp, fresh /proc and /dev, no network but loopback,
-// all capabilities dropped, no_new_privs, a seccomp deny-list, and cgroup
-// limits on memory, processes and CPU. Killing the run kills its cgroup.
-type Namespace struct {
-	bwrap   string
-	self    string
-	cgroups *Cgroups
-	extra   []string
+// NamespaceOptions configure the namespace backend. Zero values pick the
+// defaults noted per field.
+type NamespaceOptions struct {
+	// Bwrap is the bubblewrap binary (default: /usr/bin/bwrap, else PATH).
+	Bwrap string
+	// Exe is the codexec binary re-executed as sandbox-init (default: the
+	// running executable).
+	Exe string
+	// UID and GID are the unprivileged host ids programs run as
+	// (default 65534, "nobody").
+	UID, GID int
+	// OwnedRoot is the directory holding workspaces codexec created itself;
+	// workspaces below it are chowned to UID. Other workspaces (a caller's
+	// working_dir) only get an ACL entry on the directory itself, so the
+	// sandbox can create files there but cannot modify existing ones it
+	// does not own (their ownership is never changed).
+	OwnedRoot string
+	// Mask lists host paths hidden (empty tmpfs or /dev/null) when they lie
+	// strictly below a workspace: ~/.ssh, the data directory, ….
+	Mask []string
+	// NoLandlock skips the in-sandbox Landlock step (LandlockCommand).
+	NoLandlock bool
+	// ReadOnly lists extra host directories visible read-only at the same
+	// path (e.g. the prefix of an interpreter installed outside /usr).
+	ReadOnly []string
 }
 
-// NewNamespace checks that the backend can work here: bubblewrap present,
-// cgroups usable, and a trial sandbox starts. self is the codexec binary
-// (for the sandbox-init helper); extraRO are host paths (e.g. interpreters
-// outside /usr) to expose read-only.
-func NewNamespace(self string, extraRO []string) (*Namespace, error) {
-	bwrap, err := exec.LookPath("bwrap")
-	if err != nil {
-		if _, statErr := os.Stat("/usr/bin/bwrap"); statErr != nil {
-			return nil, errors.New("bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
-		}
-		bwrap = "/usr/bin/bwrap"
-	}
-	if os.Geteuid() != 0 {
-		return nil, errors.New("namespace mode needs the server to run as root (to place runs in cgroups and drop to uid 65534)")
-	}
-	cg, err := DetectCgroups()
+// Namespace runs every program in fresh user, pid, network, ipc, uts, mount
+// and cgroup namespaces built by bubblewrap, as an unprivileged host uid with
+// no capabilities, no_new_privs and a seccomp filter, inside its own cgroup
+// (memory, CPU and pids limits, group kill, OOM detection). The file system
+// is a tmpfs root with read-only /usr (and the /bin, /lib… links), a few /etc
+// files, fresh /proc and /dev, a size-limited /tmp and the workspace (the
+// only writable host directory) at its host path. Only loopback networking.
+type Namespace struct {
+	opts    NamespaceOptions
+	cg      cgroup.Info
+	seccomp []byte
+	pool    *pool
+	// cleanups tracks background removal of finished runs' cgroups.
+	cleanups sync.WaitGroup
+}
+
+// runSeq numbers runs process-wide, so cgroup and staging names never
+// collide between backends.
+var runSeq atomic.Int64
+
+var leftoverSweep sync.Once
+
+// NewNamespace checks that the namespace backend can work here (bwrap,
+// user namespaces, cgroups, seccomp) and returns it; the error says what is
+// missing. It runs one trivial sandbox as a probe (a few milliseconds).
+func NewNamespace(ctx context.Context, o NamespaceOptions) (*Namespace, error) {
+	n, err := newNamespace(o)
 	if err != nil {
 		return nil, err
 	}
-	ns := &Namespace{bwrap: bwrap, self: self, cgroups: cg, extra: outsideUsr(extraRO)}
-	return ns, nil
+	if err := n.probe(ctx); err != nil {
+		_ = n.Close()
+		return nil, fmt.Errorf("namespace sandbox probe failed: %w", err)
+	}
+	return n, nil
 }
 
-// outsideUsr keeps the paths not already visible through /usr.
-func outsideUsr(paths []string) []string {
-	var out []string
-	for _, p := range paths {
-		if p != "" && !strings.HasPrefix(p, "/usr/") {
-			out = append(out, p)
+func newNamespace(o NamespaceOptions) (*Namespace, error) {
+	var err error
+	if o.Bwrap, err = findBwrap(o.Bwrap); err != nil {
+		return nil, err
+	}
+	if o.Exe == "" {
+		if o.Exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("cannot locate the codexec binary for sandbox-init: %w", err)
 		}
 	}
-	return out
+	if o.UID == 0 {
+		o.UID = 65534
+	}
+	if o.GID == 0 {
+		o.GID = 65534
+	}
+	if os.Geteuid() != 0 {
+		return nil, errors.New("the namespace sandbox needs codexec to run as root (to create cgroups and drop to an unprivileged uid)")
+	}
+	if err := userNamespacesEnabled(); err != nil {
+		return nil, err
+	}
+	n := &Namespace{opts: o, cg: cgroup.Detect()}
+	n.pool = &pool{n: n}
+	leftoverSweep.Do(func() {
+		if k := cgroup.Sweep(n.cg); k > 0 {
+			slog.Info("removed cgroups left by earlier codexec servers", "count", k)
+		}
+		sweepStages()
+	})
+	if !n.cg.Usable() {
+		return nil, fmt.Errorf("resource limits unavailable: %s", n.cg)
+	}
+	if n.seccomp, err = seccompProgram(); err != nil {
+		return nil, err
+	}
+	if err := acquireStagingRoot(); err != nil {
+		return nil, fmt.Errorf("staging directory: %w", err)
+	}
+	return n, nil
+}
+
+func findBwrap(p string) (string, error) {
+	if p != "" {
+		return p, nil
+	}
+	if _, err := os.Stat("/usr/bin/bwrap"); err == nil {
+		return "/usr/bin/bwrap", nil
+	}
+	p, err := exec.LookPath("bwrap")
+	if err != nil {
+		return "", errors.New("bubblewrap (bwrap) is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
+	}
+	return p, nil
+}
+
+// userNamespacesEnabled reads the sysctls that disable unprivileged user
+// namespaces on various distributions.
+func userNamespacesEnabled() error {
+	for file, bad := range map[string]string{
+		"/proc/sys/user/max_user_namespaces":                     "0",
+		"/proc/sys/kernel/unprivileged_userns_clone":             "0",
+		"/proc/sys/kernel/apparmor_restrict_unprivileged_userns": "1",
+	} {
+		if b, err := os.ReadFile(file); err == nil && string(trimNL(b)) == bad {
+			return fmt.Errorf("unprivileged user namespaces are disabled (%s = %s)", file, bad)
+		}
+	}
+	return nil
+}
+
+func trimNL(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// CgroupInfo describes the cgroup setup the backend uses.
+func (n *Namespace) CgroupInfo() cgroup.Info { return n.cg }
+
+func (n *Namespace) probe(ctx context.Context) error {
+	dir, err := os.MkdirTemp("", "codexec-probe-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chown(dir, n.opts.UID, n.opts.GID); err != nil {
+		return err
+	}
+	var out, errb limitedBuffer
+	spec := Spec{ID: "probe", Argv: []string{"/bin/sh", "-c", "echo ok"}, Dir: dir,
+		Env: []string{"PATH=/usr/bin:/bin", "HOME=" + dir}, Stdout: &out, Stderr: &errb,
+		Limits: Limits{MemoryBytes: 64 << 20, Pids: 16, DiskBytes: 1 << 20}}
+	p, err := n.startFresh(spec, "probe-"+strconv.FormatInt(runSeq.Add(1), 10)+"-"+strconv.Itoa(os.Getpid()))
+	if err != nil {
+		return err
+	}
+	ex, err := p.Wait()
+	_ = p.Release(time.Second)
+	if err != nil {
+		return err
+	}
+	if ex.Code != 0 || string(trimNL(out.b)) != "ok" {
+		return fmt.Errorf("exit %d signal %d: %s", ex.Code, ex.Signal, trimNL(errb.b))
+	}
+	return nil
 }
 
 // Name returns "namespace".
@@ -75,157 +195,140 @@ func (*Namespace) Name() string { return "namespace" }
 // Isolated returns true.
 func (*Namespace) Isolated() bool { return true }
 
-// CgroupVersion reports the cgroup version in use.
-func (n *Namespace) CgroupVersion() string { return n.cgroups.Version() }
-
-// Start starts spec inside a fresh sandbox.
-func (n *Namespace) Start(_ context.Context, spec Spec) (_ Process, retErr error) {
+// Start starts spec in a fresh sandbox. spec.Network is refused. A pooled
+// launcher (already in its cgroup) is used when one is ready for
+// spec.Limits; otherwise a cgroup and a launcher are made on the spot.
+func (n *Namespace) Start(_ context.Context, spec Spec) (Process, error) {
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("sandbox: empty argv")
 	}
 	if spec.Network {
-		return nil, errors.New("sandbox: the namespace backend never grants network access")
+		return nil, errors.New("sandbox: the namespace backend has no network access to grant")
 	}
-	group, err := n.cgroups.create(spec.ID+"-"+strconv.Itoa(os.Getpid()), spec.Limits)
+	name := spec.ID + "-" + strconv.FormatInt(runSeq.Add(1), 10) + "-" + strconv.Itoa(os.Getpid())
+	if w := n.pool.take(spec.Limits); w != nil {
+		p, err := n.start(spec, name, w.cg, w)
+		if err == nil {
+			return p, nil
+		}
+		discard([]*warm{w})
+		slog.Debug("pooled sandbox launcher failed; starting a fresh one", "err", err)
+	}
+	return n.startFresh(spec, name)
+}
+
+// startFresh starts spec with a new cgroup and launcher (no pool).
+func (n *Namespace) startFresh(spec Spec, name string) (*HostProc, error) {
+	cg, err := cgroup.New(n.cg, name, cgroup.Limits{MemoryBytes: spec.Limits.MemoryBytes, CPUs: spec.Limits.CPUs, Pids: spec.Limits.Pids})
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if retErr != nil {
-			_ = group.remove()
-		}
-	}()
-	if err := prepareWorkspace(spec.Dir); err != nil {
+	p, err := n.start(spec, name, cg, nil)
+	if err != nil {
+		_ = cg.Destroy()
 		return nil, err
 	}
-	for _, m := range spec.Mounts {
-		if !m.ReadOnly {
-			if err := prepareWorkspace(m.Host); err != nil {
-				return nil, err
-			}
-		}
+	return p, nil
+}
+
+// Close stops the pooled launchers and removes their cgroups. The backend
+// must not be used afterwards.
+func (n *Namespace) Close() error {
+	n.pool.close()
+	n.cleanups.Wait()
+	releaseStagingRoot()
+	return nil
+}
+
+func (n *Namespace) start(spec Spec, name string, cg *cgroup.Group, w *warm) (*HostProc, error) {
+	if err := n.grantWorkspace(spec); err != nil {
+		return nil, err
 	}
-	filter, err := seccompFile()
+	st, err := newStage(name)
 	if err != nil {
 		return nil, err
 	}
-	defer filter.Close()
-	cmd := exec.Command(n.self, n.initArgs(group, spec)...)
-	cmd.Env = spec.Env
-	cmd.ExtraFiles = []*os.File{filter}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	b := &bwrapArgs{n: n, stage: st, refs: w != nil}
+	defer b.closeFiles()
+	if err := b.build(spec); err != nil {
+		_ = st.release()
+		return nil, err
+	}
 	var p *HostProc
 	hooks := Hooks{
 		Signal: func(sig syscall.Signal) error {
 			if sig == syscall.SIGKILL {
-				group.kill()
-				_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
-				return nil
+				return cg.Kill()
 			}
-			group.signal(sig, p.Pid())
+			// Not to bwrap itself: it would die and take the program with it
+			// before the program could handle the signal.
+			cg.Signal(sig, p.Pid())
 			return nil
 		},
-		AfterWait: func(e *Exit) { n.refineExit(group, e) },
-		Cleanup:   group.remove,
+		AfterWait: func(e *Exit) { namespaceExit(e, cg) },
+		// Once the group is empty nothing of the run is left; removing the
+		// group and staging mounts is slow-ish (cgroup locks), so it happens
+		// off the caller's path. Close waits for it.
+		Cleanup: func() error {
+			cg.Drain()
+			n.cleanups.Add(1)
+			go func() {
+				defer n.cleanups.Done()
+				if err := errors.Join(cg.Destroy(), st.release()); err != nil {
+					slog.Warn("sandbox cleanup", "err", err)
+				}
+				n.pool.refill()
+			}()
+			return nil
+		},
 	}
-	p, err = StartHostProc(cmd, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
+	bwrapArgv := append(append([]string{n.opts.Bwrap}, b.args...), spec.Argv...)
+	if w != nil {
+		p, err = launchHostProc(w.cmd, spec.Stdin, spec.Stdout, spec.Stderr, hooks, func(stdio [3]*os.File) (func() error, error) {
+			err := w.send(bwrapArgv, spec.Env, stdio, b.files)
+			_ = w.ctl.Close()
+			return w.wait, err
+		})
+	} else {
+		p, err = StartHostProc(n.coldCmd(spec, cg, bwrapArgv, b.files), spec.Stdin, spec.Stdout, spec.Stderr, hooks)
+	}
 	if err != nil {
+		_ = st.release()
 		return nil, fmt.Errorf("sandbox: start bwrap: %w", err)
 	}
 	return p, nil
 }
 
-// refineExit turns bwrap's 128+N exit into a signal and notes OOM kills.
-func (n *Namespace) refineExit(g *runGroup, e *Exit) {
-	if e.Code > 128 && e.Code < 128+65 {
+// coldCmd is sandbox-init placing itself in cg and executing bwrapArgv.
+func (n *Namespace) coldCmd(spec Spec, cg *cgroup.Group, bwrapArgv []string, files []*os.File) *exec.Cmd {
+	args := []string{InitCommand, strconv.Itoa(n.opts.UID), strconv.Itoa(n.opts.GID)}
+	args = append(append(args, cg.ProcsFiles()...), "--")
+	cmd := exec.Command(n.opts.Exe, append(args, bwrapArgv...)...)
+	cmd.Args[0] = "codexec"
+	cmd.Env = spec.Env
+	cmd.ExtraFiles = files
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return cmd
+}
+
+// namespaceExit maps bwrap's "128+signal" status back to a signal and adds
+// what the cgroup knows (OOM kill, peak memory).
+func namespaceExit(e *Exit, cg *cgroup.Group) {
+	if e.Signal == 0 && e.Code > 128 && e.Code <= 128+64 {
 		e.Signal, e.Code = e.Code-128, -1
 	}
-	e.OOMKilled = g.oomKilled()
-	e.MemoryPeakBytes = g.memoryPeak()
+	if (e.Signal != 0 || e.Code != 0) && cg.OOMKilled() {
+		e.OOMKilled = true
+	}
+	e.MemoryPeakBytes = cg.MemoryPeak()
 }
 
-func (n *Namespace) initArgs(g *runGroup, spec Spec) []string {
-	args := []string{InitCommand, "--procs", strings.Join(g.procsFiles(), ","),
-		"--uid", strconv.Itoa(SandboxUID), "--gid", strconv.Itoa(SandboxUID), "--", n.bwrap}
-	args = append(args, n.bwrapArgs(spec)...)
-	return append(append(args, "--"), spec.Argv...)
-}
+// limitedBuffer collects up to 64 KiB of probe output.
+type limitedBuffer struct{ b []byte }
 
-// bwrapArgs builds the sandbox's mount table and namespace options.
-func (n *Namespace) bwrapArgs(spec Spec) []string {
-	a := []string{"--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-		"--uid", strconv.Itoa(SandboxUID), "--gid", strconv.Itoa(SandboxUID), "--hostname", "codexec",
-		"--disable-userns", "--seccomp", "3",
-		"--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev"}
-	a = append(a, rootLinks()...)
-	for _, f := range etcFiles {
-		a = append(a, "--ro-bind-try", f, f)
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := 64<<10 - len(l.b); room > 0 {
+		l.b = append(l.b, p[:min(room, len(p))]...)
 	}
-	for _, p := range n.extra {
-		a = append(a, "--ro-bind", fdPrefix+p, p)
-	}
-	size := spec.Limits.DiskBytes
-	if size <= 0 {
-		size = 256 << 20
-	}
-	a = append(a, "--size", strconv.FormatInt(size, 10), "--tmpfs", "/tmp")
-	a = append(a, "--bind", fdPrefix+spec.Dir, spec.Dir, "--chdir", spec.Dir)
-	if spec.ProgramDir != "" {
-		a = append(a, "--ro-bind", fdPrefix+spec.ProgramDir, ProgramPath)
-	}
-	for _, m := range spec.Mounts {
-		target := m.Target
-		if target == "" {
-			target = m.Host
-		}
-		if _, err := os.Stat(m.Host); err != nil {
-			continue
-		}
-		flag := "--bind"
-		if m.ReadOnly {
-			flag = "--ro-bind"
-		}
-		a = append(a, flag, fdPrefix+m.Host, target)
-	}
-	return a
-}
-
-// rootLinks recreates /bin, /lib, /lib64, /sbin as the host has them
-// (symlinks into /usr on merged-/usr systems, read-only binds otherwise).
-func rootLinks() []string {
-	var a []string
-	for _, d := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
-		if target, err := os.Readlink(d); err == nil {
-			a = append(a, "--symlink", target, d)
-		} else if _, err := os.Stat(d); err == nil {
-			a = append(a, "--ro-bind", d, d)
-		}
-	}
-	return a
-}
-
-// prepareWorkspace makes a codexec-created workspace writable by the
-// sandbox uid. Directories an operator or agent named (working_dir) keep
-// their ownership: the sandbox can write there only where uid 65534 may.
-func prepareWorkspace(dir string) error {
-	st, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("sandbox: workspace: %w", err)
-	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid == 0 && isCodexecWorkspace(dir) {
-		return os.Chown(dir, SandboxUID, SandboxUID)
-	}
-	return nil
-}
-
-// isCodexecWorkspace reports whether dir is a per-run directory codexec
-// created (named exec_…, sess_…, ctx-… or health_…).
-func isCodexecWorkspace(dir string) bool {
-	base := filepath.Base(dir)
-	for _, p := range []string{"exec_", "sess_", "ctx-", "health_"} {
-		if strings.HasPrefix(base, p) {
-			return true
-		}
-	}
-	return false
+	return len(p), nil
 }

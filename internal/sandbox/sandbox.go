@@ -9,7 +9,6 @@ package sandbox
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"time"
@@ -125,50 +124,4 @@ func pipeOut(w io.Writer) (wr *os.File, copyFn func(), closeRead func(), err err
 		return nil, nil, nil, err
 	}
 	return wr, func() { _, _ = io.Copy(w, r); _ = r.Close() }, func() { _ = r.Close() }, nil
-}
-
-// Probe runs /bin/true-like trial under b in a temporary workspace and
-// reports why it failed, if it did.
-func Probe(ctx context.Context, b Backend) error {
-	dir, err := os.MkdirTemp("", "exec_probe")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	var errOut limitedBuffer
-	p, err := b.Start(ctx, Spec{ID: "exec_probe" + filepathBase(dir), Argv: []string{"/usr/bin/env", "true"}, Dir: dir,
-		Env: []string{"PATH=/usr/bin:/bin", "HOME=" + dir}, Stderr: &errOut})
-	if err != nil {
-		return err
-	}
-	ex, err := p.Wait()
-	_ = p.Release(time.Second)
-	if err != nil {
-		return err
-	}
-	if ex.Code != 0 || ex.Signal != 0 {
-		return fmt.Errorf("trial sandbox failed (exit %d, signal %d): %s", ex.Code, ex.Signal, errOut.String())
-	}
-	return nil
-}
-
-// limitedBuffer keeps the first 4 KiB written to it.
-type limitedBuffer struct{ b []byte }
-
-func (l *limitedBuffer) Write(p []byte) (int, error) {
-	if room := 4096 - len(l.b); room > 0 {
-		l.b = append(l.b, p[:min(room, len(p))]...)
-	}
-	return len(p), nil
-}
-
-func (l *limitedBuffer) String() string { return string(l.b) }
-
-func filepathBase(p string) string {
-	for i := len(p) - 1; i >= 0; i-- {
-		if p[i] == '/' {
-			return p[i+1:]
-		}
-	}
-	return p
 }

@@ -111,10 +111,12 @@ func (r *Runner) Process(ctx context.Context, req ProcessRequest) (Result, error
 		return Result{}, err
 	}
 	if r.eng.Backend().Isolated() && !strings.Contains(req.File, "/") {
-		// The sandbox has its own filesystem view: let it find the program
-		// on PATH there (a host path such as a version-manager shim may not
-		// exist inside).
-		bin = req.File
+		// The sandbox sees only the system directories: look the program
+		// up there (a host PATH entry such as a version-manager shim does
+		// not exist inside).
+		if bin, err = lookPath(req.File, systemPath(r.path)); err != nil {
+			return Result{}, fmt.Errorf("%s is not available inside the %s sandbox: %w", req.File, r.eng.Backend().Name(), err)
+		}
 	}
 	argv := append([]string{bin}, req.Args...)
 	log := engine.Request{Tool: "execute_process", Code: quoteArgv(append([]string{req.File}, req.Args...)),
@@ -198,6 +200,21 @@ func lookPath(file, pathEnv string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s: command not found in PATH", file)
+}
+
+// systemPath keeps the PATH entries that isolated sandboxes expose (the
+// read-only system directories).
+func systemPath(pathEnv string) string {
+	var keep []string
+	for _, d := range filepath.SplitList(pathEnv) {
+		for _, sys := range []string{"/usr/", "/bin", "/sbin"} {
+			if strings.HasPrefix(d, sys) {
+				keep = append(keep, d)
+				break
+			}
+		}
+	}
+	return strings.Join(keep, string(filepath.ListSeparator))
 }
 
 func isExecutable(p string) bool {

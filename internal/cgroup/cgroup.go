@@ -1,0 +1,295 @@
+// Package cgroup creates one control group per sandboxed run and uses it to
+// limit memory, CPU and process count, to kill every process of the run
+// (including daemons that left the process group), and to tell whether the
+// memory limit killed it. It supports cgroup v1 (one hierarchy per controller,
+// as on hosts in hybrid mode) and cgroup v2 (the unified hierarchy).
+//
+// Processes are placed by writing a pid to every file ProcsFiles returns,
+// before the run's program is executed (see sandbox-init). A Group is safe for
+// concurrent use; Destroy must be called exactly once.
+package cgroup
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Root is where cgroup file systems are mounted.
+const Root = "/sys/fs/cgroup"
+
+// parent is the directory below each hierarchy that holds codexec's groups.
+const parent = "codexec"
+
+// Limits are a group's resource limits; zero means unlimited.
+type Limits struct {
+	MemoryBytes int64
+	CPUs        float64
+	Pids        int
+}
+
+// Info describes the host's cgroup setup.
+type Info struct {
+	// Version is 1 or 2 (0 when no usable cgroup hierarchy was found).
+	Version int
+	// Controllers lists the usable controllers codexec needs
+	// (memory, pids, cpu, and freezer on v1).
+	Controllers []string
+	// Missing lists needed controllers that are absent.
+	Missing []string
+}
+
+// Usable reports whether limits and group kill are possible.
+func (i Info) Usable() bool { return i.Version != 0 && len(i.Missing) == 0 }
+
+func (i Info) String() string {
+	if i.Version == 0 {
+		return "no cgroup hierarchy found"
+	}
+	s := fmt.Sprintf("cgroup v%d, controllers: %s", i.Version, strings.Join(i.Controllers, " "))
+	if len(i.Missing) > 0 {
+		s += "; missing: " + strings.Join(i.Missing, " ")
+	}
+	return s
+}
+
+// Detect inspects /sys/fs/cgroup. A unified (v2-only) host is v2; a legacy or
+// hybrid host whose v1 hierarchies carry the controllers is v1.
+func Detect() Info {
+	if b, err := os.ReadFile(filepath.Join(Root, "cgroup.controllers")); err == nil {
+		return detectV2(string(b))
+	}
+	info := Info{Version: 1}
+	for _, c := range v1Controllers {
+		if _, err := os.Stat(filepath.Join(Root, c, "cgroup.procs")); err == nil {
+			info.Controllers = append(info.Controllers, c)
+		} else {
+			info.Missing = append(info.Missing, c)
+		}
+	}
+	if len(info.Controllers) == 0 {
+		return Info{}
+	}
+	return info
+}
+
+func detectV2(controllers string) Info {
+	info := Info{Version: 2}
+	have := strings.Fields(controllers)
+	for _, c := range v2Controllers {
+		if contains(have, c) {
+			info.Controllers = append(info.Controllers, c)
+		} else {
+			info.Missing = append(info.Missing, c)
+		}
+	}
+	return info
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Group is one run's control group.
+type Group struct {
+	v2   bool
+	dirs []string // v1: one per controller (memory first); v2: one
+	mem  string   // directory holding the memory controller files
+	frz  string   // v1 freezer directory
+}
+
+// New creates the group named name (a run id) with limits applied.
+func New(info Info, name string, l Limits) (*Group, error) {
+	if !info.Usable() {
+		return nil, fmt.Errorf("cgroup: %s", info)
+	}
+	if info.Version == 2 {
+		return newV2(name, l)
+	}
+	return newV1(name, l)
+}
+
+// ProcsFiles lists the cgroup.procs files a process must be written to.
+func (g *Group) ProcsFiles() []string {
+	out := make([]string, len(g.dirs))
+	for i, d := range g.dirs {
+		out[i] = filepath.Join(d, "cgroup.procs")
+	}
+	return out
+}
+
+// Pids lists the processes in the group.
+func (g *Group) Pids() []int {
+	b, err := os.ReadFile(filepath.Join(g.dirs[0], "cgroup.procs"))
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// Signal sends sig to every process in the group except those in skip.
+func (g *Group) Signal(sig syscall.Signal, skip ...int) {
+	for _, pid := range g.Pids() {
+		if !containsInt(skip, pid) {
+			_ = syscall.Kill(pid, sig)
+		}
+	}
+}
+
+func containsInt(list []int, n int) bool {
+	for _, x := range list {
+		if x == n {
+			return true
+		}
+	}
+	return false
+}
+
+// Kill stops every process of the group with SIGKILL, including ones forked
+// while it runs: v2 uses cgroup.kill; v1 freezes the group first so nothing
+// can fork between listing and killing.
+func (g *Group) Kill() error {
+	if len(g.Pids()) == 0 {
+		return nil // empty: nothing can fork into it any more
+	}
+	if g.v2 {
+		return g.killV2()
+	}
+	return g.killV1()
+}
+
+// OOMKilled reports whether the kernel's OOM killer killed a process of the
+// group because of its memory limit.
+func (g *Group) OOMKilled() bool {
+	file, key := "memory.oom_control", "oom_kill"
+	if g.v2 {
+		file = "memory.events"
+	}
+	return readKey(filepath.Join(g.mem, file), key) > 0
+}
+
+// MemoryPeak returns the peak memory use in bytes, or 0 if unknown.
+func (g *Group) MemoryPeak() int64 {
+	file := "memory.max_usage_in_bytes"
+	if g.v2 {
+		file = "memory.peak"
+	}
+	b, err := os.ReadFile(filepath.Join(g.mem, file))
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n
+}
+
+// Drain kills every process and waits (up to 5 s) until the group is empty.
+// It returns the deadline it used.
+func (g *Group) Drain() time.Time {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_ = g.Kill()
+		if len(g.Pids()) == 0 || time.Now().After(deadline) {
+			return deadline
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// Destroy kills what is left, waits (up to 5 s) for the group to empty and
+// removes it.
+func (g *Group) Destroy() error {
+	deadline := g.Drain()
+	var errs []error
+	for i := len(g.dirs) - 1; i >= 0; i-- {
+		if err := rmdirRetry(g.dirs[i], deadline); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func rmdirRetry(dir string, deadline time.Time) error {
+	for {
+		err := syscall.Rmdir(dir)
+		if err == nil || errors.Is(err, syscall.ENOENT) {
+			return nil
+		}
+		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+			return fmt.Errorf("cgroup: rmdir %s: %w", dir, err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// readKey returns the value of "key N" in a flat-keyed cgroup file.
+func readKey(path, key string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, key+" "); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func write(dir, file, val string) error {
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(val), 0); err != nil {
+		return fmt.Errorf("cgroup: write %s=%q: %w", filepath.Join(dir, file), val, err)
+	}
+	return nil
+}
+
+// Sweep removes groups left behind by codexec servers that are gone: group
+// names end in "-<pid of the creating server>", and a group whose creator is
+// no longer running is killed and removed. It returns how many it removed.
+func Sweep(info Info) int {
+	removed := 0
+	for _, base := range parents(info) {
+		entries, _ := os.ReadDir(base)
+		for _, e := range entries {
+			i := strings.LastIndexByte(e.Name(), '-')
+			pid, err := strconv.Atoi(e.Name()[i+1:])
+			if !e.IsDir() || i < 0 || err != nil || pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
+				continue
+			}
+			g := &Group{dirs: []string{filepath.Join(base, e.Name())}, v2: info.Version == 2}
+			g.Signal(syscall.SIGKILL)
+			if rmdirRetry(g.dirs[0], time.Now().Add(time.Second)) == nil {
+				removed++
+			}
+		}
+	}
+	return removed
+}
+
+// parents lists the directories holding codexec's groups.
+func parents(info Info) []string {
+	if info.Version == 2 {
+		return []string{filepath.Join(Root, parent)}
+	}
+	var out []string
+	for _, c := range v1Controllers {
+		out = append(out, filepath.Join(Root, c, ownPath(c), parent))
+	}
+	return out
+}

@@ -1,0 +1,79 @@
+package cgroup
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func newGroup(t *testing.T, l Limits) *Group {
+	t.Helper()
+	info := Detect()
+	if !info.Usable() || os.Geteuid() != 0 {
+		t.Skipf("cgroups not usable here (%s, euid %d)", info, os.Geteuid())
+	}
+	g, err := New(info, "test-"+strconv.Itoa(os.Getpid())+"-"+t.Name(), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func place(t *testing.T, g *Group, pid int) {
+	t.Helper()
+	for _, f := range g.ProcsFiles() {
+		if err := os.WriteFile(f, []byte(strconv.Itoa(pid)), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestKillReachesEscapedDescendants(t *testing.T) {
+	g := newGroup(t, Limits{MemoryBytes: 64 << 20, Pids: 16, CPUs: 0.5})
+	// The shell waits on a pipe until placed, then starts a setsid daemon.
+	cmd := exec.Command("/bin/sh", "-c", "read x; setsid sleep 300 & sleep 300")
+	in, _ := cmd.StdinPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	place(t, g, cmd.Process.Pid)
+	_, _ = in.Write([]byte("go\n"))
+	deadline := time.Now().Add(5 * time.Second)
+	for len(g.Pids()) < 3 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := len(g.Pids()); n < 3 {
+		t.Fatalf("want 3 processes in the group, got %d", n)
+	}
+	if err := g.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if err := g.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Dir(g.ProcsFiles()[0])); !os.IsNotExist(err) {
+		t.Fatalf("group directory still exists: %v", err)
+	}
+}
+
+func TestPidsLimit(t *testing.T) {
+	g := newGroup(t, Limits{Pids: 4})
+	defer g.Destroy()
+	cmd := exec.Command("/bin/sh", "-c", "read x; for i in 1 2 3 4 5 6 7 8; do sleep 5 & done; wait")
+	in, _ := cmd.StdinPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	place(t, g, cmd.Process.Pid)
+	_, _ = in.Write([]byte("go\n"))
+	time.Sleep(300 * time.Millisecond)
+	if n := len(g.Pids()); n > 4 {
+		t.Fatalf("pids limit 4 exceeded: %d", n)
+	}
+	_ = g.Kill()
+	_ = cmd.Wait()
+}

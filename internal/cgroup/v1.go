@@ -1,0 +1,114 @@
+package cgroup
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// v1Controllers are the v1 hierarchies a group needs: memory first (its
+// directory is the one listed by Pids), freezer for race-free kill.
+var v1Controllers = []string{"memory", "pids", "cpu", "freezer"}
+
+func newV1(name string, l Limits) (*Group, error) {
+	g := &Group{}
+	for _, c := range v1Controllers {
+		dir := filepath.Join(Root, c, ownPath(c), parent, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			_ = g.Destroy()
+			return nil, fmt.Errorf("cgroup: %w", err)
+		}
+		g.dirs = append(g.dirs, dir)
+	}
+	g.mem, g.frz = g.dirs[0], g.dirs[3]
+	if err := g.limitV1(l); err != nil {
+		_ = g.Destroy()
+		return nil, err
+	}
+	return g, nil
+}
+
+func (g *Group) limitV1(l Limits) error {
+	if l.MemoryBytes > 0 {
+		v := strconv.FormatInt(l.MemoryBytes, 10)
+		if err := write(g.mem, "memory.limit_in_bytes", v); err != nil {
+			return err
+		}
+		// No swap on top of the limit, where swap accounting exists.
+		if _, err := os.Stat(filepath.Join(g.mem, "memory.memsw.limit_in_bytes")); err == nil {
+			if err := write(g.mem, "memory.memsw.limit_in_bytes", v); err != nil {
+				return err
+			}
+		}
+	}
+	if l.Pids > 0 {
+		if err := write(g.dirs[1], "pids.max", strconv.Itoa(l.Pids)); err != nil {
+			return err
+		}
+	}
+	if l.CPUs > 0 {
+		if err := write(g.dirs[2], "cpu.cfs_period_us", "100000"); err != nil {
+			return err
+		}
+		return write(g.dirs[2], "cpu.cfs_quota_us", strconv.Itoa(int(l.CPUs*100000)))
+	}
+	return nil
+}
+
+// killV1 freezes the group, SIGKILLs every process, and thaws it so the
+// signals are delivered.
+func (g *Group) killV1() error {
+	if len(g.dirs) < 4 {
+		return nil
+	}
+	if err := write(g.frz, "freezer.state", "FROZEN"); err != nil {
+		g.Signal(syscall.SIGKILL)
+		return err
+	}
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(filepath.Join(g.frz, "freezer.state"))
+		if strings.TrimSpace(string(b)) == "FROZEN" {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for _, dir := range g.dirs {
+		for _, pid := range pidsIn(dir) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	return write(g.frz, "freezer.state", "THAWED")
+}
+
+// ownPath returns this process's cgroup path in the v1 hierarchy of
+// controller c ("/" if unknown), so run groups nest below the server's own
+// group and stay inside any limit the operator put on the server.
+func ownPath(c string) string {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "/"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) == 3 && contains(strings.Split(f[1], ","), c) {
+			return f[2]
+		}
+	}
+	return "/"
+}
+
+func pidsIn(dir string) []int {
+	b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}

@@ -1,0 +1,65 @@
+package cgroup
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+)
+
+// v2Controllers are the controllers a v2 group needs.
+var v2Controllers = []string{"memory", "pids", "cpu"}
+
+func newV2(name string, l Limits) (*Group, error) {
+	base := filepath.Join(Root, parent)
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return nil, fmt.Errorf("cgroup: %w", err)
+	}
+	// Delegate the controllers down to codexec's groups (idempotent).
+	for _, dir := range []string{Root, base} {
+		if err := write(dir, "cgroup.subtree_control", "+memory +pids +cpu"); err != nil {
+			return nil, err
+		}
+	}
+	dir := filepath.Join(base, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cgroup: %w", err)
+	}
+	g := &Group{v2: true, dirs: []string{dir}, mem: dir}
+	if err := g.limitV2(l); err != nil {
+		_ = g.Destroy()
+		return nil, err
+	}
+	return g, nil
+}
+
+func (g *Group) limitV2(l Limits) error {
+	dir := g.dirs[0]
+	if l.MemoryBytes > 0 {
+		if err := write(dir, "memory.max", strconv.FormatInt(l.MemoryBytes, 10)); err != nil {
+			return err
+		}
+		_ = write(dir, "memory.swap.max", "0") // absent without swap accounting
+	}
+	if l.Pids > 0 {
+		if err := write(dir, "pids.max", strconv.Itoa(l.Pids)); err != nil {
+			return err
+		}
+	}
+	if l.CPUs > 0 {
+		return write(dir, "cpu.max", fmt.Sprintf("%d 100000", int(l.CPUs*100000)))
+	}
+	return nil
+}
+
+// killV2 uses cgroup.kill (Linux ≥ 5.14), else freezes and kills each pid.
+func (g *Group) killV2() error {
+	dir := g.dirs[0]
+	if err := write(dir, "cgroup.kill", "1"); err == nil {
+		return nil
+	}
+	_ = write(dir, "cgroup.freeze", "1")
+	g.Signal(syscall.SIGKILL)
+	return write(dir, "cgroup.freeze", "0")
+}

@@ -1,0 +1,210 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// ContainerOptions configure the container backend.
+type ContainerOptions struct {
+	// CLI is a docker-compatible command (docker, podman); default docker.
+	CLI string
+	// Image is the sandbox image (see Dockerfile.sandbox).
+	Image string
+	// Network is the container network mode; default none.
+	Network string
+	// UID is the uid programs run as inside the container (default 65534).
+	UID int
+}
+
+// Container runs each program in its own container through a
+// docker-compatible CLI, as seed 000's Docker mode describes: `run --rm`,
+// no network, memory/CPU/pids limits, read-only root, size-limited /tmp
+// tmpfs, the workspace mounted at /workspace, all capabilities dropped and
+// no-new-privileges. One container lives exactly as long as its Process, so
+// sessions keep one container.
+type Container struct {
+	opts ContainerOptions
+	cli  string
+	seq  atomic.Int64
+}
+
+// NewContainer checks that the CLI exists and the image is present locally.
+func NewContainer(ctx context.Context, o ContainerOptions) (*Container, error) {
+	if o.CLI == "" {
+		o.CLI = "docker"
+	}
+	if o.Network == "" {
+		o.Network = "none"
+	}
+	if o.UID == 0 {
+		o.UID = 65534
+	}
+	cli, err := exec.LookPath(o.CLI)
+	if err != nil {
+		return nil, fmt.Errorf("container CLI %q not found", o.CLI)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cli, "image", "inspect", "--format", "{{.Id}}", o.Image)
+	if out, err := combinedTracked(cmd); err != nil {
+		return nil, fmt.Errorf("image %q not available to %s (build it from Dockerfile.sandbox): %v %s", o.Image, o.CLI, err, strings.TrimSpace(out))
+	}
+	return &Container{opts: o, cli: cli}, nil
+}
+
+func combinedTracked(cmd *exec.Cmd) (string, error) {
+	var b limitedBuffer
+	cmd.Stdout, cmd.Stderr = &b, &b
+	err := RunTracked(cmd)
+	return string(b.b), err
+}
+
+// Name returns "docker".
+func (*Container) Name() string { return "docker" }
+
+// Isolated returns true.
+func (*Container) Isolated() bool { return true }
+
+// Start runs spec in a new container named after spec.ID.
+func (c *Container) Start(_ context.Context, spec Spec) (Process, error) {
+	if len(spec.Argv) == 0 {
+		return nil, errors.New("sandbox: empty argv")
+	}
+	if spec.Network {
+		return nil, errors.New("sandbox: the container backend does not grant host networking")
+	}
+	if err := grantACL(spec.Dir, c.opts.UID); err != nil {
+		if cerr := chownTree(spec.Dir, c.opts.UID, c.opts.UID); cerr != nil {
+			return nil, err
+		}
+	}
+	name := "codexec-" + sanitizeName(spec.ID) + "-" + strconv.FormatInt(c.seq.Add(1), 10)
+	cmd := exec.Command(c.cli, c.runArgs(spec, name)...)
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	var killed atomic.Bool
+	hooks := Hooks{
+		Signal: func(sig syscall.Signal) error {
+			if sig == syscall.SIGKILL {
+				killed.Store(true)
+			}
+			return c.cliQuiet("kill", "--signal", strconv.Itoa(int(sig)), name)
+		},
+		AfterWait: func(e *Exit) {
+			// The CLI reports 128+signal; 137 without our own kill is the
+			// memory limit (podman never sets OOMKilled).
+			if e.Signal == 0 && e.Code > 128 && e.Code <= 128+64 {
+				e.Signal, e.Code = e.Code-128, -1
+				e.OOMKilled = e.Signal == 9 && !killed.Load() && spec.Limits.MemoryBytes > 0
+			}
+		},
+		Cleanup: func() error { return c.cliQuiet("rm", "-f", name) },
+	}
+	p, err := StartHostProc(cmd, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: start %s: %w", c.opts.CLI, err)
+	}
+	return p, nil
+}
+
+func (c *Container) runArgs(spec Spec, name string) []string {
+	l := spec.Limits
+	a := []string{"run", "--rm", "-i", "--name", name, "--network", c.opts.Network,
+		"--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+		"--user", fmt.Sprintf("%d:%d", c.opts.UID, c.opts.UID),
+		"-v", spec.Dir + ":" + WorkspacePath + ":rw", "-w", WorkspacePath}
+	if l.MemoryBytes > 0 {
+		m := strconv.FormatInt(l.MemoryBytes, 10)
+		a = append(a, "--memory", m, "--memory-swap", m)
+	}
+	if l.CPUs > 0 {
+		a = append(a, "--cpus", strconv.FormatFloat(l.CPUs, 'f', -1, 64))
+	}
+	if l.Pids > 0 {
+		a = append(a, "--pids-limit", strconv.Itoa(l.Pids))
+	}
+	disk := l.DiskBytes
+	if disk <= 0 {
+		disk = 256 << 20
+	}
+	a = append(a, "--tmpfs", fmt.Sprintf("/tmp:rw,size=%d,mode=1777", disk))
+	if spec.ProgramDir != "" {
+		a = append(a, "-v", spec.ProgramDir+":"+ProgramPath+":ro")
+	}
+	for _, m := range spec.Mounts {
+		t := m.Target
+		if t == "" {
+			t = m.Host
+		}
+		a = append(a, "-v", m.Host+":"+t+":ro")
+	}
+	for _, kv := range containerEnv(spec.Env) {
+		a = append(a, "-e", kv)
+	}
+	a = append(a, c.opts.Image)
+	return append(a, containerArgv(spec.Argv, spec.Dir)...)
+}
+
+// containerEnv keeps the run's variables except PATH (the image has its
+// own) and points HOME at the workspace mount.
+func containerEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		switch {
+		case strings.HasPrefix(kv, "PATH="):
+		case strings.HasPrefix(kv, "HOME="):
+			out = append(out, "HOME="+WorkspacePath)
+		default:
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// containerArgv maps the host interpreter path to the image's (by name:
+// python3.11 → python3, node, bash) and host workspace paths to /workspace.
+func containerArgv(argv []string, dir string) []string {
+	out := append([]string(nil), argv...)
+	base := filepath.Base(argv[0])
+	if strings.HasPrefix(base, "python3") {
+		base = "python3"
+	}
+	out[0] = base
+	for i := 1; i < len(out); i++ {
+		if out[i] == dir || strings.HasPrefix(out[i], dir+"/") {
+			out[i] = WorkspacePath + strings.TrimPrefix(out[i], dir)
+		}
+	}
+	return out
+}
+
+func (c *Container) cliQuiet(args ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := combinedTracked(exec.CommandContext(ctx, c.cli, args...))
+	if low := strings.ToLower(out); err != nil && (strings.Contains(low, "no such container") || strings.Contains(low, "no container with")) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s %s: %v: %s", c.opts.CLI, args[0], err, strings.TrimSpace(out))
+	}
+	return nil
+}
+
+func sanitizeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+			return r
+		}
+		return '_'
+	}, s)
+}

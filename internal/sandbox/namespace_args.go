@@ -1,0 +1,240 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// rootLinks are the top-level entries that are symlinks into /usr on merged
+// /usr systems (or real directories elsewhere).
+var rootLinks = []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// etcFiles are the only host /etc entries a sandbox sees (read-only): the
+// dynamic linker cache, time zone, name service and alternatives links, TLS
+// roots (each bind costs ~0.2 ms per run, so the list is short). passwd and
+// group are synthesised.
+var etcFiles = []string{
+	"/etc/ld.so.cache", "/etc/localtime", "/etc/nsswitch.conf", "/etc/hosts", "/etc/alternatives", "/etc/ssl",
+}
+
+// bwrapArgs accumulates bubblewrap arguments and the files passed to it as
+// inherited descriptors (fd 3 + index).
+type bwrapArgs struct {
+	n     *Namespace
+	stage *stage
+	// refs makes fd return references a pooled launcher resolves.
+	refs  bool
+	args  []string
+	files []*os.File
+}
+
+func (b *bwrapArgs) add(a ...string) { b.args = append(b.args, a...) }
+
+// fd registers f as an inherited descriptor and returns its number as seen by
+// bwrap.
+func (b *bwrapArgs) fd(f *os.File) string {
+	b.files = append(b.files, f)
+	if b.refs {
+		return fdRef + strconv.Itoa(len(b.files)-1)
+	}
+	return strconv.Itoa(2 + len(b.files))
+}
+
+func (b *bwrapArgs) closeFiles() {
+	for _, f := range b.files {
+		_ = f.Close()
+	}
+}
+
+// build produces the whole bwrap command line up to the program: it ends
+// with the in-sandbox Landlock step (see LandlockCommand), so spec.Argv is
+// appended by the caller.
+func (b *bwrapArgs) build(spec Spec) error {
+	uid, gid := strconv.Itoa(b.n.opts.UID), strconv.Itoa(b.n.opts.GID)
+	b.add("--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup",
+		"--disable-userns", "--die-with-parent", "--new-session", "--uid", uid, "--gid", gid,
+		"--hostname", "codexec", "--ro-bind", "/usr", "/usr")
+	b.rootLinks()
+	for _, f := range etcFiles {
+		b.add("--ro-bind-try", f, f)
+	}
+	if err := b.identity(spec.Dir); err != nil {
+		return err
+	}
+	b.add("--proc", "/proc", "--dev", "/dev")
+	disk := spec.Limits.DiskBytes
+	if disk <= 0 {
+		disk = 256 << 20
+	}
+	b.add("--size", strconv.FormatInt(disk, 10), "--perms", "1777", "--tmpfs", "/tmp")
+	if err := b.workspace(spec.Dir); err != nil {
+		return err
+	}
+	if err := b.readOnly(spec); err != nil {
+		return err
+	}
+	if !b.n.opts.NoLandlock {
+		exe, err := b.stage.bind(b.n.opts.Exe)
+		if err != nil {
+			return fmt.Errorf("sandbox: landlock helper: %w", err)
+		}
+		b.add("--ro-bind", exe, landlockInitPath)
+	}
+	sc, err := dataFile(b.n.seccomp)
+	if err != nil {
+		return err
+	}
+	b.add("--seccomp", b.fd(sc), "--chdir", spec.Dir, "--")
+	if !b.n.opts.NoLandlock {
+		b.add(landlockInitPath, LandlockCommand, spec.Dir, "/tmp", "--")
+	}
+	return nil
+}
+
+func (b *bwrapArgs) rootLinks() {
+	for _, l := range rootLinks {
+		fi, err := os.Lstat(l)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if t, err := os.Readlink(l); err == nil {
+				b.add("--symlink", t, l)
+			}
+		case fi.IsDir():
+			b.add("--ro-bind", l, l)
+		}
+	}
+}
+
+// identity gives the sandbox user a name and home in /etc/passwd and group.
+func (b *bwrapArgs) identity(home string) error {
+	uid, gid := strconv.Itoa(b.n.opts.UID), strconv.Itoa(b.n.opts.GID)
+	passwd := "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\nsandbox:x:" + uid + ":" + gid + ":codexec sandbox:" + home + ":/bin/sh\n"
+	group := "root:x:0:\nsandbox:x:" + gid + ":\n"
+	for _, d := range []struct{ data, dest string }{{passwd, "/etc/passwd"}, {group, "/etc/group"}} {
+		f, err := dataFile([]byte(d.data))
+		if err != nil {
+			return err
+		}
+		b.add("--ro-bind-data", b.fd(f), d.dest)
+	}
+	return nil
+}
+
+// workspace binds the workspace writable at its host path (through a
+// staging mount, since the sandbox uid may not be able to
+// traverse its parents; see stage.go) and masks forbidden paths below it.
+func (b *bwrapArgs) workspace(dir string) error {
+	p, err := b.stage.bind(dir)
+	if err != nil {
+		return fmt.Errorf("sandbox: workspace: %w", err)
+	}
+	b.add("--bind", p, dir)
+	for _, m := range b.n.opts.Mask {
+		if m == dir || !strings.HasPrefix(m, dir+"/") || !sandboxCanReach(dir, m, b.n.opts.UID) {
+			continue
+		}
+		fi, err := os.Stat(m)
+		switch {
+		case err != nil:
+		case fi.IsDir():
+			b.add("--perms", "0000", "--tmpfs", m)
+		default:
+			b.add("--ro-bind", "/dev/null", m)
+		}
+	}
+	return nil
+}
+
+// sandboxCanReach reports whether the sandbox uid can traverse every
+// directory between dir and path (exclusive). If it cannot, the path needs no
+// mask — and bwrap, running as that uid, could not create one there.
+func sandboxCanReach(dir, path string, uid int) bool {
+	for p := filepath.Dir(path); p != dir && strings.HasPrefix(p, dir+"/"); p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return false
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok || (fi.Mode()&0o001 == 0 && int(st.Uid) != uid) {
+			return false
+		}
+	}
+	return true
+}
+
+// readOnly binds the program directory, the spec's mounts and the
+// configured read-only prefixes.
+func (b *bwrapArgs) readOnly(spec Spec) error {
+	type bind struct{ host, target string }
+	var binds []bind
+	if spec.ProgramDir != "" {
+		binds = append(binds, bind{spec.ProgramDir, ProgramPath})
+	}
+	for _, m := range spec.Mounts {
+		t := m.Target
+		if t == "" {
+			t = m.Host
+		}
+		binds = append(binds, bind{m.Host, t})
+	}
+	for _, p := range b.n.opts.ReadOnly {
+		binds = append(binds, bind{p, p})
+	}
+	for _, bd := range binds {
+		if strings.HasPrefix(bd.target, spec.Dir+"/") && !sandboxCanReach(spec.Dir, bd.target, b.n.opts.UID) {
+			continue // inside the workspace where the sandbox cannot go anyway
+		}
+		p, err := b.stage.bind(bd.host)
+		if err != nil {
+			return fmt.Errorf("sandbox: mount %s: %w", bd.host, err)
+		}
+		b.add("--ro-bind", p, bd.target)
+	}
+	return nil
+}
+
+// dataFile returns the read end of a pipe holding data (which must fit the
+// pipe buffer, 64 KiB).
+func dataFile(data []byte) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	if _, err := w.Write(data); err != nil {
+		_ = r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// grantWorkspace makes spec.Dir writable by the sandbox uid: codexec's own
+// workspaces are chowned (recursively, only entries not yet owned); other
+// directories get a POSIX ACL entry on the directory itself.
+func (n *Namespace) grantWorkspace(spec Spec) error {
+	root := n.opts.OwnedRoot
+	if root != "" && strings.HasPrefix(spec.Dir, filepath.Clean(root)+"/") {
+		return chownTree(spec.Dir, n.opts.UID, n.opts.GID)
+	}
+	return grantACL(spec.Dir, n.opts.UID)
+}
+
+func chownTree(dir string, uid, gid int) error {
+	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) == nil && int(st.Uid) == uid {
+			return nil
+		}
+		return os.Lchown(p, uid, gid)
+	})
+}
