@@ -1,4 +1,4 @@
-package mcpserver
+package mcpserver_test
 
 import (
 	"context"
@@ -7,17 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codexec/codexec/internal/app"
 	"github.com/codexec/codexec/internal/config"
-	"github.com/codexec/codexec/internal/engine"
-	"github.com/codexec/codexec/internal/output"
-	"github.com/codexec/codexec/internal/pathguard"
-	"github.com/codexec/codexec/internal/runtime"
-	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/mcpserver"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/tools.json")
@@ -28,13 +24,13 @@ var update = flag.Bool("update", false, "rewrite testdata/tools.json")
 func TestToolSchemasSnapshot(t *testing.T) {
 	dir := t.TempDir()
 	cfg := config.Defaults(dir)
-	eng, err := engine.New(engine.Options{SandboxDir: cfg.SandboxDir, DefaultTimeout: time.Second, MaxTimeout: time.Minute,
-		KillGrace: time.Second, Output: output.Limits{Max: 10, Head: 4, Tail: 4}}, sandbox.NewSubprocess(),
-		runtime.Discover(context.Background(), runtime.Overrides{}, os.Getenv("PATH")), pathguard.New(dir, nil), nil)
+	cfg.SandboxMode = config.ModeSubprocess // annotations must not depend on the host
+	a, err := app.Build(context.Background(), cfg, app.HostEnv{Home: dir, Path: os.Getenv("PATH"), Cwd: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := listTools(t, Deps{Config: cfg, Engine: eng})
+	defer a.Close()
+	got := listTools(t, a.Server)
 	path := filepath.Join("testdata", "tools.json")
 	if *update {
 		if err := os.WriteFile(path, got, 0o644); err != nil {
@@ -50,12 +46,8 @@ func TestToolSchemasSnapshot(t *testing.T) {
 	}
 }
 
-func listTools(t *testing.T, deps Deps) []byte {
+func listTools(t *testing.T, s *mcpserver.Server) []byte {
 	t.Helper()
-	s, err := New(deps)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
 	ss, err := s.MCP().Connect(ctx, st, nil)
