@@ -59,11 +59,13 @@ func (e *Engine) RunProcess(ctx context.Context, spec ProcessSpec) Outcome {
 	if err != nil {
 		return Outcome{StartErr: err, Duration: time.Since(start)}
 	}
+	started := time.Since(start)
 	oc := e.waitWithTimeout(ctx, proc, spec.Timeout)
 	oc.Duration = time.Since(start)
 	if err := proc.Release(2 * time.Second); err != nil {
 		slog.Warn("sandbox release failed", "id", spec.ID, "err", err)
 	}
+	slog.Debug("run timing", "id", spec.ID, "start_ms", started.Seconds()*1000, "run_ms", (oc.Duration-started).Seconds()*1000, "release_ms", (time.Since(start)-oc.Duration).Seconds()*1000)
 	var t1, t2 bool
 	oc.Stdout, t1 = outSink.Result()
 	oc.Stderr, t2 = errSink.Result()
