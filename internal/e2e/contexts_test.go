@@ -136,6 +136,10 @@ func TestContextErrorCodes(t *testing.T) {
 	}{
 		{"run_code", map[string]any{"code": "print(1)", "context_id": "ctx-abc123"}, "CONTEXT_NOT_FOUND"},
 		{"run_code", map[string]any{"code": "print(1)", "context_id": ""}, "INVALID_PARAMS"},
+		{"run_code", map[string]any{"code": "result = 2 + 2"}, "INVALID_PARAMS"},
+		{"run_code", map[string]any{"context_id": "ctx-abc123"}, "INVALID_PARAMS"},
+		{"stop_context", map[string]any{}, "INVALID_PARAMS"},
+		{"create_context", map[string]any{"language": "python"}, "INVALID_CONTEXT_NAME"},
 		{"stop_context", map[string]any{"context_id": "ctx-abc123"}, "CONTEXT_NOT_FOUND"},
 		{"create_context", map[string]any{"name": ""}, "INVALID_CONTEXT_NAME"},
 		{"create_context", map[string]any{"name": "bad name; rm"}, "INVALID_CONTEXT_NAME"},

@@ -25,7 +25,7 @@ const (
 
 // CreateContextIn is create_context's input (seed 001).
 type CreateContextIn struct {
-	Name        string `json:"name" jsonschema:"context name, e.g. user-123 or task-data-analysis (letters, digits, - _ . only)"`
+	Name        string `json:"name,omitempty" jsonschema:"required: context name, e.g. user-123 or task-data-analysis (letters, digits, - _ . only)"`
 	Language    string `json:"language,omitempty" jsonschema:"python (default) or javascript"`
 	Description string `json:"description,omitempty" jsonschema:"optional description"`
 }
@@ -42,10 +42,12 @@ type ContextOut struct {
 	LastUsed    time.Time `json:"last_used"`
 }
 
-// RunCodeIn is run_code's input.
+// RunCodeIn is run_code's input. Required fields are validated by the
+// handler rather than the schema so that a missing one gets seed 001's
+// INVALID_PARAMS error object instead of a generic validation message.
 type RunCodeIn struct {
-	Code      string `json:"code" jsonschema:"code to run in the context (Python or JavaScript, by the context's language)"`
-	ContextID string `json:"context_id" jsonschema:"context id from create_context (its unique name also works)"`
+	Code      string `json:"code,omitempty" jsonschema:"required: code to run in the context (Python or JavaScript, by the context's language)"`
+	ContextID string `json:"context_id,omitempty" jsonschema:"required: context id from create_context (its unique name also works)"`
 }
 
 // RunCodeOut is run_code's output.
@@ -62,7 +64,7 @@ type RunCodeOut struct {
 
 // ContextIDIn names one context.
 type ContextIDIn struct {
-	ContextID string `json:"context_id" jsonschema:"the context to stop"`
+	ContextID string `json:"context_id,omitempty" jsonschema:"required: the context to stop"`
 }
 
 // StopContextOut is stop_context's output.
