@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs codexec's performance benchmarks. Each reports its figure next to a
+# baseline measured in the same loop (bare interpreter, raw driver pipe,
+# sequential log scan), as a ratio. Pass "long" to include the 1M-execution
+# log-search benchmark (several minutes).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+run() { echo "== $*"; "$@" 2>&1 | grep -E '^(Benchmark|ok|FAIL)'; }
+run env CODEXEC_TEST_SANDBOX_MODE=subprocess go test ./internal/e2e/ -run '^$' -bench ExecutePythonVsBare -benchtime 200x
+run go test ./internal/engine/ -run '^$' -bench EngineExecuteVsBare -benchtime 200x
+run go test ./internal/e2e/ -run '^$' -bench SandboxModes -benchtime 50x
+run go test ./internal/sandbox/ -run '^$' -bench NamespaceStages -benchtime 40x
+run env CODEXEC_TEST_SANDBOX_MODE=subprocess go test ./internal/e2e/ -run '^$' -bench SendToSessionRoundTrip -benchtime 2000x
+run go test ./internal/session/ -run '^$' -bench ManagerExec -benchtime 2000x
+run go test ./internal/output/ -run '^$' -bench SinkBulk
+run go test ./internal/shell/ -run '^$' -bench . -benchtime 2s
+if [ "${1:-}" = long ]; then
+  run go test ./internal/logindex/ -run '^$' -bench History -benchtime 100x -timeout 30m
+fi
