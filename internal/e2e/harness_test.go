@@ -31,7 +31,10 @@ func binary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "codexec")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/codexec/codexec/cmd/codexec").CombinedOutput()
+		// The sandbox helper is built next to codexec, as the README's build
+		// command does, so the namespace backend uses it.
+		out, err := exec.Command("go", "build", "-o", dir+"/", "github.com/codexec/codexec/cmd/codexec",
+			"github.com/codexec/codexec/cmd/codexec-sandbox").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -21,8 +22,9 @@ import (
 type NamespaceOptions struct {
 	// Bwrap is the bubblewrap binary (default: /usr/bin/bwrap, else PATH).
 	Bwrap string
-	// Exe is the codexec binary re-executed as sandbox-init (default: the
-	// running executable).
+	// Exe is the binary run as sandbox-init and sandbox-landlock (default:
+	// HelperName next to the running executable if present — it starts much
+	// faster — else the running executable itself).
 	Exe string
 	// UID and GID are the unprivileged host ids programs run as
 	// (default 65534, "nobody").
@@ -86,7 +88,7 @@ func newNamespace(o NamespaceOptions) (*Namespace, error) {
 		return nil, err
 	}
 	if o.Exe == "" {
-		if o.Exe, err = os.Executable(); err != nil {
+		if o.Exe, err = helperExe(); err != nil {
 			return nil, fmt.Errorf("cannot locate the codexec binary for sandbox-init: %w", err)
 		}
 	}
@@ -297,6 +299,24 @@ func (n *Namespace) start(spec Spec, name string, cg *cgroup.Group, w *warm) (*H
 		return nil, fmt.Errorf("sandbox: start bwrap: %w", err)
 	}
 	return p, nil
+}
+
+// HelperName is the small helper binary (cmd/codexec-sandbox) that runs the
+// sandbox-init and sandbox-landlock steps when installed next to codexec.
+const HelperName = "codexec-sandbox"
+
+// helperExe returns the helper next to the running executable, or the
+// running executable (which understands the same sub-commands).
+func helperExe() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	helper := filepath.Join(filepath.Dir(self), HelperName)
+	if st, err := os.Stat(helper); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+		return helper, nil
+	}
+	return self, nil
 }
 
 // coldCmd is sandbox-init placing itself in cg and executing bwrapArgv.
