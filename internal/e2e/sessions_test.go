@@ -286,3 +286,30 @@ func processesUnder(dir string) []string {
 	}
 	return out
 }
+
+// TestCloseSessionKillsRunningCode: close_session (seed 000: "Kill a session
+// process") does not wait for running code; the running call says so.
+func TestCloseSessionKillsRunningCode(t *testing.T) {
+	s := start(t)
+	sess := s.startSession("python")
+	done := make(chan execResult, 1)
+	go func() {
+		var r execResult
+		decodeStructured(t, s.call("send_to_session", map[string]any{"session_id": sess.SessionID, "code": "import time\ntime.sleep(60)", "timeout_ms": 120000}), &r)
+		done <- r
+	}()
+	time.Sleep(500 * time.Millisecond)
+	begin := time.Now()
+	res := s.call("close_session", map[string]any{"session_id": sess.SessionID})
+	if res.IsError || time.Since(begin) > 10*time.Second {
+		t.Fatalf("close_session: %s after %v", text(res), time.Since(begin))
+	}
+	select {
+	case r := <-done:
+		if r.Success || r.ErrorMessage == nil || !strings.Contains(*r.ErrorMessage, "state is lost") {
+			t.Fatalf("running call: %+v", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the running send did not return after close_session")
+	}
+}

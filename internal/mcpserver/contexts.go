@@ -170,7 +170,7 @@ func (s *Server) stopContext(_ context.Context, _ *mcp.CallToolRequest, in Conte
 	if in.ContextID == "" {
 		return nil, StopContextOut{}, codedError(codeInvalidParams, "Invalid arguments: context_id is required")
 	}
-	ci, err := s.deps.Sessions.Stop(in.ContextID, "stopped")
+	ci, err := s.deps.Sessions.Stop(in.ContextID, "stopped", true)
 	if errors.Is(err, session.ErrNotFound) {
 		return nil, StopContextOut{}, codedError(codeContextNotFound, "Context not found: %s", in.ContextID)
 	}

@@ -123,7 +123,7 @@ func sessionError(err error) string {
 }
 
 func (s *Server) closeSession(_ context.Context, _ *mcp.CallToolRequest, in SessionIDIn) (*mcp.CallToolResult, CloseSessionOut, error) {
-	ci, err := s.deps.Sessions.Stop(in.SessionID, "closed")
+	ci, err := s.deps.Sessions.Stop(in.SessionID, "closed", false)
 	if err != nil {
 		return nil, CloseSessionOut{}, errors.New(sessionError(err))
 	}

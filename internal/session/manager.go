@@ -327,12 +327,20 @@ type CloseInfo struct {
 	DurationTotal time.Duration
 }
 
-// Stop waits for running code, stops the interpreter, removes the session
-// and its workspace, and logs session_end with reason.
-func (m *Manager) Stop(idOrName, reason string) (CloseInfo, error) {
+// Stop stops the interpreter, removes the session and its workspace, and
+// logs session_end with reason. With waitRunning (seed 001's stop_context)
+// running code may finish first; without it (seed 000's close_session, idle
+// reaping, shutdown) the interpreter is killed at once and the running call
+// reports that the session is gone.
+func (m *Manager) Stop(idOrName, reason string, waitRunning bool) (CloseInfo, error) {
 	s, err := m.Get(idOrName)
 	if err != nil {
 		return CloseInfo{}, err
+	}
+	if !waitRunning {
+		m.logEnd(s, reason)
+		m.drop(s.ID)
+		m.terminate(s)
 	}
 	s.execMu.Lock()
 	defer s.execMu.Unlock()
@@ -370,7 +378,7 @@ func (m *Manager) onDeath(s *Session) {
 func (m *Manager) Close() {
 	m.once.Do(func() { close(m.stop) })
 	for _, info := range m.List() {
-		_, _ = m.Stop(info.ID, "server_shutdown")
+		_, _ = m.Stop(info.ID, "server_shutdown", false)
 	}
 }
 
@@ -386,7 +394,7 @@ func (m *Manager) reapIdle() {
 		for _, info := range m.List() {
 			if time.Since(info.LastActivity) >= m.opts.IdleTimeout {
 				slog.Info("closing idle session", "session_id", info.ID)
-				_, _ = m.Stop(info.ID, "idle_timeout")
+				_, _ = m.Stop(info.ID, "idle_timeout", true)
 			}
 		}
 	}
