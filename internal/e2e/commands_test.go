@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,36 +21,6 @@ type cmdYAML struct {
 	TimedOut    bool   `yaml:"timed_out"`
 	Cwd         string `yaml:"cwd"`
 	SandboxMode string `yaml:"sandbox_mode"`
-}
-
-// startIn is start with the server's working directory set to dir (seed 002
-// resolves relative cwd values against it).
-func startIn(t *testing.T, dir string, env ...string) *server {
-	t.Helper()
-	data := t.TempDir()
-	cmd := exec.Command(binary(t), "serve")
-	cmd.Dir = dir
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8",
-		"CODEXEC_DATA_DIR=" + data, "LOG_LEVEL=debug"}, env...)
-	if mode := os.Getenv("CODEXEC_TEST_SANDBOX_MODE"); mode != "" && !hasKey(env, "CODEXEC_SANDBOX_MODE") {
-		cmd.Env = append(cmd.Env, "CODEXEC_SANDBOX_MODE="+mode)
-	}
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "codexec-e2e", Version: "1"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v\nserver log:\n%s", err, stderr.String())
-	}
-	t.Cleanup(func() {
-		_ = cs.Close()
-		if t.Failed() {
-			t.Logf("server log:\n%s", tail(stderr.String(), 4000))
-		}
-	})
-	return &server{t: t, Session: cs, Cmd: cmd, DataDir: data, Stderr: stderr}
 }
 
 // monorepo creates <tmp>/monorepo/frontend and returns both paths.

@@ -77,8 +77,16 @@ func (s *syncBuffer) String() string {
 // sets CODEXEC_SANDBOX_MODE. The server is stopped at test cleanup.
 func start(t testing.TB, env ...string) *server {
 	t.Helper()
+	return startIn(t, "", env...)
+}
+
+// startIn is start with the server's working directory set to dir ("" keeps
+// the test's); seed 002 resolves relative cwd values against it.
+func startIn(t testing.TB, dir string, env ...string) *server {
+	t.Helper()
 	data := t.TempDir()
 	cmd := exec.Command(binary(t), "serve")
+	cmd.Dir = dir
 	cmd.Env = append([]string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8",
 		"CODEXEC_DATA_DIR=" + data, "LOG_LEVEL=debug", "CODEXEC_CPU_PROFILE=" + os.Getenv("CODEXEC_TEST_CPU_PROFILE"),
