@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/codexec/codexec/internal/tenant"
 )
 
 // writer adds lines to the index inside one transaction.
@@ -23,8 +25,8 @@ func (x *Index) newWriter(ctx context.Context) (*writer, error) {
 	}
 	w := &writer{ctx: ctx, tx: tx}
 	w.exec, err = tx.PrepareContext(ctx, `INSERT INTO execs
-		(rid, id, file, offset, length, session_id, language, status, exit_code, duration_ms, executed_at, code_preview, error_preview)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+		(rid, id, file, offset, length, session_id, owner, language, status, exit_code, duration_ms, executed_at, code_preview, error_preview)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	if err == nil {
 		w.fts, err = tx.PrepareContext(ctx, `INSERT INTO execs_fts(rowid, code, output, meta) VALUES (?,?,?,?)`)
 	}
@@ -63,7 +65,7 @@ func (w *writer) add(file string, off int64, b []byte, lang *string) error {
 	rid := TimeKey(l.when()) + int64(fnv32(l.ExecutionID)%ridSlots)
 	for tries := 0; ; tries++ {
 		_, err := w.exec.ExecContext(w.ctx, rid, l.ExecutionID, file, off+int64(skip), len(b)-skip, l.SessionID,
-			l.Language, status, l.ExitCode, l.DurationMs, at, preview(l.Code), errorPreview(l, status))
+			owner(l.Owner), l.Language, status, l.ExitCode, l.DurationMs, at, preview(l.Code), errorPreview(l, status))
 		if err == nil {
 			break
 		}
@@ -77,8 +79,27 @@ func (w *writer) add(file string, off int64, b []byte, lang *string) error {
 		}
 	}
 	_, err := w.fts.ExecContext(w.ctx, rid, l.Code, l.Stdout+"\n"+l.Stderr+"\n"+l.ErrorMessage,
-		metaToken("status", status)+" "+metaToken("lang", l.Language))
+		metaToken("status", status)+" "+metaToken("lang", l.Language)+" "+ownerToken(l.Owner))
 	return err
+}
+
+// owner is the principal an entry belongs to: entries without one predate
+// tenants and are the local principal's.
+func owner(o string) string {
+	if o == "" {
+		return tenant.Local
+	}
+	return o
+}
+
+// ownerToken is the FTS token standing for an owner. Principal names may
+// hold any character, so the token is built from tenant.Tag.
+func ownerToken(o string) string {
+	tag := tenant.Tag(owner(o))
+	if tag == "" {
+		tag = "local"
+	}
+	return metaToken("owner", tag)
 }
 
 // metaToken is the FTS token standing for a filter value, so text queries

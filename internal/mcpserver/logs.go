@@ -16,7 +16,7 @@ import (
 // SearchLogsIn is search_execution_logs' input (seed 000).
 type SearchLogsIn struct {
 	Language string `json:"language,omitempty" jsonschema:"only executions in this language"`
-	Status   string `json:"status,omitempty" jsonschema:"success | failed | timeout (failed covers execution_error and setup_error)"`
+	Status   string `json:"status,omitempty" jsonschema:"success | failed | timeout | cancelled (failed covers execution_error and setup_error)"`
 	Query    string `json:"query,omitempty" jsonschema:"words that must all appear in the code or its output (whole words, case-insensitive)"`
 	Since    string `json:"since,omitempty" jsonschema:"only executions at or after this date (YYYY-MM-DD, UTC) or RFC 3339 time"`
 	Limit    int    `json:"limit,omitempty" jsonschema:"maximum results, newest first (default 20, max 200)"`
@@ -50,7 +50,7 @@ type GetLogOut struct {
 	Stdout            string    `json:"stdout"`
 	Stderr            string    `json:"stderr"`
 	ExitCode          *int      `json:"exit_code"`
-	Status            string    `json:"status" jsonschema:"success | execution_error | timeout | setup_error"`
+	Status            string    `json:"status" jsonschema:"success | execution_error | timeout | setup_error | cancelled"`
 	ErrorMessage      string    `json:"error_message,omitempty"`
 	TimedOut          bool      `json:"timed_out"`
 	Truncated         bool      `json:"truncated"`

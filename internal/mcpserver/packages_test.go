@@ -28,14 +28,14 @@ type recordingSessions struct {
 	recs []string
 }
 
-func (r *recordingSessions) PackageTarget(sessionID, lang string) (string, error) {
+func (r *recordingSessions) PackageTarget(_ context.Context, sessionID, lang string) (string, error) {
 	if sessionID != "sess_known" {
 		return "", fmt.Errorf("session %s not found", sessionID)
 	}
 	return packages.Dir(filepath.Join(r.root, sessionID), lang), nil
 }
 
-func (r *recordingSessions) RecordPackage(sessionID, lang, name, version string, success bool) error {
+func (r *recordingSessions) RecordPackage(_ context.Context, sessionID, lang, name, version string, success bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.recs = append(r.recs, fmt.Sprintf("%s %s %s %s %v", sessionID, lang, name, version, success))

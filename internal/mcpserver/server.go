@@ -4,6 +4,11 @@
 // results as structuredContent plus a compact text. One file per tool family;
 // each family is a toolset that CODEXEC_TOOLSETS can switch off.
 //
+// Tenancy: every request runs for one principal (tenant.From), decided once
+// by the tenancy middleware; the stores filter by it. Cancellation: the SDK
+// cancels a handler's ctx on notifications/cancelled or when the client goes
+// away, and every run below stops on ctx.
+//
 // A Server is safe for concurrent tool calls.
 package mcpserver
 
@@ -22,6 +27,7 @@ import (
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/logindex"
 	"github.com/codexec/codexec/internal/packages"
+	"github.com/codexec/codexec/internal/quota"
 	"github.com/codexec/codexec/internal/scripts"
 	"github.com/codexec/codexec/internal/session"
 )
@@ -44,6 +50,7 @@ type Deps struct {
 	SessionPackages SessionPackages     // per-session installs; nil until sessions are wired
 	Scripts         *scripts.Runner
 	Logs            *logindex.Index
+	Limiter         quota.Limiter // per-principal execution slots; nil: unlimited
 }
 
 // Server is the MCP server with every enabled tool registered.
@@ -58,6 +65,7 @@ func New(deps Deps) (*Server, error) {
 	s := &Server{deps: deps}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "codexec", Title: "codexec — code execution sandbox", Version: Version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: slog.Default()})
+	s.mcp.AddReceivingMiddleware(s.tenancy)
 	for _, ts := range deps.Config.Toolsets {
 		if !slices.Contains(Toolsets, ts) {
 			return nil, fmt.Errorf("CODEXEC_TOOLSETS: unknown toolset %q (known: %v)", ts, Toolsets)
