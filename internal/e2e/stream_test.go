@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -330,5 +332,70 @@ func TestCancelInSessionKeepsState(t *testing.T) {
 	if e["status"] != "cancelled" || !strings.Contains(msg, "state is preserved") {
 		b, _ := json.Marshal(e)
 		t.Errorf("log entry: %s", b)
+	}
+}
+
+// TestClientGoneKillsRun: a client that goes away (its end of the server's
+// stdin closes while a call runs) cancels its running calls: the run is
+// killed at once and logged as cancelled, and the server exits without
+// waiting for the run's timeout. (ClientSession.Close would first wait for
+// the pending call, so the test drops the pipe itself.)
+func TestClientGoneKillsRun(t *testing.T) {
+	s, pl := startStreaming(t)
+	go func() {
+		_, _ = s.callProgress(context.Background(), "execute_code", "gone", map[string]any{"language": "bash",
+			"code": "echo spinning; while :; do :; done # gonemark", "timeout_ms": 120000})
+	}()
+	pl.awaitFirst(t, "gone")
+	procs := procsOf(s)
+	if len(procs) == 0 {
+		t.Fatal("cannot see the run's processes")
+	}
+	begin := time.Now()
+	dropStdin(t, s.Cmd.Process.Pid)
+	for len(alive(procs)) > 0 && time.Since(begin) < 10*time.Second {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if left := alive(procs); len(left) > 0 {
+		t.Fatalf("still running 10 s after the client left: %v", left)
+	}
+	t.Logf("run killed %v after the client left", time.Since(begin))
+	_ = s.Cmd.Wait()
+	if took := time.Since(begin); took > 8*time.Second {
+		t.Errorf("server took %v to exit (waited for the run?)", took)
+	}
+	b, err := os.ReadFile(filepath.Join(s.DataDir, "logs", "executions-"+time.Now().UTC().Format("2006-01-02")+".jsonl"))
+	if err != nil || !strings.Contains(string(b), `"status":"cancelled"`) || !strings.Contains(string(b), "gonemark") {
+		t.Errorf("no cancelled log entry for the run: %v\n%s", err, b)
+	}
+}
+
+// dropStdin closes this process's write end of the server's stdin pipe, as
+// a client that dies would: /dev/null is dup'ed over the descriptor, so the
+// number stays valid for the transport's own later Close.
+func dropStdin(t *testing.T, serverPid int) {
+	t.Helper()
+	pipe, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/0", serverPid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	fds, _ := filepath.Glob("/proc/self/fd/*")
+	n := 0
+	for _, fd := range fds {
+		if l, err := os.Readlink(fd); err == nil && l == pipe {
+			num, _ := strconv.Atoi(filepath.Base(fd))
+			if err := syscall.Dup2(int(null.Fd()), num); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no descriptor of %s in the test process", pipe)
 	}
 }

@@ -32,7 +32,7 @@ const FileName = "index.sqlite"
 
 // schemaVersion is stored in PRAGMA user_version; an index of another
 // version is dropped and rebuilt from the JSONL files.
-const schemaVersion = 2
+const schemaVersion = 3
 
 const schema = `
 CREATE TABLE IF NOT EXISTS files (

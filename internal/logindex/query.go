@@ -112,7 +112,7 @@ func (q Query) where(owner string) (string, string, []any, error) {
 		return "", "", nil, fmt.Errorf("query %q has no searchable words", q.Text)
 	}
 	if m != "" {
-		return q.ftsWhere(m + ` AND "` + ownerToken(owner) + `"`)
+		return q.ftsWhere(m, owner)
 	}
 	conds, args := []string{"e.owner = ?"}, []any{owner}
 	if q.Language != "" {
@@ -129,13 +129,14 @@ func (q Query) where(owner string) (string, string, []any, error) {
 
 // ftsWhere answers a text query from the FTS table alone: the status and
 // language filters are tokens of its meta column, the date a rowid range.
-func (q Query) ftsWhere(match string) (string, string, []any, error) {
+func (q Query) ftsWhere(match, owner string) (string, string, []any, error) {
 	if q.Status != "" {
 		match += ` AND "` + metaToken("status", q.Status) + `"`
 	}
 	if q.Language != "" {
 		match += ` AND "` + metaToken("lang", q.Language) + `"`
 	}
+	match = ownerMatch(match, owner)
 	where, args := " WHERE execs_fts MATCH ?", []any{match}
 	if !q.Since.IsZero() {
 		where, args = where+" AND f.rowid >= ?", append(args, TimeKey(q.Since))

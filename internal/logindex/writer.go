@@ -79,7 +79,7 @@ func (w *writer) add(file string, off int64, b []byte, lang *string) error {
 		}
 	}
 	_, err := w.fts.ExecContext(w.ctx, rid, l.Code, l.Stdout+"\n"+l.Stderr+"\n"+l.ErrorMessage,
-		metaToken("status", status)+" "+metaToken("lang", l.Language)+" "+ownerToken(l.Owner))
+		metaToken("status", status)+" "+metaToken("lang", l.Language)+ownerTokens(l.Owner))
 	return err
 }
 
@@ -92,14 +92,29 @@ func owner(o string) string {
 	return o
 }
 
-// ownerToken is the FTS token standing for an owner. Principal names may
-// hold any character, so the token is built from tenant.Tag.
-func ownerToken(o string) string {
+// tenantToken marks, in the FTS meta column, every execution of a principal
+// other than tenant.Local.
+var tenantToken = metaToken("owner", "tenant")
+
+// ownerTokens are the FTS tokens of an owner: none for tenant.Local (so the
+// single-user stdio case pays nothing: its text queries exclude the usually
+// empty tenantToken doclist), tenantToken plus one built from tenant.Tag
+// (principal names may hold any character) for anyone else.
+func ownerTokens(o string) string {
 	tag := tenant.Tag(owner(o))
 	if tag == "" {
-		tag = "local"
+		return ""
 	}
-	return metaToken("owner", tag)
+	return " " + tenantToken + " " + metaToken("owner", tag)
+}
+
+// ownerMatch restricts an FTS expression to owner's executions.
+func ownerMatch(match, o string) string {
+	tag := tenant.Tag(owner(o))
+	if tag == "" {
+		return "(" + match + `) NOT "` + tenantToken + `"`
+	}
+	return match + ` AND "` + metaToken("owner", tag) + `"`
 }
 
 // metaToken is the FTS token standing for a filter value, so text queries

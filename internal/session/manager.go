@@ -181,7 +181,7 @@ func (m *Manager) registered(s *Session) bool {
 // owner's tenant.Tag for principals other than Local.
 func storageName(k key) string {
 	if tag := tenant.Tag(k.owner); tag != "" {
-		return k.id + "." + tag
+		return k.id + "-" + tag
 	}
 	return k.id
 }
