@@ -399,3 +399,31 @@ func dropStdin(t *testing.T, serverPid int) {
 		t.Fatalf("no descriptor of %s in the test process", pipe)
 	}
 }
+
+// TestBusyAfterQueueWait: with CODEXEC_MAX_CONCURRENT=1 a second concurrent
+// execution queues CODEXEC_QUEUE_WAIT_MS and then gets a busy tool error;
+// once the first run ends the next call runs.
+func TestBusyAfterQueueWait(t *testing.T) {
+	s, pl := startStreaming(t, "CODEXEC_MAX_CONCURRENT=1", "CODEXEC_QUEUE_WAIT_MS=400")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = s.callProgress(ctx, "execute_code", "hold", map[string]any{"language": "bash", "code": "echo up; sleep 60"})
+	}()
+	pl.awaitFirst(t, "hold")
+	begin := time.Now()
+	r, res := s.exec(map[string]any{"language": "bash", "code": "echo second"})
+	if !res.IsError || !strings.Contains(text(res), "busy") || !strings.Contains(text(res), "CODEXEC_QUEUE_WAIT_MS") {
+		t.Fatalf("second call: %+v %s", r, text(res))
+	}
+	if waited := time.Since(begin); waited < 400*time.Millisecond {
+		t.Errorf("busy after %v, before the 400 ms queue wait", waited)
+	}
+	cancel()
+	<-done
+	if r, _ := s.exec(map[string]any{"language": "bash", "code": "echo third"}); r.Stdout != "third\n" {
+		t.Errorf("after the first run ended: %+v", r)
+	}
+}
