@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/packages"
+	"github.com/codexec/codexec/internal/tenant"
 )
 
 // SessionPackages is what the sessions service provides so install_package
@@ -101,7 +102,12 @@ func (s *Server) installPackage(ctx context.Context, req *mcp.CallToolRequest, i
 }
 
 // packageTarget is the session's package directory, or the global one.
+// Global installs change what every principal's runs import, so only the
+// local principal (the operator's own stdio client) may make them.
 func (s *Server) packageTarget(ctx context.Context, sessionID, lang string) (string, error) {
+	if sessionID == "" && tenant.From(ctx) != tenant.Local {
+		return "", codedError("INVALID_PARAMS", "global installs are reserved to the server's operator; pass session_id to install into one of your sessions")
+	}
 	if sessionID == "" {
 		if dir := s.deps.Packages.GlobalDir(lang); dir != "" {
 			return dir, nil

@@ -203,6 +203,11 @@ func TestPrincipalsAreIsolated(t *testing.T) {
 		})
 	}
 
+	// Global installs would change every principal's runs: local only.
+	if msg := bob.refused("install_package", map[string]any{"package": "six", "language": "python"}); !strings.Contains(msg, "session_id") {
+		t.Errorf("bob's global install: %s", msg)
+	}
+
 	// Alice still sees exactly her own things, state intact.
 	out := alice.ok("send_to_session", map[string]any{"session_id": sid, "code": "print(secret + 1)"})
 	if strings.TrimSpace(out["stdout"].(string)) != "42" {
