@@ -32,6 +32,7 @@ type execResult struct {
 	Truncated     bool     `json:"truncated"`
 	Artifacts     []string `json:"artifacts"`
 	SandboxMode   string   `json:"sandbox_mode"`
+	SessionID     *string  `json:"session_id"`
 }
 
 func (s *server) exec(args map[string]any) (execResult, *mcp.CallToolResult) {

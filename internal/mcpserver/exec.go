@@ -30,7 +30,7 @@ type ExecuteCodeIn struct {
 
 // sessionExecutor runs code inside a session; the sessions toolset provides it.
 type sessionExecutor interface {
-	ExecuteInSession(ctx context.Context, sessionID, code string, in ExecuteCodeIn) (engine.Result, error)
+	ExecuteInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (engine.Result, error)
 }
 
 func (s *Server) registerExec() {
@@ -51,7 +51,7 @@ func (s *Server) timeoutText() string {
 
 func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {
 	if in.SessionID != "" {
-		return s.executeInSession(ctx, in)
+		return s.executeInSession(ctx, req, in)
 	}
 	timeout, err := s.deps.Engine.ResolveTimeout(in.TimeoutMs, in.Timeout)
 	if err != nil {
@@ -113,12 +113,12 @@ func codeModeText(r engine.Result) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
 }
 
-func (s *Server) executeInSession(ctx context.Context, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {
+func (s *Server) executeInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {
 	se, ok := s.sessionsExecutor()
 	if !ok {
 		return invalid("session_id given but persistent sessions are not enabled on this server")
 	}
-	res, err := se.ExecuteInSession(ctx, in.SessionID, in.Code, in)
+	res, err := se.ExecuteInSession(ctx, req, in)
 	if err != nil {
 		return invalid(err.Error())
 	}

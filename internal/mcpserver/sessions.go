@@ -151,20 +151,39 @@ func (s *Server) sessionsExecutor() (sessionExecutor, bool) {
 type sessionRunner struct{ s *Server }
 
 // ExecuteInSession runs execute_code's code in a session (seed 003's
-// session_id). The session's language wins; a different language is an error.
-func (r sessionRunner) ExecuteInSession(ctx context.Context, sessionID, code string, in ExecuteCodeIn) (engine.Result, error) {
-	sess, err := r.s.deps.Sessions.Get(sessionID)
+// session_id). An unknown id that is a valid caller-chosen id creates the
+// session on first use, in the call's language; afterwards the session's
+// language wins and a different one is an error.
+func (r sessionRunner) ExecuteInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (engine.Result, error) {
+	timeout, err := r.s.deps.Engine.ResolveTimeout(in.TimeoutMs, in.Timeout)
 	if err != nil {
-		return engine.Result{}, errors.New(sessionError(err))
+		return engine.Result{}, err
+	}
+	sess, err := r.open(ctx, req, in)
+	if err != nil {
+		return engine.Result{}, err
 	}
 	if in.Language != "" {
 		if lang, err := runtime.Normalize(in.Language); err != nil || lang != sess.Language {
 			return engine.Result{}, fmt.Errorf("session %s runs %s, not %s", sess.ID, sess.Language, in.Language)
 		}
 	}
-	timeout, err := r.s.deps.Engine.ResolveTimeout(in.TimeoutMs, in.Timeout)
-	if err != nil {
-		return engine.Result{}, err
+	return r.s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: sess.ID, Code: in.Code, Timeout: timeout,
+		Tool: "execute_code", Call: callContext(req)})
+}
+
+// open finds the session, or creates it under the caller's id.
+func (r sessionRunner) open(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*session.Session, error) {
+	if sess, err := r.s.deps.Sessions.Get(in.SessionID); err == nil {
+		return sess, nil
 	}
-	return r.s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: sess.ID, Code: code, Timeout: timeout, Tool: "execute_code"})
+	if in.Language == "" {
+		return nil, fmt.Errorf("no session %q yet: pass language (python or node) to create it", in.SessionID)
+	}
+	sess, _, err := r.s.deps.Sessions.Open(ctx, in.SessionID, session.StartRequest{Kind: session.KindSession,
+		Language: in.Language, Call: callContext(req)})
+	if err != nil {
+		return nil, errors.New(sessionError(err))
+	}
+	return sess, nil
 }
