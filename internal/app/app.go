@@ -43,6 +43,9 @@ func Serve(ctx context.Context, cfg config.Config, env HostEnv) error {
 		return err
 	}
 	defer closeLog()
+	for _, w := range cfg.Warnings {
+		slog.Warn("configuration adjusted", "reason", w)
+	}
 	a, err := Build(ctx, cfg, env)
 	if err != nil {
 		return err
