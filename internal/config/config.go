@@ -25,6 +25,12 @@ const (
 	ModeDocker     = "docker"
 )
 
+// Health check timing accepted by CODEXEC_HEALTH_CHECK.
+const (
+	HealthBackground = "background"
+	HealthStartup    = "startup"
+)
+
 // Config is the whole server configuration. The zero value is not useful:
 // obtain one from Load (or Defaults for tests).
 type Config struct {
@@ -72,6 +78,9 @@ type Config struct {
 	PipIndexURL      string
 	NPMRegistry      string
 	PackageBlocklist string
+
+	// HealthCheck is HealthBackground or HealthStartup.
+	HealthCheck string
 
 	// Warnings are adjustments Load made so that settings compose (see
 	// compose); the server logs them at start-up.
