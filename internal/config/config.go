@@ -78,6 +78,8 @@ type Config struct {
 	PipIndexURL      string
 	NPMRegistry      string
 	PackageBlocklist string
+	// PackageBlocklistExtra extends the blocklist in effect.
+	PackageBlocklistExtra string
 
 	// HealthCheck is HealthBackground or HealthStartup.
 	HealthCheck string

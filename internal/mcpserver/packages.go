@@ -69,7 +69,12 @@ func (s *Server) installPackage(ctx context.Context, _ *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, out, codedError("INVALID_LANGUAGE", "%v", err)
 	}
-	if _, err := s.deps.Packages.Check(lang, in.Package); err != nil {
+	if spec, err := s.deps.Packages.Check(lang, in.Package); err != nil {
+		var be *packages.BlockedError
+		if errors.As(err, &be) { // a refusal, not a malformed call: a normal result, nothing installed
+			out = InstallPackageOut{Success: false, Package: spec.Name, Language: lang, SessionID: in.SessionID, Error: err.Error()}
+			return installText(out), out, nil
+		}
 		return nil, out, packageError(err)
 	}
 	dir, err := s.packageTarget(in.SessionID, lang)
