@@ -142,7 +142,7 @@ func textOf(res *mcp.CallToolResult) string {
 // refusal is word for word the one for an id that never existed, so ids are
 // no oracle.
 func TestPrincipalsAreIsolated(t *testing.T) {
-	ts := newTenants(t, nil)
+	ts := newTenants(t, func(c *config.Config) { c.MaxSessions = 10 })
 	alice, bob, local := ts.client("alice"), ts.client("bob"), ts.client("")
 	local.name = "local"
 
@@ -203,18 +203,29 @@ func TestPrincipalsAreIsolated(t *testing.T) {
 		})
 	}
 
+	// A caller-chosen session id (seed 003) exists once per principal: bob's
+	// "proj" is his own new session, not alice's.
+	alice.ok("execute_code", map[string]any{"session_id": "proj", "language": "python", "code": "v = 'alice'"})
+	out := bob.ok("execute_code", map[string]any{"session_id": "proj", "language": "python", "code": "print(globals().get('v'))"})
+	if out["stdout"] != "None\n" {
+		t.Errorf("bob's proj sees alice's state: %v", out)
+	}
+	if got := alice.ok("execute_code", map[string]any{"session_id": "proj", "code": "print(v)"})["stdout"]; got != "alice\n" {
+		t.Errorf("alice's proj: %v", got)
+	}
+
 	// Global installs would change every principal's runs: local only.
 	if msg := bob.refused("install_package", map[string]any{"package": "six", "language": "python"}); !strings.Contains(msg, "session_id") {
 		t.Errorf("bob's global install: %s", msg)
 	}
 
 	// Alice still sees exactly her own things, state intact.
-	out := alice.ok("send_to_session", map[string]any{"session_id": sid, "code": "print(secret + 1)"})
+	out = alice.ok("send_to_session", map[string]any{"session_id": sid, "code": "print(secret + 1)"})
 	if strings.TrimSpace(out["stdout"].(string)) != "42" {
 		t.Errorf("alice's session lost its state: %v", out)
 	}
-	if n := len(alice.ok("list_contexts", nil)["contexts"].([]any)); n != 2 {
-		t.Errorf("alice lists %d sessions+contexts, want 2 (her own only)", n)
+	if n := len(alice.ok("list_contexts", nil)["contexts"].([]any)); n != 3 {
+		t.Errorf("alice lists %d sessions+contexts, want 3 (her own only)", n)
 	}
 	if hits := alice.ok("search_execution_logs", map[string]any{"query": "alicesecret"})["results"].([]any); len(hits) != 1 {
 		t.Errorf("alice finds %d of her executions, want 1", len(hits))

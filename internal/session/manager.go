@@ -71,6 +71,8 @@ type Manager struct {
 	byID map[key]*Session
 	stop chan struct{}
 	once sync.Once
+	// openMu serializes creations through Open (callerid.go).
+	openMu sync.Mutex
 }
 
 // key identifies a session: its id within its owner's namespace.
@@ -98,6 +100,8 @@ func NewManager(eng *engine.Engine, opts Options) *Manager {
 
 // StartRequest describes a new session or context.
 type StartRequest struct {
+	// ID is a caller-chosen id (see Open); empty means a generated one.
+	ID          string
 	Kind        string
 	Language    string
 	Name        string
@@ -115,7 +119,13 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (info Info, retEr
 	if err := m.eng.LanguageError(lang); err != nil {
 		return Info{}, fmt.Errorf("%s is unavailable on this server: %w", lang, err)
 	}
-	k := key{tenant.From(ctx), newID(req.Kind)}
+	id := req.ID
+	if id == "" {
+		id = newID(req.Kind)
+	} else if err := ValidateID(id); err != nil {
+		return Info{}, err
+	}
+	k := key{tenant.From(ctx), id}
 	if err := m.reserve(k, req); err != nil {
 		return Info{}, err
 	}
@@ -140,6 +150,9 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (info Info, retEr
 func (m *Manager) reserve(k key, req StartRequest) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if _, taken := m.byID[k]; taken {
+		return fmt.Errorf("session %q %w", k.id, ErrExists)
+	}
 	live, mine := 0, 0
 	for sk, s := range m.byID {
 		if s != nil && s.isDead() {
@@ -181,7 +194,7 @@ func (m *Manager) registered(s *Session) bool {
 // owner's tenant.Tag for principals other than Local.
 func storageName(k key) string {
 	if tag := tenant.Tag(k.owner); tag != "" {
-		return k.id + "-" + tag
+		return k.id + "@" + tag
 	}
 	return k.id
 }
