@@ -167,11 +167,11 @@ func (m *Manager) reserve(k key, req StartRequest) error {
 			return fmt.Errorf("a context named %q already exists (%s)", req.Name, s.ID)
 		}
 	}
-	if mine >= m.opts.MaxPerPrincipal {
-		return fmt.Errorf("%w: you have %d interpreters running (CODEXEC_MAX_SESSIONS_PER_PRINCIPAL=%d); close one first", ErrFull, mine, m.opts.MaxPerPrincipal)
-	}
 	if live >= m.opts.MaxSessions {
 		return fmt.Errorf("%w: %d interpreters are running (CODEXEC_MAX_SESSIONS=%d); close one first", ErrFull, live, m.opts.MaxSessions)
+	}
+	if mine >= m.opts.MaxPerPrincipal {
+		return fmt.Errorf("%w: you have %d interpreters running (CODEXEC_MAX_SESSIONS_PER_PRINCIPAL=%d); close one first", ErrFull, mine, m.opts.MaxPerPrincipal)
 	}
 	m.byID[k] = nil
 	return nil
