@@ -73,7 +73,11 @@ func (r Remote) Resource() string {
 	if r.ResourceURL != "" {
 		return strings.TrimRight(r.ResourceURL, "/")
 	}
-	return r.Scheme() + "://" + r.HTTPAddr + "/mcp"
+	host, port, _ := net.SplitHostPort(r.HTTPAddr)
+	if host == "" {
+		host = "127.0.0.1" // an empty host binds loopback
+	}
+	return r.Scheme() + "://" + net.JoinHostPort(host, port) + "/mcp"
 }
 
 func (r Remote) validate() error {
@@ -86,6 +90,9 @@ func (r Remote) validate() error {
 	}
 	if _, _, err := net.SplitHostPort(r.HTTPAddr); err != nil {
 		errs = append(errs, fmt.Errorf("CODEXEC_HTTP_ADDR must be host:port, got %q", r.HTTPAddr))
+	}
+	if host, _, _ := net.SplitHostPort(r.HTTPAddr); r.OAuthIssuer != "" && r.ResourceURL == "" && net.ParseIP(host).IsUnspecified() {
+		errs = append(errs, errors.New("CODEXEC_OAUTH_ISSUER on a wildcard address needs CODEXEC_RESOURCE_URL (the public /mcp URL tokens are issued for)"))
 	}
 	if (r.TLSCert == "") != (r.TLSKey == "") {
 		errs = append(errs, errors.New("CODEXEC_TLS_CERT and CODEXEC_TLS_KEY go together"))
