@@ -28,34 +28,18 @@ const killWait = 10 * time.Second
 // running calls get the shutdown grace to finish, then are cancelled.
 func (a *App) serveStdio(ctx context.Context, cfg config.Config) error {
 	slog.Info("codexec serving on stdio", "version", mcpserver.Version, "sandbox", a.Engine.Backend().Name())
-	runCtx, cancelRun := context.WithCancel(context.Background())
-	defer cancelRun()
-	done := make(chan error, 1)
-	go func() { done <- a.Server.Run(runCtx, &mcp.StdioTransport{}) }()
-	select {
-	case err := <-done:
-		if err == io.EOF || errors.Is(err, context.Canceled) {
-			return nil
-		}
-		return err
-	case <-ctx.Done():
-	}
-	a.drain(cfg.Remote.ShutdownGrace)
-	cancelRun()
-	<-done
-	return nil
-}
-
-// drain waits up to grace for running tool calls, then cancels the rest.
-func (a *App) drain(grace time.Duration) int {
-	slog.Info("shutting down: refusing new calls, waiting for running ones", "running", a.Server.Running(), "grace", grace)
-	graceCtx, cancel := context.WithTimeout(context.Background(), grace)
-	defer cancel()
-	n := a.Server.Shutdown(graceCtx, killWait)
+	stop := context.AfterFunc(ctx, func() {
+		slog.Info("shutting down: refusing new calls, waiting for running ones", "running", a.Server.Running(), "grace", cfg.Remote.ShutdownGrace)
+	})
+	defer stop()
+	n, err := a.Server.ServeUntil(ctx, &mcp.StdioTransport{}, cfg.Remote.ShutdownGrace, killWait)
 	if n > 0 {
 		slog.Warn("shutdown grace expired: running calls were killed", "killed", n)
 	}
-	return n
+	if err == io.EOF || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
 }
 
 // serveHTTP serves MCP Streamable HTTP with auth, probes and metrics.

@@ -101,3 +101,35 @@ func (s *Server) Shutdown(ctx context.Context, killWait time.Duration) (cancelle
 	}
 	return cancelled
 }
+
+// responseSettle is how long ServeUntil waits between the last handler
+// returning and closing the connection (a pipe write takes microseconds).
+const responseSettle = 250 * time.Millisecond
+
+// ServeUntil serves one client on t until it disconnects or ctx ends. When
+// ctx ends, running tool calls get grace to finish (then are cancelled, see
+// Shutdown) and the session is closed gracefully, so the responses of the
+// calls that finished are still delivered. It returns how many calls were
+// cancelled.
+func (s *Server) ServeUntil(ctx context.Context, t mcp.Transport, grace, killWait time.Duration) (int, error) {
+	ss, err := s.mcp.Connect(context.Background(), t, nil)
+	if err != nil {
+		return 0, err
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case err := <-ended:
+		return 0, err
+	case <-ctx.Done():
+	}
+	graceCtx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	n := s.Shutdown(graceCtx, killWait)
+	// A handler that returned has not necessarily written its response yet,
+	// and a closing connection drops writes: give them a moment.
+	time.Sleep(responseSettle)
+	_ = ss.Close()
+	<-ended
+	return n, nil
+}
