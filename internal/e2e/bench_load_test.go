@@ -120,7 +120,7 @@ func loadHTTP(b *testing.B) loadStats {
 	}
 	_ = warm.Close()
 	waitMetric(b, s, "codexec_mcp_sessions", 0)
-	baseG, baseRSS := s.metric("go_goroutines"), s.metric("process_resident_memory_bytes")
+	baseG, baseRSS, baseHeap := s.metric("go_goroutines"), s.metric("process_resident_memory_bytes"), s.metric("go_memstats_heap_inuse_bytes")
 	sessions := make([]*mcp.ClientSession, loadClients)
 	for i := range sessions {
 		sessions[i] = s.mustConnect("")
@@ -141,6 +141,10 @@ func loadHTTP(b *testing.B) loadStats {
 	b.ReportMetric(afterG, "http-goroutines-after")
 	b.ReportMetric(baseRSS/(1<<20), "http-rss-before-MB")
 	b.ReportMetric(afterRSS/(1<<20), "http-rss-after-MB")
+	// RSS keeps freed heap until the runtime scavenges it; live heap shows
+	// whether anything was actually retained.
+	b.ReportMetric(baseHeap/(1<<20), "http-heap-before-MB")
+	b.ReportMetric(s.metric("go_memstats_heap_inuse_bytes")/(1<<20), "http-heap-after-MB")
 	if afterG > baseG+2 {
 		b.Errorf("goroutines did not return to baseline: %v before, %v after", baseG, afterG)
 	}
