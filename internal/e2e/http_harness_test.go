@@ -62,6 +62,9 @@ func startHTTP(t testing.TB, addr string, env ...string) *httpServer {
 	for time.Now().Before(deadline) {
 		if m := listeningRE.FindStringSubmatch(s.Stderr.String()); m != nil {
 			s.URL = "http://" + m[1]
+			if hasKey(env, "CODEXEC_TLS_CERT") {
+				s.URL = "https://" + m[1]
+			}
 			return s
 		}
 		select {
