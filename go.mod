@@ -7,10 +7,10 @@ require (
 	github.com/google/go-cmp v0.7.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	go.yaml.in/yaml/v3 v3.0.6
-	golang.org/x/net v0.47.0
+	golang.org/x/image v0.47.0
 	golang.org/x/sys v0.49.0
-	mvdan.cc/sh/v3 v3.14.1
 	modernc.org/sqlite v1.61.1
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (

@@ -72,6 +72,13 @@ type Config struct {
 	PipIndexURL      string
 	NPMRegistry      string
 	PackageBlocklist string
+
+	// Files toolset (upload/download, kept artifacts, images).
+	MaxUploadBytes   int64
+	MaxDownloadBytes int64
+	MaxImageBytes    int64
+	ArtifactTTL      time.Duration
+	ArtifactMaxBytes int64
 }
 
 // Retention holds the log retention periods of seed 000, in days.

@@ -217,8 +217,10 @@ func regular(fd int, rel string) (*unix.Stat_t, error) {
 	return &st, nil
 }
 
-// Read returns at most length bytes of rel from offset (length ≤ 0 means to
-// the end), refusing ranges longer than max. It also returns the file entry.
+// Read returns length bytes of rel from offset (fewer at the end of the
+// file). length ≤ 0 means "to the end, but at most max bytes" — the caller
+// sees from the entry's Size whether more remains; an explicit length over
+// max is refused with ErrTooLarge.
 func (r *Root) Read(p string, offset, length, max int64) ([]byte, Entry, error) {
 	f, err := r.Open(p)
 	if err != nil {
@@ -228,12 +230,12 @@ func (r *Root) Read(p string, offset, length, max int64) ([]byte, Entry, error) 
 	if offset < 0 || offset > f.Size {
 		return nil, f.Entry, fmt.Errorf("offset %d is outside the file (size %d)", offset, f.Size)
 	}
-	n := f.Size - offset
-	if length > 0 && length < n {
-		n = length
+	if length > max {
+		return nil, f.Entry, fmt.Errorf("%s: length %d exceeds the limit of %d bytes per read: %w", f.Path, length, max, ErrTooLarge)
 	}
-	if n > max {
-		return nil, f.Entry, fmt.Errorf("%s: %d bytes requested, the limit is %d: %w", f.Path, n, max, ErrTooLarge)
+	n := min(f.Size-offset, max)
+	if length > 0 {
+		n = min(n, length)
 	}
 	buf := make([]byte, n)
 	got, err := f.ReadAt(buf, offset)
