@@ -26,6 +26,7 @@ type ExecuteCodeIn struct {
 	SessionID  string         `json:"session_id,omitempty" jsonschema:"run inside this persistent session (from start_session or create_context) instead of a fresh process"`
 	Intent     string         `json:"intent,omitempty" jsonschema:"code mode (seed 004): natural-language description of the task"`
 	Context    map[string]any `json:"context,omitempty" jsonschema:"code mode (seed 004): data injected into the sandbox as the variable context"`
+	Files      []string       `json:"files,omitempty" jsonschema:"upload_ids to place first"`
 }
 
 // sessionExecutor runs code inside a session; the sessions toolset provides it.
@@ -46,11 +47,19 @@ func (s *Server) registerExec() {
 }
 
 func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {
+	r, res, err := s.executeCodeWithFiles(ctx, req, in)
+	return s.withFiles(ctx, r, res), res, err
+}
+
+func (s *Server) executeCodeWithFiles(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {
 	if in.SessionID != "" {
 		return s.executeInSession(ctx, in)
 	}
 	timeout, err := s.deps.Engine.ResolveTimeout(in.TimeoutMs, in.Timeout)
 	if err != nil {
+		return invalid(err.Error())
+	}
+	if ctx, err = s.stageUploads(ctx, in.Files); err != nil {
 		return invalid(err.Error())
 	}
 	if codeMode, err := isCodeMode(in); err != nil {
@@ -113,6 +122,9 @@ func (s *Server) executeInSession(ctx context.Context, in ExecuteCodeIn) (*mcp.C
 	se, ok := s.sessionsExecutor()
 	if !ok {
 		return invalid("session_id given but persistent sessions are not enabled on this server")
+	}
+	if err := s.uploadsToSession(ctx, in.SessionID, in.Files); err != nil {
+		return invalid(err.Error())
 	}
 	res, err := se.ExecuteInSession(ctx, in.SessionID, in.Code, in)
 	if err != nil {

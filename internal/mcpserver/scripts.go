@@ -100,6 +100,7 @@ type RunScriptIn struct {
 	Name      string   `json:"name" jsonschema:"saved script to run (current version)"`
 	Args      []string `json:"args,omitempty" jsonschema:"command-line arguments passed to the script as argv"`
 	TimeoutMs *int     `json:"timeout_ms,omitempty" jsonschema:"timeout in milliseconds (default CODEXEC_DEFAULT_TIMEOUT_MS)"`
+	Files     []string `json:"files,omitempty" jsonschema:"upload_ids to place first"`
 }
 
 func (s *Server) registerScripts() {
@@ -186,11 +187,14 @@ func (s *Server) runScript(ctx context.Context, req *mcp.CallToolRequest, in Run
 	if err != nil {
 		return invalid(err.Error())
 	}
+	if ctx, err = s.stageUploads(ctx, in.Files); err != nil {
+		return invalid(err.Error())
+	}
 	res, err := s.deps.Scripts.Run(ctx, in.Name, in.Args, timeout, callContext(req))
 	if err != nil {
 		return invalid(scriptError(err).Error())
 	}
-	return resultText(res), res, nil
+	return s.withFiles(ctx, resultText(res), res), res, nil
 }
 
 // scriptError labels library errors with seed 001-style codes.

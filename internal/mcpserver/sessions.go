@@ -112,7 +112,7 @@ func (s *Server) sendToSession(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return invalid(sessionError(err))
 	}
-	return resultText(res), res, nil
+	return s.withFiles(ctx, resultText(res), res), res, nil
 }
 
 func sessionError(err error) string {
