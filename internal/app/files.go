@@ -57,7 +57,7 @@ func keepArtifacts(store files.Store) func(context.Context, string, *engine.Resu
 }
 
 // addPythonSupport puts dir on PYTHONPATH (after installed packages),
-// selects codexec's matplotlib backend, keeps matplotlib's cache out of the
+// selects codexec's matplotlib backend and rc file, keeps matplotlib's cache out of the
 // workspace (it would show up as artifacts), and mounts dir read-only.
 func addPythonSupport(opts *engine.Options, dir string) {
 	opts.Mounts = append(opts.Mounts, sandbox.Mount{Host: dir, Target: dir, ReadOnly: true})
@@ -71,7 +71,7 @@ func addPythonSupport(opts *engine.Options, dir string) {
 			return env
 		}
 		env = appendPath(env, "PYTHONPATH", dir)
-		return append(env, "MPLBACKEND="+files.MPLBackend, "MPLCONFIGDIR=/tmp/matplotlib")
+		return append(env, "MPLBACKEND="+files.MPLBackend, "MATPLOTLIBRC="+dir, "MPLCONFIGDIR=/tmp/matplotlib")
 	}
 }
 
