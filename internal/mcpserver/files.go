@@ -20,7 +20,7 @@ import (
 
 // UploadIn is upload_file's input.
 type UploadIn struct {
-	Path          string  `json:"path" jsonschema:"relative to the workspace"`
+	Path          string `json:"path" jsonschema:"relative to the workspace"`
 	Content       string `json:"content,omitempty" jsonschema:"text"`
 	ContentBase64 string `json:"content_base64,omitempty" jsonschema:"binary"`
 	SessionID     string `json:"session_id,omitempty" jsonschema:"or context_id; none: stage"`
