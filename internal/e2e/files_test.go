@@ -156,7 +156,19 @@ func oneShotRoundTrip(t *testing.T, s *server, data []byte) {
 	if !bytes.Equal(part, reversed(data)[1000:6000]) {
 		t.Fatal("range read differs")
 	}
+	// An image the code writes comes back as image content (stdlib only, so
+	// it works in the minimal docker test image too).
+	_, res = s.exec(map[string]any{"language": "python", "code": pngCode})
+	checkImage(t, res, 3, 2)
 }
+
+// pngCode writes a 3×2 red PNG with the standard library only.
+const pngCode = `import struct, zlib
+def chunk(t, d):
+    return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)
+raw = b''.join(b'\x00' + b'\xff\x00\x00' * 3 for _ in range(2))
+png = b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 3, 2, 8, 2, 0, 0, 0)) + chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b'')
+n = open('dot.png', 'wb').write(png)`
 
 func sessionRoundTrip(t *testing.T, s *server, data []byte) {
 	sess := s.startSession("python")
@@ -366,5 +378,39 @@ func TestDataFrameTable(t *testing.T) {
 	lines := strings.Split(strings.TrimRight(r.Stdout, "\n"), "\n")
 	if len(lines) != 3 || !strings.Contains(lines[0], "aaaaaaaaaaaa") || !strings.Contains(lines[0], "hhhhhhhhhhhh") {
 		t.Fatalf("not one header row and two data rows:\n%s", r.Stdout)
+	}
+}
+
+// TestResourcesListed: resources/list shows kept artifacts, the templates
+// describe both URI forms, and a session file reads through its URI.
+func TestResourcesListed(t *testing.T) {
+	s := start(t)
+	ctx := context.Background()
+	r, _ := s.exec(map[string]any{"language": "bash", "code": "echo hi > 'report 1.txt'"})
+	uri := "codexec://executions/" + r.ExecutionID + "/files/report%201.txt"
+	lr, err := s.Session.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, res := range lr.Resources {
+		found = found || res.URI == uri
+	}
+	if !found {
+		t.Fatalf("%s not in resources/list (%d resources)", uri, len(lr.Resources))
+	}
+	rr, err := s.Session.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	if err != nil || rr.Contents[0].Text != "hi\n" {
+		t.Fatalf("read %s: %v", uri, err)
+	}
+	lt, err := s.Session.ListResourceTemplates(ctx, nil)
+	if err != nil || len(lt.ResourceTemplates) != 2 {
+		t.Fatalf("templates: %v %v", lt, err)
+	}
+	sess := s.startSession("python")
+	s.send(sess.SessionID, "n = open('notes.md', 'w').write('# hi')", nil)
+	rr, err = s.Session.ReadResource(ctx, &mcp.ReadResourceParams{URI: "codexec://sessions/" + sess.SessionID + "/files/notes.md"})
+	if err != nil || rr.Contents[0].Text != "# hi" {
+		t.Fatalf("session resource: %v", err)
 	}
 }
