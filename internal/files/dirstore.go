@@ -329,7 +329,7 @@ func (s *DirStore) CopyTo(ctx context.Context, id string, dst *Root) ([]Written,
 		if err != nil {
 			return out, err
 		}
-		w, err := dst.Write(e.Path, f, WriteOptions{Mode: e.Mode})
+		w, err := dst.Write(e.Path, f, WriteOptions{Mode: f.Mode}) // the kept file's own mode
 		f.Close()
 		if err != nil {
 			return out, fmt.Errorf("upload %s: %w", id, err)
