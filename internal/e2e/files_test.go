@@ -200,6 +200,14 @@ func sessionRoundTrip(t *testing.T, s *server, data []byte) {
 	if !found {
 		t.Fatalf("list_files: %+v", l)
 	}
+	// mode is honoured: an uploaded script runs as a program.
+	if _, res := s.upload(map[string]any{"session_id": sess.SessionID, "path": "bin/hello.sh", "mode": "755",
+		"content": "#!/bin/sh\necho hello from upload\n"}); res.IsError {
+		t.Fatalf("script upload: %s", text(res))
+	}
+	if r, _ := s.send(sess.SessionID, "import subprocess\nprint(subprocess.run(['./bin/hello.sh'], capture_output=True, text=True).stdout, end='')", nil); r.Stdout != "hello from upload\n" {
+		t.Fatalf("uploaded script: %+v", r)
+	}
 }
 
 func hasLink(res *mcp.CallToolResult, uri string) bool {
@@ -227,11 +235,15 @@ os.symlink(` + pyQuote(victimDir) + `, 'victim')
 os.symlink(` + pyQuote(victimDir+"/private.txt") + `, 'victim.txt')
 os.symlink('/etc', 'etcdir')
 os.mkfifo('pipe')
+try:
+    os.link(` + pyQuote(victimDir+"/private.txt") + `, 'hardlink')  # only possible without isolation
+except OSError:
+    pass
 print('planted')`
 	if r, isErr := s.send(attacker.SessionID, plant, nil); isErr || r.Stdout != "planted\n" {
 		t.Fatalf("plant: %+v", r)
 	}
-	for _, p := range []string{"passwd.txt", "victim/private.txt", "victim.txt", "etcdir/passwd", "pipe",
+	for _, p := range []string{"passwd.txt", "victim/private.txt", "victim.txt", "etcdir/passwd", "pipe", "hardlink",
 		"../" + filepath.Base(victimDir) + "/private.txt", "/etc/passwd", "victim/../passwd.txt"} {
 		res := s.call("download_file", map[string]any{"session_id": attacker.SessionID, "path": p})
 		if !res.IsError || strings.Contains(text(res), "root:") || strings.Contains(text(res), "victim-secret") {
