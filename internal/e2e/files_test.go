@@ -454,3 +454,38 @@ func TestResourcesListed(t *testing.T) {
 		t.Fatalf("session resource: %v", err)
 	}
 }
+
+// TestLargeImageDownscaled: an image over CODEXEC_MAX_IMAGE_BYTES comes back
+// downscaled under the cap, keeping its aspect ratio; its full-size bytes
+// stay downloadable.
+func TestLargeImageDownscaled(t *testing.T) {
+	s := start(t, "CODEXEC_MAX_IMAGE_BYTES=30k")
+	code := `import os, struct, zlib
+def chunk(t, d):
+    return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)
+w, h = 400, 200
+raw = b''.join(b'\x00' + os.urandom(3 * w) for _ in range(h))
+png = b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, 8, 2, 0, 0, 0)) + chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b'')
+n = open('noise.png', 'wb').write(png)`
+	r, res := s.exec(map[string]any{"language": "python", "code": code})
+	if r.Status != "success" {
+		t.Fatalf("run: %+v", r)
+	}
+	var img *mcp.ImageContent
+	for _, c := range res.Content {
+		if ic, ok := c.(*mcp.ImageContent); ok {
+			img = ic
+		}
+	}
+	if img == nil || len(img.Data) > 30<<10 {
+		t.Fatalf("no image under the cap in %s", text(res))
+	}
+	cfg, err := png.DecodeConfig(bytes.NewReader(img.Data))
+	if err != nil || cfg.Width >= 400 || cfg.Width < 2*cfg.Height-2 || cfg.Width > 2*cfg.Height+2 {
+		t.Fatalf("downscaled image %dx%d (%v)", cfg.Width, cfg.Height, err)
+	}
+	full := s.download(map[string]any{"execution_id": r.ExecutionID, "path": "noise.png"})
+	if c, err := png.DecodeConfig(bytes.NewReader(full)); err != nil || c.Width != 400 {
+		t.Fatalf("full-size download: %v %v", c, err)
+	}
+}
