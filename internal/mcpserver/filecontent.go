@@ -149,12 +149,20 @@ func (s *Server) registerResources() {
 	s.mcp.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			res, err := next(ctx, method, req)
-			if lr, ok := res.(*mcp.ListResourcesResult); ok && err == nil && method == "resources/list" {
+			lr, ok := res.(*mcp.ListResourcesResult)
+			if lreq, isList := req.(*mcp.ListResourcesRequest); ok && isList && err == nil && firstPage(lreq) {
 				lr.Resources = append(lr.Resources, s.keptResources(ctx)...)
 			}
 			return res, err
 		}
 	})
+}
+
+// firstPage reports whether a resources/list request asks for the first
+// page (kept artifacts are appended there only, so later pages of the
+// registered resources do not repeat them).
+func firstPage(req *mcp.ListResourcesRequest) bool {
+	return req.Params == nil || req.Params.Cursor == ""
 }
 
 // keptResources lists the caller's kept artifacts (newest first, bounded).
