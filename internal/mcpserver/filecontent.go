@@ -69,15 +69,15 @@ func (s *Server) readTarget(ctx context.Context, t target, p string, off, n int6
 	return s.deps.Files.Read(ctx, t.ItemID, p, off, n, max)
 }
 
-func (s *Server) downloadFile(ctx context.Context, _ *mcp.CallToolRequest, in DownloadIn) (*mcp.CallToolResult, any, error) {
+func (s *Server) downloadFile(ctx context.Context, _ *mcp.CallToolRequest, in DownloadIn) (*mcp.CallToolResult, DownloadOut, error) {
 	t, err := s.resolveTarget(ctx, in.SessionID, in.ContextID, in.ExecutionID)
 	if err != nil {
-		return nil, nil, err
+		return nil, DownloadOut{}, err
 	}
 	defer t.close()
 	data, e, err := s.readTarget(ctx, t, in.Path, in.Offset, in.Length)
 	if err != nil {
-		return nil, nil, err
+		return nil, DownloadOut{}, err
 	}
 	whole := in.Offset == 0 && int64(len(data)) == e.Size
 	if !whole {

@@ -75,13 +75,13 @@ func (s *Server) registerFiles() {
 	if s.deps.Files == nil {
 		return
 	}
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "upload_file",
+	addTool(s, &mcp.Tool{Name: "upload_file",
 		Description: "Write a file into a session, or stage it for execute_code/run_script files (upload_id).",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}}, s.uploadFile)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "download_file",
+	addTool(s, &mcp.Tool{Name: "download_file",
 		Description: "Read a file of a session or of a run's kept artifacts (execution_id); offset/length for ranges.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}}, s.downloadFile)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list_files",
+	addTool(s, &mcp.Tool{Name: "list_files",
 		Description: "List files of a session, of a run's kept artifacts, or (no id) your uploads and artifacts.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}}, s.listFiles)
 }
@@ -137,31 +137,31 @@ func (s *Server) sessionTarget(id string) (target, error) {
 	return target{Root: root, Session: sess.ID, URIBase: uriBase("sessions", sess.ID)}, nil
 }
 
-func (s *Server) uploadFile(ctx context.Context, _ *mcp.CallToolRequest, in UploadIn) (*mcp.CallToolResult, any, error) {
+func (s *Server) uploadFile(ctx context.Context, _ *mcp.CallToolRequest, in UploadIn) (*mcp.CallToolResult, UploadOut, error) {
 	data, mode, err := s.uploadContent(in)
 	if err != nil {
-		return nil, nil, err
+		return nil, UploadOut{}, err
 	}
 	opts := files.WriteOptions{Mode: mode, Overwrite: in.Overwrite, Max: s.deps.Config.MaxUploadBytes}
 	if in.SessionID == "" && in.ContextID == "" {
 		id := execlog.NewID("upl_")
 		it, w, err := s.deps.Files.Put(ctx, id, in.Path, strings.NewReader(data), opts)
 		if err != nil {
-			return nil, nil, err
+			return nil, UploadOut{}, err
 		}
 		return nil, UploadOut{Path: w.Path, Size: w.Size, SHA256: w.SHA256, UploadID: id, ExpiresAt: &it.Expires}, nil
 	}
 	t, err := s.resolveTarget(ctx, in.SessionID, in.ContextID, "")
 	if err != nil {
-		return nil, nil, err
+		return nil, UploadOut{}, err
 	}
 	defer t.close()
 	if err := s.checkDisk(t.Root, int64(len(data))); err != nil {
-		return nil, nil, err
+		return nil, UploadOut{}, err
 	}
 	w, err := t.Root.Write(in.Path, strings.NewReader(data), opts)
 	if err != nil {
-		return nil, nil, err
+		return nil, UploadOut{}, err
 	}
 	return nil, UploadOut{Path: w.Path, Size: w.Size, SHA256: w.SHA256}, nil
 }
@@ -211,7 +211,7 @@ func (s *Server) checkDisk(root *files.Root, n int64) error {
 	return nil
 }
 
-func (s *Server) listFiles(ctx context.Context, _ *mcp.CallToolRequest, in ListFilesIn) (*mcp.CallToolResult, any, error) {
+func (s *Server) listFiles(ctx context.Context, _ *mcp.CallToolRequest, in ListFilesIn) (*mcp.CallToolResult, files.Listing, error) {
 	limit := in.Limit
 	if limit <= 0 {
 		limit = 200
@@ -222,7 +222,7 @@ func (s *Server) listFiles(ctx context.Context, _ *mcp.CallToolRequest, in ListF
 	}
 	t, err := s.resolveTarget(ctx, in.SessionID, in.ContextID, in.ExecutionID)
 	if err != nil {
-		return nil, nil, err
+		return nil, files.Listing{}, err
 	}
 	defer t.close()
 	if t.Root != nil {
@@ -231,7 +231,7 @@ func (s *Server) listFiles(ctx context.Context, _ *mcp.CallToolRequest, in ListF
 	}
 	it, err := s.deps.Files.Get(ctx, t.ItemID)
 	if err != nil {
-		return nil, nil, err
+		return nil, files.Listing{}, err
 	}
 	return nil, itemListing(it, in.Path, limit), nil
 }
