@@ -13,6 +13,7 @@ run go test ./internal/sandbox/ -run '^$' -bench NamespaceStages -benchtime 40x
 run env CODEXEC_TEST_SANDBOX_MODE=subprocess go test ./internal/e2e/ -run '^$' -bench SendToSessionRoundTrip -benchtime 2000x
 run go test ./internal/session/ -run '^$' -bench ManagerExec -benchtime 2000x
 run go test ./internal/output/ -run '^$' -bench SinkBulk
+run go test ./internal/e2e/ -run '^$' -bench FileTransfer10MBVsCp -benchtime 10x
 run go test ./internal/shell/ -run '^$' -bench . -benchtime 2s
 run env CODEXEC_TEST_SANDBOX_MODE=subprocess go test ./internal/e2e/ -run '^$' -bench LoadHTTPvsStdio -benchtime 1x -timeout 20m
 if [ "${1:-}" = long ]; then

@@ -90,6 +90,13 @@ type Config struct {
 
 	// Remote configures the HTTP transport, auth and shutdown (remote.go).
 	Remote Remote
+
+	// Files toolset (upload/download, kept artifacts, images).
+	MaxUploadBytes   int64
+	MaxDownloadBytes int64
+	MaxImageBytes    int64
+	ArtifactTTL      time.Duration
+	ArtifactMaxBytes int64
 }
 
 // Retention holds the log retention periods of seed 000, in days.

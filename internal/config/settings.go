@@ -43,7 +43,12 @@ var settings = []setting{
 	{"CODEXEC_BASH", "", "bash path (default: discovered at start-up)", str(func(c *Config) *string { return &c.Interpreters.Bash })},
 	{"ALLOWED_COMMANDS", "", "commands execute_command/execute_process may run: comma-separated names or *", commands},
 	{"ALLOWED_CWD_ROOTS", "", "comma-separated roots a cwd must lie within (unset = unrestricted)", list(func(c *Config) *[]string { return &c.AllowedCwdRoots })},
-	{"CODEXEC_TOOLSETS", "exec,sessions,contexts,scripts,logs,packages,commands", "comma-separated toolsets to expose", list(func(c *Config) *[]string { return &c.Toolsets })},
+	{"CODEXEC_TOOLSETS", "exec,sessions,contexts,scripts,logs,packages,commands,files", "comma-separated toolsets to expose", list(func(c *Config) *[]string { return &c.Toolsets })},
+	{"CODEXEC_MAX_UPLOAD_BYTES", "32m", "largest file upload_file accepts", bytesize(func(c *Config) *int64 { return &c.MaxUploadBytes })},
+	{"CODEXEC_MAX_DOWNLOAD_BYTES", "8m", "most bytes one download_file or resources/read returns (read larger files in ranges)", bytesize(func(c *Config) *int64 { return &c.MaxDownloadBytes })},
+	{"CODEXEC_MAX_IMAGE_BYTES", "1m", "largest image returned inline; bigger ones are downscaled or linked", bytesize(func(c *Config) *int64 { return &c.MaxImageBytes })},
+	{"CODEXEC_ARTIFACT_TTL", "1h", "how long one-shot artifacts and staged uploads are kept (e.g. 1h, 90s)", duration(func(c *Config) *time.Duration { return &c.ArtifactTTL })},
+	{"CODEXEC_ARTIFACT_MAX_BYTES", "512m", "total size of kept artifacts and staged uploads; the oldest are evicted beyond it", bytesize(func(c *Config) *int64 { return &c.ArtifactMaxBytes })},
 	{"CODEXEC_PIP_INDEX_URL", "", "package index for install_package (python); unset = pip's own configuration", str(func(c *Config) *string { return &c.PipIndexURL })},
 	{"CODEXEC_NPM_REGISTRY", "", "registry for install_package (node); unset = npm's own configuration", str(func(c *Config) *string { return &c.NPMRegistry })},
 	{"CODEXEC_HEALTH_CHECK", HealthBackground, "background: serve at once, a language's first call waits for its check | startup: check before serving", oneOf(func(c *Config) *string { return &c.HealthCheck }, HealthBackground, HealthStartup)},
@@ -89,6 +94,23 @@ func millis(field func(*Config) *time.Duration) func(*Config, string) error {
 		n, err := parseInt(v, 1)
 		*field(c) = time.Duration(n) * time.Millisecond
 		return err
+	}
+}
+
+// duration parses a Go duration ("90s", "1h"); a bare number is seconds.
+func duration(field func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		v = strings.TrimSpace(v)
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			*field(c) = time.Duration(n) * time.Second
+			return nil
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("must be a duration like 1h or 90s, got %q", v)
+		}
+		*field(c) = d
+		return nil
 	}
 }
 

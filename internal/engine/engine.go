@@ -9,6 +9,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,6 +46,11 @@ type Options struct {
 	Home string
 	// BaseDir resolves relative working_dir values (the server's cwd).
 	BaseDir string
+	// AfterRun, if set, runs after every logged one-shot run (Execute and
+	// code mode), once artifacts are known and before a fresh workspace is
+	// removed: the files toolset keeps the artifacts there. It runs on the
+	// host workspace directory, whatever backend or runner ran the code.
+	AfterRun func(ctx context.Context, dir string, res *Result)
 }
 
 // Engine runs code. Create it with New.
