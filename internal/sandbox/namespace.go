@@ -357,6 +357,14 @@ func (n *Namespace) destroyLater(r *runner) {
 	go func() { defer n.cleanups.Done(); r.destroy() }()
 }
 
+// Prewarm starts a warm runner for runs like spec (see Spec.Warm) ahead of
+// the first such run. Specs that cannot run warm are ignored.
+func (n *Namespace) Prewarm(spec Spec) {
+	if req, ok := parseWarm(spec); ok {
+		n.warm.demand(req)
+	}
+}
+
 // PoolStats returns the state of the warm runners.
 func (n *Namespace) PoolStats() []PoolStat { return n.warm.stats() }
 

@@ -209,6 +209,23 @@ func (p *warmPool) take(req warmRequest) *runner {
 	return r
 }
 
+// demand makes req's kind wanted (at least one ready runner) without
+// taking a runner, so one starts before the first run asks.
+func (p *warmPool) demand(req warmRequest) {
+	if p == nil || p.opts.Size == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := p.kinds[req.key]
+	if k == nil {
+		k = &warmKind{req: req, memEstimate: 16 << 20}
+		p.kinds[req.key] = k
+	}
+	k.lastUse, k.target = time.Now(), max(k.target, 1)
+	p.fillLocked(k)
+}
+
 // fillLocked starts runners until the kind has its target, within the
 // memory cap.
 func (p *warmPool) fillLocked(k *warmKind) {
