@@ -343,6 +343,7 @@ func (n *Namespace) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc,
 	_ = r.mntns.Close()
 	_, err = r.ctl.Write(encodeRun(spec.Dir, spec.Env, req.code, req.args))
 	_ = r.ctl.Close()
+	slog.Debug("warm run", "id", spec.ID, "kind", req.kind)
 	if err != nil {
 		// The runner died before the run: report it as the run's failure.
 		_, _ = p.Wait()

@@ -100,7 +100,11 @@ func (b *bwrapArgs) build(spec Spec) error {
 	}
 	b.add("--seccomp", b.fd(sc), "--chdir", dir, "--")
 	if !b.n.opts.NoLandlock {
-		b.add(landlockInitPath, LandlockCommand, dir, "/tmp", "--")
+		b.add(landlockInitPath, LandlockCommand)
+		if b.warm {
+			b.add(landlockKeepCtl)
+		}
+		b.add(dir, "/tmp", "--")
 	}
 	return nil
 }
