@@ -25,6 +25,12 @@ const (
 	ModeDocker     = "docker"
 )
 
+// Health check timing accepted by CODEXEC_HEALTH_CHECK.
+const (
+	HealthBackground = "background"
+	HealthStartup    = "startup"
+)
+
 // Config is the whole server configuration. The zero value is not useful:
 // obtain one from Load (or Defaults for tests).
 type Config struct {
@@ -78,6 +84,15 @@ type Config struct {
 	PipIndexURL      string
 	NPMRegistry      string
 	PackageBlocklist string
+	// PackageBlocklistExtra extends the blocklist in effect.
+	PackageBlocklistExtra string
+
+	// HealthCheck is HealthBackground or HealthStartup.
+	HealthCheck string
+
+	// Warnings are adjustments Load made so that settings compose (see
+	// compose); the server logs them at start-up.
+	Warnings []string
 }
 
 // Retention holds the log retention periods of seed 000, in days.
@@ -135,6 +150,7 @@ func Load(args []string, getenv func(string) string, home string, usage io.Write
 		}
 	}
 	c.fillDerived()
+	c.compose()
 	return c, c.validate()
 }
 
@@ -187,12 +203,6 @@ func (c *Config) fillDerived() {
 
 func (c *Config) validate() error {
 	var errs []error
-	if c.DefaultTimeout > c.MaxTimeout {
-		errs = append(errs, fmt.Errorf("CODEXEC_DEFAULT_TIMEOUT_MS (%v) exceeds CODEXEC_MAX_TIMEOUT_MS (%v)", c.DefaultTimeout, c.MaxTimeout))
-	}
-	if c.TruncationHead+c.TruncationTail > c.MaxOutputChars {
-		errs = append(errs, fmt.Errorf("CODEXEC_TRUNCATION_HEAD + CODEXEC_TRUNCATION_TAIL (%d) exceeds CODEXEC_MAX_OUTPUT_CHARS (%d)", c.TruncationHead+c.TruncationTail, c.MaxOutputChars))
-	}
 	for _, d := range []struct{ name, v string }{{"CODEXEC_DATA_DIR", c.DataDir}, {"CODEXEC_SANDBOX_DIR", c.SandboxDir}, {"CODEXEC_LOG_DIR", c.LogDir}, {"CODEXEC_SCRIPTS_DIR", c.ScriptsDir}} {
 		if !filepath.IsAbs(d.v) {
 			errs = append(errs, fmt.Errorf("%s must be an absolute path (or start with ~/), got %q", d.name, d.v))

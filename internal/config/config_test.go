@@ -62,8 +62,6 @@ func TestInvalidNamesVariable(t *testing.T) {
 		{map[string]string{"CODEXEC_SANDBOX_MODE": "vm"}, "CODEXEC_SANDBOX_MODE"},
 		{map[string]string{"CODEXEC_DOCKER_CPU": "-1"}, "CODEXEC_DOCKER_CPU"},
 		{map[string]string{"CODEXEC_MEMORY_LIMIT": "huge"}, "CODEXEC_MEMORY_LIMIT"},
-		{map[string]string{"CODEXEC_DEFAULT_TIMEOUT_MS": "600000"}, "CODEXEC_DEFAULT_TIMEOUT_MS"},
-		{map[string]string{"CODEXEC_TRUNCATION_HEAD": "9000"}, "CODEXEC_TRUNCATION_HEAD"},
 		{map[string]string{"CODEXEC_LOG_DIR": "relative/logs"}, "CODEXEC_LOG_DIR"},
 		{map[string]string{"LOG_LEVEL": "loud"}, "LOG_LEVEL"},
 	}
@@ -71,6 +69,37 @@ func TestInvalidNamesVariable(t *testing.T) {
 		_, err := load(t, nil, c.env)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v does not name %s", c.env, err, c.want)
+		}
+	}
+}
+
+// TestSettingsCompose: a cap below the default of what it caps lowers that
+// value, with a warning naming both settings, instead of refusing to start.
+func TestSettingsCompose(t *testing.T) {
+	cases := []struct {
+		env              map[string]string
+		def, max         time.Duration
+		head, tail, outs int
+		warn             string
+	}{
+		{nil, 30 * time.Second, 300 * time.Second, 4000, 4000, 10000, ""},
+		{map[string]string{"CODEXEC_MAX_TIMEOUT_MS": "10000"}, 10 * time.Second, 10 * time.Second, 4000, 4000, 10000, "CODEXEC_MAX_TIMEOUT_MS"},
+		{map[string]string{"CODEXEC_DEFAULT_TIMEOUT_MS": "600000"}, 300 * time.Second, 300 * time.Second, 4000, 4000, 10000, "lowered to 300000 ms"},
+		{map[string]string{"CODEXEC_MAX_OUTPUT_CHARS": "2000"}, 30 * time.Second, 300 * time.Second, 1000, 1000, 2000, "CODEXEC_MAX_OUTPUT_CHARS"},
+		{map[string]string{"CODEXEC_TRUNCATION_HEAD": "12000", "CODEXEC_TRUNCATION_TAIL": "3000"}, 30 * time.Second, 300 * time.Second, 8000, 2000, 10000, "12000+3000"},
+	}
+	for _, c := range cases {
+		cfg, err := load(t, nil, c.env)
+		if err != nil {
+			t.Errorf("%v: %v", c.env, err)
+			continue
+		}
+		got := []any{cfg.DefaultTimeout, cfg.MaxTimeout, cfg.TruncationHead, cfg.TruncationTail, cfg.MaxOutputChars}
+		if diff := cmp.Diff([]any{c.def, c.max, c.head, c.tail, c.outs}, got); diff != "" {
+			t.Errorf("%v: (-want +got)\n%s", c.env, diff)
+		}
+		if w := strings.Join(cfg.Warnings, "\n"); (c.warn == "") != (w == "") || !strings.Contains(w, c.warn) {
+			t.Errorf("%v: warnings %q, want one containing %q", c.env, w, c.warn)
 		}
 	}
 }

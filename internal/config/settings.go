@@ -49,7 +49,9 @@ var settings = []setting{
 	{"CODEXEC_TOOLSETS", "exec,sessions,contexts,scripts,logs,packages,commands", "comma-separated toolsets to expose", list(func(c *Config) *[]string { return &c.Toolsets })},
 	{"CODEXEC_PIP_INDEX_URL", "", "package index for install_package (python); unset = pip's own configuration", str(func(c *Config) *string { return &c.PipIndexURL })},
 	{"CODEXEC_NPM_REGISTRY", "", "registry for install_package (node); unset = npm's own configuration", str(func(c *Config) *string { return &c.NPMRegistry })},
-	{"CODEXEC_PACKAGE_BLOCKLIST", "", "blocked package names: a file path or a comma-separated list", str(func(c *Config) *string { return &c.PackageBlocklist })},
+	{"CODEXEC_HEALTH_CHECK", HealthBackground, "background: serve at once, a language's first call waits for its check | startup: check before serving", oneOf(func(c *Config) *string { return &c.HealthCheck }, HealthBackground, HealthStartup)},
+	{"CODEXEC_PACKAGE_BLOCKLIST", "", "replaces the shipped list of known-malicious packages: a file path or a comma-separated list (name, name@ver, name==ver; none = no list)", str(func(c *Config) *string { return &c.PackageBlocklist })},
+	{"CODEXEC_PACKAGE_BLOCKLIST_EXTRA", "", "packages blocked in addition to the list in effect (same forms)", str(func(c *Config) *string { return &c.PackageBlocklistExtra })},
 }
 
 func str(field func(*Config) *string) func(*Config, string) error {
