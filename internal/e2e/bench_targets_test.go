@@ -181,4 +181,3 @@ func treeRSS(pid int) float64 {
 	}
 	return total
 }
-
