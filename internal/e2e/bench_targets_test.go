@@ -148,23 +148,9 @@ func (s *server) throughput(n, conc int) (float64, float64) {
 	return got, base
 }
 
-func rssMB(pid int) float64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
-			return float64(kb) / 1024
-		}
-	}
-	return 0
-}
-
 // treeRSS sums the RSS of pid and all its descendants, in MB.
 func treeRSS(pid int) float64 {
-	total := rssMB(pid)
+	total := max(rssMB(pid), 0)
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, f := range stats {
 		b, err := os.ReadFile(f)
