@@ -62,6 +62,12 @@ type Config struct {
 	PidsLimit        int
 	DiskLimitBytes   int64
 
+	// Warm runners (namespace mode): ready runners per kind, idle expiry,
+	// memory cap of all ready runners.
+	PoolSize        int
+	PoolIdle        time.Duration
+	PoolMemoryBytes int64
+
 	MaxOutputChars  int
 	TruncationHead  int
 	TruncationTail  int

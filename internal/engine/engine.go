@@ -77,6 +77,15 @@ func New(opts Options, backend sandbox.Backend, langs *runtime.Set, guard *pathg
 // Backend returns the sandbox backend in use.
 func (e *Engine) Backend() sandbox.Backend { return e.backend }
 
+// PoolStats returns the state of the backend's warm runners (nil when the
+// backend keeps none), for doctor, logs and metrics.
+func (e *Engine) PoolStats() []sandbox.PoolStat {
+	if p, ok := e.backend.(sandbox.Pooled); ok {
+		return p.PoolStats()
+	}
+	return nil
+}
+
 // Languages returns the interpreter set.
 func (e *Engine) Languages() *runtime.Set { return e.langs }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/codexec/codexec/internal/codemode"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/runtime"
+	"github.com/codexec/codexec/internal/sandbox"
 )
 
 // Statuses of seed 003.
@@ -174,7 +175,7 @@ func (e *Engine) runCode(ctx context.Context, id, lang, dir string, req Request,
 	}
 	before := artifacts.Take(dir)
 	oc := e.RunProcess(ctx, ProcessSpec{ID: id, Argv: prog.Argv, Dir: dir, Env: e.Env(lang, dir),
-		Stdin: stdinReader(req.Stdin), Timeout: req.Timeout, ProgramDir: progDir})
+		Stdin: stdinReader(req.Stdin), Timeout: req.Timeout, ProgramDir: progDir, Warm: warmKind(lang)})
 	if post != nil {
 		post(dir)
 	}
@@ -185,6 +186,17 @@ func (e *Engine) runCode(ctx context.Context, id, lang, dir string, req Request,
 		e.opts.AfterRun(ctx, dir, &res)
 	}
 	return res
+}
+
+// warmKind is the warm runner kind that can run lang's programs.
+func warmKind(lang string) string {
+	switch lang {
+	case runtime.Python:
+		return sandbox.WarmPython
+	case runtime.Node, runtime.TypeScript:
+		return sandbox.WarmNode
+	}
+	return ""
 }
 
 // writeProgram writes program files to a private directory outside the
