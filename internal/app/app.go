@@ -101,6 +101,10 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	if err := addGlobalPackages(&opts, cfg.PackagesDir); err != nil {
 		return nil, err
 	}
+	store, err := a.buildFiles(cfg, &opts)
+	if err != nil {
+		return nil, err
+	}
 	a.Engine, err = engine.New(opts, backend, langs, guard, logger)
 	if err != nil {
 		return nil, err
@@ -117,6 +121,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	if l := quota.NewLocal(cfg.MaxConcurrent, cfg.QueueWait); l != nil {
 		deps.Limiter = l
 	}
+	deps.Files = store
 	if err := a.buildHistory(ctx, cfg, &deps); err != nil {
 		return nil, err
 	}

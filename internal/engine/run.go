@@ -28,6 +28,9 @@ type ProcessSpec struct {
 	OnStdout, OnStderr func([]byte)
 	// Network asks to keep host networking (sandbox.Spec.Network).
 	Network bool
+	// Warm lets the backend serve the run from a warm runner
+	// (sandbox.Spec.Warm).
+	Warm string
 }
 
 // Outcome is how a process run ended. Stdout and Stderr are already
@@ -54,7 +57,7 @@ func (e *Engine) RunProcess(ctx context.Context, spec ProcessSpec) Outcome {
 		ID: spec.ID, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Stdin: spec.Stdin,
 		Stdout: outSink, Stderr: errSink, ProgramDir: spec.ProgramDir,
 		Mounts: append(append([]sandbox.Mount(nil), e.opts.Mounts...), spec.Mounts...), Limits: e.opts.Limits,
-		Network: spec.Network,
+		Network: spec.Network, Warm: spec.Warm,
 	})
 	if err != nil {
 		// A start that failed because the call was cancelled is a cancellation.

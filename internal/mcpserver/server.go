@@ -25,6 +25,7 @@ import (
 	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/logindex"
 	"github.com/codexec/codexec/internal/packages"
 	"github.com/codexec/codexec/internal/quota"
@@ -36,7 +37,7 @@ import (
 var Version = "0.1.0"
 
 // Toolset names accepted by CODEXEC_TOOLSETS.
-var Toolsets = []string{"exec", "sessions", "contexts", "scripts", "logs", "packages", "commands"}
+var Toolsets = []string{"exec", "sessions", "contexts", "scripts", "logs", "packages", "commands", "files"}
 
 // Deps are the domain services the tools call. Engine is required; the other
 // services are optional and their toolsets are skipped when nil.
@@ -51,6 +52,7 @@ type Deps struct {
 	Scripts         *scripts.Runner
 	Logs            *logindex.Index
 	Limiter         quota.Limiter // per-principal execution slots; nil: unlimited
+	Files           files.Store // files toolset, kept artifacts, resources; nil disables them
 }
 
 // Server is the MCP server with every enabled tool registered.
@@ -76,13 +78,14 @@ func New(deps Deps) (*Server, error) {
 	register := map[string]func(){
 		"exec": s.registerExec, "sessions": s.registerSessions, "contexts": s.registerContexts,
 		"scripts": s.registerScripts, "logs": s.registerLogs, "packages": s.registerPackages,
-		"commands": s.registerCommands,
+		"commands": s.registerCommands, "files": s.registerFiles,
 	}
 	for _, ts := range Toolsets {
 		if slices.Contains(deps.Config.Toolsets, ts) {
 			register[ts]()
 		}
 	}
+	s.registerResources()
 	return s, nil
 }
 
