@@ -17,8 +17,8 @@ import (
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runtime"
-	"github.com/codexec/codexec/internal/tenant"
 	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/tenant"
 )
 
 // Statuses of seed 003.

@@ -52,7 +52,7 @@ type Deps struct {
 	Scripts         *scripts.Runner
 	Logs            *logindex.Index
 	Limiter         quota.Limiter // per-principal execution slots; nil: unlimited
-	Files           files.Store // files toolset, kept artifacts, resources; nil disables them
+	Files           files.Store   // files toolset, kept artifacts, resources; nil disables them
 }
 
 // Server is the MCP server with every enabled tool registered.
