@@ -178,6 +178,9 @@ func TestPrincipalsAreIsolated(t *testing.T) {
 			sameAsUnknown("stop_context", "context_id", cid, "ctx-00000000-0000", nil)
 			sameAsUnknown("get_script", "name", "alice-tool", "ghost-tool", nil)
 			sameAsUnknown("run_script", "name", "alice-tool", "ghost-tool", nil)
+			sameAsUnknown("list_files", "session_id", sid, ghostSess, nil)
+			sameAsUnknown("download_file", "session_id", sid, ghostSess, map[string]any{"path": "x.txt"})
+			sameAsUnknown("list_files", "execution_id", execID, "exec_"+strings.Repeat("0", len(execID)-len("exec_")), nil)
 			sameAsUnknown("install_package", "session_id", sid, ghostSess, map[string]any{"package": "six", "language": "python"})
 			sameAsUnknown("get_execution_log", "execution_id", execID, "exec_"+strings.Repeat("0", len(execID)-len("exec_")), nil)
 
