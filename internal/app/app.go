@@ -19,6 +19,7 @@ import (
 	"github.com/codexec/codexec/internal/mcpserver"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/pathguard"
+	"github.com/codexec/codexec/internal/quota"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/session"
@@ -113,9 +114,13 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	sessions := session.NewManager(a.Engine, session.Options{MaxSessions: cfg.MaxSessions, IdleTimeout: cfg.SessionIdleTimeout, KillGrace: cfg.KillGrace})
+	sessions := session.NewManager(a.Engine, session.Options{MaxSessions: cfg.MaxSessions, IdleTimeout: cfg.SessionIdleTimeout, KillGrace: cfg.KillGrace,
+		MaxPerPrincipal: cfg.MaxSessionsPerPrincipal})
 	a.closers = append(a.closers, sessions.Close)
 	deps := mcpserver.Deps{Config: cfg, Engine: a.Engine, Sessions: sessions, Packages: installer, SessionPackages: sessions}
+	if l := quota.NewLocal(cfg.MaxConcurrent, cfg.QueueWait); l != nil {
+		deps.Limiter = l
+	}
 	deps.Files = store
 	if err := a.buildHistory(ctx, cfg, &deps); err != nil {
 		return nil, err

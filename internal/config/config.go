@@ -55,6 +55,11 @@ type Config struct {
 	// KillGrace is the time between SIGTERM and SIGKILL on timeout.
 	KillGrace   time.Duration
 	MaxSessions int
+	// Per-principal quotas: sessions (0 = MaxSessions), concurrent
+	// executions (0 = unlimited) and how long one queues for a slot.
+	MaxSessionsPerPrincipal int
+	MaxConcurrent           int
+	QueueWait               time.Duration
 
 	// Resource limits for isolated modes (namespace and docker).
 	MemoryLimitBytes int64

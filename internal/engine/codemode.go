@@ -12,6 +12,7 @@ import (
 
 	"github.com/codexec/codexec/internal/codemode"
 	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runtime"
 )
 
@@ -25,6 +26,7 @@ type CodeModeRequest struct {
 	Timeout    time.Duration
 	WorkingDir string
 	Call       execlog.CallContext
+	Observe    output.Observer
 }
 
 // ExecuteCodeMode runs a code-mode request. Like Execute, invalid requests
@@ -47,12 +49,12 @@ func (e *Engine) ExecuteCodeMode(ctx context.Context, req CodeModeRequest) (Resu
 	started := time.Now()
 	var env *codemode.Envelope
 	var envErr error
-	res := e.runCode(ctx, id, runtime.TypeScript, dir, Request{Code: src, Stdin: req.Stdin, Timeout: req.Timeout}, func(dir string) {
+	res := e.runCode(ctx, id, runtime.TypeScript, dir, Request{Code: src, Stdin: req.Stdin, Timeout: req.Timeout, Observe: req.Observe}, func(dir string) {
 		env, envErr = readEnvelope(filepath.Join(dir, resultFile))
 	})
 	res.WorkingDir = dir
 	res = fillCodeMode(res, req, env, envErr)
-	e.logExecution(res, Request{Language: runtime.TypeScript, Code: req.Code, Stdin: req.Stdin, Tool: "execute_code", Context: req.Call}, started)
+	e.logExecution(ctx, res, Request{Language: runtime.TypeScript, Code: req.Code, Stdin: req.Stdin, Tool: "execute_code", Context: req.Call}, started)
 	return res, nil
 }
 

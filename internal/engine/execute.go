@@ -15,8 +15,10 @@ import (
 	"github.com/codexec/codexec/internal/artifacts"
 	"github.com/codexec/codexec/internal/codemode"
 	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/tenant"
 )
 
 // Statuses of seed 003.
@@ -25,6 +27,9 @@ const (
 	StatusExecutionError = "execution_error"
 	StatusTimeout        = "timeout"
 	StatusSetupError     = "setup_error"
+	// StatusCancelled: the client cancelled the call (or went away) and the
+	// run was killed (one-shot) or interrupted (session).
+	StatusCancelled = "cancelled"
 )
 
 // Request is one one-shot execution. Language must be a canonical name (see
@@ -43,6 +48,8 @@ type Request struct {
 	// NoLog marks internal runs (health checks, package probes): no log
 	// entry, no Options.AfterRun, no WithPrepare step.
 	NoLog bool
+	// Observe, if set, sees the program's stdout/stderr as it runs.
+	Observe output.Observer
 }
 
 type prepareKey struct{}
@@ -74,7 +81,7 @@ type Result struct {
 	ExitCode      *int     `json:"exit_code" jsonschema:"exit status; null when the program was killed (timeout, signal, memory limit) or never started"`
 	DurationMs    int64    `json:"duration_ms" jsonschema:"wall time in milliseconds"`
 	ExecutionTime float64  `json:"execution_time" jsonschema:"wall time in seconds"`
-	Status        string   `json:"status" jsonschema:"success | execution_error | timeout | setup_error"`
+	Status        string   `json:"status" jsonschema:"success | execution_error | timeout | setup_error | cancelled"`
 	ErrorMessage  *string  `json:"error_message" jsonschema:"why the status is not success; null on success"`
 	TimedOut      bool     `json:"timed_out" jsonschema:"true when the timeout stopped the program"`
 	Truncated     bool     `json:"truncated" jsonschema:"true when stdout or stderr was truncated"`
@@ -95,7 +102,9 @@ type Result struct {
 
 // Execute runs one request. Invalid requests (unknown language, forbidden
 // working_dir) return an error and run nothing; a program that fails, times
-// out or cannot be set up is a Result with the matching status.
+// out or cannot be set up is a Result with the matching status. Cancelling
+// ctx kills the whole run at once (status cancelled); the log entry is
+// written for ctx's principal either way.
 func (e *Engine) Execute(ctx context.Context, req Request) (Result, error) {
 	lang, err := runtime.Normalize(req.Language)
 	if err != nil {
@@ -114,7 +123,7 @@ func (e *Engine) Execute(ctx context.Context, req Request) (Result, error) {
 	res := e.runCode(ctx, id, lang, dir, req, nil)
 	res.WorkingDir = dir
 	if !req.NoLog {
-		e.logExecution(res, req, started)
+		e.logExecution(ctx, res, req, started)
 	}
 	return res, nil
 }
@@ -175,7 +184,8 @@ func (e *Engine) runCode(ctx context.Context, id, lang, dir string, req Request,
 	}
 	before := artifacts.Take(dir)
 	oc := e.RunProcess(ctx, ProcessSpec{ID: id, Argv: prog.Argv, Dir: dir, Env: e.Env(lang, dir),
-		Stdin: stdinReader(req.Stdin), Timeout: req.Timeout, ProgramDir: progDir, Warm: warmKind(lang)})
+		Stdin: stdinReader(req.Stdin), Timeout: req.Timeout, ProgramDir: progDir, Warm: warmKind(lang),
+		OnStdout: req.Observe.For("stdout"), OnStderr: req.Observe.For("stderr")})
 	if post != nil {
 		post(dir)
 	}
@@ -250,13 +260,13 @@ func fillOutcome(res Result, oc Outcome, timeout time.Duration, memLimit int64) 
 	}
 	msg := ""
 	switch {
+	case oc.Cancelled:
+		res.Status, msg = StatusCancelled, "Execution cancelled by the client; the run was killed."
 	case oc.StartErr != nil:
 		res.Status, msg = StatusSetupError, "sandbox could not start the program: "+oc.StartErr.Error()
 	case oc.TimedOut:
 		res.Status, res.TimedOut = StatusTimeout, true
 		msg = fmt.Sprintf("Execution timed out after %s.", formatSeconds(timeout))
-	case oc.Cancelled:
-		res.Status, msg = StatusExecutionError, "Execution cancelled by the client."
 	case oc.Exit.OOMKilled:
 		res.Status, res.OOMKilled = StatusExecutionError, true
 		msg = fmt.Sprintf("memory limit %d MiB exceeded: the program was killed", memLimit>>20)
@@ -289,7 +299,7 @@ func signalName(sig int) string {
 	return fmt.Sprintf("%d (%s)", sig, syscall.Signal(sig).String())
 }
 
-func (e *Engine) logExecution(res Result, req Request, started time.Time) {
+func (e *Engine) logExecution(ctx context.Context, res Result, req Request, started time.Time) {
 	if e.log == nil {
 		return
 	}
@@ -299,7 +309,7 @@ func (e *Engine) logExecution(res Result, req Request, started time.Time) {
 		Stderr: res.Stderr, ExitCode: res.ExitCode, Status: res.Status, ErrorMessage: deref(res.ErrorMessage),
 		TimedOut: res.TimedOut, Truncated: res.Truncated, DurationMs: res.DurationMs, MemoryPeakMB: res.MemoryPeakMB,
 		SandboxMode: res.SandboxMode, WorkingDir: res.WorkingDir, Artifacts: res.Diff, Context: req.Context,
-		ExecutedAt: started.UTC(),
+		ExecutedAt: started.UTC(), Owner: tenant.From(ctx),
 	}
 	if err := e.log.AppendExecution(entry); err != nil {
 		slog.Error("execution log write failed; result still returned", "execution_id", res.ExecutionID, "err", err)

@@ -60,7 +60,8 @@ func (e *Engine) RunProcess(ctx context.Context, spec ProcessSpec) Outcome {
 		Network: spec.Network, Warm: spec.Warm,
 	})
 	if err != nil {
-		return Outcome{StartErr: err, Duration: time.Since(start)}
+		// A start that failed because the call was cancelled is a cancellation.
+		return Outcome{StartErr: err, Cancelled: ctx.Err() != nil, Duration: time.Since(start)}
 	}
 	started := time.Since(start)
 	oc := e.waitWithTimeout(ctx, proc, spec.Timeout)

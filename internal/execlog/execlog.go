@@ -48,6 +48,9 @@ type Entry struct {
 	ExecutedAt   time.Time      `json:"executed_at"`
 	// At duplicates ExecutedAt for session files, where seed 000 names it "at".
 	At *time.Time `json:"at,omitempty"`
+	// Owner is the principal the execution ran for (tenant.From); entries
+	// written before tenants existed have none and belong to tenant.Local.
+	Owner string `json:"owner,omitempty"`
 }
 
 // CallContext carries the caller's identifiers, taken from the tool call's

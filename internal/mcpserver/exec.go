@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runtime"
 )
 
@@ -31,7 +32,7 @@ type ExecuteCodeIn struct {
 
 // sessionExecutor runs code inside a session; the sessions toolset provides it.
 type sessionExecutor interface {
-	ExecuteInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (engine.Result, error)
+	ExecuteInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, obs output.Observer) (engine.Result, error)
 }
 
 func (s *Server) registerExec() {
@@ -56,8 +57,10 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 }
 
 func (s *Server) executeCodeWithFiles(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {
+	obs, finish := streamOutput(ctx, req)
+	defer finish()
 	if in.SessionID != "" {
-		return s.executeInSession(ctx, req, in)
+		return s.executeInSession(ctx, req, in, obs)
 	}
 	timeout, err := s.deps.Engine.ResolveTimeout(in.TimeoutMs, in.Timeout)
 	if err != nil {
@@ -69,11 +72,11 @@ func (s *Server) executeCodeWithFiles(ctx context.Context, req *mcp.CallToolRequ
 	if codeMode, err := isCodeMode(in); err != nil {
 		return invalid(err.Error())
 	} else if codeMode {
-		return s.executeCodeMode(ctx, req, in, timeout)
+		return s.executeCodeMode(ctx, req, in, timeout, obs)
 	}
 	res, err := s.deps.Engine.Execute(ctx, engine.Request{
 		Language: in.Language, Code: in.Code, Stdin: in.Stdin, Timeout: timeout, WorkingDir: in.WorkingDir,
-		Tool: "execute_code", Context: callContext(req),
+		Tool: "execute_code", Context: callContext(req), Observe: obs,
 	})
 	if err != nil {
 		return invalid(err.Error())
@@ -100,10 +103,10 @@ func isCodeMode(in ExecuteCodeIn) (bool, error) {
 	return true, nil
 }
 
-func (s *Server) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, timeout time.Duration) (*mcp.CallToolResult, engine.Result, error) {
+func (s *Server) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, timeout time.Duration, obs output.Observer) (*mcp.CallToolResult, engine.Result, error) {
 	res, err := s.deps.Engine.ExecuteCodeMode(ctx, engine.CodeModeRequest{
 		Code: in.Code, Intent: in.Intent, Context: in.Context, Stdin: in.Stdin, Timeout: timeout,
-		WorkingDir: in.WorkingDir, Call: callContext(req),
+		WorkingDir: in.WorkingDir, Call: callContext(req), Observe: obs,
 	})
 	if err != nil {
 		return invalid(err.Error())
@@ -122,12 +125,12 @@ func codeModeText(r engine.Result) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
 }
 
-func (s *Server) executeInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {
+func (s *Server) executeInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, obs output.Observer) (*mcp.CallToolResult, engine.Result, error) {
 	se, ok := s.sessionsExecutor()
 	if !ok {
 		return invalid("session_id given but persistent sessions are not enabled on this server")
 	}
-	res, err := se.ExecuteInSession(ctx, req, in)
+	res, err := se.ExecuteInSession(ctx, req, in, obs)
 	if err != nil {
 		return invalid(err.Error())
 	}

@@ -255,7 +255,7 @@ func (s *Server) withFiles(ctx context.Context, r *mcp.CallToolResult, res engin
 // made it into the store).
 func (s *Server) resultTarget(ctx context.Context, res engine.Result) (target, func(string) bool, error) {
 	if res.SessionID != nil {
-		t, err := s.sessionTarget(*res.SessionID)
+		t, err := s.sessionTarget(ctx, *res.SessionID)
 		return t, func(string) bool { return true }, err
 	}
 	it, err := s.deps.Files.Get(ctx, res.ExecutionID)

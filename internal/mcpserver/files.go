@@ -117,16 +117,16 @@ func (s *Server) resolveTarget(ctx context.Context, sessionID, contextID, execut
 		}
 		return target{ItemID: executionID, URIBase: uriBase("executions", executionID)}, nil
 	case sid != "":
-		return s.sessionTarget(sid)
+		return s.sessionTarget(ctx, sid)
 	}
 	return target{}, errors.New("give a session_id, context_id or execution_id")
 }
 
-func (s *Server) sessionTarget(id string) (target, error) {
+func (s *Server) sessionTarget(ctx context.Context, id string) (target, error) {
 	if s.deps.Sessions == nil {
 		return target{}, errors.New("sessions are not enabled on this server")
 	}
-	sess, err := s.deps.Sessions.Get(id)
+	sess, err := s.deps.Sessions.Get(ctx, id)
 	if err != nil {
 		return target{}, errors.New(sessionError(err))
 	}
@@ -315,7 +315,7 @@ func (s *Server) uploadsToSession(ctx context.Context, sessionID string, ids []s
 	if s.deps.Files == nil {
 		return errors.New("files are not enabled on this server")
 	}
-	t, err := s.sessionTarget(sessionID)
+	t, err := s.sessionTarget(ctx, sessionID)
 	if err != nil {
 		return err
 	}

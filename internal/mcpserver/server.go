@@ -4,6 +4,11 @@
 // results as structuredContent plus a compact text. One file per tool family;
 // each family is a toolset that CODEXEC_TOOLSETS can switch off.
 //
+// Tenancy: every request runs for one principal (tenant.From), decided once
+// by the tenancy middleware; the stores filter by it. Cancellation: the SDK
+// cancels a handler's ctx on notifications/cancelled or when the client goes
+// away, and every run below stops on ctx.
+//
 // A Server is safe for concurrent tool calls.
 package mcpserver
 
@@ -23,6 +28,7 @@ import (
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/logindex"
 	"github.com/codexec/codexec/internal/packages"
+	"github.com/codexec/codexec/internal/quota"
 	"github.com/codexec/codexec/internal/scripts"
 	"github.com/codexec/codexec/internal/session"
 )
@@ -45,7 +51,8 @@ type Deps struct {
 	SessionPackages SessionPackages     // per-session installs; nil until sessions are wired
 	Scripts         *scripts.Runner
 	Logs            *logindex.Index
-	Files           files.Store // files toolset, kept artifacts, resources; nil disables them
+	Limiter         quota.Limiter // per-principal execution slots; nil: unlimited
+	Files           files.Store   // files toolset, kept artifacts, resources; nil disables them
 }
 
 // Server is the MCP server with every enabled tool registered.
@@ -61,6 +68,7 @@ func New(deps Deps) (*Server, error) {
 	s := &Server{deps: deps, drain: newDrain()}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "codexec", Title: "codexec — code execution sandbox", Version: Version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: slog.Default()})
+	s.mcp.AddReceivingMiddleware(s.tenancy)
 	s.mcp.AddReceivingMiddleware(s.drain.middleware)
 	for _, ts := range deps.Config.Toolsets {
 		if !slices.Contains(Toolsets, ts) {
