@@ -34,6 +34,9 @@ type HostEnv struct {
 	// operator's installer settings from packages.SelectEnv. Never passed
 	// to sandboxed code.
 	Installer []string
+	// Environ is codexec's whole environment ("K=V"), used only to expand
+	// ${VAR} in upstream server settings; never passed to sandboxed code.
+	Environ []string
 }
 
 // Serve runs the MCP server on stdio until the client disconnects or ctx ends.
@@ -111,6 +114,14 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	deps := mcpserver.Deps{Config: cfg, Engine: a.Engine, Sessions: sessions, Packages: installer, SessionPackages: sessions}
 	if err := a.buildHistory(ctx, cfg, &deps); err != nil {
 		return nil, err
+	}
+	if deps.Upstreams, err = newUpstreams(cfg, env); err != nil {
+		return nil, err
+	}
+	if deps.Upstreams != nil {
+		deps.Upstreams.Start()
+		a.closers = append(a.closers, deps.Upstreams.Close)
+		go logUpstreams(ctx, deps.Upstreams)
 	}
 	a.Server, err = mcpserver.New(deps)
 	if err != nil {

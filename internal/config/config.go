@@ -72,6 +72,22 @@ type Config struct {
 	PipIndexURL      string
 	NPMRegistry      string
 	PackageBlocklist string
+
+	CodeMode CodeMode
+}
+
+// CodeMode holds seed 004's code-mode settings.
+type CodeMode struct {
+	// Upstreams is the mcpServers file path; empty means no upstreams.
+	Upstreams string
+	// ToolPolicy is CODEXEC_TOOL_POLICY, parsed by the upstream package.
+	ToolPolicy     string
+	TopK           int
+	MaxCalls       int
+	CallTimeout    time.Duration
+	MaxResultBytes int64
+	Timeout        time.Duration
+	MemoryBytes    int64
 }
 
 // Retention holds the log retention periods of seed 000, in days.
@@ -183,6 +199,9 @@ func (c *Config) validate() error {
 	var errs []error
 	if c.DefaultTimeout > c.MaxTimeout {
 		errs = append(errs, fmt.Errorf("CODEXEC_DEFAULT_TIMEOUT_MS (%v) exceeds CODEXEC_MAX_TIMEOUT_MS (%v)", c.DefaultTimeout, c.MaxTimeout))
+	}
+	if c.CodeMode.Timeout > c.MaxTimeout {
+		errs = append(errs, fmt.Errorf("CODEXEC_CODEMODE_TIMEOUT_MS (%v) exceeds CODEXEC_MAX_TIMEOUT_MS (%v)", c.CodeMode.Timeout, c.MaxTimeout))
 	}
 	if c.TruncationHead+c.TruncationTail > c.MaxOutputChars {
 		errs = append(errs, fmt.Errorf("CODEXEC_TRUNCATION_HEAD + CODEXEC_TRUNCATION_TAIL (%d) exceeds CODEXEC_MAX_OUTPUT_CHARS (%d)", c.TruncationHead+c.TruncationTail, c.MaxOutputChars))

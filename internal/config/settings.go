@@ -43,10 +43,18 @@ var settings = []setting{
 	{"CODEXEC_BASH", "", "bash path (default: discovered at start-up)", str(func(c *Config) *string { return &c.Interpreters.Bash })},
 	{"ALLOWED_COMMANDS", "", "commands execute_command/execute_process may run: comma-separated names or *", commands},
 	{"ALLOWED_CWD_ROOTS", "", "comma-separated roots a cwd must lie within (unset = unrestricted)", list(func(c *Config) *[]string { return &c.AllowedCwdRoots })},
-	{"CODEXEC_TOOLSETS", "exec,sessions,contexts,scripts,logs,packages,commands", "comma-separated toolsets to expose", list(func(c *Config) *[]string { return &c.Toolsets })},
+	{"CODEXEC_TOOLSETS", "exec,sessions,contexts,scripts,logs,packages,commands,codemode", "comma-separated toolsets to expose", list(func(c *Config) *[]string { return &c.Toolsets })},
 	{"CODEXEC_PIP_INDEX_URL", "", "package index for install_package (python); unset = pip's own configuration", str(func(c *Config) *string { return &c.PipIndexURL })},
 	{"CODEXEC_NPM_REGISTRY", "", "registry for install_package (node); unset = npm's own configuration", str(func(c *Config) *string { return &c.NPMRegistry })},
 	{"CODEXEC_PACKAGE_BLOCKLIST", "", "blocked package names: a file path or a comma-separated list", str(func(c *Config) *string { return &c.PackageBlocklist })},
+	{"CODEXEC_UPSTREAMS", "", "code mode: mcpServers JSON file of upstream MCP servers whose tools code may call", str(func(c *Config) *string { return &c.CodeMode.Upstreams })},
+	{"CODEXEC_TOOL_POLICY", "", "code mode: allowed server.tool globs, comma-separated; !glob denies (deny wins)", str(func(c *Config) *string { return &c.CodeMode.ToolPolicy })},
+	{"CODEXEC_CODEMODE_TOP_K", "5", "code mode: tools injected for an intent", positive(func(c *Config) *int { return &c.CodeMode.TopK })},
+	{"CODEXEC_CODEMODE_MAX_CALLS", "100", "code mode: upstream tool calls allowed per execution", positive(func(c *Config) *int { return &c.CodeMode.MaxCalls })},
+	{"CODEXEC_CODEMODE_CALL_TIMEOUT_MS", "60000", "code mode: timeout of one upstream tool call, in milliseconds", millis(func(c *Config) *time.Duration { return &c.CodeMode.CallTimeout })},
+	{"CODEXEC_CODEMODE_MAX_RESULT", "8m", "code mode: largest result of one upstream tool call", bytesize(func(c *Config) *int64 { return &c.CodeMode.MaxResultBytes })},
+	{"CODEXEC_CODEMODE_TIMEOUT_MS", "30000", "code mode: default execution timeout, in milliseconds (seed 004)", millis(func(c *Config) *time.Duration { return &c.CodeMode.Timeout })},
+	{"CODEXEC_CODEMODE_MEMORY", "512m", "code mode: memory limit per execution in isolated modes (seed 004)", bytesize(func(c *Config) *int64 { return &c.CodeMode.MemoryBytes })},
 }
 
 func str(field func(*Config) *string) func(*Config, string) error {

@@ -2,12 +2,15 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/codexec/codexec/internal/codemode"
@@ -15,9 +18,15 @@ import (
 	"github.com/codexec/codexec/internal/runtime"
 )
 
-// CodeModeRequest is a seed 004 execution: TypeScript run as an async
-// function body with Context injected; Intent is recorded.
+// MaxCodeModeBytes is seed 004's limit on submitted code.
+const MaxCodeModeBytes = 100 << 10
+
+// CodeModeRequest is a seed 004 execution: code run as an async function
+// body with Context injected and the Tools of upstream MCP servers bound as
+// objects whose calls cross the sandbox boundary over the channel.
 type CodeModeRequest struct {
+	// Language is runtime.TypeScript (also for JavaScript) or runtime.Python.
+	Language   string
 	Code       string
 	Intent     string
 	Context    map[string]any
@@ -25,14 +34,29 @@ type CodeModeRequest struct {
 	Timeout    time.Duration
 	WorkingDir string
 	Call       execlog.CallContext
+	// Tools are the injected upstream tools; Caller calls them (required
+	// when Tools is not empty). Bridge limits the calls.
+	Tools  []codemode.Tool
+	Caller codemode.Caller
+	Bridge codemode.BridgeOptions
+	// MemoryBytes, if positive, replaces the engine's memory limit.
+	MemoryBytes int64
 }
 
 // ExecuteCodeMode runs a code-mode request. Like Execute, invalid requests
-// return an error; code that fails is a Result whose Error says how.
+// return an error; code that fails is a Result whose CodeError says how.
 func (e *Engine) ExecuteCodeMode(ctx context.Context, req CodeModeRequest) (Result, error) {
+	if err := validateCodeMode(&req); err != nil {
+		return Result{}, err
+	}
 	id := execlog.NewID("exec_")
 	resultFile := codemode.ResultFilePrefix + id + ".json"
-	src, err := codemode.Wrap(req.Code, req.Context, resultFile)
+	wo := codemode.WrapOptions{Tools: req.Tools, Mark: frameMark()}
+	wrap := codemode.Wrap
+	if req.Language == runtime.Python {
+		wrap = codemode.WrapPython
+	}
+	src, err := wrap(req.Code, req.Context, resultFile, wo)
 	if err != nil {
 		return Result{}, err
 	}
@@ -44,16 +68,82 @@ func (e *Engine) ExecuteCodeMode(ctx context.Context, req CodeModeRequest) (Resu
 		return Result{}, err
 	}
 	defer cleanup()
+	rio, closeIO, err := e.codeModeIO(ctx, req, wo.Mark)
+	if err != nil {
+		return Result{}, err
+	}
 	started := time.Now()
 	var env *codemode.Envelope
 	var envErr error
-	res := e.runCode(ctx, id, runtime.TypeScript, dir, Request{Code: src, Stdin: req.Stdin, Timeout: req.Timeout}, func(dir string) {
+	res := e.runCode(ctx, id, req.Language, dir, Request{Code: src, Stdin: req.Stdin, Timeout: req.Timeout, io: rio}, func(dir string) {
 		env, envErr = readEnvelope(filepath.Join(dir, resultFile))
 	})
+	closeIO()
 	res.WorkingDir = dir
 	res = fillCodeMode(res, req, env, envErr)
-	e.logExecution(res, Request{Language: runtime.TypeScript, Code: req.Code, Stdin: req.Stdin, Tool: "execute_code", Context: req.Call}, started)
+	e.logExecution(res, Request{Language: req.Language, Code: req.Code, Stdin: req.Stdin, Tool: "execute_code", Context: req.Call, io: rio}, started)
 	return res, nil
+}
+
+func validateCodeMode(req *CodeModeRequest) error {
+	switch {
+	case strings.TrimSpace(req.Code) == "":
+		return errors.New("code is empty")
+	case len(req.Code) > MaxCodeModeBytes:
+		return fmt.Errorf("code is %d bytes, over the %d KB limit of code mode", len(req.Code), MaxCodeModeBytes>>10)
+	case len(req.Tools) > 0 && req.Caller == nil:
+		return errors.New("tools given but no upstream servers are configured")
+	case len(req.Tools) > 0 && req.Stdin != nil:
+		return errors.New("stdin cannot be combined with upstream tools: code mode uses stdin for tool calls")
+	}
+	if req.Language == "" {
+		req.Language = runtime.TypeScript
+	}
+	if req.Language != runtime.TypeScript && req.Language != runtime.Python {
+		return fmt.Errorf("code mode runs TypeScript/JavaScript or Python, not %s", req.Language)
+	}
+	return nil
+}
+
+// codeModeIO sets up the channel when tools are injected: a pipe for the
+// program's stdin and the channel on its stdout. closeIO ends both once the
+// program is gone.
+func (e *Engine) codeModeIO(ctx context.Context, req CodeModeRequest, mark string) (*runIO, func(), error) {
+	rio := &runIO{intent: req.Intent}
+	if req.MemoryBytes > 0 {
+		l := e.opts.Limits
+		l.MemoryBytes = req.MemoryBytes
+		rio.limits = &l
+	}
+	if len(req.Tools) == 0 {
+		return rio, func() {}, nil
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	bridge := codemode.NewBridge(req.Caller, req.Tools, req.Bridge)
+	var ch *codemode.Channel
+	rio.stdin = r
+	rio.toolCalls = bridge.Calls
+	rio.wrapStdout = func(sink io.Writer) io.Writer {
+		ch = codemode.NewChannel(ctx, mark, w, sink, bridge.Handle)
+		return ch
+	}
+	return rio, func() {
+		_ = w.Close()
+		_ = r.Close()
+		if ch != nil {
+			ch.Close()
+		}
+	}, nil
+}
+
+// frameMark is a fresh random token that prefixes the program's frames.
+func frameMark() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "\x1ecx:" + hex.EncodeToString(b[:]) + ":"
 }
 
 func readEnvelope(path string) (*codemode.Envelope, error) {
@@ -78,6 +168,7 @@ func readEnvelope(path string) (*codemode.Envelope, error) {
 func fillCodeMode(res Result, req CodeModeRequest, env *codemode.Envelope, envErr error) Result {
 	res.Metrics = &codemode.Metrics{ExecutionTimeMs: float64(res.DurationMs), InputSizeBytes: len(req.Code)}
 	res.Logs = []string{}
+	res.Value = json.RawMessage("null") // 004: result is always present
 	switch {
 	case res.compileErr != nil:
 		ce := res.compileErr
@@ -100,9 +191,9 @@ func fillCodeMode(res Result, req CodeModeRequest, env *codemode.Envelope, envEr
 
 func envelopeResult(res Result, env *codemode.Envelope) Result {
 	res.Logs = env.Logs
-	if len(env.Result) > 0 {
+	if len(env.Result) > 0 && json.Valid(env.Result) {
 		res.Metrics.OutputSizeBytes = len(env.Result)
-		_ = json.Unmarshal(env.Result, &res.Value)
+		res.Value = env.Result
 	}
 	if !env.OK && env.Error != nil {
 		res.CodeError = env.Error

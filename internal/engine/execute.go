@@ -16,6 +16,7 @@ import (
 	"github.com/codexec/codexec/internal/codemode"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/runtime"
+	"github.com/codexec/codexec/internal/sandbox"
 )
 
 // Statuses of seed 003.
@@ -41,6 +42,18 @@ type Request struct {
 	Context    execlog.CallContext
 	// NoLog skips the execution log (health checks).
 	NoLog bool
+	// io overrides stdin/stdout plumbing and limits (code mode's channel).
+	io *runIO
+}
+
+// runIO is what code mode changes about a run: its stdin is the channel's
+// pipe, its stdout goes through the channel, and its limits may differ.
+type runIO struct {
+	stdin      io.Reader
+	wrapStdout func(io.Writer) io.Writer
+	limits     *sandbox.Limits
+	intent     string
+	toolCalls  func() []execlog.ToolCall
 }
 
 // Result is the outcome of one execution, with the fields of seeds 000 and
@@ -148,8 +161,15 @@ func (e *Engine) runCode(ctx context.Context, id, lang, dir string, req Request,
 		}
 	}()
 	before := artifacts.Take(dir)
-	oc := e.RunProcess(ctx, ProcessSpec{ID: id, Argv: prog.Argv, Dir: dir, Env: e.Env(lang, dir),
-		Stdin: stdinReader(req.Stdin), Timeout: req.Timeout, ProgramDir: progDir})
+	spec := ProcessSpec{ID: id, Argv: prog.Argv, Dir: dir, Env: e.Env(lang, dir),
+		Stdin: stdinReader(req.Stdin), Timeout: req.Timeout, ProgramDir: progDir}
+	if req.io != nil {
+		spec.WrapStdout, spec.Limits = req.io.wrapStdout, req.io.limits
+		if req.io.stdin != nil {
+			spec.Stdin = req.io.stdin
+		}
+	}
+	oc := e.RunProcess(ctx, spec)
 	if post != nil {
 		post(dir)
 	}
@@ -259,6 +279,12 @@ func (e *Engine) logExecution(res Result, req Request, started time.Time) {
 		TimedOut: res.TimedOut, Truncated: res.Truncated, DurationMs: res.DurationMs, MemoryPeakMB: res.MemoryPeakMB,
 		SandboxMode: res.SandboxMode, WorkingDir: res.WorkingDir, Artifacts: res.Diff, Context: req.Context,
 		ExecutedAt: started.UTC(),
+	}
+	if req.io != nil {
+		entry.Intent = req.io.intent
+		if req.io.toolCalls != nil {
+			entry.ToolCalls = req.io.toolCalls()
+		}
 	}
 	if err := e.log.AppendExecution(entry); err != nil {
 		slog.Error("execution log write failed; result still returned", "execution_id", res.ExecutionID, "err", err)

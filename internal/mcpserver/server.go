@@ -24,13 +24,14 @@ import (
 	"github.com/codexec/codexec/internal/packages"
 	"github.com/codexec/codexec/internal/scripts"
 	"github.com/codexec/codexec/internal/session"
+	"github.com/codexec/codexec/internal/upstream"
 )
 
 // Version is the server version reported to clients.
 var Version = "0.1.0"
 
 // Toolset names accepted by CODEXEC_TOOLSETS.
-var Toolsets = []string{"exec", "sessions", "contexts", "scripts", "logs", "packages", "commands"}
+var Toolsets = []string{"exec", "sessions", "contexts", "scripts", "logs", "packages", "commands", "codemode"}
 
 // Deps are the domain services the tools call. Engine is required; the other
 // services are optional and their toolsets are skipped when nil.
@@ -44,6 +45,7 @@ type Deps struct {
 	SessionPackages SessionPackages     // per-session installs; nil until sessions are wired
 	Scripts         *scripts.Runner
 	Logs            *logindex.Index
+	Upstreams       *upstream.Manager // code mode's upstream MCP servers; nil = none configured
 }
 
 // Server is the MCP server with every enabled tool registered.
@@ -66,7 +68,7 @@ func New(deps Deps) (*Server, error) {
 	register := map[string]func(){
 		"exec": s.registerExec, "sessions": s.registerSessions, "contexts": s.registerContexts,
 		"scripts": s.registerScripts, "logs": s.registerLogs, "packages": s.registerPackages,
-		"commands": s.registerCommands,
+		"commands": s.registerCommands, "codemode": s.registerCodeMode,
 	}
 	for _, ts := range Toolsets {
 		if slices.Contains(deps.Config.Toolsets, ts) {
