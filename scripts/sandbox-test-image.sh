@@ -3,10 +3,12 @@
 # registry: a root file system holding the host's python3, bash and a few
 # core utilities with their libraries, imported with `podman import` (or
 # `docker import`). Real deployments build Dockerfile.sandbox instead.
-#   usage: scripts/sandbox-test-image.sh [cli] [image]
+#   usage: scripts/sandbox-test-image.sh [cli] [image] [node]
+# A third argument "node" adds the host's node (code-mode tests).
 set -euo pipefail
 cli=${1:-podman}
 image=${2:-codexec-test-sandbox}
+with_node=${3:-}
 if "$cli" image inspect "$image" >/dev/null 2>&1; then exit 0; fi
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
@@ -16,6 +18,7 @@ chmod 1777 "$root/tmp"
 py=$(readlink -f /usr/bin/python3)
 bins=("$py" /usr/bin/bash /usr/bin/dash /usr/bin/cat /usr/bin/ls /usr/bin/echo /usr/bin/sleep /usr/bin/dd
   /usr/bin/id /usr/bin/grep /usr/bin/env /usr/bin/rm /usr/bin/mkdir /usr/bin/head /usr/bin/wc)
+if [ "$with_node" = node ]; then bins+=("$(readlink -f "$(command -v node)")"); fi
 for b in "${bins[@]}"; do
   cp -a "$b" "$root/usr/bin/"
   ldd "$b" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do

@@ -6,8 +6,10 @@ package codemode
 //	host ◀──program stdout── program   user output interleaved with MARK + JSON frame + "\n"
 //
 // Frames are requests {"id", "op", "params"} or responses {"id", "re": true,
-// "ok", "result" | "error"}; each side numbers its own requests, so requests
-// flow both ways and many can be in flight at once (Promise.all). MARK is a
+// "ok", "result" | "error"}; each side numbers its own requests from 1, so
+// requests flow both ways and many can be in flight at once (Promise.all).
+// A request with id 0 is a notification and gets no response (the program's
+// final {"op": "done", "params": envelope}). MARK is a
 // random per-run token, so ordinary output cannot be taken for a frame.
 // Only stdio is used: it works in every sandbox backend (containers pass
 // just stdio) and the sandbox needs no socket or network.
@@ -22,9 +24,9 @@ import (
 	"sync"
 )
 
-// MaxFrame bounds one frame from the program; a larger one breaks the
-// channel (later frames are treated as output).
-const MaxFrame = 16 << 20
+// MaxFrame bounds one frame from the program (and so the envelope); a
+// larger one breaks the channel (later frames are treated as output).
+const MaxFrame = 24 << 20
 
 // Handler answers one request from the program. A returned error becomes an
 // error response with its message. It runs on its own goroutine.
@@ -145,6 +147,9 @@ func (c *Channel) dispatch(line []byte) {
 	go func() {
 		defer c.handlers.Done()
 		res, err := c.handler(c.ctx, f.Op, f.Params)
+		if f.ID == 0 {
+			return
+		}
 		reply := frame{ID: f.ID, Re: true, OK: err == nil, Result: res}
 		if err != nil {
 			reply.Result, reply.Error = nil, err.Error()

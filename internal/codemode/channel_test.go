@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -48,7 +46,7 @@ func TestChannelWithNode(t *testing.T) {
     let budget = "";
     try { await calc.add({ A: 1, B: 1 }); } catch (e: any) { budget = e.message; }
     return { sums, err, budget, other: await calc.nope().catch((e: any) => e.message) };`
-	src, err := codemode.Wrap(code, nil, "out.json", codemode.WrapOptions{Tools: tools, Mark: "\x1eMARK:"})
+	src, err := codemode.Wrap(code, nil, codemode.WrapOptions{Tools: tools, Mark: "\x1eMARK:"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,17 +63,24 @@ func TestChannelWithNode(t *testing.T) {
 	var out strings.Builder
 	var mu sync.Mutex
 	var ch *codemode.Channel
-	pinged := make(chan string, 2)
+	pinged := make(chan string, 1)
+	var once sync.Once
 	caller := sumCaller{onCall: func() {
-		select { // the first call asks the program something while it waits
-		case pinged <- "":
+		once.Do(func() { // the first call asks the program something while it waits
 			r, err := ch.Request(context.Background(), "ping", nil)
 			pinged <- fmt.Sprint(string(r), err)
-		default:
-		}
+		})
 	}}
 	bridge := codemode.NewBridge(caller, tools, codemode.BridgeOptions{MaxCalls: 11, Check: func(s, tl string) error { return nil }})
-	ch = codemode.NewChannel(context.Background(), "\x1eMARK:", stdin, lockedWriter{&mu, &out}, bridge.Handle)
+	done := make(chan json.RawMessage, 1)
+	handle := func(ctx context.Context, op string, p json.RawMessage) (json.RawMessage, error) {
+		if op == "done" {
+			done <- p
+			return nil, nil
+		}
+		return bridge.Handle(ctx, op, p)
+	}
+	ch = codemode.NewChannel(context.Background(), "\x1eMARK:", stdin, lockedWriter{&mu, &out}, handle)
 	cmd.Stdout = ch
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -83,7 +88,7 @@ func TestChannelWithNode(t *testing.T) {
 		t.Fatalf("%v: %s", err, stderr.String())
 	}
 	ch.Close()
-	data, _ := os.ReadFile(filepath.Join(dir, "out.json"))
+	data := <-done
 	env, err := codemode.Decode(data)
 	if err != nil || !env.OK {
 		t.Fatalf("%v %s", err, data)
@@ -95,7 +100,6 @@ func TestChannelWithNode(t *testing.T) {
 	if string(gotJSON) != want {
 		t.Errorf("result\n%s\nwant\n%s", gotJSON, want)
 	}
-	<-pinged
 	select {
 	case p := <-pinged:
 		if !strings.Contains(p, `"pong":true`) {

@@ -4,11 +4,13 @@
 // result, whose console output is collected as logs, and whose outcome is
 // summarised in metrics.
 //
-// The package only builds the wrapper program and decodes what it reports;
-// the engine runs it like any other node program under the sandbox. The
-// wrapper writes one JSON envelope to a file in the working directory (output
-// streams are truncated for display, a result must not be), which the engine
-// reads and deletes before computing artifacts.
+// The package builds the wrapper programs (TypeScript, and Python in wrapper
+// form too), the bindings of upstream MCP tools, and the channel over which a
+// running program calls those tools and finally reports its outcome: one
+// JSON envelope sent as a "done" notification frame (output streams are
+// truncated for display, a result must not be; and the workspace may not be
+// writable, as in docker mode). The engine runs the program like any other
+// under the sandbox.
 package codemode
 
 import (
@@ -19,11 +21,6 @@ import (
 	"strings"
 )
 
-// ResultFilePrefix starts the name of the envelope file in the workspace.
-const ResultFilePrefix = ".codexec-result-"
-
-// MaxResultBytes bounds the envelope the engine will read.
-const MaxResultBytes = 16 << 20
 
 // Metrics are seed 004's execution metrics.
 type Metrics struct {
@@ -80,8 +77,8 @@ func Bindings(ctx map[string]any) []string {
 	return out
 }
 
-// WrapOptions add upstream tool bindings to a wrapped program. With no
-// tools the program has no channel and stdin is the caller's.
+// WrapOptions configure a wrapped program. The program always reports its
+// envelope over the channel; with tools it also reads responses on stdin.
 type WrapOptions struct {
 	Tools []Tool
 	// Mark prefixes the program's frames on stdout (see channel.go).
@@ -89,11 +86,11 @@ type WrapOptions struct {
 }
 
 // Wrap returns the TypeScript program for code with ctx injected; the
-// envelope is written to resultFile (a name relative to the working
-// directory). The user's code starts on line LineOffset+1. Each injected
+// envelope is sent as a "done" frame. The user's code starts on line
+// LineOffset+1. Each injected
 // server is bound to a variable (tools win over context keys of the same
 // name, as 004's "mixed mode" merges them).
-func Wrap(code string, ctx map[string]any, resultFile string, opts WrapOptions) (string, error) {
+func Wrap(code string, ctx map[string]any, opts WrapOptions) (string, error) {
 	if ctx == nil {
 		ctx = map[string]any{}
 	}
@@ -103,17 +100,16 @@ func Wrap(code string, ctx map[string]any, resultFile string, opts WrapOptions) 
 	}
 	servers := Group(opts.Tools)
 	lit, _ := json.Marshal(string(ctxJSON))
-	file, _ := json.Marshal(resultFile)
+	mark, _ := json.Marshal(opts.Mark)
 	var b strings.Builder
-	b.WriteString(`const __cxFs = require("fs"), __cxUtil = require("util"), __cxOut = require("path").resolve(` + string(file) + `); `)
+	b.WriteString(`const __cxUtil = require("util"), __cxMark = ` + string(mark) + `; ` + channelVars)
 	b.WriteString(`const __cxLogs: string[] = []; for (const m of ["log", "info", "warn", "error", "debug", "trace"]) (console as any)[m] = (...a: any[]) => { __cxLogs.push(__cxUtil.format(...a)); }; `)
 	b.WriteString(`const context: any = JSON.parse(` + string(lit) + `); `)
 	if keys := bindable(ctx, servers); len(keys) > 0 {
 		b.WriteString(`const { ` + strings.Join(keys, ", ") + ` } = context; `)
 	}
 	if len(servers) > 0 {
-		mark, _ := json.Marshal(opts.Mark)
-		b.WriteString(`const __cxMark = ` + string(mark) + `; ` + channelVars + `__cxOpen(); `)
+		b.WriteString(`__cxOpen(); `)
 		for _, s := range servers {
 			b.WriteString(`const ` + s.Ident + ` = __cxServer(` + jsonString(s.Name) + `, ` + aliasJSON(s) + `); `)
 		}
@@ -122,11 +118,7 @@ func Wrap(code string, ctx map[string]any, resultFile string, opts WrapOptions) 
 	b.WriteString(code)
 	b.WriteString("\n})().then((r: any) => __cxDone({ ok: true, result: r === undefined ? null : r }), (e: any) => __cxDone({ ok: false, error: { type: \"RuntimeError\", name: e && e.name, message: String(e && e.message !== undefined ? e.message : e), stack: e && e.stack } }));\n")
 	b.WriteString(doneFn)
-	if len(servers) > 0 {
-		b.WriteString(channelJS)
-	} else {
-		b.WriteString("function __cxClose() {}\n")
-	}
+	b.WriteString(channelJS)
 	return b.String(), nil
 }
 
@@ -175,7 +167,7 @@ function __cxDone(env: any) {
   let s: string;
   try { s = __cxJSON(env); }
   catch (e: any) { s = JSON.stringify({ ok: false, logs: __cxLogs, error: { type: "RuntimeError", name: "SerializationError", message: "result is not JSON-serializable: " + e.message } }); }
-  __cxFs.writeFileSync(__cxOut, s);
+  process.stdout.write(__cxMark + '{"id":0,"op":"done","params":' + s + "}\n");
   __cxClose();
 }
 `

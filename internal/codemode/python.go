@@ -23,7 +23,7 @@ func init() {
 // are bound, and each injected server is an object whose tools return
 // awaitables (`await memory.read_graph()`); `.result()` on the same object
 // is the synchronous form. Line numbers in errors are the code's own.
-func WrapPython(code string, ctx map[string]any, resultFile string, opts WrapOptions) (string, error) {
+func WrapPython(code string, ctx map[string]any, opts WrapOptions) (string, error) {
 	if ctx == nil {
 		ctx = map[string]any{}
 	}
@@ -47,7 +47,7 @@ func WrapPython(code string, ctx map[string]any, resultFile string, opts WrapOpt
 	}
 	keysJSON, _ := json.Marshal(keys)
 	r := strings.NewReplacer("@CODE@", jsonString(code), "@CTX@", jsonString(string(ctxJSON)), "@KEYS@", string(keysJSON),
-		"@OUT@", jsonString(resultFile), "@MARK@", jsonString(opts.Mark), "@SERVERS@", "{"+strings.Join(binds, ", ")+"}")
+		"@MARK@", jsonString(opts.Mark), "@SERVERS@", "{"+strings.Join(binds, ", ")+"}")
 	return r.Replace(pythonWrapper), nil
 }
 
@@ -169,8 +169,9 @@ try:
     __cx_s = json.dumps(__cx_env)
 except (TypeError, ValueError) as e:
     __cx_s = json.dumps({"ok": False, "logs": __cx_logs, "error": {"type": "RuntimeError", "name": "SerializationError", "message": "result is not JSON-serializable: %s" % e}})
-with open(@OUT@, "w") as f:
-    f.write(__cx_s)
-sys.stdout.flush()
+with __cx_wlock:
+    sys.stdout.flush()
+    sys.stdout.buffer.write((__cx_mark + '{"id":0,"op":"done","params":' + __cx_s + "}\n").encode())
+    sys.stdout.buffer.flush()
 os._exit(0)
 `

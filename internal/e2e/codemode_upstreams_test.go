@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -48,15 +49,7 @@ func resultJSON(r codeModeResult) string {
 
 func TestCodeModeUpstreams(t *testing.T) {
 	f := startWithUpstreams(t, "CODEXEC_TOOL_POLICY=!*.delete_*")
-	for i := 0; i < 300; i++ {
-		name := fmt.Sprintf("f%03d.txt", i)
-		if i%50 == 0 {
-			name = fmt.Sprintf("keep%03d.log", i)
-		}
-		if err := os.WriteFile(filepath.Join(f.fsRoot, name), []byte(strings.Repeat("x", i)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, f.fsRoot)
 	t.Run("chain and filter", func(t *testing.T) { testChain(t, f) })
 	t.Run("intent injects the right tools", func(t *testing.T) { testIntent(t, f) })
 	t.Run("search_tools", func(t *testing.T) { testSearchTools(t, f) })
@@ -66,6 +59,49 @@ func TestCodeModeUpstreams(t *testing.T) {
 	t.Run("list changed", func(t *testing.T) { testListChanged(t, f) })
 	t.Run("python", func(t *testing.T) { testPythonBindings(t, f) })
 	t.Run("no network", func(t *testing.T) { testNoNetwork(t, f) })
+}
+
+// TestCodeModeUpstreamsDocker runs the channel-dependent cases in docker
+// mode (podman where docker has no engine), whose containers pass only
+// stdio and have no network.
+func TestCodeModeUpstreamsDocker(t *testing.T) {
+	upstreamsDir(t)
+	cli := "docker"
+	if exec.Command("docker", "info").Run() != nil {
+		cli = "podman"
+	}
+	if _, err := exec.LookPath(cli); err != nil {
+		t.Skip("no docker-compatible CLI: " + err.Error())
+	}
+	const image = "codexec-test-sandbox-node"
+	script, _ := filepath.Abs("../../scripts/sandbox-test-image.sh")
+	if out, err := exec.Command("bash", script, cli, image, "node").CombinedOutput(); err != nil {
+		t.Skipf("building %s with %s failed: %v\n%s", image, cli, err, out)
+	}
+	env := []string{"CODEXEC_SANDBOX_MODE=docker", "CODEXEC_DOCKER_CLI=" + cli, "CODEXEC_DOCKER_IMAGE=" + image}
+	if why := modeAvailable(t, "docker", env[1:]...); why != "" {
+		t.Skip("docker mode unavailable: " + why)
+	}
+	f := startWithUpstreams(t, env...)
+	writeFiles(t, f.fsRoot)
+	t.Run("chain and filter", func(t *testing.T) { testChain(t, f) })
+	t.Run("promise all", func(t *testing.T) { testPromiseAll(t, f) })
+	t.Run("crash and restart", func(t *testing.T) { testCrash(t, f) })
+	t.Run("python", func(t *testing.T) { testPythonBindings(t, f) })
+	t.Run("no network", func(t *testing.T) { testNoNetwork(t, f) })
+}
+
+// writeFiles puts 300 files in dir, six of them *.log.
+func writeFiles(t *testing.T, dir string) {
+	for i := 0; i < 300; i++ {
+		name := fmt.Sprintf("f%03d.txt", i)
+		if i%50 == 0 {
+			name = fmt.Sprintf("keep%03d.log", i)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.Repeat("x", i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // testChain lists a 300-entry directory, filters it in the sandbox, reads a

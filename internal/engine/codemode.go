@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/codexec/codexec/internal/codemode"
@@ -50,13 +50,12 @@ func (e *Engine) ExecuteCodeMode(ctx context.Context, req CodeModeRequest) (Resu
 		return Result{}, err
 	}
 	id := execlog.NewID("exec_")
-	resultFile := codemode.ResultFilePrefix + id + ".json"
 	wo := codemode.WrapOptions{Tools: req.Tools, Mark: frameMark()}
 	wrap := codemode.Wrap
 	if req.Language == runtime.Python {
 		wrap = codemode.WrapPython
 	}
-	src, err := wrap(req.Code, req.Context, resultFile, wo)
+	src, err := wrap(req.Code, req.Context, wo)
 	if err != nil {
 		return Result{}, err
 	}
@@ -68,20 +67,16 @@ func (e *Engine) ExecuteCodeMode(ctx context.Context, req CodeModeRequest) (Resu
 		return Result{}, err
 	}
 	defer cleanup()
-	rio, closeIO, err := e.codeModeIO(ctx, req, wo.Mark)
+	cm, err := e.newCodeModeIO(ctx, req, wo.Mark)
 	if err != nil {
 		return Result{}, err
 	}
 	started := time.Now()
-	var env *codemode.Envelope
-	var envErr error
-	res := e.runCode(ctx, id, req.Language, dir, Request{Code: src, Stdin: req.Stdin, Timeout: req.Timeout, io: rio}, func(dir string) {
-		env, envErr = readEnvelope(filepath.Join(dir, resultFile))
-	})
-	closeIO()
+	res := e.runCode(ctx, id, req.Language, dir, Request{Code: src, Timeout: req.Timeout, io: cm.rio}, nil)
+	env, envErr := cm.finish()
 	res.WorkingDir = dir
 	res = fillCodeMode(res, req, env, envErr)
-	e.logExecution(res, Request{Language: req.Language, Code: req.Code, Stdin: req.Stdin, Tool: "execute_code", Context: req.Call, io: rio}, started)
+	e.logExecution(res, Request{Language: req.Language, Code: req.Code, Tool: "execute_code", Context: req.Call, io: cm.rio}, started)
 	return res, nil
 }
 
@@ -93,8 +88,8 @@ func validateCodeMode(req *CodeModeRequest) error {
 		return fmt.Errorf("code is %d bytes, over the %d KB limit of code mode", len(req.Code), MaxCodeModeBytes>>10)
 	case len(req.Tools) > 0 && req.Caller == nil:
 		return errors.New("tools given but no upstream servers are configured")
-	case len(req.Tools) > 0 && req.Stdin != nil:
-		return errors.New("stdin cannot be combined with upstream tools: code mode uses stdin for tool calls")
+	case req.Stdin != nil:
+		return errors.New("stdin is not available in code mode (its channel uses it); pass data in context")
 	}
 	if req.Language == "" {
 		req.Language = runtime.TypeScript
@@ -105,60 +100,65 @@ func validateCodeMode(req *CodeModeRequest) error {
 	return nil
 }
 
-// codeModeIO sets up the channel when tools are injected: a pipe for the
-// program's stdin and the channel on its stdout. closeIO ends both once the
-// program is gone.
-func (e *Engine) codeModeIO(ctx context.Context, req CodeModeRequest, mark string) (*runIO, func(), error) {
-	rio := &runIO{intent: req.Intent}
-	if req.MemoryBytes > 0 {
-		l := e.opts.Limits
-		l.MemoryBytes = req.MemoryBytes
-		rio.limits = &l
-	}
-	if len(req.Tools) == 0 {
-		return rio, func() {}, nil
-	}
+// codeModeIO is one code-mode run's channel: a pipe for the program's
+// stdin, the channel on its stdout, the bridge answering tool calls, and the
+// envelope the program sends last.
+type codeModeIO struct {
+	rio  *runIO
+	r, w *os.File
+	ch   *codemode.Channel
+	mu   sync.Mutex
+	env  json.RawMessage
+}
+
+func (e *Engine) newCodeModeIO(ctx context.Context, req CodeModeRequest, mark string) (*codeModeIO, error) {
 	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, nil, err
-	}
-	bridge := codemode.NewBridge(req.Caller, req.Tools, req.Bridge)
-	var ch *codemode.Channel
-	rio.stdin = r
-	rio.toolCalls = bridge.Calls
-	rio.wrapStdout = func(sink io.Writer) io.Writer {
-		ch = codemode.NewChannel(ctx, mark, w, sink, bridge.Handle)
-		return ch
-	}
-	return rio, func() {
-		_ = w.Close()
-		_ = r.Close()
-		if ch != nil {
-			ch.Close()
-		}
-	}, nil
-}
-
-// frameMark is a fresh random token that prefixes the program's frames.
-func frameMark() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "\x1ecx:" + hex.EncodeToString(b[:]) + ":"
-}
-
-func readEnvelope(path string) (*codemode.Envelope, error) {
-	defer os.Remove(path)
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, errors.New("the code ended without returning (did it call process.exit or crash?)")
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, codemode.MaxResultBytes+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > codemode.MaxResultBytes {
-		return nil, fmt.Errorf("result exceeds %d MiB", codemode.MaxResultBytes>>20)
+	c := &codeModeIO{rio: &runIO{intent: req.Intent, stdin: r}, r: r, w: w}
+	if req.MemoryBytes > 0 {
+		l := e.opts.Limits
+		l.MemoryBytes = req.MemoryBytes
+		c.rio.limits = &l
+	}
+	var bridge *codemode.Bridge
+	if len(req.Tools) > 0 {
+		bridge = codemode.NewBridge(req.Caller, req.Tools, req.Bridge)
+		c.rio.toolCalls = bridge.Calls
+	}
+	handle := func(ctx context.Context, op string, params json.RawMessage) (json.RawMessage, error) {
+		switch {
+		case op == "done":
+			c.mu.Lock()
+			c.env = append(json.RawMessage(nil), params...)
+			c.mu.Unlock()
+			return nil, nil
+		case bridge != nil:
+			return bridge.Handle(ctx, op, params)
+		}
+		return nil, fmt.Errorf("no upstream tools were injected into this execution")
+	}
+	c.rio.wrapStdout = func(sink io.Writer) io.Writer {
+		c.ch = codemode.NewChannel(ctx, mark, w, sink, handle)
+		return c.ch
+	}
+	return c, nil
+}
+
+// finish closes the channel once the program is gone and returns its
+// envelope, or why there is none.
+func (c *codeModeIO) finish() (*codemode.Envelope, error) {
+	_ = c.w.Close()
+	_ = c.r.Close()
+	if c.ch != nil {
+		c.ch.Close()
+	}
+	c.mu.Lock()
+	data := c.env
+	c.mu.Unlock()
+	if data == nil {
+		return nil, errors.New("the code ended without returning (did it call process.exit or crash?)")
 	}
 	env, err := codemode.Decode(data)
 	return &env, err
@@ -204,4 +204,11 @@ func envelopeResult(res Result, env *codemode.Envelope) Result {
 		res.Status, res.Success, res.ErrorMessage = StatusExecutionError, false, &msg
 	}
 	return res
+}
+
+// frameMark is a fresh random token that prefixes the program's frames.
+func frameMark() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "\x1ecx:" + hex.EncodeToString(b[:]) + ":"
 }
