@@ -303,21 +303,3 @@ func tsObject(s map[string]any, depth int) string {
 	}
 	return "{ " + strings.Join(parts, "; ") + " }"
 }
-
-// ParamText returns a schema's top-level parameter names and their
-// descriptions, space-separated (for ranking).
-func ParamText(schema json.RawMessage) (names, descs string) {
-	var s struct {
-		Properties map[string]struct {
-			Description string `json:"description"`
-		} `json:"properties"`
-	}
-	_ = json.Unmarshal(schema, &s)
-	var n, d []string
-	for k, p := range s.Properties {
-		n, d = append(n, k), append(d, p.Description)
-	}
-	sort.Strings(n)
-	sort.Strings(d)
-	return strings.Join(n, " "), strings.Join(d, " ")
-}

@@ -9,7 +9,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/codemode"
-	"github.com/codexec/codexec/internal/toolsearch"
 	"github.com/codexec/codexec/internal/upstream"
 )
 
@@ -67,30 +66,11 @@ func (s *Server) searchTools(ctx context.Context, _ *mcp.CallToolRequest, in Sea
 
 // rank returns the top k upstream tools for query.
 func (s *Server) rank(ctx context.Context, query string, k int) []codemode.Tool {
-	cat := s.deps.Upstreams.Tools(ctx)
-	docs := make([]toolsearch.Doc, len(cat))
-	for i, t := range cat {
-		docs[i] = ToolDoc(t)
-	}
-	byID := map[string]upstream.Tool{}
-	for _, t := range cat {
-		byID[t.Server+"."+t.Name] = t
-	}
 	var out []codemode.Tool
-	for _, h := range toolsearch.New(docs).Search(query, k) {
-		out = append(out, codemode.Tool(byID[h.ID]))
+	for _, t := range upstream.Rank(s.deps.Upstreams.Tools(ctx), query, k) {
+		out = append(out, codemode.Tool(t))
 	}
 	return out
-}
-
-// ToolDoc is how an upstream tool is indexed for ranking: its name counts
-// most, then title and server, then description and parameters.
-func ToolDoc(t upstream.Tool) toolsearch.Doc {
-	names, descs := codemode.ParamText(t.InputSchema)
-	return toolsearch.Doc{ID: t.Server + "." + t.Name, Fields: []toolsearch.Field{
-		{Text: t.Name, Weight: 3}, {Text: t.Title, Weight: 2}, {Text: t.Server, Weight: 1.5},
-		{Text: t.Description, Weight: 1}, {Text: names, Weight: 1}, {Text: descs, Weight: 0.5},
-	}}
 }
 
 // injectedTools picks the tools bound into a code-mode program: the ones
