@@ -21,7 +21,6 @@ import (
 	"strings"
 )
 
-
 // Metrics are seed 004's execution metrics.
 type Metrics struct {
 	ExecutionTimeMs float64 `json:"executionTimeMs" jsonschema:"wall time of the execution in milliseconds"`
