@@ -133,7 +133,7 @@ func TestCodeModeContractSeed004(t *testing.T) {
 	}
 	var r codeModeResult
 	res := s.callInto("execute_code", map[string]any{"code": "console.log('no return')"}, &r)
-	if res.IsError || !strings.Contains(text(res), `"result": null`) {
+	if res.IsError || !strings.Contains(text(res), `"result":null`) {
 		t.Errorf("result missing when nothing is returned: %s", text(res))
 	}
 	for _, code := range []string{"return { f: () => 1 }", "return new Map([[1, 2]])", "const o: any = {}; o.o = o; return o"} {

@@ -19,7 +19,7 @@ type upstreamFixture struct {
 	fsRoot string
 }
 
-func startWithUpstreams(t *testing.T, env ...string) *upstreamFixture {
+func startWithUpstreams(t testing.TB, env ...string) *upstreamFixture {
 	t.Helper()
 	root := t.TempDir()
 	file := upstreamsFile(t, root)
@@ -92,8 +92,11 @@ func TestCodeModeUpstreamsDocker(t *testing.T) {
 }
 
 // writeFiles puts 300 files in dir, six of them *.log.
-func writeFiles(t *testing.T, dir string) {
-	for i := 0; i < 300; i++ {
+func writeFiles(t testing.TB, dir string) { writeFilesN(t, dir, 300) }
+
+// writeFilesN puts n files in dir, every 50th a *.log.
+func writeFilesN(t testing.TB, dir string, n int) {
+	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("f%03d.txt", i)
 		if i%50 == 0 {
 			name = fmt.Sprintf("keep%03d.log", i)

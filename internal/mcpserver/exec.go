@@ -137,7 +137,7 @@ func codeModeText(r engine.Result) *mcp.CallToolResult {
 	if r.CodeError != nil {
 		out["error"] = r.CodeError
 	}
-	b, _ := json.MarshalIndent(out, "", "  ")
+	b, _ := json.Marshal(out) // compact: every byte is paid in the agent's context
 	return &mcp.CallToolResult{IsError: r.CodeError != nil, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
 }
 
