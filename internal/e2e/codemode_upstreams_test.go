@@ -59,6 +59,35 @@ func TestCodeModeUpstreams(t *testing.T) {
 	t.Run("list changed", func(t *testing.T) { testListChanged(t, f) })
 	t.Run("python", func(t *testing.T) { testPythonBindings(t, f) })
 	t.Run("no network", func(t *testing.T) { testNoNetwork(t, f) })
+	t.Run("readme example", func(t *testing.T) { testReadmeExample(t, f) })
+}
+
+// testReadmeExample runs the README's adaptation of 004's example.
+func testReadmeExample(t *testing.T, f *upstreamFixture) {
+	dir := filepath.Join(f.fsRoot, "app-logs")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFilesN(t, dir, 120)
+	if err := os.WriteFile(filepath.Join(dir, "keep000.log"), []byte("ok\nERROR boom\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code := `
+    const listing = await filesystem.listDirectory({ path: root });         // 1000s of lines stay in the sandbox
+    const logs = String(listing.content ?? listing).split("\n").filter(l => l.endsWith(".log"));
+    const [a, b] = await Promise.all(logs.slice(0, 2).map(l =>
+      filesystem.readTextFile({ path: root + "/" + l.replace("[FILE] ", ""), tail: 20 })));
+    await memory.createEntities({ entities: [{ name: "app-logs", entityType: "summary",
+      observations: [logs.length + " log files"] }] });
+    return { total: logs.length, errors: [a, b].filter(t => String(t.content ?? t).includes("ERROR")).length };
+  `
+	r, isErr := f.codeMode(t, map[string]any{"code": code, "context": map[string]any{"root": dir},
+		"intent": "summarise the app's log files into the knowledge graph",
+		"tools":  []string{"filesystem.list_directory", "filesystem.read_text_file", "memory.create_entities"}})
+	mustOK(t, r, isErr)
+	if got := resultJSON(r); got != `{"errors":1,"total":3}` {
+		t.Errorf("result %s", got)
+	}
 }
 
 // TestCodeModeUpstreamsDocker runs the channel-dependent cases in docker
