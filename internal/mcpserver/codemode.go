@@ -14,9 +14,9 @@ import (
 
 // SearchToolsIn is search_tools' input.
 type SearchToolsIn struct {
-	Query string `json:"query" jsonschema:"what the code needs to do"`
-	Limit int    `json:"limit,omitempty" jsonschema:"max results (default CODEXEC_CODEMODE_TOP_K)"`
-	DTS   bool   `json:"dts,omitempty" jsonschema:"also return .d.ts declarations"`
+	Query string `json:"query" jsonschema:"what the code must do"`
+	Limit int    `json:"limit,omitempty" jsonschema:"max results"`
+	DTS   bool   `json:"dts,omitempty" jsonschema:"add .d.ts"`
 }
 
 // ToolMatch is one ranked upstream tool.
@@ -39,8 +39,8 @@ func (s *Server) registerCodeMode() {
 	if s.deps.Upstreams == nil {
 		return
 	}
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "search_tools", Title: "Search upstream tools",
-		Description: "Find upstream MCP tools that execute_code can call (pass intent or tools); returns TypeScript signatures.",
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "search_tools",
+		Description: "Find upstream MCP tools for execute_code code (bind via tools or intent); returns TS signatures.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
 	}, s.searchTools)
 }

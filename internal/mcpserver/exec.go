@@ -27,7 +27,7 @@ type ExecuteCodeIn struct {
 	SessionID  string         `json:"session_id,omitempty" jsonschema:"run inside this persistent session (from start_session or create_context) instead of a fresh process"`
 	Intent     string         `json:"intent,omitempty" jsonschema:"code mode (seed 004): natural-language description of the task"`
 	Context    map[string]any `json:"context,omitempty" jsonschema:"code mode (seed 004): data injected into the sandbox as the variable context"`
-	Tools      []string       `json:"tools,omitempty" jsonschema:"code mode: upstream tools to bind (server.tool, globs ok); skips intent ranking"`
+	Tools      []string       `json:"tools,omitempty" jsonschema:"code mode: upstream tools to bind (server.tool globs)"`
 }
 
 // sessionExecutor runs code inside a session; the sessions toolset provides it.
