@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
@@ -39,24 +37,29 @@ type HostEnv struct {
 	Environ []string
 }
 
-// Serve runs the MCP server on stdio until the client disconnects or ctx ends.
+// Serve runs the MCP server on stdio (or Streamable HTTP when
+// CODEXEC_HTTP_ADDR is set) until the client disconnects or ctx ends.
 func Serve(ctx context.Context, cfg config.Config, env HostEnv) error {
 	closeLog, err := setupLogging(cfg)
 	if err != nil {
 		return err
 	}
 	defer closeLog()
-	a, err := Build(ctx, cfg, env)
+	for _, w := range cfg.Warnings {
+		slog.Warn("configuration adjusted", "reason", w)
+	}
+	// Build gets a context that SIGTERM does not cancel: the background
+	// health check must not fail the calls that wait for it while they
+	// drain. Close stops it.
+	a, err := Build(context.WithoutCancel(ctx), cfg, env)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	slog.Info("codexec serving on stdio", "version", mcpserver.Version, "sandbox", a.Engine.Backend().Name())
-	err = a.Server.Run(ctx, &mcp.StdioTransport{})
-	if ctx.Err() != nil || err == io.EOF {
-		return nil
+	if cfg.Remote.HTTPAddr != "" {
+		return a.serveHTTP(ctx, cfg)
 	}
-	return err
+	return a.serveStdio(ctx, cfg)
 }
 
 // App is an assembled server. Close releases everything it started.
@@ -104,7 +107,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	healthCheck(ctx, a.Engine)
+	a.startHealthCheck(ctx, cfg.HealthCheck == config.HealthStartup)
 	installer, err := newInstaller(cfg, env, langs)
 	if err != nil {
 		return nil, err
@@ -157,12 +160,28 @@ func BaseEnv(env HostEnv) []string {
 	return []string{"PATH=" + path, "LANG=" + lang, "TERM=" + term}
 }
 
-// healthCheck tries every language once through the sandbox and logs a
-// summary (seed 001 "internal health check"). Failing languages are marked
-// unavailable by the engine; the rest keep working.
-func healthCheck(ctx context.Context, e *engine.Engine) {
+// startHealthCheck tries every language once through the sandbox (seed 001
+// "internal health check") in the background, so initialize is answered at
+// once; a language's first call waits for its own probe (engine). The summary
+// is logged when all are done. Failing languages are marked unavailable by
+// the engine; the rest keep working. wait makes Build wait for it (the
+// CODEXEC_HEALTH_CHECK=startup behaviour). Close cancels and awaits it.
+func (a *App) startHealthCheck(ctx context.Context, wait bool) {
+	ctx, cancel := context.WithCancel(ctx)
 	start := time.Now()
-	res := e.HealthCheck(ctx)
+	results := a.Engine.StartHealthCheck(ctx)
+	logged := make(chan struct{})
+	go func() {
+		defer close(logged)
+		logHealth(a.Engine, <-results, start)
+	}()
+	if wait {
+		<-logged
+	}
+	a.closers = append(a.closers, func() { cancel(); <-logged })
+}
+
+func logHealth(e *engine.Engine, res map[string]error, start time.Time) {
 	var ok, bad []string
 	for _, lang := range []string{runtime.Python, runtime.Node, runtime.Bash} {
 		in := e.Languages().Get(lang)

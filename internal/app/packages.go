@@ -47,7 +47,7 @@ func addGlobalPackages(opts *engine.Options, root string) error {
 // python's pip, npm from the server's PATH, the operator's installer
 // environment and registry settings, and the blocklist.
 func newInstaller(cfg config.Config, env HostEnv, langs *runtime.Set) (*packages.Installer, error) {
-	bl, err := packages.LoadBlocklist(cfg.PackageBlocklist, env.Home)
+	bl, err := packages.ResolveBlocklist(cfg.PackageBlocklist, cfg.PackageBlocklistExtra, env.Home)
 	if err != nil {
 		return nil, err
 	}

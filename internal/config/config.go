@@ -25,6 +25,12 @@ const (
 	ModeDocker     = "docker"
 )
 
+// Health check timing accepted by CODEXEC_HEALTH_CHECK.
+const (
+	HealthBackground = "background"
+	HealthStartup    = "startup"
+)
+
 // Config is the whole server configuration. The zero value is not useful:
 // obtain one from Load (or Defaults for tests).
 type Config struct {
@@ -72,6 +78,18 @@ type Config struct {
 	PipIndexURL      string
 	NPMRegistry      string
 	PackageBlocklist string
+	// PackageBlocklistExtra extends the blocklist in effect.
+	PackageBlocklistExtra string
+
+	// HealthCheck is HealthBackground or HealthStartup.
+	HealthCheck string
+
+	// Warnings are adjustments Load made so that settings compose (see
+	// compose); the server logs them at start-up.
+	Warnings []string
+
+	// Remote configures the HTTP transport, auth and shutdown (remote.go).
+	Remote Remote
 
 	CodeMode CodeMode
 }
@@ -128,6 +146,7 @@ func Load(args []string, getenv func(string) string, home string, usage io.Write
 	for _, s := range settings {
 		vals[s.env] = fs.String(FlagName(s.env), "", s.help+" (env "+s.env+", default "+quoteDefault(s.def)+")")
 	}
+	fs.StringVar(vals["CODEXEC_HTTP_ADDR"], httpAlias, "", "serve MCP Streamable HTTP on host:port (alias of --http-addr)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -145,6 +164,7 @@ func Load(args []string, getenv func(string) string, home string, usage io.Write
 		}
 	}
 	c.fillDerived()
+	c.compose()
 	return c, c.validate()
 }
 
@@ -161,9 +181,9 @@ func pick(s setting, flagVal string, getenv func(string) string, home string, fs
 	if e := getenv(s.env); e != "" {
 		v = e
 	}
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == FlagName(s.env) })
-	if set {
+	visited := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { visited[f.Name] = true })
+	if flagSet(visited, s.env) {
 		v = flagVal
 	}
 	return expandHome(v, home), nil
@@ -197,20 +217,12 @@ func (c *Config) fillDerived() {
 
 func (c *Config) validate() error {
 	var errs []error
-	if c.DefaultTimeout > c.MaxTimeout {
-		errs = append(errs, fmt.Errorf("CODEXEC_DEFAULT_TIMEOUT_MS (%v) exceeds CODEXEC_MAX_TIMEOUT_MS (%v)", c.DefaultTimeout, c.MaxTimeout))
-	}
-	if c.CodeMode.Timeout > c.MaxTimeout {
-		errs = append(errs, fmt.Errorf("CODEXEC_CODEMODE_TIMEOUT_MS (%v) exceeds CODEXEC_MAX_TIMEOUT_MS (%v)", c.CodeMode.Timeout, c.MaxTimeout))
-	}
-	if c.TruncationHead+c.TruncationTail > c.MaxOutputChars {
-		errs = append(errs, fmt.Errorf("CODEXEC_TRUNCATION_HEAD + CODEXEC_TRUNCATION_TAIL (%d) exceeds CODEXEC_MAX_OUTPUT_CHARS (%d)", c.TruncationHead+c.TruncationTail, c.MaxOutputChars))
-	}
 	for _, d := range []struct{ name, v string }{{"CODEXEC_DATA_DIR", c.DataDir}, {"CODEXEC_SANDBOX_DIR", c.SandboxDir}, {"CODEXEC_LOG_DIR", c.LogDir}, {"CODEXEC_SCRIPTS_DIR", c.ScriptsDir}} {
 		if !filepath.IsAbs(d.v) {
 			errs = append(errs, fmt.Errorf("%s must be an absolute path (or start with ~/), got %q", d.name, d.v))
 		}
 	}
+	errs = append(errs, c.Remote.validate())
 	return errors.Join(errs...)
 }
 

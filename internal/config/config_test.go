@@ -62,8 +62,6 @@ func TestInvalidNamesVariable(t *testing.T) {
 		{map[string]string{"CODEXEC_SANDBOX_MODE": "vm"}, "CODEXEC_SANDBOX_MODE"},
 		{map[string]string{"CODEXEC_DOCKER_CPU": "-1"}, "CODEXEC_DOCKER_CPU"},
 		{map[string]string{"CODEXEC_MEMORY_LIMIT": "huge"}, "CODEXEC_MEMORY_LIMIT"},
-		{map[string]string{"CODEXEC_DEFAULT_TIMEOUT_MS": "600000"}, "CODEXEC_DEFAULT_TIMEOUT_MS"},
-		{map[string]string{"CODEXEC_TRUNCATION_HEAD": "9000"}, "CODEXEC_TRUNCATION_HEAD"},
 		{map[string]string{"CODEXEC_LOG_DIR": "relative/logs"}, "CODEXEC_LOG_DIR"},
 		{map[string]string{"LOG_LEVEL": "loud"}, "LOG_LEVEL"},
 	}
@@ -71,6 +69,37 @@ func TestInvalidNamesVariable(t *testing.T) {
 		_, err := load(t, nil, c.env)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v does not name %s", c.env, err, c.want)
+		}
+	}
+}
+
+// TestSettingsCompose: a cap below the default of what it caps lowers that
+// value, with a warning naming both settings, instead of refusing to start.
+func TestSettingsCompose(t *testing.T) {
+	cases := []struct {
+		env              map[string]string
+		def, max         time.Duration
+		head, tail, outs int
+		warn             string
+	}{
+		{nil, 30 * time.Second, 300 * time.Second, 4000, 4000, 10000, ""},
+		{map[string]string{"CODEXEC_MAX_TIMEOUT_MS": "10000"}, 10 * time.Second, 10 * time.Second, 4000, 4000, 10000, "CODEXEC_MAX_TIMEOUT_MS"},
+		{map[string]string{"CODEXEC_DEFAULT_TIMEOUT_MS": "600000"}, 300 * time.Second, 300 * time.Second, 4000, 4000, 10000, "lowered to 300000 ms"},
+		{map[string]string{"CODEXEC_MAX_OUTPUT_CHARS": "2000"}, 30 * time.Second, 300 * time.Second, 1000, 1000, 2000, "CODEXEC_MAX_OUTPUT_CHARS"},
+		{map[string]string{"CODEXEC_TRUNCATION_HEAD": "12000", "CODEXEC_TRUNCATION_TAIL": "3000"}, 30 * time.Second, 300 * time.Second, 8000, 2000, 10000, "12000+3000"},
+	}
+	for _, c := range cases {
+		cfg, err := load(t, nil, c.env)
+		if err != nil {
+			t.Errorf("%v: %v", c.env, err)
+			continue
+		}
+		got := []any{cfg.DefaultTimeout, cfg.MaxTimeout, cfg.TruncationHead, cfg.TruncationTail, cfg.MaxOutputChars}
+		if diff := cmp.Diff([]any{c.def, c.max, c.head, c.tail, c.outs}, got); diff != "" {
+			t.Errorf("%v: (-want +got)\n%s", c.env, diff)
+		}
+		if w := strings.Join(cfg.Warnings, "\n"); (c.warn == "") != (w == "") || !strings.Contains(w, c.warn) {
+			t.Errorf("%v: warnings %q, want one containing %q", c.env, w, c.warn)
 		}
 	}
 }
@@ -106,5 +135,33 @@ func TestAllowedCommandsAndLists(t *testing.T) {
 func TestFlagNames(t *testing.T) {
 	if FlagName("CODEXEC_MAX_OUTPUT_CHARS") != "max-output-chars" || FlagName("ALLOWED_COMMANDS") != "allowed-commands" {
 		t.Error("flag names")
+	}
+}
+
+func TestRemote(t *testing.T) {
+	c, err := load(t, []string{"--http", "127.0.0.1:8080"}, map[string]string{"CODEXEC_AUTH_TOKENS": "/etc/tokens"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Remote.HTTPAddr != "127.0.0.1:8080" || !c.Remote.AuthEnabled() || c.Remote.Resource() != "http://127.0.0.1:8080/mcp" {
+		t.Errorf("remote = %+v, resource %s", c.Remote, c.Remote.Resource())
+	}
+	if c.Remote.MaxBodyBytes != 4<<20 || c.Remote.ShutdownGrace != 30*time.Second {
+		t.Errorf("defaults: body %d grace %v", c.Remote.MaxBodyBytes, c.Remote.ShutdownGrace)
+	}
+	bad := []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{nil, map[string]string{"CODEXEC_AUTH_TOKENS": "/t"}, "CODEXEC_HTTP_ADDR"},
+		{[]string{"--http", "nope"}, nil, "host:port"},
+		{[]string{"--http", ":1", "--tls-cert", "/c"}, nil, "CODEXEC_TLS_KEY"},
+		{[]string{"--http", ":1", "--oauth-issuer", "issuer"}, nil, "CODEXEC_OAUTH_ISSUER"},
+	}
+	for _, b := range bad {
+		if _, err := load(t, b.args, b.env); err == nil || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("%v %v: error %v does not name %s", b.args, b.env, err, b.want)
+		}
 	}
 }

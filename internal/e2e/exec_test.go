@@ -32,6 +32,7 @@ type execResult struct {
 	Truncated     bool     `json:"truncated"`
 	Artifacts     []string `json:"artifacts"`
 	SandboxMode   string   `json:"sandbox_mode"`
+	SessionID     *string  `json:"session_id"`
 }
 
 func (s *server) exec(args map[string]any) (execResult, *mcp.CallToolResult) {
@@ -354,6 +355,7 @@ func TestToolsListHasExecuteCodeSchema(t *testing.T) {
 
 // TestUnavailableLanguageIsReported checks the start-up health check: a
 // broken interpreter makes only its language unavailable, with the cause.
+// The first node call waits for node's background check and reports it.
 func TestUnavailableLanguageIsReported(t *testing.T) {
 	s := start(t, "CODEXEC_NODE=/nonexistent/node")
 	r, res := s.exec(map[string]any{"language": "node", "code": "console.log(1)"})
@@ -364,7 +366,19 @@ func TestUnavailableLanguageIsReported(t *testing.T) {
 	if r.Status != "success" || r.Stdout != "2\n" {
 		t.Fatalf("python should keep working: %+v", r)
 	}
-	if log := s.Stderr.String(); !strings.Contains(log, "health check") || !strings.Contains(log, "language unavailable") {
+	// The check runs in the background (initialize is not held up by it);
+	// its summary is logged once every language's probe is done.
+	if log := s.waitLog("msg=\"health check\"", 30*time.Second); !strings.Contains(log, "language unavailable") {
 		t.Errorf("health summary missing from the log:\n%s", log)
 	}
+}
+
+// waitLog waits until the server log contains want (or the deadline passes)
+// and returns the log.
+func (s *server) waitLog(want string, d time.Duration) string {
+	deadline := time.Now().Add(d)
+	for !strings.Contains(s.Stderr.String(), want) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return s.Stderr.String()
 }

@@ -127,10 +127,14 @@ func TestPackagesFailedInstallIsAResult(t *testing.T) {
 func TestPackagesRejectedNothingRuns(t *testing.T) {
 	ix := demoIndex(t)
 	s := startPackages(t, ix, "CODEXEC_PACKAGE_BLOCKLIST=Codexec.Demo, node:is-number")
+	// A blocked package is a normal result with success false and the reason.
+	for _, c := range []struct{ lang, pkg string }{{"python", "codexec_demo==1.0.0"}, {"python", "CODEXEC-DEMO"}, {"node", "is-number@7"}} {
+		o, res := s.install(map[string]any{"package": c.pkg, "language": c.lang})
+		if res.IsError || o.Success || !strings.Contains(o.Error, "blocked") {
+			t.Errorf("%s %q: isError=%v %+v %s", c.lang, c.pkg, res.IsError, o, text(res))
+		}
+	}
 	cases := []struct{ lang, pkg, want string }{
-		{"python", "codexec_demo==1.0.0", "blocked"},
-		{"python", "CODEXEC-DEMO", "blocked"},
-		{"node", "is-number@7", "blocked"},
 		{"python", "foo; rm -rf /", "whitespace"},
 		{"python", "foo;rm", "not a valid python package name"},
 		{"python", "--index-url=http://127.0.0.1:1/simple", "not a valid python package name"},
@@ -164,6 +168,37 @@ func TestPackagesRejectedNothingRuns(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(s.DataDir, "packages", "node", "package.json")); !os.IsNotExist(err) {
 		t.Errorf("npm ran: %v", err)
+	}
+}
+
+// TestPackagesDefaultBlocklist: with no CODEXEC_PACKAGE_BLOCKLIST the shipped
+// list of known-malicious packages applies (the examples, including
+// the version-specific event-stream@3.3.6): success false with the reason,
+// nothing installed, no registry contacted. CODEXEC_PACKAGE_BLOCKLIST_EXTRA
+// extends it.
+func TestPackagesDefaultBlocklist(t *testing.T) {
+	ix := demoIndex(t)
+	s := startPackages(t, ix, "CODEXEC_PACKAGE_BLOCKLIST_EXTRA=codexec-demo==1.0.0", "CODEXEC_NPM_REGISTRY=http://127.0.0.1:1/")
+	for _, c := range []struct{ lang, pkg string }{
+		{"node", "crossenv"}, {"node", "event-stream@3.3.6"}, {"python", "python3-dateutil"}, {"python", "jeIlyfish"},
+		{"python", "colourama"}, {"python", "codexec-demo==1.0.0"},
+	} {
+		o, res := s.install(map[string]any{"package": c.pkg, "language": c.lang})
+		if res.IsError || o.Success || !strings.Contains(o.Error, "blocked") || o.Version != "" {
+			t.Errorf("%s %q: isError=%v %+v %s", c.lang, c.pkg, res.IsError, o, text(res))
+		}
+	}
+	if ix.Requests() != 0 {
+		t.Errorf("the index saw %d requests for blocked packages", ix.Requests())
+	}
+	for _, d := range []string{"python", "node/node_modules"} {
+		if ents, err := os.ReadDir(filepath.Join(s.DataDir, "packages", d)); err != nil || len(ents) != 0 {
+			t.Errorf("packages/%s: %v %v", d, ents, err)
+		}
+	}
+	// Another version of an extension entry installs.
+	if o, res := s.install(map[string]any{"package": "codexec-demo==2.0.0", "language": "python"}); res.IsError || !o.Success {
+		t.Fatalf("codexec-demo 2.0.0: %+v %s", o, text(res))
 	}
 }
 

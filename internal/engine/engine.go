@@ -9,12 +9,9 @@
 package engine
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -60,6 +57,7 @@ type Engine struct {
 
 	mu          sync.RWMutex
 	unavailable map[string]error
+	checking    map[string]chan struct{} // per language, closed when its health check is done (health.go)
 }
 
 // New returns an Engine. log may be nil (nothing is logged).
@@ -85,16 +83,18 @@ func (e *Engine) Guard() *pathguard.Guard { return e.guard }
 // Options returns the engine options.
 func (e *Engine) Options() Options { return e.opts }
 
-// LanguageError reports why a canonical language cannot run, or nil.
+// LanguageError reports why a canonical language cannot run, or nil. While
+// the language's start-up health check is still running it waits for it.
 func (e *Engine) LanguageError(lang string) error {
 	if err := e.langs.Get(lang).Err; err != nil {
 		return err
 	}
-	e.mu.RLock()
-	defer e.mu.RUnlock()
 	if lang == runtime.TypeScript {
 		lang = runtime.Node
 	}
+	e.awaitCheck(lang)
+	e.mu.RLock()
+	defer e.mu.RUnlock()
 	return e.unavailable[lang]
 }
 
@@ -141,51 +141,6 @@ func (e *Engine) capTimeout(d time.Duration) (time.Duration, error) {
 		return 0, fmt.Errorf("timeout %v exceeds the server maximum %v (CODEXEC_MAX_TIMEOUT_MS)", d, e.opts.MaxTimeout)
 	}
 	return d, nil
-}
-
-// HealthCheck runs a trivial program per language through the sandbox
-// backend, records which languages work, and returns one line per language.
-func (e *Engine) HealthCheck(ctx context.Context) map[string]error {
-	probes := map[string]string{runtime.Python: "print('ok')", runtime.Node: "console.log('ok')", runtime.Bash: "echo ok"}
-	res := make(map[string]error, len(probes))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for lang, code := range probes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := e.probe(ctx, lang, code)
-			mu.Lock()
-			res[lang] = err
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	e.mu.Lock()
-	for lang, err := range res {
-		if err != nil {
-			e.unavailable[lang] = err
-		} else {
-			delete(e.unavailable, lang)
-		}
-	}
-	e.mu.Unlock()
-	return res
-}
-
-func (e *Engine) probe(ctx context.Context, lang, code string) error {
-	if err := e.langs.Get(lang).Err; err != nil {
-		return err
-	}
-	r, err := e.Execute(ctx, Request{Language: lang, Code: code, Timeout: 20 * time.Second, NoLog: true})
-	if err != nil {
-		return err
-	}
-	if r.Status != StatusSuccess || strings.TrimSpace(r.Stdout) != "ok" {
-		return fmt.Errorf("health check under %s sandbox failed: status %s, %s %s", e.backend.Name(), r.Status, deref(r.ErrorMessage), strings.TrimSpace(r.Stderr))
-	}
-	slog.Debug("health check passed", "language", lang, "ms", r.DurationMs)
-	return nil
 }
 
 func deref(s *string) string {

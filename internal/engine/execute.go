@@ -138,8 +138,10 @@ func (e *Engine) workspace(workingDir string, probe bool) (string, func(), error
 // program ends and before the workspace is diffed.
 func (e *Engine) runCode(ctx context.Context, id, lang, dir string, req Request, post func(dir string)) Result {
 	res := Result{ExecutionID: id, Language: lang, SandboxMode: e.backend.Name(), Artifacts: []string{}}
-	if err := e.LanguageError(lang); err != nil && !req.NoLog {
-		return setupError(res, fmt.Sprintf("%s is unavailable on this server: %v", lang, err))
+	if !req.NoLog { // health probes (NoLog) must not wait for themselves
+		if err := e.LanguageError(lang); err != nil {
+			return setupError(res, fmt.Sprintf("%s is unavailable on this server: %v", lang, err))
+		}
 	}
 	prog, err := e.langs.Build(lang, req.Code, req.Args)
 	var ce *runtime.CompileError

@@ -14,18 +14,18 @@ import (
 
 // ExecuteCommandIn is execute_command's input (seed 002).
 type ExecuteCommandIn struct {
-	Command   string `json:"command" jsonschema:"shell command line run with bash -c; every command in it (pipelines, lists, $(...), backticks) must be on ALLOWED_COMMANDS"`
-	Cwd       string `json:"cwd,omitempty" jsonschema:"working directory; relative paths resolve against the server's working directory (default: the server's working directory); must exist and lie within ALLOWED_CWD_ROOTS when that is set"`
-	TimeoutMs *int   `json:"timeout_ms,omitempty" jsonschema:"timeout in milliseconds (default CODEXEC_DEFAULT_TIMEOUT_MS, max CODEXEC_MAX_TIMEOUT_MS); on timeout the whole process tree is killed"`
+	Command   string `json:"command" jsonschema:"bash command line"`
+	Cwd       string `json:"cwd,omitempty" jsonschema:"default: server cwd; relative to it"`
+	TimeoutMs *int   `json:"timeout_ms,omitempty"`
 }
 
 // ExecuteProcessIn is execute_process's input (seed 002): argv without a shell.
 type ExecuteProcessIn struct {
-	File      string   `json:"file" jsonschema:"program to run (a name found on PATH, or an absolute path); must be on ALLOWED_COMMANDS"`
-	Args      []string `json:"args,omitempty" jsonschema:"arguments, passed as-is (no shell interpretation)"`
-	Input     *string  `json:"input,omitempty" jsonschema:"text written to the program's standard input"`
-	Cwd       string   `json:"cwd,omitempty" jsonschema:"working directory, with the same rules as execute_command"`
-	TimeoutMs *int     `json:"timeout_ms,omitempty" jsonschema:"timeout in milliseconds (default CODEXEC_DEFAULT_TIMEOUT_MS, max CODEXEC_MAX_TIMEOUT_MS)"`
+	File      string   `json:"file"`
+	Args      []string `json:"args,omitempty"`
+	Input     *string  `json:"input,omitempty" jsonschema:"stdin"`
+	Cwd       string   `json:"cwd,omitempty"`
+	TimeoutMs *int     `json:"timeout_ms,omitempty"`
 }
 
 // registerCommands registers execute_command and execute_process. They are
@@ -37,14 +37,11 @@ func (s *Server) registerCommands() {
 	allow := shell.NewAllowlist(s.deps.Config.AllowedCommands, path)
 	runner := shell.NewRunner(eng, allow, shell.NewRoots(s.deps.Config.AllowedCwdRoots), eng.Languages().Get(runtime.Bash).Path, path)
 	allowed := allowedText(allow)
-	ann := func(title string) *mcp.ToolAnnotations {
-		return &mcp.ToolAnnotations{Title: title, DestructiveHint: ptr(true), OpenWorldHint: ptr(!eng.Backend().Isolated())}
-	}
-	mcp.AddTool(s.mcp, &mcp.Tool{
-		Name: "execute_command", Title: "Execute shell command", Annotations: ann("Execute shell command"),
-		Description: "Run a shell command line (bash -c) in a project directory and get exit_code, stdout and stderr as YAML. " +
-			"Every command of pipelines and lists must be allowed; " + allowed + ". A non-zero exit is a normal result; " +
-			"a timeout kills the command and returns an error with the partial output.",
+	ann := &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!eng.Backend().Isolated())}
+	addTool(s, &mcp.Tool{
+		Name: "execute_command", Annotations: ann,
+		Description: "Run a bash command line; YAML result, a non-zero exit is normal, a timeout an error. Programs it starts " +
+			"must be allowed; builtins like echo, cd, exit always are. " + allowed + ".",
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCommandIn) (*mcp.CallToolResult, shell.Result, error) {
 		timeout, err := eng.ResolveTimeout(in.TimeoutMs, nil)
 		if err != nil {
@@ -53,10 +50,9 @@ func (s *Server) registerCommands() {
 		res, err := runner.Command(ctx, shell.CommandRequest{Command: in.Command, Cwd: in.Cwd, Timeout: timeout, Context: callContext(req)})
 		return commandResult(res, err)
 	})
-	mcp.AddTool(s.mcp, &mcp.Tool{
-		Name: "execute_process", Title: "Execute process", Annotations: ann("Execute process"),
-		Description: "Run a program with an argv array (no shell) and optional stdin, and get exit_code, stdout and stderr as YAML. " +
-			"file must be allowed; " + allowed + ".",
+	addTool(s, &mcp.Tool{
+		Name: "execute_process", Annotations: ann,
+		Description: "Run an allowed program with argv, no shell; result as execute_command.",
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in ExecuteProcessIn) (*mcp.CallToolResult, shell.Result, error) {
 		timeout, err := eng.ResolveTimeout(in.TimeoutMs, nil)
 		if err != nil {
@@ -71,11 +67,11 @@ func (s *Server) registerCommands() {
 func allowedText(a *shell.Allowlist) string {
 	switch {
 	case a.Empty():
-		return "currently NO command is allowed (the operator must set ALLOWED_COMMANDS)"
+		return "None allowed: the operator must set ALLOWED_COMMANDS"
 	case a.All():
-		return "currently every command is allowed (ALLOWED_COMMANDS=*)"
+		return "All allowed"
 	}
-	return "allowed commands: " + strings.Join(a.Entries(), ", ")
+	return "Allowed: " + strings.Join(a.Entries(), ", ")
 }
 
 // commandResult renders a run as seed 002's YAML text. Rejections (err) and

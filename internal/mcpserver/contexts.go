@@ -26,19 +26,19 @@ const (
 
 // CreateContextIn is create_context's input (seed 001).
 type CreateContextIn struct {
-	Name        string `json:"name,omitempty" jsonschema:"required: context name, e.g. user-123 or task-data-analysis (letters, digits, - _ . only)"`
-	Language    string `json:"language,omitempty" jsonschema:"python (default) or javascript"`
-	Description string `json:"description,omitempty" jsonschema:"optional description"`
+	Name        string `json:"name,omitempty" jsonschema:"required"`
+	Language    string `json:"language,omitempty" jsonschema:"python (default)|javascript"`
+	Description string `json:"description,omitempty"`
 }
 
 // ContextOut describes one context.
 type ContextOut struct {
 	ContextID   string    `json:"context_id"`
 	Name        string    `json:"name"`
-	Language    string    `json:"language" jsonschema:"python or javascript"`
+	Language    string    `json:"language"`
 	Description string    `json:"description"`
 	CreatedAt   time.Time `json:"created_at"`
-	Status      string    `json:"status" jsonschema:"active (or dead if its interpreter died)"`
+	Status      string    `json:"status"` // active, or dead if its interpreter died
 	Message     string    `json:"message,omitempty"`
 	LastUsed    time.Time `json:"last_used"`
 }
@@ -47,8 +47,8 @@ type ContextOut struct {
 // handler rather than the schema so that a missing one gets seed 001's
 // INVALID_PARAMS error object instead of a generic validation message.
 type RunCodeIn struct {
-	Code      string `json:"code,omitempty" jsonschema:"required: code to run in the context (Python or JavaScript, by the context's language)"`
-	ContextID string `json:"context_id,omitempty" jsonschema:"required: context id from create_context (its unique name also works)"`
+	Code      string `json:"code,omitempty" jsonschema:"required"`
+	ContextID string `json:"context_id,omitempty" jsonschema:"required; id or name"`
 }
 
 // RunCodeOut is run_code's output.
@@ -56,16 +56,16 @@ type RunCodeOut struct {
 	Stdout        string  `json:"stdout"`
 	Stderr        string  `json:"stderr"`
 	Success       bool    `json:"success"`
-	ExecutionTime float64 `json:"execution_time" jsonschema:"seconds"`
+	ExecutionTime float64 `json:"execution_time"` // seconds
 	ExecutionID   string  `json:"execution_id"`
-	Status        string  `json:"status" jsonschema:"success | execution_error | timeout"`
+	Status        string  `json:"status"`
 	TimedOut      bool    `json:"timed_out"`
 	ErrorMessage  *string `json:"error_message,omitempty"`
 }
 
 // ContextIDIn names one context.
 type ContextIDIn struct {
-	ContextID string `json:"context_id,omitempty" jsonschema:"required: the context to stop"`
+	ContextID string `json:"context_id,omitempty" jsonschema:"required"`
 }
 
 // StopContextOut is stop_context's output.
@@ -85,17 +85,17 @@ func (s *Server) registerContexts() {
 	if s.deps.Sessions == nil {
 		return
 	}
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "run_code", Title: "Run code in a context",
-		Description: "Run Python or JavaScript code in a context created with create_context (context_id is required). State persists per context; Jupyter-style: a trailing expression is shown.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: ptr(true), OpenWorldHint: ptr(!s.deps.Engine.Backend().Isolated())}}, s.runCode)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "create_context", Title: "Create an execution context",
-		Description: "Create a new isolated code execution context (python default, or javascript).",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}}, s.createContext)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "stop_context", Title: "Stop a context",
-		Description: "Stop and clean up a context, waiting for running code to finish. Its variables are lost.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}}, s.stopContext)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list_contexts", Title: "List contexts",
-		Description: "List all active execution contexts, newest first.",
+	addTool(s, &mcp.Tool{Name: "run_code",
+		Description: "Run code in a context; state persists.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!s.deps.Engine.Backend().Isolated())}}, s.runCode)
+	addTool(s, &mcp.Tool{Name: "create_context",
+		Description: "Create a named persistent context.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}}, s.createContext)
+	addTool(s, &mcp.Tool{Name: "stop_context",
+		Description: "Stop a context after its running code finishes.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}}, s.stopContext)
+	addTool(s, &mcp.Tool{Name: "list_contexts",
+		Description: "List live contexts, newest first.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}}, s.listContexts)
 }
 

@@ -18,38 +18,42 @@ import (
 // (language, code, timeout_ms, working_dir), seed 003 (language, code, stdin,
 // timeout in seconds, session_id) and seed 004 (code, intent, context).
 type ExecuteCodeIn struct {
-	Language   string         `json:"language,omitempty" jsonschema:"python | node (aliases javascript, js) | typescript (ts) | bash. Required except in code mode (seed 004)"`
-	Code       string         `json:"code" jsonschema:"source code to run"`
-	Stdin      *string        `json:"stdin,omitempty" jsonschema:"text passed to the program's standard input"`
-	TimeoutMs  *int           `json:"timeout_ms,omitempty" jsonschema:"timeout in milliseconds (default CODEXEC_DEFAULT_TIMEOUT_MS, max CODEXEC_MAX_TIMEOUT_MS); do not combine with timeout"`
-	Timeout    *int           `json:"timeout,omitempty" jsonschema:"timeout in seconds, 1-300 (default 30); do not combine with timeout_ms"`
-	WorkingDir string         `json:"working_dir,omitempty" jsonschema:"directory to run in (default: a fresh directory under CODEXEC_SANDBOX_DIR); ~ is expanded; forbidden paths are rejected"`
-	SessionID  string         `json:"session_id,omitempty" jsonschema:"run inside this persistent session (from start_session or create_context) instead of a fresh process"`
-	Intent     string         `json:"intent,omitempty" jsonschema:"code mode (seed 004): natural-language description of the task"`
-	Context    map[string]any `json:"context,omitempty" jsonschema:"code mode (seed 004): data injected into the sandbox as the variable context"`
-	Tools      []string       `json:"tools,omitempty" jsonschema:"code mode: upstream tools to bind (server.tool globs)"`
+	Language   string         `json:"language,omitempty" jsonschema:"python|node|javascript|typescript|bash; omit for code mode"`
+	Code       string         `json:"code"`
+	Stdin      *string        `json:"stdin,omitempty"`
+	TimeoutMs  *int           `json:"timeout_ms,omitempty"`
+	Timeout    *int           `json:"timeout,omitempty" jsonschema:"seconds, 1-300; instead of timeout_ms"`
+	WorkingDir string         `json:"working_dir,omitempty" jsonschema:"default: a fresh sandbox dir"`
+	SessionID  string         `json:"session_id,omitempty" jsonschema:"run in this session; an unknown id creates it"`
+	Intent     string         `json:"intent,omitempty" jsonschema:"code mode: the task"`
+	Context    map[string]any `json:"context,omitempty" jsonschema:"code mode: data bound as variables"`
+	Tools      []string       `json:"tools,omitempty" jsonschema:"code mode: upstream tools (server.tool globs)"`
 }
 
 // sessionExecutor runs code inside a session; the sessions toolset provides it.
 type sessionExecutor interface {
-	ExecuteInSession(ctx context.Context, sessionID, code string, in ExecuteCodeIn) (engine.Result, error)
+	ExecuteInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (engine.Result, error)
 }
 
 func (s *Server) registerExec() {
-	mcp.AddTool(s.mcp, &mcp.Tool{
-		Name:  "execute_code",
-		Title: "Execute code",
-		Description: "Run code once in a fresh sandboxed process (python, node/javascript, typescript, bash) and get stdout, " +
-			"stderr, exit code, status and created files. Stateless: nothing persists between calls unless session_id is given. " +
-			"Output longer than CODEXEC_MAX_OUTPUT_CHARS keeps its head and tail.",
-		Annotations: &mcp.ToolAnnotations{Title: "Execute code", ReadOnlyHint: false, DestructiveHint: ptr(true),
-			IdempotentHint: false, OpenWorldHint: ptr(!s.deps.Engine.Backend().Isolated())},
+	addTool(s, &mcp.Tool{
+		Name: "execute_code", OutputSchema: outputSchema[engine.Result](),
+		Description: "Run code in a fresh sandbox. A failing or timed-out program is a normal result (see status; exit_code null if killed). " +
+			s.timeoutText() + " No language, or intent/context: TypeScript code mode.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!s.deps.Engine.Backend().Isolated())},
 	}, s.executeCode)
+}
+
+// timeoutText states the timeout defaults once, for the tools that take
+// timeout_ms.
+func (s *Server) timeoutText() string {
+	o := s.deps.Engine.Options()
+	return fmt.Sprintf("timeout_ms default %d, max %d.", o.DefaultTimeout.Milliseconds(), o.MaxTimeout.Milliseconds())
 }
 
 func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {
 	if in.SessionID != "" {
-		return s.executeInSession(ctx, in)
+		return s.executeInSession(ctx, req, in)
 	}
 	timeout, err := s.deps.Engine.ResolveTimeout(in.TimeoutMs, in.Timeout)
 	if err != nil {
@@ -141,12 +145,12 @@ func codeModeText(r engine.Result) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: r.CodeError != nil, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
 }
 
-func (s *Server) executeInSession(ctx context.Context, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {
+func (s *Server) executeInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {
 	se, ok := s.sessionsExecutor()
 	if !ok {
 		return invalid("session_id given but persistent sessions are not enabled on this server")
 	}
-	res, err := se.ExecuteInSession(ctx, in.SessionID, in.Code, in)
+	res, err := se.ExecuteInSession(ctx, req, in)
 	if err != nil {
 		return invalid(err.Error())
 	}

@@ -16,60 +16,59 @@ import (
 
 // SearchLogsIn is search_execution_logs' input (seed 000).
 type SearchLogsIn struct {
-	Language string `json:"language,omitempty" jsonschema:"only executions in this language"`
-	Status   string `json:"status,omitempty" jsonschema:"success | failed | timeout (failed covers execution_error and setup_error)"`
-	Query    string `json:"query,omitempty" jsonschema:"words that must all appear in the code or its output (whole words, case-insensitive)"`
-	Since    string `json:"since,omitempty" jsonschema:"only executions at or after this date (YYYY-MM-DD, UTC) or RFC 3339 time"`
-	Limit    int    `json:"limit,omitempty" jsonschema:"maximum results, newest first (default 20, max 200)"`
+	Language string `json:"language,omitempty"`
+	Status   string `json:"status,omitempty" jsonschema:"success|failed|timeout"`
+	Query    string `json:"query,omitempty" jsonschema:"all words, in code or output"`
+	Since    string `json:"since,omitempty" jsonschema:"YYYY-MM-DD or RFC 3339"`
+	Limit    int    `json:"limit,omitempty" jsonschema:"default 20, max 200"`
 }
 
 // SearchLogsOut is search_execution_logs' result.
 type SearchLogsOut struct {
 	Results    []logindex.Hit `json:"results"`
-	TotalCount int            `json:"total_count" jsonschema:"number of matching executions (may exceed len(results)); counting stops at 10000"`
+	TotalCount int            `json:"total_count"` // matches, may exceed len(results); counting stops at 10000
 	// TotalCountCapped is set when more than logindex.CountCap executions
 	// match: counting a million matches would make every broad search slow.
-	TotalCountCapped bool `json:"total_count_capped,omitempty" jsonschema:"true when more executions match than total_count says (counting stopped at the cap)"`
+	TotalCountCapped bool `json:"total_count_capped,omitempty"`
 }
 
 // GetLogIn is get_execution_log's input.
 type GetLogIn struct {
-	ExecutionID string `json:"execution_id" jsonschema:"execution id (exec_…) from execute_code, run_script, a session or search_execution_logs"`
+	ExecutionID string `json:"execution_id"`
 }
 
 // GetLogOut is the full log entry of one execution (seed 000 shape plus
 // status fields).
 type GetLogOut struct {
-	ExecutionID       string   `json:"execution_id"`
-	SessionID         *string  `json:"session_id"`
-	Tool              string   `json:"tool,omitempty" jsonschema:"tool that ran it (execute_code, run_script, …)"`
-	ScriptName        string   `json:"script_name,omitempty"`
-	Language          string   `json:"language"`
-	Code              string   `json:"code"`
-	Args              []string `json:"args,omitempty"`
-	Stdin             *string  `json:"stdin"`
-	Stdout            string   `json:"stdout"`
-	Stderr            string   `json:"stderr"`
-	ExitCode          *int     `json:"exit_code"`
-	Status            string   `json:"status" jsonschema:"success | execution_error | timeout | setup_error"`
-	ErrorMessage      string   `json:"error_message,omitempty"`
-	TimedOut          bool     `json:"timed_out"`
-	Truncated         bool     `json:"truncated"`
-	DurationMs        int64    `json:"duration_ms"`
-	MemoryPeakMB      *float64 `json:"memory_peak_mb"`
-	PackagesInstalled []string `json:"packages_installed"`
-	ArtifactsCreated  []string `json:"artifacts_created"`
-	ArtifactsModified []string `json:"artifacts_modified"`
-	ArtifactsDeleted  []string `json:"artifacts_deleted"`
-	SandboxMode       string   `json:"sandbox_mode"`
-	WorkingDir        string   `json:"working_dir,omitempty"`
-	AgentID           string   `json:"agent_id,omitempty"`
-	TraceID           string   `json:"trace_id,omitempty"`
-	ChatID            string   `json:"chat_id,omitempty"`
-	Intent            string   `json:"intent,omitempty"`
-	// ToolCalls are code mode's upstream calls (server, tool, sizes, time, error).
-	ToolCalls  []execlog.ToolCall `json:"tool_calls,omitempty"`
-	ExecutedAt time.Time          `json:"executed_at"`
+	ExecutionID       string             `json:"execution_id"`
+	SessionID         *string            `json:"session_id"`
+	Tool              string             `json:"tool,omitempty"` // tool that ran it (execute_code, run_script, …)
+	ScriptName        string             `json:"script_name,omitempty"`
+	Language          string             `json:"language"`
+	Code              string             `json:"code"`
+	Args              []string           `json:"args,omitempty"`
+	Stdin             *string            `json:"stdin"`
+	Stdout            string             `json:"stdout"`
+	Stderr            string             `json:"stderr"`
+	ExitCode          *int               `json:"exit_code"`
+	Status            string             `json:"status"`
+	ErrorMessage      string             `json:"error_message,omitempty"`
+	TimedOut          bool               `json:"timed_out"`
+	Truncated         bool               `json:"truncated"`
+	DurationMs        int64              `json:"duration_ms"`
+	MemoryPeakMB      *float64           `json:"memory_peak_mb"`
+	PackagesInstalled []string           `json:"packages_installed"`
+	ArtifactsCreated  []string           `json:"artifacts_created"`
+	ArtifactsModified []string           `json:"artifacts_modified"`
+	ArtifactsDeleted  []string           `json:"artifacts_deleted"`
+	SandboxMode       string             `json:"sandbox_mode"`
+	WorkingDir        string             `json:"working_dir,omitempty"`
+	AgentID           string             `json:"agent_id,omitempty"`
+	TraceID           string             `json:"trace_id,omitempty"`
+	ChatID            string             `json:"chat_id,omitempty"`
+	Intent            string             `json:"intent,omitempty"`
+	ToolCalls         []execlog.ToolCall `json:"tool_calls,omitempty"` // code mode's upstream calls
+	ExecutedAt        time.Time          `json:"executed_at"`
 }
 
 func (s *Server) registerLogs() {
@@ -77,11 +76,8 @@ func (s *Server) registerLogs() {
 		return
 	}
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "search_execution_logs", Title: "Search execution logs",
-		Description: "Search past executions (one-shot, run_script and session runs) by language, status, date and words in the code or output. Newest first, with code and error previews.",
-		Annotations: ro}, s.searchLogs)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "get_execution_log", Title: "Get execution log",
-		Description: "Get the full log entry (code, output, exit code, artifacts, context) of one execution by id.",
+	addTool(s, &mcp.Tool{Name: "search_execution_logs", Description: "Search past executions, newest first.", Annotations: ro}, s.searchLogs)
+	addTool(s, &mcp.Tool{Name: "get_execution_log", Description: "Get one execution's full log entry.",
 		Annotations: ro}, s.getLog)
 }
 

@@ -32,22 +32,22 @@ type SessionPackages interface {
 
 // InstallPackageIn is install_package's input (seed 000).
 type InstallPackageIn struct {
-	SessionID string `json:"session_id,omitempty" jsonschema:"install into this session only (removed when it closes); omit to install globally for every new run"`
-	Package   string `json:"package" jsonschema:"package name with an optional version: pandas, pandas==2.2.1, numpy>=1.26,<2 (python); lodash, lodash@4, @types/node@^20 (node). URLs, paths, git specs and options are rejected"`
-	Language  string `json:"language" jsonschema:"python (pip) or node (npm; javascript is accepted)"`
+	SessionID string `json:"session_id,omitempty" jsonschema:"omit for all runs"`
+	Package   string `json:"package" jsonschema:"e.g. pandas==2.2.1, lodash@4"`
+	Language  string `json:"language" jsonschema:"python|node"`
 }
 
 // InstallPackageOut is install_package's output. A failed install is a
 // normal result with success false and the installer's output.
 type InstallPackageOut struct {
-	Success       bool   `json:"success" jsonschema:"true when the package is installed"`
-	Package       string `json:"package" jsonschema:"package name (without version specifier)"`
-	Version       string `json:"version" jsonschema:"installed version read from the package metadata; empty when the install failed"`
-	Language      string `json:"language" jsonschema:"python or node"`
-	SessionID     string `json:"session_id,omitempty" jsonschema:"session the package was installed into; absent for a global install"`
-	InstallOutput string `json:"install_output" jsonschema:"installer output (head+tail trimmed)"`
-	Error         string `json:"error,omitempty" jsonschema:"why the install failed"`
-	DurationMs    int64  `json:"duration_ms" jsonschema:"installer wall time in milliseconds"`
+	Success       bool   `json:"success"`
+	Package       string `json:"package"` // name without version spec
+	Version       string `json:"version"` // installed version; empty when the install failed
+	Language      string `json:"language"`
+	SessionID     string `json:"session_id,omitempty"` // absent for a global install
+	InstallOutput string `json:"install_output"`       // head+tail trimmed
+	Error         string `json:"error,omitempty"`      // why the install failed
+	DurationMs    int64  `json:"duration_ms"`
 }
 
 // registerPackages registers install_package when an installer is wired.
@@ -55,17 +55,11 @@ func (s *Server) registerPackages() {
 	if s.deps.Packages == nil {
 		return
 	}
-	mcp.AddTool(s.mcp, &mcp.Tool{
-		Name:  "install_package",
-		Title: "Install a package",
-		Description: "Install a pip (python) or npm (node) package from the server's configured index so sandboxed code can " +
-			"import/require it. Without session_id the package is installed globally and every new execute_code run sees it; " +
-			"with session_id only that session sees it. The installer runs on the server (sandboxed code keeps no network); " +
-			"install scripts are not run and python packages must be available as wheels. Names are checked against the " +
-			"package name rules and the server's blocklist first.",
+	addTool(s, &mcp.Tool{
+		Name:        "install_package",
+		Description: "Install a pip or npm package for sandboxed code (wheels only, no install scripts; blocklist applies).",
 		// Destructive: installing a different version replaces the one other runs (or the session) use.
-		Annotations: &mcp.ToolAnnotations{Title: "Install a package", ReadOnlyHint: false, DestructiveHint: ptr(true),
-			IdempotentHint: true, OpenWorldHint: ptr(true)},
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}, s.installPackage)
 }
 
@@ -75,7 +69,12 @@ func (s *Server) installPackage(ctx context.Context, _ *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, out, codedError("INVALID_LANGUAGE", "%v", err)
 	}
-	if _, err := s.deps.Packages.Check(lang, in.Package); err != nil {
+	if spec, err := s.deps.Packages.Check(lang, in.Package); err != nil {
+		var be *packages.BlockedError
+		if errors.As(err, &be) { // a refusal, not a malformed call: a normal result, nothing installed
+			out = InstallPackageOut{Success: false, Package: spec.Name, Language: lang, SessionID: in.SessionID, Error: err.Error()}
+			return installText(out), out, nil
+		}
 		return nil, out, packageError(err)
 	}
 	dir, err := s.packageTarget(in.SessionID, lang)

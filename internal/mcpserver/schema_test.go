@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -44,6 +45,43 @@ func TestToolSchemasSnapshot(t *testing.T) {
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("tool schemas changed (-want +got); run `go test ./internal/mcpserver -update` if intended:\n%s", diff)
 	}
+}
+
+// TestToolSurfaceBudget fails when the default tools/list — what every
+// conversation pays for — grows past mcpserver.SurfaceBudget characters
+// (compact JSON of the tools array, every toolset on).
+func TestToolSurfaceBudget(t *testing.T) {
+	dir := t.TempDir()
+	cfg := config.Defaults(dir)
+	cfg.SandboxMode = config.ModeSubprocess
+	a, err := app.Build(context.Background(), cfg, app.HostEnv{Home: dir, Path: os.Getenv("PATH"), Cwd: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	var tools []json.RawMessage
+	if err := json.Unmarshal(listTools(t, a.Server), &tools); err != nil {
+		t.Fatal(err)
+	}
+	total := 2 // the array's brackets
+	for _, raw := range tools {
+		var b bytes.Buffer
+		if err := json.Compact(&b, raw); err != nil {
+			t.Fatal(err)
+		}
+		total += b.Len() + 1
+		t.Logf("%6d %s", b.Len(), toolName(raw))
+	}
+	t.Logf("tools/list surface: %d characters (budget %d)", total, mcpserver.SurfaceBudget)
+	if total > mcpserver.SurfaceBudget {
+		t.Errorf("tools/list is %d characters, over the %d budget: shorten descriptions or schemas", total, mcpserver.SurfaceBudget)
+	}
+}
+
+func toolName(raw json.RawMessage) string {
+	var v struct{ Name string }
+	_ = json.Unmarshal(raw, &v)
+	return v.Name
 }
 
 func listTools(t *testing.T, s *mcpserver.Server) []byte {

@@ -14,29 +14,29 @@ import (
 
 // SaveScriptIn is save_script's input (seed 000).
 type SaveScriptIn struct {
-	Name              string   `json:"name" jsonschema:"script name: letters, digits, '.', '_' and '-', starting with a letter or digit, at most 100 characters; saving an existing name keeps the previous version"`
-	Description       string   `json:"description,omitempty" jsonschema:"what the script does (searched by search_scripts)"`
-	Language          string   `json:"language" jsonschema:"python | node (javascript, js) | typescript (ts) | bash"`
-	Code              string   `json:"code" jsonschema:"the script's source code; run_script passes its args as argv (sys.argv[1:], process.argv.slice(2), $1…)"`
-	Tags              []string `json:"tags,omitempty" jsonschema:"tags for list_scripts/search_scripts"`
-	Packages          []string `json:"packages,omitempty" jsonschema:"packages the script needs; run_script checks they are installed first"`
-	SourceExecutionID string   `json:"source_execution_id,omitempty" jsonschema:"execution (exec_…) where this code was developed"`
+	Name              string   `json:"name"`
+	Description       string   `json:"description,omitempty"`
+	Language          string   `json:"language"`
+	Code              string   `json:"code" jsonschema:"run_script args are argv"`
+	Tags              []string `json:"tags,omitempty"`
+	Packages          []string `json:"packages,omitempty" jsonschema:"checked by run_script"`
+	SourceExecutionID string   `json:"source_execution_id,omitempty"`
 }
 
 // SaveScriptOut is save_script's result.
 type SaveScriptOut struct {
 	Success  bool      `json:"success"`
-	ScriptID string    `json:"script_id" jsonschema:"stable id of the script (kept across versions)"`
+	ScriptID string    `json:"script_id"` // stable across versions
 	Name     string    `json:"name"`
-	Path     string    `json:"path" jsonschema:"absolute path of the code file"`
-	Version  int       `json:"version" jsonschema:"version number of what was saved (1 for a new script)"`
+	Path     string    `json:"path"`    // absolute path of the code file
+	Version  int       `json:"version"` // 1 for a new script
 	SavedAt  time.Time `json:"saved_at"`
 }
 
 // GetScriptIn is get_script's input.
 type GetScriptIn struct {
-	Name    string `json:"name" jsonschema:"script name"`
-	Version int    `json:"version,omitempty" jsonschema:"an earlier version number to return (default: the current version)"`
+	Name    string `json:"name"`
+	Version int    `json:"version,omitempty" jsonschema:"default: current"`
 }
 
 // GetScriptOut is get_script's result.
@@ -51,10 +51,10 @@ type GetScriptOut struct {
 	Packages          []string   `json:"packages"`
 	SourceExecutionID string     `json:"source_execution_id,omitempty"`
 	Path              string     `json:"path"`
-	Version           int        `json:"version" jsonschema:"version returned"`
-	Versions          []int      `json:"versions" jsonschema:"every stored version, oldest first; the last is current"`
+	Version           int        `json:"version"`
+	Versions          []int      `json:"versions"` // every stored version, oldest first; the last is current
 	CreatedAt         time.Time  `json:"created_at"`
-	UpdatedAt         time.Time  `json:"updated_at" jsonschema:"when this version was saved"`
+	UpdatedAt         time.Time  `json:"updated_at"` // when this version was saved
 	LastRunAt         *time.Time `json:"last_run_at"`
 	RunCount          int        `json:"run_count"`
 	LastRunSuccess    *bool      `json:"last_run_success"`
@@ -62,8 +62,8 @@ type GetScriptOut struct {
 
 // ListScriptsIn is list_scripts' input.
 type ListScriptsIn struct {
-	Language string `json:"language,omitempty" jsonschema:"only scripts in this language"`
-	Tag      string `json:"tag,omitempty" jsonschema:"only scripts with this tag (case-insensitive)"`
+	Language string `json:"language,omitempty"`
+	Tag      string `json:"tag,omitempty"`
 }
 
 // ScriptSummary is one script in list/search results.
@@ -75,7 +75,7 @@ type ScriptSummary struct {
 	Version     int        `json:"version"`
 	RunCount    int        `json:"run_count"`
 	LastRunAt   *time.Time `json:"last_run_at"`
-	Relevance   string     `json:"relevance,omitempty" jsonschema:"search only: strongest match (name_match, tag_match, description_match, language_match)"`
+	Relevance   string     `json:"relevance,omitempty"` // search only: name_match, tag_match, description_match or language_match
 }
 
 // ListScriptsOut is list_scripts' result.
@@ -86,7 +86,7 @@ type ListScriptsOut struct {
 
 // SearchScriptsIn is search_scripts' input.
 type SearchScriptsIn struct {
-	Query string `json:"query" jsonschema:"words to look for in names, tags, descriptions and languages (any word matches; best matches first)"`
+	Query string `json:"query" jsonschema:"any word matches"`
 }
 
 // SearchScriptsOut is search_scripts' result.
@@ -97,9 +97,9 @@ type SearchScriptsOut struct {
 
 // RunScriptIn is run_script's input.
 type RunScriptIn struct {
-	Name      string   `json:"name" jsonschema:"saved script to run (current version)"`
-	Args      []string `json:"args,omitempty" jsonschema:"command-line arguments passed to the script as argv"`
-	TimeoutMs *int     `json:"timeout_ms,omitempty" jsonschema:"timeout in milliseconds (default CODEXEC_DEFAULT_TIMEOUT_MS)"`
+	Name      string   `json:"name"`
+	Args      []string `json:"args,omitempty" jsonschema:"argv"`
+	TimeoutMs *int     `json:"timeout_ms,omitempty"`
 }
 
 func (s *Server) registerScripts() {
@@ -107,18 +107,14 @@ func (s *Server) registerScripts() {
 		return
 	}
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "save_script", Title: "Save script",
-		Description: "Save code as a reusable named script with description, tags and required packages. Saving an existing name creates a new version and keeps the old one.",
-		Annotations: &mcp.ToolAnnotations{Title: "Save script", DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}}, s.saveScript)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "get_script", Title: "Get script",
-		Description: "Get a saved script's code and metadata by name, optionally an earlier version.", Annotations: ro}, s.getScript)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list_scripts", Title: "List scripts",
-		Description: "List saved scripts with descriptions and tags, optionally filtered by language and tag.", Annotations: ro}, s.listScripts)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "search_scripts", Title: "Search scripts",
-		Description: "Search saved scripts by name, description, tags or language.", Annotations: ro}, s.searchScripts)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "run_script", Title: "Run script",
-		Description: "Run a saved script by name with optional argv. Output has the same shape as execute_code. Fails before running if a required package is missing, naming the install_package call to make.",
-		Annotations: &mcp.ToolAnnotations{Title: "Run script", DestructiveHint: ptr(true),
+	addTool(s, &mcp.Tool{Name: "save_script", Description: "Save code as a named script; saving a name again adds a version.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}}, s.saveScript)
+	addTool(s, &mcp.Tool{Name: "get_script", Description: "Get a script's code and metadata.", Annotations: ro}, s.getScript)
+	addTool(s, &mcp.Tool{Name: "list_scripts", Description: "List saved scripts.", Annotations: ro}, s.listScripts)
+	addTool(s, &mcp.Tool{Name: "search_scripts", Description: "Search saved scripts.", Annotations: ro}, s.searchScripts)
+	addTool(s, &mcp.Tool{Name: "run_script",
+		Description: "Run a saved script; result as execute_code.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true),
 			OpenWorldHint: ptr(!s.deps.Engine.Backend().Isolated())}}, s.runScript)
 }
 

@@ -16,31 +16,31 @@ import (
 
 // StartSessionIn is start_session's input (seed 000).
 type StartSessionIn struct {
-	Language   string `json:"language" jsonschema:"python | node (javascript, js accepted)"`
-	Name       string `json:"name,omitempty" jsonschema:"optional human-readable name"`
-	WorkingDir string `json:"working_dir,omitempty" jsonschema:"directory the session runs in (default: a fresh one under CODEXEC_SANDBOX_DIR, removed on close)"`
+	Language   string `json:"language" jsonschema:"python|node"`
+	Name       string `json:"name,omitempty"`
+	WorkingDir string `json:"working_dir,omitempty"`
 }
 
 // StartSessionOut is start_session's output.
 type StartSessionOut struct {
 	Success   bool      `json:"success"`
-	SessionID string    `json:"session_id" jsonschema:"id to pass to send_to_session (sess_…)"`
+	SessionID string    `json:"session_id"`
 	Language  string    `json:"language"`
 	Name      string    `json:"name"`
-	Pid       int       `json:"pid" jsonschema:"host pid of the session's top process"`
+	Pid       int       `json:"pid"`
 	StartedAt time.Time `json:"started_at"`
 }
 
 // SendIn is send_to_session's input.
 type SendIn struct {
-	SessionID string `json:"session_id" jsonschema:"session from start_session (or a context id)"`
-	Code      string `json:"code" jsonschema:"code to run; builds on the state of earlier sends. A trailing expression's value is printed, like a notebook"`
-	TimeoutMs *int   `json:"timeout_ms,omitempty" jsonschema:"timeout in milliseconds (default CODEXEC_DEFAULT_TIMEOUT_MS); on timeout the code is interrupted and the session kept if it answers"`
+	SessionID string `json:"session_id"`
+	Code      string `json:"code"`
+	TimeoutMs *int   `json:"timeout_ms,omitempty"`
 }
 
 // SessionIDIn names one session.
 type SessionIDIn struct {
-	SessionID string `json:"session_id" jsonschema:"the session to act on"`
+	SessionID string `json:"session_id"`
 }
 
 // CloseSessionOut is close_session's output.
@@ -54,15 +54,15 @@ type CloseSessionOut struct {
 // SessionInfo is one entry of list_sessions.
 type SessionInfo struct {
 	SessionID         string    `json:"session_id"`
-	Kind              string    `json:"kind" jsonschema:"session (start_session) or context (create_context)"`
-	Status            string    `json:"status" jsonschema:"active, or dead when the interpreter exited on its own"`
+	Kind              string    `json:"kind"`   // session or context
+	Status            string    `json:"status"` // active, or dead when the interpreter exited on its own
 	Language          string    `json:"language"`
 	Name              string    `json:"name"`
 	StartedAt         time.Time `json:"started_at"`
 	LastActivityAt    time.Time `json:"last_activity_at"`
 	ExecutionsCount   int       `json:"executions_count"`
 	Pid               int       `json:"pid"`
-	MemoryMB          float64   `json:"memory_mb" jsonschema:"resident memory of the interpreter as last read from /proc"`
+	MemoryMB          float64   `json:"memory_mb"` // resident memory as last read from /proc
 	PackagesInstalled []string  `json:"packages_installed"`
 }
 
@@ -78,17 +78,17 @@ func (s *Server) registerSessions() {
 	if s.deps.Sessions == nil {
 		return
 	}
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "start_session", Title: "Start a persistent session",
-		Description: "Start a persistent python or node REPL session. Variables, imports and loaded data persist across send_to_session calls until close_session or the idle timeout.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}}, s.startSession)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "send_to_session", Title: "Run code in a session",
-		Description: "Run code in an existing session; it sees everything earlier sends defined. Returns stdout, stderr (with the traceback on error), status and artifacts. A bare trailing expression is printed.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: ptr(true), OpenWorldHint: ptr(!s.deps.Engine.Backend().Isolated())}}, s.sendToSession)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "close_session", Title: "Close a session",
-		Description: "Stop a session's interpreter and delete its workspace (if codexec created it).",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(false)}}, s.closeSession)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list_sessions", Title: "List sessions",
-		Description: "List sessions and contexts with language, age, activity, memory and installed packages.",
+	addTool(s, &mcp.Tool{Name: "start_session",
+		Description: "Start a persistent python or node interpreter.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}}, s.startSession)
+	addTool(s, &mcp.Tool{Name: "send_to_session",
+		Description: "Run code in a session or context; result as execute_code. A timeout interrupts the code and keeps state if it can.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!s.deps.Engine.Backend().Isolated())}}, s.sendToSession)
+	addTool(s, &mcp.Tool{Name: "close_session",
+		Description: "Stop a session now.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}}, s.closeSession)
+	addTool(s, &mcp.Tool{Name: "list_sessions",
+		Description: "List live sessions and contexts.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}}, s.listSessions)
 }
 
@@ -151,20 +151,39 @@ func (s *Server) sessionsExecutor() (sessionExecutor, bool) {
 type sessionRunner struct{ s *Server }
 
 // ExecuteInSession runs execute_code's code in a session (seed 003's
-// session_id). The session's language wins; a different language is an error.
-func (r sessionRunner) ExecuteInSession(ctx context.Context, sessionID, code string, in ExecuteCodeIn) (engine.Result, error) {
-	sess, err := r.s.deps.Sessions.Get(sessionID)
+// session_id). An unknown id that is a valid caller-chosen id creates the
+// session on first use, in the call's language; afterwards the session's
+// language wins and a different one is an error.
+func (r sessionRunner) ExecuteInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (engine.Result, error) {
+	timeout, err := r.s.deps.Engine.ResolveTimeout(in.TimeoutMs, in.Timeout)
 	if err != nil {
-		return engine.Result{}, errors.New(sessionError(err))
+		return engine.Result{}, err
+	}
+	sess, err := r.open(ctx, req, in)
+	if err != nil {
+		return engine.Result{}, err
 	}
 	if in.Language != "" {
 		if lang, err := runtime.Normalize(in.Language); err != nil || lang != sess.Language {
 			return engine.Result{}, fmt.Errorf("session %s runs %s, not %s", sess.ID, sess.Language, in.Language)
 		}
 	}
-	timeout, err := r.s.deps.Engine.ResolveTimeout(in.TimeoutMs, in.Timeout)
-	if err != nil {
-		return engine.Result{}, err
+	return r.s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: sess.ID, Code: in.Code, Timeout: timeout,
+		Tool: "execute_code", Call: callContext(req)})
+}
+
+// open finds the session, or creates it under the caller's id.
+func (r sessionRunner) open(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*session.Session, error) {
+	if sess, err := r.s.deps.Sessions.Get(in.SessionID); err == nil {
+		return sess, nil
 	}
-	return r.s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: sess.ID, Code: code, Timeout: timeout, Tool: "execute_code"})
+	if in.Language == "" {
+		return nil, fmt.Errorf("no session %q yet: pass language (python or node) to create it", in.SessionID)
+	}
+	sess, _, err := r.s.deps.Sessions.Open(ctx, in.SessionID, session.StartRequest{Kind: session.KindSession,
+		Language: in.Language, Call: callContext(req)})
+	if err != nil {
+		return nil, errors.New(sessionError(err))
+	}
+	return sess, nil
 }

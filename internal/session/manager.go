@@ -59,6 +59,8 @@ type Manager struct {
 	byID map[string]*Session
 	stop chan struct{}
 	once sync.Once
+	// openMu serializes creations through Open (callerid.go).
+	openMu sync.Mutex
 }
 
 // NewManager returns a Manager running sessions through eng.
@@ -78,6 +80,8 @@ func NewManager(eng *engine.Engine, opts Options) *Manager {
 
 // StartRequest describes a new session or context.
 type StartRequest struct {
+	// ID is a caller-chosen id (see Open); empty means a generated one.
+	ID          string
 	Kind        string
 	Language    string
 	Name        string
@@ -95,7 +99,12 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (info Info, retEr
 	if err := m.eng.LanguageError(lang); err != nil {
 		return Info{}, fmt.Errorf("%s is unavailable on this server: %w", lang, err)
 	}
-	id := newID(req.Kind)
+	id := req.ID
+	if id == "" {
+		id = newID(req.Kind)
+	} else if err := ValidateID(id); err != nil {
+		return Info{}, err
+	}
 	if err := m.reserve(id, req); err != nil {
 		return Info{}, err
 	}
@@ -119,6 +128,9 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (info Info, retEr
 func (m *Manager) reserve(id string, req StartRequest) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if _, taken := m.byID[id]; taken {
+		return fmt.Errorf("session %q %w", id, ErrExists)
+	}
 	live := 0
 	for _, s := range m.byID {
 		if s == nil || !s.isDead() {

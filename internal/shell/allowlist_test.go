@@ -55,6 +55,10 @@ func TestCheckScript(t *testing.T) {
 		"'ls'", `"ls" x`, "[[ $x == y ]] && ls", "ls ${x:-$(cat y)}", "! ls", "time ls", "case x in y) ls;; esac",
 		"read -r line <<< x", "printf '%s\\n' \"$x\"", "printf -v out %s x", "a=(x y)",
 	}
+	// Builtins that start no program need no listing (seed 002: bash -c "exit 5").
+	accept = append(accept, "bash -c \"exit 5\"", "true; false; :", "cd /tmp && ls", "test -f x || [ -d y ]",
+		"set -e; shift; return 2", "local v=1", "declare -a arr", "trap - EXIT", "trap -p", "trap",
+		"while true; do break; done", "wait")
 	for _, s := range accept {
 		if err := allow.CheckScript(s); err != nil {
 			t.Errorf("CheckScript(%q) = %v, want accepted", s, err)
@@ -105,6 +109,13 @@ func TestCheckScript(t *testing.T) {
 		"./ls":                          "relative path",
 		"f() { rm x; }":                 `"rm"`,
 		"ls > >(rm x)":                  `"rm"`,
+		"/bin/true":                     `"/bin/true" is not allowed`,
+		"trap -- 'rm x' EXIT":           "runs code given as data",
+		"builtin echo x":                "runs code given as data",
+		"enable -n echo":                "runs code given as data",
+		"read PATH":                     "assignment to PATH",
+		"bash -c 'pwd'":                 `"pwd" is not allowed`,
+		"declare -n r=PATH":             "nameref",
 	}
 	for s, want := range reject {
 		err := allow.CheckScript(s)

@@ -105,6 +105,9 @@ func (a *Allowlist) call(c *syntax.CallExpr, depth int) error {
 		return nil // plain assignments; visited as *syntax.Assign
 	}
 	name, ok := literal(c.Args[0])
+	if ok && inertCall(name, c.Args[1:]) {
+		return assigningBuiltin(name, c.Args[1:])
+	}
 	if !ok || !commandName.MatchString(name) {
 		return &UncheckableError{What: fmt.Sprintf("command name %q", printWord(c.Args[0])), Why: "the command name is computed at run time (expansion, glob or quoting)"}
 	}
@@ -207,8 +210,10 @@ func printfTarget(args []*syntax.Word) ([]*syntax.Word, error) {
 }
 
 func (a *Allowlist) decl(d *syntax.DeclClause) error {
-	if err := a.Allowed(d.Variant.Value); err != nil {
-		return err
+	if !inert[d.Variant.Value] {
+		if err := a.Allowed(d.Variant.Value); err != nil {
+			return err
+		}
 	}
 	for _, as := range d.Args {
 		if as.Name == nil {
