@@ -22,6 +22,7 @@ import (
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/session"
+	"github.com/codexec/codexec/internal/upstream"
 )
 
 // HostEnv are the facts about the host that main reads from the process
@@ -67,6 +68,8 @@ type App struct {
 	Engine  *engine.Engine
 	Server  *mcpserver.Server
 	closers []func()
+	// upstreams are code mode's upstream MCP servers (nil when none).
+	upstreams *upstream.Manager
 }
 
 // Close stops sessions and closes logs, in reverse order of creation.
@@ -121,6 +124,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	if deps.Upstreams, err = newUpstreams(cfg, env); err != nil {
 		return nil, err
 	}
+	a.upstreams = deps.Upstreams
 	if deps.Upstreams != nil {
 		deps.Upstreams.Start()
 		a.closers = append(a.closers, deps.Upstreams.Close)

@@ -62,6 +62,8 @@ type Manager struct {
 	names []string
 	calls atomic.Int64
 	fails atomic.Int64
+	// observe is set by Observe (metrics wired after the Manager exists).
+	observe atomic.Pointer[func(Stat)]
 }
 
 // New returns a Manager for servers; nothing is started yet.
@@ -151,11 +153,19 @@ func (m *Manager) Call(ctx context.Context, server, tool string, args json.RawMe
 	if err != nil {
 		m.fails.Add(1)
 	}
+	st := Stat{Server: server, Tool: tool, Duration: time.Since(start), Err: err}
 	if m.opts.OnCall != nil {
-		m.opts.OnCall(Stat{Server: server, Tool: tool, Duration: time.Since(start), Err: err})
+		m.opts.OnCall(st)
+	}
+	if f := m.observe.Load(); f != nil {
+		(*f)(st)
 	}
 	return v, err
 }
+
+// Observe adds an observer of every finished call (for metrics wired after
+// the Manager was built); fn must not block. A later call replaces it.
+func (m *Manager) Observe(fn func(Stat)) { m.observe.Store(&fn) }
 
 func (m *Manager) call(ctx context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error) {
 	c, ok := m.conns[server]
