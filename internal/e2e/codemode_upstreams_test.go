@@ -112,6 +112,11 @@ func TestCodeModeUpstreamsDocker(t *testing.T) {
 		t.Skip("docker mode unavailable: " + why)
 	}
 	f := startWithUpstreams(t, env...)
+	var probe codeModeResult
+	f.callInto("execute_code", map[string]any{"code": "return 1"}, &probe)
+	if probe.Status == "setup_error" && probe.ErrorMessage != nil && strings.Contains(*probe.ErrorMessage, "health check under docker sandbox failed") {
+		t.Skip("containers cannot run node here right now: " + *probe.ErrorMessage)
+	}
 	writeFiles(t, f.fsRoot)
 	t.Run("chain and filter", func(t *testing.T) { testChain(t, f) })
 	t.Run("promise all", func(t *testing.T) { testPromiseAll(t, f) })
