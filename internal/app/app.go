@@ -106,6 +106,10 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	if err := addGlobalPackages(&opts, cfg.PackagesDir); err != nil {
 		return nil, err
 	}
+	store, err := a.buildFiles(cfg, &opts)
+	if err != nil {
+		return nil, err
+	}
 	a.Engine, err = engine.New(opts, backend, langs, guard, logger)
 	if err != nil {
 		return nil, err
@@ -118,6 +122,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	sessions := session.NewManager(a.Engine, session.Options{MaxSessions: cfg.MaxSessions, IdleTimeout: cfg.SessionIdleTimeout, KillGrace: cfg.KillGrace})
 	a.closers = append(a.closers, sessions.Close)
 	deps := mcpserver.Deps{Config: cfg, Engine: a.Engine, Sessions: sessions, Packages: installer, SessionPackages: sessions}
+	deps.Files = store
 	if err := a.buildHistory(ctx, cfg, &deps); err != nil {
 		return nil, err
 	}

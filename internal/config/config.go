@@ -62,6 +62,12 @@ type Config struct {
 	PidsLimit        int
 	DiskLimitBytes   int64
 
+	// Warm runners (namespace mode): ready runners per kind, idle expiry,
+	// memory cap of all ready runners.
+	PoolSize        int
+	PoolIdle        time.Duration
+	PoolMemoryBytes int64
+
 	MaxOutputChars  int
 	TruncationHead  int
 	TruncationTail  int
@@ -90,6 +96,13 @@ type Config struct {
 
 	// Remote configures the HTTP transport, auth and shutdown (remote.go).
 	Remote Remote
+
+	// Files toolset (upload/download, kept artifacts, images).
+	MaxUploadBytes   int64
+	MaxDownloadBytes int64
+	MaxImageBytes    int64
+	ArtifactTTL      time.Duration
+	ArtifactMaxBytes int64
 
 	CodeMode CodeMode
 }

@@ -9,6 +9,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,6 +46,11 @@ type Options struct {
 	Home string
 	// BaseDir resolves relative working_dir values (the server's cwd).
 	BaseDir string
+	// AfterRun, if set, runs after every logged one-shot run (Execute and
+	// code mode), once artifacts are known and before a fresh workspace is
+	// removed: the files toolset keeps the artifacts there. It runs on the
+	// host workspace directory, whatever backend or runner ran the code.
+	AfterRun func(ctx context.Context, dir string, res *Result)
 }
 
 // Engine runs code. Create it with New.
@@ -70,6 +76,15 @@ func New(opts Options, backend sandbox.Backend, langs *runtime.Set, guard *pathg
 
 // Backend returns the sandbox backend in use.
 func (e *Engine) Backend() sandbox.Backend { return e.backend }
+
+// PoolStats returns the state of the backend's warm runners (nil when the
+// backend keeps none), for doctor, logs and metrics.
+func (e *Engine) PoolStats() []sandbox.PoolStat {
+	if p, ok := e.backend.(sandbox.Pooled); ok {
+		return p.PoolStats()
+	}
+	return nil
+}
 
 // Languages returns the interpreter set.
 func (e *Engine) Languages() *runtime.Set { return e.langs }

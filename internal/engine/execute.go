@@ -40,7 +40,8 @@ type Request struct {
 	Tool       string
 	ScriptName string
 	Context    execlog.CallContext
-	// NoLog skips the execution log (health checks).
+	// NoLog marks internal runs (health checks, package probes): no log
+	// entry, no Options.AfterRun, no WithPrepare step.
 	NoLog bool
 	// io overrides stdin/stdout plumbing and limits (code mode's channel).
 	io *runIO
@@ -54,6 +55,23 @@ type runIO struct {
 	limits     *sandbox.Limits
 	intent     string
 	toolCalls  func() []execlog.ToolCall
+}
+
+type prepareKey struct{}
+
+// WithPrepare returns ctx carrying a preparation step for the workspace of
+// the one-shot run made with it: fn runs after the workspace exists, before
+// the program starts and before the artifact snapshot (so what it writes is
+// not an artifact); an error makes the run a setup_error. Staged uploads are
+// placed this way. It travels in ctx so that callers in between (run_script's
+// runner, code mode) need not carry it.
+func WithPrepare(ctx context.Context, fn func(dir string) error) context.Context {
+	return context.WithValue(ctx, prepareKey{}, fn)
+}
+
+func prepareFrom(ctx context.Context) func(dir string) error {
+	fn, _ := ctx.Value(prepareKey{}).(func(dir string) error)
+	return fn
 }
 
 // Result is the outcome of one execution, with the fields of seeds 000 and
@@ -162,10 +180,18 @@ func (e *Engine) runCode(ctx context.Context, id, lang, dir string, req Request,
 			_ = os.RemoveAll(progDir)
 		}
 	}()
+	if prep := prepareFrom(ctx); prep != nil && !req.NoLog {
+		if err := prep(dir); err != nil {
+			return setupError(res, "placing uploaded files: "+err.Error())
+		}
+	}
 	before := artifacts.Take(dir)
 	spec := ProcessSpec{ID: id, Argv: prog.Argv, Dir: dir, Env: e.Env(lang, dir),
-		Stdin: stdinReader(req.Stdin), Timeout: req.Timeout, ProgramDir: progDir}
+		Stdin: stdinReader(req.Stdin), Timeout: req.Timeout, ProgramDir: progDir, Warm: warmKind(lang)}
 	if req.io != nil {
+		// Code mode stays on the cold path: its stdin and stdout are the
+		// channel, which a warm runner's pipes do not carry.
+		spec.Warm = ""
 		spec.WrapStdout, spec.Limits = req.io.wrapStdout, req.io.limits
 		if req.io.stdin != nil {
 			spec.Stdin = req.io.stdin
@@ -177,7 +203,22 @@ func (e *Engine) runCode(ctx context.Context, id, lang, dir string, req Request,
 	}
 	res.Diff = artifacts.Compare(before, artifacts.Take(dir))
 	res.Artifacts = append(append(res.Artifacts, res.Diff.Created...), res.Diff.Modified...)
-	return fillOutcome(res, oc, req.Timeout, e.opts.Limits.MemoryBytes)
+	res = fillOutcome(res, oc, req.Timeout, e.opts.Limits.MemoryBytes)
+	if e.opts.AfterRun != nil && !req.NoLog {
+		e.opts.AfterRun(ctx, dir, &res)
+	}
+	return res
+}
+
+// warmKind is the warm runner kind that can run lang's programs.
+func warmKind(lang string) string {
+	switch lang {
+	case runtime.Python:
+		return sandbox.WarmPython
+	case runtime.Node, runtime.TypeScript:
+		return sandbox.WarmNode
+	}
+	return ""
 }
 
 // writeProgram writes program files to a private directory outside the

@@ -33,6 +33,9 @@ type ProcessSpec struct {
 	WrapStdout func(sink io.Writer) io.Writer
 	// Limits, if set, replaces the engine's limits for this run.
 	Limits *sandbox.Limits
+	// Warm lets the backend serve the run from a warm runner
+	// (sandbox.Spec.Warm).
+	Warm string
 }
 
 // Outcome is how a process run ended. Stdout and Stderr are already
@@ -67,7 +70,7 @@ func (e *Engine) RunProcess(ctx context.Context, spec ProcessSpec) Outcome {
 		ID: spec.ID, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Stdin: spec.Stdin,
 		Stdout: stdout, Stderr: errSink, ProgramDir: spec.ProgramDir,
 		Mounts: append(append([]sandbox.Mount(nil), e.opts.Mounts...), spec.Mounts...), Limits: limits,
-		Network: spec.Network,
+		Network: spec.Network, Warm: spec.Warm,
 	})
 	if err != nil {
 		return Outcome{StartErr: err, Duration: time.Since(start)}

@@ -163,7 +163,7 @@ func (s *Server) runCode(ctx context.Context, req *mcp.CallToolRequest, in RunCo
 	}
 	out := RunCodeOut{Stdout: res.Stdout, Stderr: res.Stderr, Success: res.Success, ExecutionTime: res.ExecutionTime,
 		ExecutionID: res.ExecutionID, Status: res.Status, TimedOut: res.TimedOut, ErrorMessage: res.ErrorMessage}
-	return jsonText(out), out, nil
+	return s.withFiles(ctx, jsonText(out), res), out, nil
 }
 
 func (s *Server) stopContext(_ context.Context, _ *mcp.CallToolRequest, in ContextIDIn) (*mcp.CallToolResult, StopContextOut, error) {

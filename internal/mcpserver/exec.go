@@ -27,6 +27,7 @@ type ExecuteCodeIn struct {
 	SessionID  string         `json:"session_id,omitempty" jsonschema:"run in this session; an unknown id creates it"`
 	Intent     string         `json:"intent,omitempty" jsonschema:"code mode: the task"`
 	Context    map[string]any `json:"context,omitempty" jsonschema:"code mode: data bound as variables"`
+	Files      []string       `json:"files,omitempty" jsonschema:"upload_ids to place first"`
 	Tools      []string       `json:"tools,omitempty" jsonschema:"code mode: upstream tools (server.tool globs)"`
 }
 
@@ -52,11 +53,19 @@ func (s *Server) timeoutText() string {
 }
 
 func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {
+	r, res, err := s.executeCodeWithFiles(ctx, req, in)
+	return s.withFiles(ctx, r, res), res, err
+}
+
+func (s *Server) executeCodeWithFiles(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {
 	if in.SessionID != "" {
 		return s.executeInSession(ctx, req, in)
 	}
 	timeout, err := s.deps.Engine.ResolveTimeout(in.TimeoutMs, in.Timeout)
 	if err != nil {
+		return invalid(err.Error())
+	}
+	if ctx, err = s.stageUploads(ctx, in.Files); err != nil {
 		return invalid(err.Error())
 	}
 	if codeMode, err := isCodeMode(in); err != nil {

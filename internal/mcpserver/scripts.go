@@ -100,6 +100,7 @@ type RunScriptIn struct {
 	Name      string   `json:"name"`
 	Args      []string `json:"args,omitempty" jsonschema:"argv"`
 	TimeoutMs *int     `json:"timeout_ms,omitempty"`
+	Files     []string `json:"files,omitempty" jsonschema:"upload_ids to place first"`
 }
 
 func (s *Server) registerScripts() {
@@ -182,11 +183,14 @@ func (s *Server) runScript(ctx context.Context, req *mcp.CallToolRequest, in Run
 	if err != nil {
 		return invalid(err.Error())
 	}
+	if ctx, err = s.stageUploads(ctx, in.Files); err != nil {
+		return invalid(err.Error())
+	}
 	res, err := s.deps.Scripts.Run(ctx, in.Name, in.Args, timeout, callContext(req))
 	if err != nil {
 		return invalid(scriptError(err).Error())
 	}
-	return resultText(res), res, nil
+	return s.withFiles(ctx, resultText(res), res), res, nil
 }
 
 // scriptError labels library errors with seed 001-style codes.

@@ -20,6 +20,7 @@ import (
 	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/logindex"
 	"github.com/codexec/codexec/internal/packages"
 	"github.com/codexec/codexec/internal/scripts"
@@ -31,7 +32,7 @@ import (
 var Version = "0.1.0"
 
 // Toolset names accepted by CODEXEC_TOOLSETS.
-var Toolsets = []string{"exec", "sessions", "contexts", "scripts", "logs", "packages", "commands", "codemode"}
+var Toolsets = []string{"exec", "sessions", "contexts", "scripts", "logs", "packages", "commands", "files", "codemode"}
 
 // Deps are the domain services the tools call. Engine is required; the other
 // services are optional and their toolsets are skipped when nil.
@@ -45,6 +46,7 @@ type Deps struct {
 	SessionPackages SessionPackages     // per-session installs; nil until sessions are wired
 	Scripts         *scripts.Runner
 	Logs            *logindex.Index
+	Files           files.Store       // files toolset, kept artifacts, resources; nil disables them
 	Upstreams       *upstream.Manager // code mode's upstream MCP servers; nil = none configured
 }
 
@@ -70,13 +72,14 @@ func New(deps Deps) (*Server, error) {
 	register := map[string]func(){
 		"exec": s.registerExec, "sessions": s.registerSessions, "contexts": s.registerContexts,
 		"scripts": s.registerScripts, "logs": s.registerLogs, "packages": s.registerPackages,
-		"commands": s.registerCommands, "codemode": s.registerCodeMode,
+		"commands": s.registerCommands, "files": s.registerFiles, "codemode": s.registerCodeMode,
 	}
 	for _, ts := range Toolsets {
 		if slices.Contains(deps.Config.Toolsets, ts) {
 			register[ts]()
 		}
 	}
+	s.registerResources()
 	return s, nil
 }
 

@@ -112,7 +112,7 @@ func (s *Server) sendToSession(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return invalid(sessionError(err))
 	}
-	return resultText(res), res, nil
+	return s.withFiles(ctx, resultText(res), res), res, nil
 }
 
 func sessionError(err error) string {
@@ -161,6 +161,9 @@ func (r sessionRunner) ExecuteInSession(ctx context.Context, req *mcp.CallToolRe
 	}
 	sess, err := r.open(ctx, req, in)
 	if err != nil {
+		return engine.Result{}, err
+	}
+	if err := r.s.uploadsToSession(ctx, sess.ID, in.Files); err != nil {
 		return engine.Result{}, err
 	}
 	if in.Language != "" {

@@ -66,6 +66,12 @@ type Spec struct {
 	// Network, when true, keeps host networking (only for trusted tools such
 	// as the shell command tools in subprocess mode). Isolated modes refuse it.
 	Network bool
+	// Warm (WarmPython, WarmNode) lets a backend serve the run from a warm
+	// runner started ahead of time: Argv must then be the interpreter, its
+	// flags, -c (python) or -e (node), the code and its arguments. Backends
+	// without runners, or without one ready, start the program as usual;
+	// either way the run's isolation and observable behaviour are the same.
+	Warm string
 }
 
 // Exit describes how a program ended.
