@@ -5,7 +5,8 @@
 # `docker import`). Real deployments build Dockerfile.sandbox instead.
 # With "matplotlib" as third argument the image also holds the host's Debian
 # matplotlib (python3-matplotlib) and what it imports, for the plot tests.
-#   usage: scripts/sandbox-test-image.sh [cli] [image] [matplotlib]
+# With "node" as third argument it also holds the host's node (code-mode tests).
+#   usage: scripts/sandbox-test-image.sh [cli] [image] [matplotlib|node]
 set -euo pipefail
 cli=${1:-podman}
 image=${2:-codexec-test-sandbox}
@@ -19,6 +20,7 @@ chmod 1777 "$root/tmp"
 py=$(readlink -f /usr/bin/python3)
 bins=("$py" /usr/bin/bash /usr/bin/dash /usr/bin/cat /usr/bin/ls /usr/bin/echo /usr/bin/sleep /usr/bin/dd
   /usr/bin/id /usr/bin/grep /usr/bin/env /usr/bin/rm /usr/bin/mkdir /usr/bin/head /usr/bin/wc)
+if [ "$extra" = node ]; then bins+=("$(readlink -f "$(command -v node)")"); fi
 for b in "${bins[@]}"; do
   cp -a "$b" "$root/usr/bin/"
   ldd "$b" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do

@@ -23,6 +23,7 @@ import (
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/session"
+	"github.com/codexec/codexec/internal/upstream"
 )
 
 // HostEnv are the facts about the host that main reads from the process
@@ -33,6 +34,9 @@ type HostEnv struct {
 	// operator's installer settings from packages.SelectEnv. Never passed
 	// to sandboxed code.
 	Installer []string
+	// Environ is codexec's whole environment ("K=V"), used only to expand
+	// ${VAR} in upstream server settings; never passed to sandboxed code.
+	Environ []string
 }
 
 // Serve runs the MCP server on stdio (or Streamable HTTP when
@@ -65,6 +69,8 @@ type App struct {
 	Engine  *engine.Engine
 	Server  *mcpserver.Server
 	closers []func()
+	// upstreams are code mode's upstream MCP servers (nil when none).
+	upstreams *upstream.Manager
 }
 
 // Close stops sessions and closes logs, in reverse order of creation.
@@ -124,6 +130,15 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	deps.Files = store
 	if err := a.buildHistory(ctx, cfg, &deps); err != nil {
 		return nil, err
+	}
+	if deps.Upstreams, err = newUpstreams(cfg, env); err != nil {
+		return nil, err
+	}
+	a.upstreams = deps.Upstreams
+	if deps.Upstreams != nil {
+		deps.Upstreams.Start()
+		a.closers = append(a.closers, deps.Upstreams.Close)
+		go logUpstreams(ctx, deps.Upstreams)
 	}
 	a.Server, err = mcpserver.New(deps)
 	if err != nil {

@@ -108,6 +108,22 @@ type Config struct {
 	MaxImageBytes    int64
 	ArtifactTTL      time.Duration
 	ArtifactMaxBytes int64
+
+	CodeMode CodeMode
+}
+
+// CodeMode holds seed 004's code-mode settings.
+type CodeMode struct {
+	// Upstreams is the mcpServers file path; empty means no upstreams.
+	Upstreams string
+	// ToolPolicy is CODEXEC_TOOL_POLICY, parsed by the upstream package.
+	ToolPolicy     string
+	TopK           int
+	MaxCalls       int
+	CallTimeout    time.Duration
+	MaxResultBytes int64
+	Timeout        time.Duration
+	MemoryBytes    int64
 }
 
 // Retention holds the log retention periods of seed 000, in days.

@@ -49,7 +49,7 @@ var settings = []setting{
 	{"CODEXEC_BASH", "", "bash path (default: discovered at start-up)", str(func(c *Config) *string { return &c.Interpreters.Bash })},
 	{"ALLOWED_COMMANDS", "", "commands execute_command/execute_process may run: comma-separated names or *", commands},
 	{"ALLOWED_CWD_ROOTS", "", "comma-separated roots a cwd must lie within (unset = unrestricted)", list(func(c *Config) *[]string { return &c.AllowedCwdRoots })},
-	{"CODEXEC_TOOLSETS", "exec,sessions,contexts,scripts,logs,packages,commands,files", "comma-separated toolsets to expose", list(func(c *Config) *[]string { return &c.Toolsets })},
+	{"CODEXEC_TOOLSETS", "exec,sessions,contexts,scripts,logs,packages,commands,files,codemode", "comma-separated toolsets to expose", list(func(c *Config) *[]string { return &c.Toolsets })},
 	{"CODEXEC_MAX_UPLOAD_BYTES", "32m", "largest file upload_file accepts", bytesize(func(c *Config) *int64 { return &c.MaxUploadBytes })},
 	{"CODEXEC_MAX_DOWNLOAD_BYTES", "8m", "most bytes one download_file or resources/read returns (read larger files in ranges)", bytesize(func(c *Config) *int64 { return &c.MaxDownloadBytes })},
 	{"CODEXEC_MAX_IMAGE_BYTES", "1m", "largest image returned inline; bigger ones are downscaled or linked", bytesize(func(c *Config) *int64 { return &c.MaxImageBytes })},
@@ -60,6 +60,14 @@ var settings = []setting{
 	{"CODEXEC_HEALTH_CHECK", HealthBackground, "background: serve at once, a language's first call waits for its check | startup: check before serving", oneOf(func(c *Config) *string { return &c.HealthCheck }, HealthBackground, HealthStartup)},
 	{"CODEXEC_PACKAGE_BLOCKLIST", "", "replaces the shipped list of known-malicious packages: a file path or a comma-separated list (name, name@ver, name==ver; none = no list)", str(func(c *Config) *string { return &c.PackageBlocklist })},
 	{"CODEXEC_PACKAGE_BLOCKLIST_EXTRA", "", "packages blocked in addition to the list in effect (same forms)", str(func(c *Config) *string { return &c.PackageBlocklistExtra })},
+	{"CODEXEC_UPSTREAMS", "", "code mode: mcpServers JSON file of upstream MCP servers whose tools code may call", str(func(c *Config) *string { return &c.CodeMode.Upstreams })},
+	{"CODEXEC_TOOL_POLICY", "", "code mode: allowed server.tool globs, comma-separated; !glob denies (deny wins)", str(func(c *Config) *string { return &c.CodeMode.ToolPolicy })},
+	{"CODEXEC_CODEMODE_TOP_K", "5", "code mode: tools injected for an intent", positive(func(c *Config) *int { return &c.CodeMode.TopK })},
+	{"CODEXEC_CODEMODE_MAX_CALLS", "100", "code mode: upstream tool calls allowed per execution", positive(func(c *Config) *int { return &c.CodeMode.MaxCalls })},
+	{"CODEXEC_CODEMODE_CALL_TIMEOUT_MS", "60000", "code mode: timeout of one upstream tool call, in milliseconds", millis(func(c *Config) *time.Duration { return &c.CodeMode.CallTimeout })},
+	{"CODEXEC_CODEMODE_MAX_RESULT", "8m", "code mode: largest result of one upstream tool call", bytesize(func(c *Config) *int64 { return &c.CodeMode.MaxResultBytes })},
+	{"CODEXEC_CODEMODE_TIMEOUT_MS", "30000", "code mode: default execution timeout, in milliseconds (seed 004)", millis(func(c *Config) *time.Duration { return &c.CodeMode.Timeout })},
+	{"CODEXEC_CODEMODE_MEMORY", "512m", "code mode: memory limit per execution in isolated modes (seed 004)", bytesize(func(c *Config) *int64 { return &c.CodeMode.MemoryBytes })},
 }
 
 func str(field func(*Config) *string) func(*Config, string) error {

@@ -50,6 +50,18 @@ type Request struct {
 	NoLog bool
 	// Observe, if set, sees the program's stdout/stderr as it runs.
 	Observe output.Observer
+	// io overrides stdin/stdout plumbing and limits (code mode's channel).
+	io *runIO
+}
+
+// runIO is what code mode changes about a run: its stdin is the channel's
+// pipe, its stdout goes through the channel, and its limits may differ.
+type runIO struct {
+	stdin      io.Reader
+	wrapStdout func(io.Writer) io.Writer
+	limits     *sandbox.Limits
+	intent     string
+	toolCalls  func() []execlog.ToolCall
 }
 
 type prepareKey struct{}
@@ -183,9 +195,19 @@ func (e *Engine) runCode(ctx context.Context, id, lang, dir string, req Request,
 		}
 	}
 	before := artifacts.Take(dir)
-	oc := e.RunProcess(ctx, ProcessSpec{ID: id, Argv: prog.Argv, Dir: dir, Env: e.Env(lang, dir),
+	spec := ProcessSpec{ID: id, Argv: prog.Argv, Dir: dir, Env: e.Env(lang, dir),
 		Stdin: stdinReader(req.Stdin), Timeout: req.Timeout, ProgramDir: progDir, Warm: warmKind(lang),
-		OnStdout: req.Observe.For("stdout"), OnStderr: req.Observe.For("stderr")})
+		OnStdout: req.Observe.For("stdout"), OnStderr: req.Observe.For("stderr")}
+	if req.io != nil {
+		// Code mode stays on the cold path: its stdin and stdout are the
+		// channel, which a warm runner's pipes do not carry.
+		spec.Warm = ""
+		spec.WrapStdout, spec.Limits = req.io.wrapStdout, req.io.limits
+		if req.io.stdin != nil {
+			spec.Stdin = req.io.stdin
+		}
+	}
+	oc := e.RunProcess(ctx, spec)
 	if post != nil {
 		post(dir)
 	}
@@ -310,6 +332,12 @@ func (e *Engine) logExecution(ctx context.Context, res Result, req Request, star
 		TimedOut: res.TimedOut, Truncated: res.Truncated, DurationMs: res.DurationMs, MemoryPeakMB: res.MemoryPeakMB,
 		SandboxMode: res.SandboxMode, WorkingDir: res.WorkingDir, Artifacts: res.Diff, Context: req.Context,
 		ExecutedAt: started.UTC(), Owner: tenant.From(ctx),
+	}
+	if req.io != nil {
+		entry.Intent = req.io.intent
+		if req.io.toolCalls != nil {
+			entry.ToolCalls = req.io.toolCalls()
+		}
 	}
 	if err := e.log.AppendExecution(entry); err != nil {
 		slog.Error("execution log write failed; result still returned", "execution_id", res.ExecutionID, "err", err)

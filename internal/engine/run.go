@@ -28,6 +28,11 @@ type ProcessSpec struct {
 	OnStdout, OnStderr func([]byte)
 	// Network asks to keep host networking (sandbox.Spec.Network).
 	Network bool
+	// WrapStdout, if set, sits between the program's stdout and the output
+	// sink (code mode's channel demultiplexes its frames there).
+	WrapStdout func(sink io.Writer) io.Writer
+	// Limits, if set, replaces the engine's limits for this run.
+	Limits *sandbox.Limits
 	// Warm lets the backend serve the run from a warm runner
 	// (sandbox.Spec.Warm).
 	Warm string
@@ -52,11 +57,19 @@ type Outcome struct {
 func (e *Engine) RunProcess(ctx context.Context, spec ProcessSpec) Outcome {
 	outSink := output.NewSink(e.opts.Output, spec.OnStdout)
 	errSink := output.NewSink(e.opts.Output, spec.OnStderr)
+	var stdout io.Writer = outSink
+	if spec.WrapStdout != nil {
+		stdout = spec.WrapStdout(outSink)
+	}
+	limits := e.opts.Limits
+	if spec.Limits != nil {
+		limits = *spec.Limits
+	}
 	start := time.Now()
 	proc, err := e.backend.Start(ctx, sandbox.Spec{
 		ID: spec.ID, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Stdin: spec.Stdin,
-		Stdout: outSink, Stderr: errSink, ProgramDir: spec.ProgramDir,
-		Mounts: append(append([]sandbox.Mount(nil), e.opts.Mounts...), spec.Mounts...), Limits: e.opts.Limits,
+		Stdout: stdout, Stderr: errSink, ProgramDir: spec.ProgramDir,
+		Mounts: append(append([]sandbox.Mount(nil), e.opts.Mounts...), spec.Mounts...), Limits: limits,
 		Network: spec.Network, Warm: spec.Warm,
 	})
 	if err != nil {

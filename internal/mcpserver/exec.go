@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codexec/codexec/internal/codemode"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runtime"
@@ -28,6 +29,7 @@ type ExecuteCodeIn struct {
 	Intent     string         `json:"intent,omitempty" jsonschema:"code mode: the task"`
 	Context    map[string]any `json:"context,omitempty" jsonschema:"code mode: data bound as variables"`
 	Files      []string       `json:"files,omitempty" jsonschema:"upload_ids to place first"`
+	Tools      []string       `json:"tools,omitempty" jsonschema:"code mode: upstream tools (server.tool globs)"`
 }
 
 // sessionExecutor runs code inside a session; the sessions toolset provides it.
@@ -85,29 +87,58 @@ func (s *Server) executeCodeWithFiles(ctx context.Context, req *mcp.CallToolRequ
 }
 
 // isCodeMode reports whether a call is seed 004's code mode: no language, or
-// an intent/context, which only TypeScript/JavaScript code can use.
+// an intent, context or tools, which TypeScript/JavaScript and Python code
+// can use.
 func isCodeMode(in ExecuteCodeIn) (bool, error) {
-	if in.Intent == "" && in.Context == nil && in.Language != "" {
+	if in.Intent == "" && in.Context == nil && len(in.Tools) == 0 && in.Language != "" {
 		return false, nil
 	}
 	if in.Language == "" {
 		return true, nil
 	}
-	lang, err := runtime.Normalize(in.Language)
+	lang, err := codeModeLanguage(in.Language)
+	return lang != "", err
+}
+
+// codeModeLanguage maps a language to the code-mode runtime: TypeScript for
+// TypeScript/JavaScript, or Python ("" when the language is empty).
+func codeModeLanguage(language string) (string, error) {
+	if language == "" {
+		return runtime.TypeScript, nil
+	}
+	lang, err := runtime.Normalize(language)
 	if err != nil {
-		return false, err
+		return "", err
 	}
-	if lang != runtime.TypeScript && lang != runtime.Node {
-		return false, fmt.Errorf("intent/context (code mode, seed 004) run TypeScript/JavaScript only, not %s", lang)
+	switch lang {
+	case runtime.TypeScript, runtime.Node:
+		return runtime.TypeScript, nil
+	case runtime.Python:
+		return runtime.Python, nil
 	}
-	return true, nil
+	return "", fmt.Errorf("intent/context/tools (code mode, seed 004) run TypeScript/JavaScript or Python, not %s", lang)
 }
 
 func (s *Server) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, timeout time.Duration, obs output.Observer) (*mcp.CallToolResult, engine.Result, error) {
-	res, err := s.deps.Engine.ExecuteCodeMode(ctx, engine.CodeModeRequest{
-		Code: in.Code, Intent: in.Intent, Context: in.Context, Stdin: in.Stdin, Timeout: timeout,
-		WorkingDir: in.WorkingDir, Call: callContext(req), Observe: obs,
-	})
+	lang, err := codeModeLanguage(in.Language)
+	if err != nil {
+		return invalid(err.Error())
+	}
+	if in.Timeout == nil && in.TimeoutMs == nil {
+		timeout = s.deps.Config.CodeMode.Timeout
+	}
+	tools, err := s.injectedTools(ctx, in.Tools, in.Intent)
+	if err != nil {
+		return invalid(err.Error())
+	}
+	cm := s.deps.Config.CodeMode
+	creq := engine.CodeModeRequest{Language: lang, Code: in.Code, Intent: in.Intent, Context: in.Context, Stdin: in.Stdin,
+		Timeout: timeout, WorkingDir: in.WorkingDir, Call: callContext(req), Tools: tools, MemoryBytes: cm.MemoryBytes, Observe: obs,
+		Bridge: codemode.BridgeOptions{MaxCalls: cm.MaxCalls, CallTimeout: cm.CallTimeout, MaxResultBytes: int(cm.MaxResultBytes)}}
+	if up := s.deps.Upstreams; up != nil {
+		creq.Caller, creq.Bridge.Check = up, up.Allowed
+	}
+	res, err := s.deps.Engine.ExecuteCodeMode(ctx, creq)
 	if err != nil {
 		return invalid(err.Error())
 	}
@@ -115,14 +146,15 @@ func (s *Server) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest, 
 }
 
 // codeModeText renders seed 004's {result, logs, metrics} (or error) as JSON
-// text, the form code-mode clients parse.
+// text, the form code-mode clients parse. A code error is an MCP tool error
+// (isError), as 004's "MCP-compliant error response" asks.
 func codeModeText(r engine.Result) *mcp.CallToolResult {
 	out := map[string]any{"result": r.Value, "logs": r.Logs, "metrics": r.Metrics}
 	if r.CodeError != nil {
 		out["error"] = r.CodeError
 	}
-	b, _ := json.MarshalIndent(out, "", "  ")
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
+	b, _ := json.Marshal(out) // compact: every byte is paid in the agent's context
+	return &mcp.CallToolResult{IsError: r.CodeError != nil, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
 }
 
 func (s *Server) executeInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, obs output.Observer) (*mcp.CallToolResult, engine.Result, error) {

@@ -31,13 +31,14 @@ import (
 	"github.com/codexec/codexec/internal/quota"
 	"github.com/codexec/codexec/internal/scripts"
 	"github.com/codexec/codexec/internal/session"
+	"github.com/codexec/codexec/internal/upstream"
 )
 
 // Version is the server version reported to clients.
 var Version = "0.1.0"
 
 // Toolset names accepted by CODEXEC_TOOLSETS.
-var Toolsets = []string{"exec", "sessions", "contexts", "scripts", "logs", "packages", "commands", "files"}
+var Toolsets = []string{"exec", "sessions", "contexts", "scripts", "logs", "packages", "commands", "files", "codemode"}
 
 // Deps are the domain services the tools call. Engine is required; the other
 // services are optional and their toolsets are skipped when nil.
@@ -51,8 +52,9 @@ type Deps struct {
 	SessionPackages SessionPackages     // per-session installs; nil until sessions are wired
 	Scripts         *scripts.Runner
 	Logs            *logindex.Index
-	Limiter         quota.Limiter // per-principal execution slots; nil: unlimited
-	Files           files.Store   // files toolset, kept artifacts, resources; nil disables them
+	Limiter         quota.Limiter     // per-principal execution slots; nil: unlimited
+	Files           files.Store       // files toolset, kept artifacts, resources; nil disables them
+	Upstreams       *upstream.Manager // code mode's upstream MCP servers; nil = none configured
 }
 
 // Server is the MCP server with every enabled tool registered.
@@ -78,7 +80,7 @@ func New(deps Deps) (*Server, error) {
 	register := map[string]func(){
 		"exec": s.registerExec, "sessions": s.registerSessions, "contexts": s.registerContexts,
 		"scripts": s.registerScripts, "logs": s.registerLogs, "packages": s.registerPackages,
-		"commands": s.registerCommands, "files": s.registerFiles,
+		"commands": s.registerCommands, "files": s.registerFiles, "codemode": s.registerCodeMode,
 	}
 	for _, ts := range Toolsets {
 		if slices.Contains(deps.Config.Toolsets, ts) {
