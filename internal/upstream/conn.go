@@ -201,6 +201,12 @@ func (c *conn) refresh() {
 func (c *conn) watch(cs *mcp.ClientSession) {
 	_ = cs.Wait()
 	_ = cs.Close() // reaps a stdio child
+	c.exited(cs)
+}
+
+// exited marks cs's server exited (once; later calls for a replaced session
+// do nothing), so the next use restarts it.
+func (c *conn) exited(cs *mcp.ClientSession) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cs != cs {

@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -175,19 +176,21 @@ func (m *Manager) call(ctx context.Context, server, tool string, args json.RawMe
 	if err := m.opts.Policy.Check(server, tool); err != nil {
 		return nil, err
 	}
-	cs, err := c.session(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("upstream %s is unavailable: %w", server, err)
-	}
-	if !c.hasTool(tool) {
-		return nil, fmt.Errorf("upstream %s has no tool %q", server, tool)
-	}
-	cctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
-	defer cancel()
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	cctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
+	defer cancel()
+	res, err := m.send(cctx, c, tool, args)
+	if errors.Is(err, errNotSent) {
+		// The server died between calls and its session was already closing,
+		// so the request never left: restart it now and send once more.
+		res, err = m.send(cctx, c, tool, args)
+	}
+	var ue *unavailableError
+	if errors.As(err, &ue) {
+		return nil, err
+	}
 	if err != nil {
 		if cctx.Err() != nil && ctx.Err() == nil {
 			return nil, fmt.Errorf("%s.%s timed out after %v", server, tool, m.opts.CallTimeout)
@@ -202,6 +205,32 @@ func (m *Manager) call(ctx context.Context, server, tool string, args json.RawMe
 		return nil, fmt.Errorf("%s.%s returned %d bytes, over the %d-byte result cap", server, tool, len(v), m.opts.MaxResultBytes)
 	}
 	return v, nil
+}
+
+// errNotSent marks a call refused by a session that was already closing
+// (the server exited before the request was written), so it is safe to retry.
+var errNotSent = errors.New("request not sent: the upstream session was closing")
+
+// unavailableError is a server that could not be (re)started or lacks the tool.
+type unavailableError struct{ err error }
+
+func (e *unavailableError) Error() string { return e.err.Error() }
+
+// send makes one attempt of a call on c's current session.
+func (m *Manager) send(ctx context.Context, c *conn, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	cs, err := c.session(ctx)
+	if err != nil {
+		return nil, &unavailableError{fmt.Errorf("upstream %s is unavailable: %w", c.cfg.Name, err)}
+	}
+	if !c.hasTool(tool) {
+		return nil, &unavailableError{fmt.Errorf("upstream %s has no tool %q", c.cfg.Name, tool)}
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil && errors.Is(err, mcp.ErrConnectionClosed) && strings.Contains(err.Error(), "client is closing") {
+		c.exited(cs)
+		return nil, fmt.Errorf("%w: %v", errNotSent, err)
+	}
+	return res, err
 }
 
 // Counts returns how many calls were made and how many failed since start
