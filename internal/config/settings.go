@@ -29,7 +29,7 @@ var settings = []setting{
 	{"CODEXEC_MEMORY_LIMIT", "", "memory limit per run/session in isolated modes (default 512m)", optional(bytesize(func(c *Config) *int64 { return &c.MemoryLimitBytes }))},
 	{"CODEXEC_CPU_LIMIT", "", "CPU limit in cores per run/session in isolated modes (default 1.0)", optional(cpus(func(c *Config) *float64 { return &c.CPULimit }))},
 	{"CODEXEC_PIDS_LIMIT", "256", "maximum processes per run/session in isolated modes", positive(func(c *Config) *int { return &c.PidsLimit })},
-	{"CODEXEC_DISK_LIMIT", "256m", "size of the private /tmp (and tmpfs workspace) in isolated modes", bytesize(func(c *Config) *int64 { return &c.DiskLimitBytes })},
+	{"CODEXEC_DISK_LIMIT", "256m", "bytes a run or session may write, workspace and /tmp together (namespace/docker; subprocess: max file size)", bytesize(func(c *Config) *int64 { return &c.DiskLimitBytes })},
 	{"CODEXEC_MAX_OUTPUT_CHARS", "10000", "truncate stdout/stderr beyond this many characters", positive(func(c *Config) *int { return &c.MaxOutputChars })},
 	{"CODEXEC_TRUNCATION_HEAD", "4000", "characters kept from the start when truncating", nonNegative(func(c *Config) *int { return &c.TruncationHead })},
 	{"CODEXEC_TRUNCATION_TAIL", "4000", "characters kept from the end when truncating", nonNegative(func(c *Config) *int { return &c.TruncationTail })},

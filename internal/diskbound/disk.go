@@ -114,6 +114,9 @@ func (s *Set) make() (*Disk, error) {
 		_ = os.Remove(d.image)
 		return nil, err
 	}
+	if err := d.reset(); err != nil {
+		return nil, errors.Join(err, d.destroy())
+	}
 	return d, nil
 }
 

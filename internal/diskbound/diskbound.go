@@ -165,34 +165,23 @@ func (s *Set) Bytes() int64 { return s.opts.Bytes }
 func (s *Set) Inodes() int64 { return s.inodes }
 
 // format runs mkfs.ext4 once on a scratch image and keeps its data ranges.
-// No journal (the disks are scratch space, thrown away at the end), lazy
-// inode tables (never written until used), no reserved blocks, "ws" and
-// "tmp" (mode 1777) at the root.
+// No journal (the disks are scratch space, emptied between runs), lazy
+// inode tables (never written until used), no reserved blocks. The root
+// directory is created empty (no -d: that would copy the host directory's
+// ACLs and xattrs); make adds "ws" and "tmp".
 func (s *Set) format() ([]extent, error) {
 	mkfs, err := mkfsPath()
 	if err != nil {
 		return nil, err
 	}
-	tag := "template-" + strconv.Itoa(os.Getpid())
-	src := filepath.Join(s.opts.Dir, tag+".d")
-	img := filepath.Join(s.opts.Dir, tag+".img")
-	defer os.RemoveAll(src)
+	img := filepath.Join(s.opts.Dir, "template-"+strconv.Itoa(os.Getpid())+".img")
 	defer os.Remove(img)
-	if err := os.MkdirAll(filepath.Join(src, "ws"), 0o755); err != nil {
-		return nil, err
-	}
-	if err := os.Mkdir(filepath.Join(src, "tmp"), 0o777); err != nil {
-		return nil, err
-	}
-	if err := os.Chmod(filepath.Join(src, "tmp"), 0o777|os.ModeSticky); err != nil {
-		return nil, err
-	}
 	if err := sparseFile(img, s.opts.Bytes); err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(mkfs, "-q", "-F", "-b", "4096", "-m", "0", "-I", "256",
 		"-N", strconv.FormatInt(s.inodes, 10), "-O", "^has_journal,^resize_inode",
-		"-E", "lazy_itable_init=1,nodiscard,root_owner=0:0", "-L", "codexec", "-d", src, img)
+		"-E", "lazy_itable_init=1,nodiscard,root_owner=0:0", "-L", "codexec", img)
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("mkfs.ext4: %v: %s", err, out)

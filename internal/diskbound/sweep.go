@@ -83,9 +83,6 @@ func sweep(dir string) int {
 		}
 	}
 	for name := range stale {
-		if strings.HasPrefix(name, "template-") {
-			_ = os.RemoveAll(filepath.Join(dir, name))
-		}
 		_ = os.Remove(filepath.Join(dir, name))
 		_ = os.Remove(filepath.Join(dir, name+".img"))
 	}
@@ -95,7 +92,7 @@ func sweep(dir string) int {
 // isStale reports whether name is "<pid>-<n>" (or "template-<pid>") of a
 // process that no longer exists.
 func isStale(name string) bool {
-	name = strings.TrimSuffix(strings.TrimPrefix(name, "template-"), ".d")
+	name = strings.TrimPrefix(name, "template-")
 	pidText, _, _ := strings.Cut(name, "-")
 	pid, err := strconv.Atoi(pidText)
 	if err != nil || pid <= 0 || pid == os.Getpid() {

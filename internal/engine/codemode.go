@@ -39,7 +39,7 @@ func (e *Engine) ExecuteCodeMode(ctx context.Context, req CodeModeRequest) (Resu
 	if req.Timeout == 0 {
 		req.Timeout = e.opts.DefaultTimeout
 	}
-	dir, cleanup, err := e.workspace(req.WorkingDir, false)
+	dir, disk, cleanup, err := e.workspace(req.WorkingDir, false)
 	if err != nil {
 		return Result{}, err
 	}
@@ -47,7 +47,7 @@ func (e *Engine) ExecuteCodeMode(ctx context.Context, req CodeModeRequest) (Resu
 	started := time.Now()
 	var env *codemode.Envelope
 	var envErr error
-	res := e.runCode(ctx, id, runtime.TypeScript, dir, Request{Code: src, Stdin: req.Stdin, Timeout: req.Timeout}, func(dir string) {
+	res := e.runCode(ctx, id, runtime.TypeScript, dir, disk, Request{Code: src, Stdin: req.Stdin, Timeout: req.Timeout}, func(dir string) {
 		env, envErr = readEnvelope(filepath.Join(dir, resultFile))
 	})
 	res.WorkingDir = dir

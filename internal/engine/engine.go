@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codexec/codexec/internal/diskbound"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/pathguard"
@@ -45,6 +46,9 @@ type Options struct {
 	Home string
 	// BaseDir resolves relative working_dir values (the server's cwd).
 	BaseDir string
+	// Disks, if set, bounds the bytes and inodes of every workspace and its
+	// /tmp together (see BoundDisk); nil leaves /tmp to the backend.
+	Disks *diskbound.Set
 }
 
 // Engine runs code. Create it with New.

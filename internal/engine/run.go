@@ -28,6 +28,8 @@ type ProcessSpec struct {
 	OnStdout, OnStderr func([]byte)
 	// Network asks to keep host networking (sandbox.Spec.Network).
 	Network bool
+	// TmpDir is exposed as /tmp by isolated backends (sandbox.Spec.TmpDir).
+	TmpDir string
 }
 
 // Outcome is how a process run ended. Stdout and Stderr are already
@@ -54,7 +56,7 @@ func (e *Engine) RunProcess(ctx context.Context, spec ProcessSpec) Outcome {
 		ID: spec.ID, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Stdin: spec.Stdin,
 		Stdout: outSink, Stderr: errSink, ProgramDir: spec.ProgramDir,
 		Mounts: append(append([]sandbox.Mount(nil), e.opts.Mounts...), spec.Mounts...), Limits: e.opts.Limits,
-		Network: spec.Network,
+		Network: spec.Network, TmpDir: spec.TmpDir,
 	})
 	if err != nil {
 		return Outcome{StartErr: err, Duration: time.Since(start)}

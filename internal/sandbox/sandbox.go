@@ -29,7 +29,8 @@ type Limits struct {
 	MemoryBytes int64
 	CPUs        float64
 	Pids        int
-	// DiskBytes caps the private /tmp (and other tmpfs) of isolated modes.
+	// DiskBytes caps the private /tmp tmpfs of isolated modes when the spec
+	// has no TmpDir.
 	DiskBytes int64
 }
 
@@ -62,6 +63,10 @@ type Spec struct {
 	Stderr io.Writer
 	// Mounts are extra host directories (e.g. installed packages).
 	Mounts []Mount
+	// TmpDir, if set, is a host directory isolated backends expose writable
+	// as /tmp instead of a tmpfs of Limits.DiskBytes: a bounded disk shared
+	// with the workspace (internal/diskbound). Subprocess mode ignores it.
+	TmpDir string
 	Limits Limits
 	// Network, when true, keeps host networking (only for trusted tools such
 	// as the shell command tools in subprocess mode). Isolated modes refuse it.
