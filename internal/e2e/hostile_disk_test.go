@@ -60,6 +60,19 @@ func checkDiskFull(t *testing.T, h *hostileFixture, r execResult, key string, ma
 	}
 }
 
+// checkFileSizeLimit asserts subprocess mode's RLIMIT_FSIZE stopped one
+// file at max bytes (Python ignores SIGXFSZ and gets EFBIG).
+func checkFileSizeLimit(t *testing.T, r execResult, max int64) {
+	t.Helper()
+	notSuccess(t, r)
+	if !strings.Contains(r.Stderr, "File too large") {
+		t.Fatalf("want EFBIG from the file size limit: %+v", r)
+	}
+	if n := reported(t, r.Stdout, "written"); n <= 0 || n > max {
+		t.Fatalf("written %d, want between 1 and %d", n, max)
+	}
+}
+
 func reported(t *testing.T, stdout, key string) int64 {
 	t.Helper()
 	_, rest, ok := strings.Cut(stdout, key+" ")

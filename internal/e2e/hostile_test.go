@@ -53,6 +53,7 @@ type hostileFixture struct {
 	serverPid   int
 	sentinelPid int
 	disks       string // the server's bounded disks (CODEXEC_SANDBOX_DIR/.disks)
+	mode        string
 }
 
 func TestHostile(t *testing.T) {
@@ -97,6 +98,7 @@ func runHostile(t *testing.T, mode string, env []string) {
 	env = append(append([]string{"CODEXEC_SANDBOX_MODE=" + mode}, hostileEnv...), env...)
 	s := start(t, env...)
 	h := newFixture(t, s)
+	h.mode = mode
 	for _, c := range hostileCases() {
 		t.Run(c.name, func(t *testing.T) {
 			if c.isolatedOnly && mode == "subprocess" {
@@ -188,8 +190,14 @@ func hostileCases() []hostileCase {
 					t.Fatalf("want ENOSPC from the size-limited /tmp: %+v", r)
 				}
 			}},
-		{name: "disk_fill_workspace_2GB", isolatedOnly: true, args: py(write2GB),
-			check: func(t *testing.T, h *hostileFixture, r execResult) { checkDiskFull(t, h, r, "written", 32<<20) }},
+		{name: "disk_fill_workspace_2GB", args: py(write2GB),
+			check: func(t *testing.T, h *hostileFixture, r execResult) {
+				if h.mode == "subprocess" {
+					checkFileSizeLimit(t, r, 32<<20)
+					return
+				}
+				checkDiskFull(t, h, r, "written", 32<<20)
+			}},
 		{name: "inode_flood", isolatedOnly: true, args: py(inodeFlood),
 			check: func(t *testing.T, h *hostileFixture, r execResult) { checkDiskFull(t, h, r, "files", 32<<20/8192) }},
 		{name: "output_1GB",

@@ -24,13 +24,14 @@ const ProgramPath = "/opt/codexec/program"
 const WorkspacePath = "/workspace"
 
 // Limits are the resource limits of one run or session. Zero means "no limit
-// from codexec" for that resource. Subprocess mode enforces none of them.
+// from codexec" for that resource. Subprocess mode enforces only DiskBytes,
+// as the maximum size of one file (RLIMIT_FSIZE).
 type Limits struct {
 	MemoryBytes int64
 	CPUs        float64
 	Pids        int
 	// DiskBytes caps the private /tmp tmpfs of isolated modes when the spec
-	// has no TmpDir.
+	// has no TmpDir, and the size of any one file in subprocess mode.
 	DiskBytes int64
 }
 
