@@ -12,8 +12,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Disk is one bounded file system lent to a run or session. Its methods are
-// safe for concurrent use.
+// Disk is one bounded file system lent to a run or session. TmpDir, Limit,
+// Usage, Full and Release are safe for concurrent use; BindWorkspace must
+// happen before the disk is shared.
 type Disk struct {
 	set       *Set
 	image     string
@@ -23,25 +24,39 @@ type Disk struct {
 	err       error
 }
 
-// Attach lends a disk and binds its workspace directory onto dir, which
-// must be an existing, empty directory codexec owns (the one-shot or
-// session workspace). Everything written below dir and in TmpDir counts
-// against the one limit. Release undoes it.
+// Attach lends a disk and binds its workspace directory onto dir (see
+// BindWorkspace). Everything written below dir and in TmpDir counts against
+// the one limit. Release undoes it.
 func (s *Set) Attach(dir string) (*Disk, error) {
 	d, err := s.take()
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.Mount(filepath.Join(d.mnt, "ws"), dir, "", unix.MS_BIND, ""); err != nil {
+	if err := d.BindWorkspace(dir); err != nil {
 		_ = d.Release()
-		return nil, fmt.Errorf("bind bounded workspace onto %s: %w", dir, err)
+		return nil, err
 	}
-	d.workspace = dir
 	return d, nil
 }
 
-// Scratch lends a disk used only for /tmp: a caller's working_dir is a host
-// directory this package cannot bound.
+// BindWorkspace binds the disk's workspace directory onto dir, which must
+// be an existing, empty directory codexec owns (the one-shot or session
+// workspace). A disk lent by Scratch ahead of time (e.g. to a pooled runner
+// whose /tmp is already TmpDir) gets its workspace this way once the
+// workspace is known. At most once per lending.
+func (d *Disk) BindWorkspace(dir string) error {
+	if d.workspace != "" {
+		return fmt.Errorf("bounded disk already bound to %s", d.workspace)
+	}
+	if err := unix.Mount(filepath.Join(d.mnt, "ws"), dir, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind bounded workspace onto %s: %w", dir, err)
+	}
+	d.workspace = dir
+	return nil
+}
+
+// Scratch lends a disk for /tmp only: a caller's working_dir is a host
+// directory this package cannot bound. BindWorkspace may add a workspace.
 func (s *Set) Scratch() (*Disk, error) { return s.take() }
 
 // take returns a ready disk from the pool, or makes one (slower: a loop
