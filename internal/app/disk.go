@@ -16,9 +16,10 @@ import (
 func disksDir(cfg config.Config) string { return filepath.Join(cfg.SandboxDir, ".disks") }
 
 // openDisks returns the bounded disks for an isolated backend, so
-// CODEXEC_DISK_LIMIT covers each workspace and its /tmp together. When the
-// host cannot make them (not root, no loop devices, no mkfs.ext4) it says so
-// loudly and returns nil: isolated modes then bound only /tmp (a tmpfs), as
+// CODEXEC_DISK_LIMIT covers each workspace and its /tmp together. They start
+// in the background (start-up does not wait for mkfs). When the host cannot
+// make them (not root, no loop devices, no mkfs.ext4, mounting fails) it
+// says so loudly and runs fall back to bounding only /tmp (a tmpfs), as
 // SECURITY.md describes. Subprocess mode gets none (its programs can write
 // anywhere anyway).
 func openDisks(cfg config.Config, backend sandbox.Backend) *diskbound.Set {
@@ -27,12 +28,22 @@ func openDisks(cfg config.Config, backend sandbox.Backend) *diskbound.Set {
 	}
 	s, err := diskbound.New(diskbound.Options{Dir: disksDir(cfg), Bytes: cfg.DiskLimitBytes})
 	if err != nil {
-		slog.Warn("!!! DISK LIMIT COVERS ONLY /tmp: bounded workspaces are unavailable (" + err.Error() +
-			"); a run can fill the file system holding CODEXEC_SANDBOX_DIR; run `codexec doctor`")
+		warnUnbounded(err)
 		return nil
 	}
-	slog.Info("disk limit covers workspace and /tmp", "limit_mib", s.Bytes()>>20, "inodes", s.Inodes())
+	go func() {
+		if err := s.Ready(); err != nil {
+			warnUnbounded(err)
+			return
+		}
+		slog.Info("disk limit covers workspace and /tmp", "limit_mib", s.Bytes()>>20, "inodes", s.Inodes())
+	}()
 	return s
+}
+
+func warnUnbounded(err error) {
+	slog.Warn("!!! DISK LIMIT COVERS ONLY /tmp: bounded workspaces are unavailable (" + err.Error() +
+		"); a run can fill the file system holding CODEXEC_SANDBOX_DIR; run `codexec doctor`")
 }
 
 // doctorDisks tries one bounded disk and reports whether the disk limit

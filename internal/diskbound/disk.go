@@ -62,6 +62,9 @@ func (s *Set) Scratch() (*Disk, error) { return s.take() }
 // take returns a ready disk from the pool, or makes one (slower: a loop
 // device and a mount, ~20 ms), and tops the pool up in the background.
 func (s *Set) take() (*Disk, error) {
+	if err := s.Ready(); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

@@ -74,6 +74,9 @@ type Set struct {
 	inodes   int64
 	seq      atomic.Int64
 
+	ready   chan struct{}
+	initErr error
+
 	mu      sync.Mutex
 	free    []*Disk
 	filling int
@@ -87,8 +90,16 @@ type extent struct {
 	data []byte
 }
 
-// New checks that bounded disks can be made here, formats the template and
-// removes what earlier, dead codexec servers left in o.Dir.
+// ErrUnavailable wraps the reason a Set cannot lend disks on this host
+// (found while it started in the background): callers fall back to
+// unbounded workspaces.
+var ErrUnavailable = errors.New("bounded disks unavailable")
+
+// New checks cheaply that bounded disks can be made here and returns at
+// once; in the background it removes what earlier, dead codexec servers
+// left in o.Dir, formats the template (one mkfs.ext4, ~50 ms) and makes the
+// first disks. The first lending waits for that; if it failed, every
+// lending returns an error wrapping ErrUnavailable (see Ready).
 func New(o Options) (*Set, error) {
 	if o.Bytes < MinBytes {
 		return nil, fmt.Errorf("disk limit %d bytes is below the %d MiB minimum", o.Bytes, MinBytes>>20)
@@ -100,18 +111,47 @@ func New(o Options) (*Set, error) {
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, err
 	}
-	if n := sweep(o.Dir); n > 0 {
+	s := &Set{opts: o, inodes: max(1024, o.Bytes/BytesPerInode), ready: make(chan struct{})}
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		defer close(s.ready)
+		s.initErr = s.start()
+	}()
+	return s, nil
+}
+
+// start sweeps, formats the template and makes one disk as a probe.
+func (s *Set) start() error {
+	if n := sweep(s.opts.Dir); n > 0 {
 		slog.Info("removed bounded disks left by earlier codexec servers", "count", n)
 	}
-	s := &Set{opts: o, inodes: max(1024, o.Bytes/BytesPerInode)}
 	var err error
 	if s.template, err = s.format(); err != nil {
-		return nil, err
+		return err
+	}
+	d, err := s.make()
+	if err != nil {
+		return err
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.Join(errors.New("closed"), d.destroy())
+	}
+	s.free = append(s.free, d)
 	s.refillLocked()
-	s.mu.Unlock()
-	return s, nil
+	return nil
+}
+
+// Ready waits until the Set has started and returns nil if it can lend
+// disks, else an error wrapping ErrUnavailable with the reason.
+func (s *Set) Ready() error {
+	<-s.ready
+	if s.initErr != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, s.initErr)
+	}
+	return nil
 }
 
 // Close destroys the idle disks and waits for background work. Disks still

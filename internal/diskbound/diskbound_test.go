@@ -218,3 +218,23 @@ func BenchmarkAttachRelease(b *testing.B) {
 	b.ReportMetric(float64(bounded.Microseconds())/n, "bounded-µs/op")
 	b.ReportMetric(float64(bounded-plain)/n/1e6, "added-ms/op")
 }
+
+// TestUnavailableIsReported: a Set that cannot make disks (here: an image
+// larger than any file the host allows) says so through ErrUnavailable, so
+// callers can fall back.
+func TestUnavailableIsReported(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skipf("bounded disks unavailable here: %v", err)
+	}
+	s, err := New(Options{Dir: filepath.Join(t.TempDir(), ".disks"), Bytes: 1 << 62})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Ready(); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Ready: %v, want ErrUnavailable", err)
+	}
+	if _, err := s.Scratch(); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Scratch: %v, want ErrUnavailable", err)
+	}
+}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -11,8 +12,8 @@ import (
 // onto dir when codexec created dir (owned), so the workspace and /tmp
 // share the limit; for a caller's working_dir, a disk for /tmp only (a host
 // directory cannot be bounded). It returns nil and no error when disks are
-// not bounded (subprocess mode, or a host that cannot). Release the disk
-// before removing dir.
+// not bounded (subprocess mode, or a host that cannot: the Set found out
+// while starting and said so loudly). Release the disk before removing dir.
 func (e *Engine) BoundDisk(dir string, owned bool) (*diskbound.Disk, error) {
 	if e.opts.Disks == nil {
 		return nil, nil
@@ -23,6 +24,9 @@ func (e *Engine) BoundDisk(dir string, owned bool) (*diskbound.Disk, error) {
 		d, err = e.opts.Disks.Attach(dir)
 	} else {
 		d, err = e.opts.Disks.Scratch()
+	}
+	if errors.Is(err, diskbound.ErrUnavailable) {
+		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("bounded disk: %w", err)
