@@ -14,6 +14,7 @@ run env CODEXEC_TEST_SANDBOX_MODE=subprocess go test ./internal/e2e/ -run '^$' -
 run go test ./internal/session/ -run '^$' -bench ManagerExec -benchtime 2000x
 run go test ./internal/output/ -run '^$' -bench SinkBulk
 run go test ./internal/shell/ -run '^$' -bench . -benchtime 2s
+run env CODEXEC_TEST_SANDBOX_MODE=subprocess go test ./internal/e2e/ -run '^$' -bench LoadHTTPvsStdio -benchtime 1x -timeout 20m
 if [ "${1:-}" = long ]; then
   run go test ./internal/logindex/ -run '^$' -bench History -benchtime 100x -timeout 30m
 fi

@@ -21,3 +21,9 @@ if ((${#missing[@]})); then
 fi
 # Docker mode runs through podman here (no Docker engine): configure it.
 bash "$(dirname "$0")/podman-setup.sh"
+# The MCP conformance runner (internal/e2e/conformance_test.go), pinned by
+# its lockfile; reinstalled only when the lockfile changes.
+conf="$(dirname "$0")/../internal/e2e/testdata/conformance"
+if ! cmp -s "$conf/package-lock.json" "$conf/node_modules/.package-lock.json.installed" 2>/dev/null; then
+  (cd "$conf" && npm ci --no-audit --no-fund --loglevel=error >/dev/null && cp package-lock.json node_modules/.package-lock.json.installed)
+fi

@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
@@ -36,7 +34,8 @@ type HostEnv struct {
 	Installer []string
 }
 
-// Serve runs the MCP server on stdio until the client disconnects or ctx ends.
+// Serve runs the MCP server on stdio (or Streamable HTTP when
+// CODEXEC_HTTP_ADDR is set) until the client disconnects or ctx ends.
 func Serve(ctx context.Context, cfg config.Config, env HostEnv) error {
 	closeLog, err := setupLogging(cfg)
 	if err != nil {
@@ -46,17 +45,18 @@ func Serve(ctx context.Context, cfg config.Config, env HostEnv) error {
 	for _, w := range cfg.Warnings {
 		slog.Warn("configuration adjusted", "reason", w)
 	}
-	a, err := Build(ctx, cfg, env)
+	// Build gets a context that SIGTERM does not cancel: the background
+	// health check must not fail the calls that wait for it while they
+	// drain. Close stops it.
+	a, err := Build(context.WithoutCancel(ctx), cfg, env)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	slog.Info("codexec serving on stdio", "version", mcpserver.Version, "sandbox", a.Engine.Backend().Name())
-	err = a.Server.Run(ctx, &mcp.StdioTransport{})
-	if ctx.Err() != nil || err == io.EOF {
-		return nil
+	if cfg.Remote.HTTPAddr != "" {
+		return a.serveHTTP(ctx, cfg)
 	}
-	return err
+	return a.serveStdio(ctx, cfg)
 }
 
 // App is an assembled server. Close releases everything it started.

@@ -87,6 +87,9 @@ type Config struct {
 	// Warnings are adjustments Load made so that settings compose (see
 	// compose); the server logs them at start-up.
 	Warnings []string
+
+	// Remote configures the HTTP transport, auth and shutdown (remote.go).
+	Remote Remote
 }
 
 // Retention holds the log retention periods of seed 000, in days.
@@ -127,6 +130,7 @@ func Load(args []string, getenv func(string) string, home string, usage io.Write
 	for _, s := range settings {
 		vals[s.env] = fs.String(FlagName(s.env), "", s.help+" (env "+s.env+", default "+quoteDefault(s.def)+")")
 	}
+	fs.StringVar(vals["CODEXEC_HTTP_ADDR"], httpAlias, "", "serve MCP Streamable HTTP on host:port (alias of --http-addr)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -161,9 +165,9 @@ func pick(s setting, flagVal string, getenv func(string) string, home string, fs
 	if e := getenv(s.env); e != "" {
 		v = e
 	}
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == FlagName(s.env) })
-	if set {
+	visited := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { visited[f.Name] = true })
+	if flagSet(visited, s.env) {
 		v = flagVal
 	}
 	return expandHome(v, home), nil
@@ -202,6 +206,7 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("%s must be an absolute path (or start with ~/), got %q", d.name, d.v))
 		}
 	}
+	errs = append(errs, c.Remote.validate())
 	return errors.Join(errs...)
 }
 

@@ -137,3 +137,31 @@ func TestFlagNames(t *testing.T) {
 		t.Error("flag names")
 	}
 }
+
+func TestRemote(t *testing.T) {
+	c, err := load(t, []string{"--http", "127.0.0.1:8080"}, map[string]string{"CODEXEC_AUTH_TOKENS": "/etc/tokens"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Remote.HTTPAddr != "127.0.0.1:8080" || !c.Remote.AuthEnabled() || c.Remote.Resource() != "http://127.0.0.1:8080/mcp" {
+		t.Errorf("remote = %+v, resource %s", c.Remote, c.Remote.Resource())
+	}
+	if c.Remote.MaxBodyBytes != 4<<20 || c.Remote.ShutdownGrace != 30*time.Second {
+		t.Errorf("defaults: body %d grace %v", c.Remote.MaxBodyBytes, c.Remote.ShutdownGrace)
+	}
+	bad := []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{nil, map[string]string{"CODEXEC_AUTH_TOKENS": "/t"}, "CODEXEC_HTTP_ADDR"},
+		{[]string{"--http", "nope"}, nil, "host:port"},
+		{[]string{"--http", ":1", "--tls-cert", "/c"}, nil, "CODEXEC_TLS_KEY"},
+		{[]string{"--http", ":1", "--oauth-issuer", "issuer"}, nil, "CODEXEC_OAUTH_ISSUER"},
+	}
+	for _, b := range bad {
+		if _, err := load(t, b.args, b.env); err == nil || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("%v %v: error %v does not name %s", b.args, b.env, err, b.want)
+		}
+	}
+}

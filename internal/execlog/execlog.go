@@ -66,6 +66,8 @@ type Logger struct {
 	files map[string]*os.File
 	// onAppend, if set, observes every line written (for the search index).
 	onAppend func(file string, offset int64, line []byte)
+	// observers see every execution entry after it is written (metrics).
+	observers []func(Entry)
 }
 
 // New returns a Logger writing into dir, creating it if needed.
@@ -87,6 +89,16 @@ func (l *Logger) OnAppend(fn func(file string, offset int64, line []byte)) {
 	l.mu.Unlock()
 }
 
+// ObserveExecutions registers fn to be called with every entry that
+// AppendExecution writes, after the write, outside the logger's lock. It is
+// the one place every execution (one-shot, session, command) passes, so
+// metrics hook here instead of in each caller. Register before use.
+func (l *Logger) ObserveExecutions(fn func(Entry)) {
+	l.mu.Lock()
+	l.observers = append(l.observers, fn)
+	l.mu.Unlock()
+}
+
 // DailyFile is the file name for one-shot executions on t's UTC day.
 func DailyFile(t time.Time) string {
 	return "executions-" + t.UTC().Format("2006-01-02") + ".jsonl"
@@ -105,7 +117,16 @@ func (l *Logger) AppendExecution(e Entry) error {
 		at := e.ExecutedAt
 		e.At = &at
 	}
-	return l.Append(name, e)
+	if err := l.Append(name, e); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	obs := l.observers
+	l.mu.Unlock()
+	for _, fn := range obs {
+		fn(e)
+	}
+	return nil
 }
 
 // Append writes v as one JSON line to the named file in the log directory.

@@ -67,3 +67,17 @@ func TestSessionEntriesGoToSessionFile(t *testing.T) {
 		t.Errorf("id %q", id)
 	}
 }
+
+func TestObserversSeeEveryExecution(t *testing.T) {
+	l, _ := New(t.TempDir())
+	var mu sync.Mutex
+	var got []string
+	l.ObserveExecutions(func(e Entry) { mu.Lock(); got = append(got, e.ExecutionID+"/"+e.Status); mu.Unlock() })
+	sid := "sess_x"
+	_ = l.AppendExecution(Entry{ExecutionID: "exec_1", Status: "success", ExecutedAt: time.Now()})
+	_ = l.AppendExecution(Entry{ExecutionID: "exec_2", Status: "timeout", SessionID: &sid, ExecutedAt: time.Now()})
+	_ = l.Append("other.jsonl", map[string]string{"type": "session_start"})
+	if strings.Join(got, " ") != "exec_1/success exec_2/timeout" {
+		t.Errorf("observed %v", got)
+	}
+}

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -68,6 +69,15 @@ func walk(s *jsonschema.Schema, f func(*jsonschema.Schema)) {
 // descriptions (meaning belongs in the tool or input descriptions, said once),
 // required lists and additionalProperties. Types, nesting and nullability stay,
 // and the SDK still validates every result against what remains.
+//
+// A schema left with nothing (a Go `any` field) would encode as the boolean
+// schema `true`, which is valid JSON Schema but refused by clients that
+// require every property schema to be an object (the TypeScript SDK, the MCP
+// conformance runner); such a schema keeps its description.
 func shapeOnly(s *jsonschema.Schema) {
+	desc := s.Description
 	s.Description, s.Required, s.AdditionalProperties = "", nil, nil
+	if b, err := json.Marshal(s); err == nil && string(b) == "true" {
+		s.Description = desc
+	}
 }

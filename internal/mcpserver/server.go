@@ -48,16 +48,18 @@ type Deps struct {
 
 // Server is the MCP server with every enabled tool registered.
 type Server struct {
-	mcp  *mcp.Server
-	deps Deps
+	mcp   *mcp.Server
+	deps  Deps
+	drain *drain // running tool calls, for Shutdown (drain.go)
 }
 
 // New builds the server and registers the tools of every enabled toolset.
 // Unknown toolset names are an error.
 func New(deps Deps) (*Server, error) {
-	s := &Server{deps: deps}
+	s := &Server{deps: deps, drain: newDrain()}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "codexec", Title: "codexec — code execution sandbox", Version: Version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: slog.Default()})
+	s.mcp.AddReceivingMiddleware(s.drain.middleware)
 	for _, ts := range deps.Config.Toolsets {
 		if !slices.Contains(Toolsets, ts) {
 			return nil, fmt.Errorf("CODEXEC_TOOLSETS: unknown toolset %q (known: %v)", ts, Toolsets)

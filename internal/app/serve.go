@@ -1,0 +1,122 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codexec/codexec/internal/authn"
+	"github.com/codexec/codexec/internal/config"
+	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/httpserve"
+	"github.com/codexec/codexec/internal/mcpserver"
+	"github.com/codexec/codexec/internal/metrics"
+	"github.com/codexec/codexec/internal/runtime"
+)
+
+// killWait bounds the wait for cancelled calls to return at shutdown.
+const killWait = 10 * time.Second
+
+// serveStdio serves one client on stdin/stdout. On SIGTERM/SIGINT (ctx)
+// running calls get the shutdown grace to finish, then are cancelled.
+func (a *App) serveStdio(ctx context.Context, cfg config.Config) error {
+	slog.Info("codexec serving on stdio", "version", mcpserver.Version, "sandbox", a.Engine.Backend().Name())
+	stop := context.AfterFunc(ctx, func() {
+		slog.Info("shutting down: refusing new calls, waiting for running ones", "running", a.Server.Running(), "grace", cfg.Remote.ShutdownGrace)
+	})
+	defer stop()
+	n, err := a.Server.ServeUntil(ctx, &mcp.StdioTransport{}, cfg.Remote.ShutdownGrace, killWait)
+	if n > 0 {
+		slog.Warn("shutdown grace expired: running calls were killed", "killed", n)
+	}
+	if err == io.EOF || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// serveHTTP serves MCP Streamable HTTP with auth, probes and metrics.
+func (a *App) serveHTTP(ctx context.Context, cfg config.Config) error {
+	r := cfg.Remote
+	m := metrics.New()
+	a.instrument(m)
+	o := httpserve.Options{
+		Addr: r.HTTPAddr, TLSCert: r.TLSCert, TLSKey: r.TLSKey, Resource: r.Resource(), Scopes: r.OAuthScopes,
+		AllowedOrigins: r.AllowedOrigins, AllowedHosts: r.AllowedHosts, Metrics: m, Grace: r.ShutdownGrace,
+		MCP:   a.Server.HTTPHandler(mcpserver.HTTPOptions{MaxBodyBytes: r.MaxBodyBytes, SessionTimeout: cfg.SessionIdleTimeout}),
+		Ready: a.ready,
+		Drain: func(ctx context.Context) int { return a.Server.Shutdown(ctx, killWait) },
+	}
+	if err := a.authOptions(ctx, r, m, &o); err != nil {
+		return err
+	}
+	o.Listening = func(addr net.Addr) {
+		slog.Info("http listening", "addr", addr.String(), "version", mcpserver.Version, "sandbox", a.Engine.Backend().Name())
+	}
+	return httpserve.Serve(ctx, o)
+}
+
+// authOptions configures token-file and JWT verification when enabled.
+func (a *App) authOptions(ctx context.Context, r config.Remote, m *metrics.Metrics, o *httpserve.Options) error {
+	if !r.AuthEnabled() {
+		return nil
+	}
+	v := &authn.Verifier{OnFailure: m.AuthFailure}
+	if r.AuthTokens != "" {
+		tf, err := authn.LoadTokenFile(r.AuthTokens)
+		if err != nil {
+			return err
+		}
+		slog.Info("bearer tokens loaded", "path", r.AuthTokens, "tokens", tf.Len())
+		v.Tokens = tf
+	}
+	if r.OAuthIssuer != "" {
+		j, err := authn.NewJWT(ctx, authn.JWTOptions{Issuer: r.OAuthIssuer, JWKSURL: r.OAuthJWKSURL, Resource: r.Resource(), Leeway: 30 * time.Second})
+		if err != nil {
+			return fmt.Errorf("CODEXEC_OAUTH_ISSUER: %w", err)
+		}
+		v.JWT = j
+		o.AuthServers = []string{r.OAuthIssuer}
+	}
+	o.Verifier = v.Verify
+	return nil
+}
+
+// instrument feeds m from the execution log and the MCP server. Other
+// packages add theirs with m.GaugeFunc / m.Counter (pool sizes, upstream
+// calls).
+func (a *App) instrument(m *metrics.Metrics) {
+	mode := a.Engine.Backend().Name()
+	if l := a.Engine.Logger(); l != nil {
+		l.ObserveExecutions(func(e execlog.Entry) {
+			sm := e.SandboxMode
+			if sm == "" {
+				sm = mode
+			}
+			m.Execution(e.Language, e.Status, sm, time.Duration(e.DurationMs)*time.Millisecond)
+		})
+	}
+	m.GaugeFunc("mcp_sessions", "Connected MCP sessions (clients).", func() float64 { return float64(a.Server.LiveSessions()) })
+	m.GaugeFunc("running_calls", "Tool calls in progress.", func() float64 { return float64(a.Server.Running()) })
+}
+
+// ready is /readyz: the sandbox can run at least one language (the
+// start-up health check marks the ones that cannot).
+func (a *App) ready(context.Context) error {
+	var errs []string
+	for _, lang := range []string{runtime.Python, runtime.Node, runtime.Bash} {
+		err := a.Engine.LanguageError(lang)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, lang+": "+err.Error())
+	}
+	return fmt.Errorf("sandbox %s cannot run any language (%s)", a.Engine.Backend().Name(), strings.Join(errs, "; "))
+}

@@ -1,0 +1,139 @@
+// Package httpserve runs codexec's HTTP front: the MCP Streamable HTTP
+// endpoint (/mcp, handler supplied by mcpserver) behind bearer-token auth and
+// DNS-rebinding checks, liveness and readiness probes (/healthz, /readyz),
+// Prometheus metrics (/metrics), the OAuth Protected Resource Metadata
+// document, a structured access log, and a graceful shutdown that lets
+// running tool calls finish within a grace period.
+//
+// It knows nothing of MCP itself: the MCP handler, the token verifier, the
+// readiness check and the drain step are passed in as plain values.
+package httpserve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/codexec/codexec/internal/metrics"
+)
+
+// Options describe one HTTP server. MCP is required.
+type Options struct {
+	// Addr is host:port; an empty host means loopback (127.0.0.1), so
+	// ":8080" never exposes the server by accident.
+	Addr string
+	// TLSCert and TLSKey, when set, serve HTTPS.
+	TLSCert, TLSKey string
+	// MCP serves /mcp.
+	MCP http.Handler
+	// Verifier authenticates /mcp; nil disables auth (loopback use).
+	Verifier auth.TokenVerifier
+	// Resource is the public URL of /mcp (the token audience).
+	Resource string
+	// AuthServers, when non-empty, are OAuth issuers published in the
+	// Protected Resource Metadata document; 401s then point at it.
+	AuthServers []string
+	// Scopes are required of every token (and advertised).
+	Scopes []string
+	// AllowedOrigins may call /mcp from a browser on another origin;
+	// AllowedHosts, when set, are the only Host values /mcp accepts.
+	AllowedOrigins, AllowedHosts []string
+	// Ready reports whether the sandbox can run code (/readyz).
+	Ready func(context.Context) error
+	// Metrics receives request and auth-failure counts and serves /metrics.
+	Metrics *metrics.Metrics
+	// Drain stops new tool calls, waits for running ones until ctx ends,
+	// cancels the rest and returns how many it cancelled.
+	Drain func(ctx context.Context) int
+	// Grace bounds the wait for running calls at shutdown.
+	Grace time.Duration
+	// Listening, if set, is called with the bound address (tests, logs).
+	Listening func(net.Addr)
+}
+
+// Serve listens and serves until ctx ends, then shuts down gracefully: the
+// listener closes at once, running tool calls get Grace to finish, the rest
+// are cancelled, and remaining connections (idle SSE streams) are closed.
+func Serve(ctx context.Context, o Options) error {
+	ln, err := net.Listen("tcp", listenAddr(o.Addr))
+	if err != nil {
+		return fmt.Errorf("http listen: %w", err)
+	}
+	srv := &http.Server{Handler: newHandler(o), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn)}
+	announce(ln.Addr(), o)
+	if o.Listening != nil {
+		o.Listening(ln.Addr())
+	}
+	errc := make(chan error, 1)
+	go func() {
+		if o.TLSCert != "" {
+			errc <- srv.ServeTLS(ln, o.TLSCert, o.TLSKey)
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http serve: %w", err)
+	case <-ctx.Done():
+	}
+	shutdown(srv, o)
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// shutdown runs the graceful stop sequence and logs what it had to kill.
+func shutdown(srv *http.Server, o Options) {
+	start := time.Now()
+	slog.Info("shutting down: listener closed, waiting for running calls", "grace", o.Grace)
+	graceCtx, cancel := context.WithTimeout(context.Background(), o.Grace)
+	defer cancel()
+	stopped := make(chan error, 1)
+	go func() { stopped <- srv.Shutdown(graceCtx) }()
+	cancelled := 0
+	if o.Drain != nil {
+		cancelled = o.Drain(graceCtx)
+	}
+	// Let the last responses flush; idle SSE streams keep Shutdown waiting
+	// for ever, so they are cut after a short pause.
+	select {
+	case <-stopped:
+	case <-time.After(time.Second):
+		_ = srv.Close()
+	}
+	if cancelled > 0 {
+		slog.Warn("shutdown grace expired: running calls were killed", "killed", cancelled, "grace", o.Grace)
+	}
+	slog.Info("http server stopped", "ms", time.Since(start).Milliseconds())
+}
+
+// listenAddr binds an empty host to loopback.
+func listenAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err == nil && host == "" {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
+}
+
+// announce logs where the server listens, loudly when it is reachable from
+// other machines without any authentication.
+func announce(addr net.Addr, o Options) {
+	scheme := "http"
+	if o.TLSCert != "" {
+		scheme = "https"
+	}
+	slog.Info("codexec serving MCP over HTTP", "url", scheme+"://"+addr.String()+"/mcp", "auth", o.Verifier != nil)
+	if tcp, ok := addr.(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && o.Verifier == nil {
+		slog.Warn("!!! codexec is listening on a NON-LOOPBACK address WITHOUT AUTHENTICATION: anyone who can reach " +
+			addr.String() + " can run code on this machine. Set CODEXEC_AUTH_TOKENS or CODEXEC_OAUTH_ISSUER, or bind 127.0.0.1 !!!")
+	}
+}

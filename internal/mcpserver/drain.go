@@ -1,0 +1,135 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ErrShuttingDown refuses tool calls that arrive after Shutdown began, and
+// is the cause of the cancellation of calls still running after the grace.
+var ErrShuttingDown = errors.New("codexec is shutting down; retry on another instance")
+
+// drain tracks running tool calls so a shutdown can wait for them and then
+// cancel the rest. The SDK's own close waits for handlers without bound;
+// this gives that wait a deadline.
+type drain struct {
+	mu       sync.Mutex
+	running  int
+	draining bool
+	idle     chan struct{} // closed when running drops to 0 while draining
+
+	kill     context.Context
+	killCall context.CancelCauseFunc
+}
+
+func newDrain() *drain {
+	d := &drain{idle: make(chan struct{})}
+	d.kill, d.killCall = context.WithCancelCause(context.Background())
+	return d
+}
+
+// middleware counts tools/call requests and ties each to the kill switch.
+func (d *drain) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "tools/call" {
+			return next(ctx, method, req)
+		}
+		if !d.enter() {
+			return nil, ErrShuttingDown
+		}
+		defer d.leave()
+		ctx, cancel := context.WithCancelCause(ctx)
+		stop := context.AfterFunc(d.kill, func() { cancel(context.Cause(d.kill)) })
+		defer stop()
+		defer cancel(nil)
+		return next(ctx, method, req)
+	}
+}
+
+func (d *drain) enter() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.draining {
+		return false
+	}
+	d.running++
+	return true
+}
+
+func (d *drain) leave() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.running--
+	if d.draining && d.running == 0 {
+		close(d.idle)
+	}
+}
+
+// Running is the number of tool calls in progress.
+func (s *Server) Running() int {
+	s.drain.mu.Lock()
+	defer s.drain.mu.Unlock()
+	return s.drain.running
+}
+
+// Shutdown refuses new tool calls, waits until the running ones finish or
+// ctx ends, then cancels those left (their runs are killed and logged as
+// cancelled) and waits up to killWait for them to return. It reports how
+// many calls were still running at the deadline. Call it once.
+func (s *Server) Shutdown(ctx context.Context, killWait time.Duration) (cancelled int) {
+	d := s.drain
+	d.mu.Lock()
+	d.draining = true
+	if d.running == 0 {
+		close(d.idle)
+	}
+	d.mu.Unlock()
+	select {
+	case <-d.idle:
+		return 0
+	case <-ctx.Done():
+	}
+	cancelled = s.Running()
+	d.killCall(ErrShuttingDown)
+	select {
+	case <-d.idle:
+	case <-time.After(killWait):
+	}
+	return cancelled
+}
+
+// responseSettle is how long ServeUntil waits between the last handler
+// returning and closing the connection (a pipe write takes microseconds).
+const responseSettle = 250 * time.Millisecond
+
+// ServeUntil serves one client on t until it disconnects or ctx ends. When
+// ctx ends, running tool calls get grace to finish (then are cancelled, see
+// Shutdown) and the session is closed gracefully, so the responses of the
+// calls that finished are still delivered. It returns how many calls were
+// cancelled.
+func (s *Server) ServeUntil(ctx context.Context, t mcp.Transport, grace, killWait time.Duration) (int, error) {
+	ss, err := s.mcp.Connect(context.Background(), t, nil)
+	if err != nil {
+		return 0, err
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case err := <-ended:
+		return 0, err
+	case <-ctx.Done():
+	}
+	graceCtx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	n := s.Shutdown(graceCtx, killWait)
+	// A handler that returned has not necessarily written its response yet,
+	// and a closing connection drops writes: give them a moment.
+	time.Sleep(responseSettle)
+	_ = ss.Close()
+	<-ended
+	return n, nil
+}

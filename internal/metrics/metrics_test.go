@@ -1,0 +1,56 @@
+package metrics
+
+import (
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func scrape(t *testing.T, m *Metrics) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	b, _ := io.ReadAll(rec.Body)
+	return string(b)
+}
+
+func TestExposition(t *testing.T) {
+	m := New()
+	m.Execution("python", "success", "namespace", 120*time.Millisecond)
+	m.Execution("python", "success", "namespace", 80*time.Millisecond)
+	m.AuthFailure("missing")
+	m.HTTPRequest("/mcp", "POST", 200, time.Millisecond)
+	m.GaugeFunc("pool_idle", "idle runners", func() float64 { return 3 })
+	m.Counter("upstream_calls_total", "upstream calls", "server").WithLabelValues("git").Add(2)
+	out := scrape(t, m)
+	for _, want := range []string{
+		`codexec_executions_total{language="python",sandbox_mode="namespace",status="success"} 2`,
+		`codexec_execution_duration_seconds_count{language="python",sandbox_mode="namespace"} 2`,
+		`codexec_auth_failures_total{reason="missing"} 1`,
+		`codexec_http_requests_total{code="200",method="POST",route="/mcp"} 1`,
+		`codexec_pool_idle 3`,
+		`codexec_upstream_calls_total{server="git"} 2`,
+		`go_goroutines `,
+		`process_resident_memory_bytes `,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("exposition lacks %q", want)
+		}
+	}
+}
+
+func TestNilIsNoop(t *testing.T) {
+	var m *Metrics
+	m.Execution("bash", "error", "subprocess", time.Second)
+	m.AuthFailure("invalid")
+	m.HTTPRequest("/mcp", "GET", 401, 0)
+	m.GaugeFunc("x", "x", func() float64 { return 0 })
+	m.Counter("y_total", "y").WithLabelValues().Inc()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != 404 {
+		t.Errorf("nil handler status %d, want 404", rec.Code)
+	}
+}
