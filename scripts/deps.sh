@@ -5,6 +5,7 @@ set -euo pipefail
 pkgs=(bubblewrap podman runc uidmap python3 nodejs)
 pkgs+=(python3-pip) # install_package tests: pip --target against a local index
 pkgs+=(e2fsprogs) # mkfs.ext4: bounded workspace disks (CODEXEC_DISK_LIMIT)
+pkgs+=(python3-matplotlib python3-pandas) # plots as images, DataFrame tables (files tests)
 command -v npm >/dev/null 2>&1 || pkgs+=(npm) # nodesource's nodejs already ships npm
 missing=()
 for p in "${pkgs[@]}"; do
@@ -21,6 +22,12 @@ if ((${#missing[@]})); then
 fi
 # Docker mode runs through podman here (no Docker engine): configure it.
 bash "$(dirname "$0")/podman-setup.sh"
+# Code-mode end-to-end tests call real MCP servers from npm, pinned by the
+# lockfile in internal/e2e/testdata/upstreams (test-only; never shipped).
+up="$(cd "$(dirname "$0")/.." && pwd)/internal/e2e/testdata/upstreams"
+if [ ! -f "$up/node_modules/.package-lock.json" ] || [ "$up/package-lock.json" -nt "$up/node_modules/.package-lock.json" ]; then
+  (cd "$up" && npm ci --no-audit --no-fund --loglevel=error)
+fi
 # The MCP conformance runner (internal/e2e/conformance_test.go), pinned by
 # its lockfile; reinstalled only when the lockfile changes.
 conf="$(dirname "$0")/../internal/e2e/testdata/conformance"

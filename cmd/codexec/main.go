@@ -57,6 +57,7 @@ func run(args []string) int {
 	env := app.HostEnv{Home: home, Path: os.Getenv("PATH"), Lang: os.Getenv("LANG"), Term: os.Getenv("TERM")}
 	env.Cwd, _ = os.Getwd()
 	env.Installer = packages.SelectEnv(os.Environ())
+	env.Environ = os.Environ()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if path := os.Getenv("CODEXEC_CPU_PROFILE"); path != "" {

@@ -19,9 +19,11 @@ import (
 	"github.com/codexec/codexec/internal/mcpserver"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/pathguard"
+	"github.com/codexec/codexec/internal/quota"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/session"
+	"github.com/codexec/codexec/internal/upstream"
 )
 
 // HostEnv are the facts about the host that main reads from the process
@@ -32,6 +34,9 @@ type HostEnv struct {
 	// operator's installer settings from packages.SelectEnv. Never passed
 	// to sandboxed code.
 	Installer []string
+	// Environ is codexec's whole environment ("K=V"), used only to expand
+	// ${VAR} in upstream server settings; never passed to sandboxed code.
+	Environ []string
 }
 
 // Serve runs the MCP server on stdio (or Streamable HTTP when
@@ -64,6 +69,8 @@ type App struct {
 	Engine  *engine.Engine
 	Server  *mcpserver.Server
 	closers []func()
+	// upstreams are code mode's upstream MCP servers (nil when none).
+	upstreams *upstream.Manager
 }
 
 // Close stops sessions and closes logs, in reverse order of creation.
@@ -105,6 +112,10 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	if err := addGlobalPackages(&opts, cfg.PackagesDir); err != nil {
 		return nil, err
 	}
+	store, err := a.buildFiles(cfg, &opts)
+	if err != nil {
+		return nil, err
+	}
 	a.Engine, err = engine.New(opts, backend, langs, guard, logger)
 	if err != nil {
 		return nil, err
@@ -114,11 +125,25 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	sessions := session.NewManager(a.Engine, session.Options{MaxSessions: cfg.MaxSessions, IdleTimeout: cfg.SessionIdleTimeout, KillGrace: cfg.KillGrace})
+	sessions := session.NewManager(a.Engine, session.Options{MaxSessions: cfg.MaxSessions, IdleTimeout: cfg.SessionIdleTimeout, KillGrace: cfg.KillGrace,
+		MaxPerPrincipal: cfg.MaxSessionsPerPrincipal})
 	a.closers = append(a.closers, sessions.Close)
 	deps := mcpserver.Deps{Config: cfg, Engine: a.Engine, Sessions: sessions, Packages: installer, SessionPackages: sessions}
+	if l := quota.NewLocal(cfg.MaxConcurrent, cfg.QueueWait); l != nil {
+		deps.Limiter = l
+	}
+	deps.Files = store
 	if err := a.buildHistory(ctx, cfg, &deps); err != nil {
 		return nil, err
+	}
+	if deps.Upstreams, err = newUpstreams(cfg, env); err != nil {
+		return nil, err
+	}
+	a.upstreams = deps.Upstreams
+	if deps.Upstreams != nil {
+		deps.Upstreams.Start()
+		a.closers = append(a.closers, deps.Upstreams.Close)
+		go logUpstreams(ctx, deps.Upstreams)
 	}
 	a.Server, err = mcpserver.New(deps)
 	if err != nil {

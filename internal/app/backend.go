@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/pathguard"
@@ -50,7 +51,8 @@ func SelectBackend(ctx context.Context, cfg config.Config, env HostEnv, langs *r
 
 func namespaceOptions(cfg config.Config, env HostEnv, langs *runtime.Set) sandbox.NamespaceOptions {
 	mask := pathguard.DefaultForbidden(env.Home, cfg.DataDir, cfg.LogDir, cfg.ScriptsDir, cfg.PackagesDir, cfg.SandboxDir)
-	return sandbox.NamespaceOptions{OwnedRoot: cfg.SandboxDir, Mask: mask, ReadOnly: interpreterPrefixes(langs)}
+	return sandbox.NamespaceOptions{OwnedRoot: cfg.SandboxDir, Mask: mask, ReadOnly: interpreterPrefixes(langs),
+		Pool: sandbox.PoolOptions{Size: cfg.PoolSize, Idle: cfg.PoolIdle, MemoryBytes: cfg.PoolMemoryBytes}}
 }
 
 // interpreterPrefixes returns, for every interpreter outside /usr, the
@@ -87,6 +89,7 @@ func Doctor(ctx context.Context, cfg config.Config, env HostEnv, w io.Writer) in
 	nsErr := doctorNamespace(ctx, cfg, env, langs, w)
 	ctErr := doctorContainer(ctx, cfg, w)
 	doctorDisks(cfg, w)
+	doctorUpstreams(ctx, cfg, env, w)
 	var err error
 	switch cfg.SandboxMode {
 	case config.ModeNamespace:
@@ -114,7 +117,40 @@ func doctorNamespace(ctx context.Context, cfg config.Config, env HostEnv, langs 
 		return err
 	}
 	fmt.Fprintf(w, "namespace: available (bubblewrap, user/pid/net/ipc/uts/mount namespaces, seccomp, Landlock where the kernel has it, %s)\n", b.CgroupInfo())
+	doctorWarm(cfg, langs, b, w)
 	return b.Close()
+}
+
+// doctorWarm prints the warm runner settings and starts one runner per
+// language to show that they work, how long one takes and what it holds.
+func doctorWarm(cfg config.Config, langs *runtime.Set, b *sandbox.Namespace, w io.Writer) {
+	fmt.Fprintf(w, "warm runners: %d per language (CODEXEC_POOL_SIZE), idle expiry %s, memory cap %d MiB\n",
+		cfg.PoolSize, cfg.PoolIdle, cfg.PoolMemoryBytes>>20)
+	if cfg.PoolSize == 0 {
+		return
+	}
+	for _, l := range []struct{ lang, kind, flag string }{{runtime.Python, sandbox.WarmPython, "-c"}, {runtime.Node, sandbox.WarmNode, "-e"}} {
+		in := langs.Get(l.lang)
+		if in.Err != nil {
+			continue
+		}
+		t0 := time.Now()
+		b.Prewarm(sandbox.Spec{Argv: []string{in.Path, l.flag, ""}, Env: []string{"PATH=/usr/bin:/bin"}, Warm: l.kind,
+			Limits: sandbox.Limits{MemoryBytes: cfg.MemoryLimitBytes, CPUs: cfg.CPULimit, Pids: cfg.PidsLimit, DiskBytes: cfg.DiskLimitBytes}})
+		fmt.Fprintf(w, "  %s: %s\n", l.kind, awaitWarm(b, l.kind, t0))
+	}
+}
+
+func awaitWarm(b *sandbox.Namespace, kind string, t0 time.Time) string {
+	for time.Since(t0) < 20*time.Second {
+		for _, s := range b.PoolStats() {
+			if s.Kind == kind && s.Ready > 0 {
+				return fmt.Sprintf("runner ready in %d ms, holding %.1f MiB", time.Since(t0).Milliseconds(), float64(s.MemoryBytes)/(1<<20))
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return "NO runner became ready within 20 s (runs start cold; see the server log)"
 }
 
 func doctorContainer(ctx context.Context, cfg config.Config, w io.Writer) error {

@@ -19,6 +19,7 @@ import (
 	"github.com/codexec/codexec/internal/mcpserver"
 	"github.com/codexec/codexec/internal/metrics"
 	"github.com/codexec/codexec/internal/runtime"
+	"github.com/codexec/codexec/internal/upstream"
 )
 
 // killWait bounds the wait for cancelled calls to return at shutdown.
@@ -105,6 +106,16 @@ func (a *App) instrument(m *metrics.Metrics) {
 	}
 	m.GaugeFunc("mcp_sessions", "Connected MCP sessions (clients).", func() float64 { return float64(a.Server.LiveSessions()) })
 	m.GaugeFunc("running_calls", "Tool calls in progress.", func() float64 { return float64(a.Server.Running()) })
+	if a.upstreams != nil {
+		calls := m.Counter("upstream_calls_total", "Upstream MCP tool calls made by code-mode programs.", "server", "outcome")
+		a.upstreams.Observe(func(s upstream.Stat) {
+			outcome := "ok"
+			if s.Err != nil {
+				outcome = "error"
+			}
+			calls.WithLabelValues(s.Server, outcome).Inc()
+		})
+	}
 }
 
 // ready is /readyz: the sandbox can run at least one language (the

@@ -293,3 +293,32 @@ func parents(info Info) []string {
 	}
 	return out
 }
+
+// SetCPUWeight sets the group's share of contended CPU relative to its
+// siblings: 1024 is the default (v1 cpu.shares; scaled to v2 cpu.weight,
+// where 100 is the default). Warm runners start with a low weight so that
+// starting them never takes CPU from running code, and get the default when
+// a run takes them.
+func (g *Group) SetCPUWeight(shares int) error {
+	if g.v2 {
+		return write(g.dirs[0], "cpu.weight", strconv.Itoa(max(1, min(10000, shares*100/1024))))
+	}
+	if len(g.dirs) < 3 {
+		return nil
+	}
+	return write(g.dirs[2], "cpu.shares", strconv.Itoa(max(2, shares)))
+}
+
+// MemoryCurrent returns the group's current memory use in bytes, or 0.
+func (g *Group) MemoryCurrent() int64 {
+	file := "memory.usage_in_bytes"
+	if g.v2 {
+		file = "memory.current"
+	}
+	b, err := os.ReadFile(filepath.Join(g.mem, file))
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n
+}

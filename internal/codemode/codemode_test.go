@@ -15,7 +15,7 @@ func TestBindings(t *testing.T) {
 }
 
 func TestWrapKeepsUserLinesAfterOffset(t *testing.T) {
-	src, err := Wrap("line one\nline two", map[string]any{"a": "x\"y`${z}"}, ".r.json")
+	src, err := Wrap("line one\nline two", map[string]any{"a": "x\"y`${z}"}, WrapOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func TestWrapKeepsUserLinesAfterOffset(t *testing.T) {
 	if lines[LineOffset] != "line one" || lines[LineOffset+1] != "line two" {
 		t.Fatalf("user code not at line %d: %q", LineOffset+1, lines[:3])
 	}
-	if _, err := Wrap("x", map[string]any{"f": func() {}}, ".r.json"); err == nil {
+	if _, err := Wrap("x", map[string]any{"f": func() {}}, WrapOptions{}); err == nil {
 		t.Error("a non-JSON context must be rejected")
 	}
 }

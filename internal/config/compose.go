@@ -14,6 +14,11 @@ func (c *Config) compose() {
 			c.DefaultTimeout.Milliseconds(), c.MaxTimeout.Milliseconds(), c.MaxTimeout.Milliseconds())
 		c.DefaultTimeout = c.MaxTimeout
 	}
+	if c.CodeMode.Timeout > c.MaxTimeout {
+		c.warn("CODEXEC_CODEMODE_TIMEOUT_MS (%d) exceeds CODEXEC_MAX_TIMEOUT_MS (%d): the code-mode timeout is lowered to %d ms",
+			c.CodeMode.Timeout.Milliseconds(), c.MaxTimeout.Milliseconds(), c.MaxTimeout.Milliseconds())
+		c.CodeMode.Timeout = c.MaxTimeout
+	}
 	if sum := c.TruncationHead + c.TruncationTail; sum > c.MaxOutputChars {
 		head := c.MaxOutputChars * c.TruncationHead / sum
 		tail := c.MaxOutputChars * c.TruncationTail / sum

@@ -55,12 +55,23 @@ type Config struct {
 	// KillGrace is the time between SIGTERM and SIGKILL on timeout.
 	KillGrace   time.Duration
 	MaxSessions int
+	// Per-principal quotas: sessions (0 = MaxSessions), concurrent
+	// executions (0 = unlimited) and how long one queues for a slot.
+	MaxSessionsPerPrincipal int
+	MaxConcurrent           int
+	QueueWait               time.Duration
 
 	// Resource limits for isolated modes (namespace and docker).
 	MemoryLimitBytes int64
 	CPULimit         float64
 	PidsLimit        int
 	DiskLimitBytes   int64
+
+	// Warm runners (namespace mode): ready runners per kind, idle expiry,
+	// memory cap of all ready runners.
+	PoolSize        int
+	PoolIdle        time.Duration
+	PoolMemoryBytes int64
 
 	MaxOutputChars  int
 	TruncationHead  int
@@ -90,6 +101,29 @@ type Config struct {
 
 	// Remote configures the HTTP transport, auth and shutdown (remote.go).
 	Remote Remote
+
+	// Files toolset (upload/download, kept artifacts, images).
+	MaxUploadBytes   int64
+	MaxDownloadBytes int64
+	MaxImageBytes    int64
+	ArtifactTTL      time.Duration
+	ArtifactMaxBytes int64
+
+	CodeMode CodeMode
+}
+
+// CodeMode holds seed 004's code-mode settings.
+type CodeMode struct {
+	// Upstreams is the mcpServers file path; empty means no upstreams.
+	Upstreams string
+	// ToolPolicy is CODEXEC_TOOL_POLICY, parsed by the upstream package.
+	ToolPolicy     string
+	TopK           int
+	MaxCalls       int
+	CallTimeout    time.Duration
+	MaxResultBytes int64
+	Timeout        time.Duration
+	MemoryBytes    int64
 }
 
 // Retention holds the log retention periods of seed 000, in days.

@@ -24,12 +24,18 @@ var settings = []setting{
 	{"CODEXEC_SESSION_IDLE_TIMEOUT_MS", "900000", "idle time after which a session is closed, in milliseconds", millis(func(c *Config) *time.Duration { return &c.SessionIdleTimeout })},
 	{"CODEXEC_KILL_GRACE_MS", "5000", "time between SIGTERM and SIGKILL when a run times out, in milliseconds", millis(func(c *Config) *time.Duration { return &c.KillGrace })},
 	{"CODEXEC_MAX_SESSIONS", "5", "maximum concurrent sessions/contexts", positive(func(c *Config) *int { return &c.MaxSessions })},
+	{"CODEXEC_MAX_SESSIONS_PER_PRINCIPAL", "0", "maximum sessions/contexts of one principal (0 = CODEXEC_MAX_SESSIONS)", nonNegative(func(c *Config) *int { return &c.MaxSessionsPerPrincipal })},
+	{"CODEXEC_MAX_CONCURRENT", "8", "maximum concurrent executions of one principal (0 = unlimited)", nonNegative(func(c *Config) *int { return &c.MaxConcurrent })},
+	{"CODEXEC_QUEUE_WAIT_MS", "10000", "how long an execution over CODEXEC_MAX_CONCURRENT queues before a busy error, in milliseconds", millis(func(c *Config) *time.Duration { return &c.QueueWait })},
 	{"CODEXEC_DOCKER_MEMORY", "512m", "memory limit (docker mode; alias of CODEXEC_MEMORY_LIMIT)", bytesize(func(c *Config) *int64 { return &c.MemoryLimitBytes })},
 	{"CODEXEC_DOCKER_CPU", "1.0", "CPU limit in cores (docker mode; alias of CODEXEC_CPU_LIMIT)", cpus(func(c *Config) *float64 { return &c.CPULimit })},
 	{"CODEXEC_MEMORY_LIMIT", "", "memory limit per run/session in isolated modes (default 512m)", optional(bytesize(func(c *Config) *int64 { return &c.MemoryLimitBytes }))},
 	{"CODEXEC_CPU_LIMIT", "", "CPU limit in cores per run/session in isolated modes (default 1.0)", optional(cpus(func(c *Config) *float64 { return &c.CPULimit }))},
 	{"CODEXEC_PIDS_LIMIT", "256", "maximum processes per run/session in isolated modes", positive(func(c *Config) *int { return &c.PidsLimit })},
 	{"CODEXEC_DISK_LIMIT", "256m", "bytes a run or session may write, workspace and /tmp together (namespace/docker; subprocess: max file size)", bytesize(func(c *Config) *int64 { return &c.DiskLimitBytes })},
+	{"CODEXEC_POOL_SIZE", "2", "warm sandboxed runners kept ready per language in namespace mode (0 = off)", nonNegative(func(c *Config) *int { return &c.PoolSize })},
+	{"CODEXEC_POOL_IDLE_MS", "60000", "stop a language's warm runners after this long without a run, in milliseconds", millis(func(c *Config) *time.Duration { return &c.PoolIdle })},
+	{"CODEXEC_POOL_MEMORY", "256m", "memory cap of all ready warm runners together", bytesize(func(c *Config) *int64 { return &c.PoolMemoryBytes })},
 	{"CODEXEC_MAX_OUTPUT_CHARS", "10000", "truncate stdout/stderr beyond this many characters", positive(func(c *Config) *int { return &c.MaxOutputChars })},
 	{"CODEXEC_TRUNCATION_HEAD", "4000", "characters kept from the start when truncating", nonNegative(func(c *Config) *int { return &c.TruncationHead })},
 	{"CODEXEC_TRUNCATION_TAIL", "4000", "characters kept from the end when truncating", nonNegative(func(c *Config) *int { return &c.TruncationTail })},
@@ -43,12 +49,25 @@ var settings = []setting{
 	{"CODEXEC_BASH", "", "bash path (default: discovered at start-up)", str(func(c *Config) *string { return &c.Interpreters.Bash })},
 	{"ALLOWED_COMMANDS", "", "commands execute_command/execute_process may run: comma-separated names or *", commands},
 	{"ALLOWED_CWD_ROOTS", "", "comma-separated roots a cwd must lie within (unset = unrestricted)", list(func(c *Config) *[]string { return &c.AllowedCwdRoots })},
-	{"CODEXEC_TOOLSETS", "exec,sessions,contexts,scripts,logs,packages,commands", "comma-separated toolsets to expose", list(func(c *Config) *[]string { return &c.Toolsets })},
+	{"CODEXEC_TOOLSETS", "exec,sessions,contexts,scripts,logs,packages,commands,files,codemode", "comma-separated toolsets to expose", list(func(c *Config) *[]string { return &c.Toolsets })},
+	{"CODEXEC_MAX_UPLOAD_BYTES", "32m", "largest file upload_file accepts", bytesize(func(c *Config) *int64 { return &c.MaxUploadBytes })},
+	{"CODEXEC_MAX_DOWNLOAD_BYTES", "8m", "most bytes one download_file or resources/read returns (read larger files in ranges)", bytesize(func(c *Config) *int64 { return &c.MaxDownloadBytes })},
+	{"CODEXEC_MAX_IMAGE_BYTES", "1m", "largest image returned inline; bigger ones are downscaled or linked", bytesize(func(c *Config) *int64 { return &c.MaxImageBytes })},
+	{"CODEXEC_ARTIFACT_TTL", "1h", "how long one-shot artifacts and staged uploads are kept (e.g. 1h, 90s)", duration(func(c *Config) *time.Duration { return &c.ArtifactTTL })},
+	{"CODEXEC_ARTIFACT_MAX_BYTES", "512m", "total size of kept artifacts and staged uploads; the oldest are evicted beyond it", bytesize(func(c *Config) *int64 { return &c.ArtifactMaxBytes })},
 	{"CODEXEC_PIP_INDEX_URL", "", "package index for install_package (python); unset = pip's own configuration", str(func(c *Config) *string { return &c.PipIndexURL })},
 	{"CODEXEC_NPM_REGISTRY", "", "registry for install_package (node); unset = npm's own configuration", str(func(c *Config) *string { return &c.NPMRegistry })},
 	{"CODEXEC_HEALTH_CHECK", HealthBackground, "background: serve at once, a language's first call waits for its check | startup: check before serving", oneOf(func(c *Config) *string { return &c.HealthCheck }, HealthBackground, HealthStartup)},
 	{"CODEXEC_PACKAGE_BLOCKLIST", "", "replaces the shipped list of known-malicious packages: a file path or a comma-separated list (name, name@ver, name==ver; none = no list)", str(func(c *Config) *string { return &c.PackageBlocklist })},
 	{"CODEXEC_PACKAGE_BLOCKLIST_EXTRA", "", "packages blocked in addition to the list in effect (same forms)", str(func(c *Config) *string { return &c.PackageBlocklistExtra })},
+	{"CODEXEC_UPSTREAMS", "", "code mode: mcpServers JSON file of upstream MCP servers whose tools code may call", str(func(c *Config) *string { return &c.CodeMode.Upstreams })},
+	{"CODEXEC_TOOL_POLICY", "", "code mode: allowed server.tool globs, comma-separated; !glob denies (deny wins)", str(func(c *Config) *string { return &c.CodeMode.ToolPolicy })},
+	{"CODEXEC_CODEMODE_TOP_K", "5", "code mode: tools injected for an intent", positive(func(c *Config) *int { return &c.CodeMode.TopK })},
+	{"CODEXEC_CODEMODE_MAX_CALLS", "100", "code mode: upstream tool calls allowed per execution", positive(func(c *Config) *int { return &c.CodeMode.MaxCalls })},
+	{"CODEXEC_CODEMODE_CALL_TIMEOUT_MS", "60000", "code mode: timeout of one upstream tool call, in milliseconds", millis(func(c *Config) *time.Duration { return &c.CodeMode.CallTimeout })},
+	{"CODEXEC_CODEMODE_MAX_RESULT", "8m", "code mode: largest result of one upstream tool call", bytesize(func(c *Config) *int64 { return &c.CodeMode.MaxResultBytes })},
+	{"CODEXEC_CODEMODE_TIMEOUT_MS", "30000", "code mode: default execution timeout, in milliseconds (seed 004)", millis(func(c *Config) *time.Duration { return &c.CodeMode.Timeout })},
+	{"CODEXEC_CODEMODE_MEMORY", "512m", "code mode: memory limit per execution in isolated modes (seed 004)", bytesize(func(c *Config) *int64 { return &c.CodeMode.MemoryBytes })},
 }
 
 func str(field func(*Config) *string) func(*Config, string) error {
@@ -89,6 +108,23 @@ func millis(field func(*Config) *time.Duration) func(*Config, string) error {
 		n, err := parseInt(v, 1)
 		*field(c) = time.Duration(n) * time.Millisecond
 		return err
+	}
+}
+
+// duration parses a Go duration ("90s", "1h"); a bare number is seconds.
+func duration(field func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		v = strings.TrimSpace(v)
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			*field(c) = time.Duration(n) * time.Second
+			return nil
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("must be a duration like 1h or 90s, got %q", v)
+		}
+		*field(c) = d
+		return nil
 	}
 }
 

@@ -59,7 +59,7 @@ type rawDriver struct {
 	mark []byte
 }
 
-func startRawDriver(b *testing.B) *rawDriver {
+func startRawDriver(b testing.TB) *rawDriver {
 	src, err := os.ReadFile("../session/driver_python.py")
 	if err != nil {
 		b.Fatal(err)
@@ -81,12 +81,12 @@ func startRawDriver(b *testing.B) *rawDriver {
 	return d
 }
 
-func (d *rawDriver) roundTrip(b *testing.B, i int) {
+func (d *rawDriver) roundTrip(b testing.TB, i int) {
 	fmt.Fprintf(d.in, "{\"id\": %d, \"op\": \"exec\", \"code\": \"x += 1\"}\n", i+1)
 	d.readFrame(b)
 }
 
-func (d *rawDriver) readFrame(b *testing.B) {
+func (d *rawDriver) readFrame(b testing.TB) {
 	for {
 		line, err := d.out.ReadBytes('\n')
 		if err != nil {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // codeModeResult mirrors seed 004's output on top of execute_code's fields.
@@ -75,7 +77,8 @@ func TestCodeModeErrorsSeed004(t *testing.T) {
 			}
 			var r codeModeResult
 			res := s.callInto("execute_code", args, &r)
-			if res.IsError || r.Error == nil || r.Error.Type != c.typ || !strings.Contains(r.Error.Message, c.msg) {
+			// 004: a code error is an MCP-compliant error response (isError).
+			if !res.IsError || r.Error == nil || r.Error.Type != c.typ || !strings.Contains(r.Error.Message, c.msg) {
 				t.Fatalf("got error %+v status %s text %s", r.Error, r.Status, text(res))
 			}
 			if c.line != 0 && r.Error.Line != c.line {
@@ -88,10 +91,56 @@ func TestCodeModeErrorsSeed004(t *testing.T) {
 	}
 }
 
-func TestCodeModeRejectsPythonWithContext(t *testing.T) {
+func TestCodeModePythonContext(t *testing.T) {
 	s := start(t)
-	res := s.call("execute_code", map[string]any{"language": "python", "code": "print(1)", "context": map[string]any{"a": 1}})
-	if !res.IsError || !strings.Contains(text(res), "TypeScript") {
+	var r codeModeResult
+	res := s.callInto("execute_code", map[string]any{"language": "python", "code": "print(a, context['b'])\nreturn a + 1", "context": map[string]any{"a": 1, "b": "x"}}, &r)
+	if res.IsError || r.Error != nil {
 		t.Fatalf("got %s", text(res))
+	}
+	if got, _ := json.Marshal(r.Result); string(got) != "2" || len(r.Logs) != 1 || r.Logs[0] != "1 x" {
+		t.Errorf("result %s logs %q", got, r.Logs)
+	}
+	res = s.call("execute_code", map[string]any{"language": "bash", "code": "echo 1", "context": map[string]any{"a": 1}})
+	if !res.IsError || !strings.Contains(text(res), "TypeScript/JavaScript or Python") {
+		t.Fatalf("bash with context: %s", text(res))
+	}
+}
+
+// TestCodeModeContractSeed004 covers 004's input validation and result
+// rules: empty and oversized code are rejected, context must be an object,
+// result is always present, and a non-JSON return value is a RuntimeError.
+func TestCodeModeContractSeed004(t *testing.T) {
+	s := start(t)
+	for _, c := range []struct {
+		name string
+		args map[string]any
+		want string
+	}{
+		{"empty", map[string]any{"code": "  \n"}, "code is empty"},
+		{"too big", map[string]any{"code": "//" + strings.Repeat("x", 100<<10)}, "100 KB"},
+		{"context array", map[string]any{"code": "return 1", "context": []int{1}}, "context"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := s.Session.CallTool(t.Context(), &mcp.CallToolParams{Name: "execute_code", Arguments: c.args})
+			if err == nil && (!res.IsError || !strings.Contains(text(res), c.want)) {
+				t.Fatalf("not rejected: %s", text(res))
+			}
+			if err != nil && !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("rejected without naming %q: %v", c.want, err)
+			}
+		})
+	}
+	var r codeModeResult
+	res := s.callInto("execute_code", map[string]any{"code": "console.log('no return')"}, &r)
+	if res.IsError || !strings.Contains(text(res), `"result":null`) {
+		t.Errorf("result missing when nothing is returned: %s", text(res))
+	}
+	for _, code := range []string{"return { f: () => 1 }", "return new Map([[1, 2]])", "const o: any = {}; o.o = o; return o"} {
+		r = codeModeResult{}
+		res = s.callInto("execute_code", map[string]any{"code": code}, &r)
+		if !res.IsError || r.Error == nil || r.Error.Type != "RuntimeError" || !strings.Contains(r.Error.Message, "not JSON-serializable") {
+			t.Errorf("%s: %s", code, text(res))
+		}
 	}
 }

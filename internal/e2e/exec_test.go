@@ -167,8 +167,10 @@ func TestExecuteEnvironmentStripped(t *testing.T) {
 	for _, k := range strings.Split(lines[0], ",") {
 		switch k {
 		// bubblewrap sets PWD (to the working directory, = HOME); PYTHONPATH
-		// points at globally installed packages; nothing else may reach the program.
-		case "PATH", "HOME", "LANG", "TERM", "LC_CTYPE", "PWD", "PYTHONPATH":
+		// points at globally installed packages and codexec's support module;
+		// the MPL*/MATPLOTLIBRC values are codexec's own (plots as images);
+		// nothing else may reach the program.
+		case "PATH", "HOME", "LANG", "TERM", "LC_CTYPE", "PWD", "PYTHONPATH", "MPLBACKEND", "MATPLOTLIBRC", "MPLCONFIGDIR":
 		default:
 			t.Errorf("unexpected variable %s reached the program", k)
 		}

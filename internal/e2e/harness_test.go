@@ -84,6 +84,12 @@ func start(t testing.TB, env ...string) *server {
 // the test's); seed 002 resolves relative cwd values against it.
 func startIn(t testing.TB, dir string, env ...string) *server {
 	t.Helper()
+	return startWith(t, dir, nil, env...)
+}
+
+// startWith is startIn with client options (e.g. a progress handler).
+func startWith(t testing.TB, dir string, opts *mcp.ClientOptions, env ...string) *server {
+	t.Helper()
 	data := t.TempDir()
 	cmd := exec.Command(binary(t), "serve")
 	cmd.Dir = dir
@@ -96,7 +102,7 @@ func startIn(t testing.TB, dir string, env ...string) *server {
 	}
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "codexec-e2e", Version: "1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "codexec-e2e", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)

@@ -9,6 +9,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -49,6 +50,11 @@ type Options struct {
 	// Disks, if set, bounds the bytes and inodes of every workspace and its
 	// /tmp together (see BoundDisk); nil leaves /tmp to the backend.
 	Disks *diskbound.Set
+	// AfterRun, if set, runs after every logged one-shot run (Execute and
+	// code mode), once artifacts are known and before a fresh workspace is
+	// removed: the files toolset keeps the artifacts there. It runs on the
+	// host workspace directory, whatever backend or runner ran the code.
+	AfterRun func(ctx context.Context, dir string, res *Result)
 }
 
 // Engine runs code. Create it with New.
@@ -74,6 +80,15 @@ func New(opts Options, backend sandbox.Backend, langs *runtime.Set, guard *pathg
 
 // Backend returns the sandbox backend in use.
 func (e *Engine) Backend() sandbox.Backend { return e.backend }
+
+// PoolStats returns the state of the backend's warm runners (nil when the
+// backend keeps none), for doctor, logs and metrics.
+func (e *Engine) PoolStats() []sandbox.PoolStat {
+	if p, ok := e.backend.(sandbox.Pooled); ok {
+		return p.PoolStats()
+	}
+	return nil
+}
 
 // Languages returns the interpreter set.
 func (e *Engine) Languages() *runtime.Set { return e.langs }

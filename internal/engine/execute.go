@@ -16,7 +16,10 @@ import (
 	"github.com/codexec/codexec/internal/codemode"
 	"github.com/codexec/codexec/internal/diskbound"
 	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runtime"
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/tenant"
 )
 
 // Statuses of seed 003.
@@ -25,6 +28,9 @@ const (
 	StatusExecutionError = "execution_error"
 	StatusTimeout        = "timeout"
 	StatusSetupError     = "setup_error"
+	// StatusCancelled: the client cancelled the call (or went away) and the
+	// run was killed (one-shot) or interrupted (session).
+	StatusCancelled = "cancelled"
 )
 
 // Request is one one-shot execution. Language must be a canonical name (see
@@ -40,8 +46,40 @@ type Request struct {
 	Tool       string
 	ScriptName string
 	Context    execlog.CallContext
-	// NoLog skips the execution log (health checks).
+	// NoLog marks internal runs (health checks, package probes): no log
+	// entry, no Options.AfterRun, no WithPrepare step.
 	NoLog bool
+	// Observe, if set, sees the program's stdout/stderr as it runs.
+	Observe output.Observer
+	// io overrides stdin/stdout plumbing and limits (code mode's channel).
+	io *runIO
+}
+
+// runIO is what code mode changes about a run: its stdin is the channel's
+// pipe, its stdout goes through the channel, and its limits may differ.
+type runIO struct {
+	stdin      io.Reader
+	wrapStdout func(io.Writer) io.Writer
+	limits     *sandbox.Limits
+	intent     string
+	toolCalls  func() []execlog.ToolCall
+}
+
+type prepareKey struct{}
+
+// WithPrepare returns ctx carrying a preparation step for the workspace of
+// the one-shot run made with it: fn runs after the workspace exists, before
+// the program starts and before the artifact snapshot (so what it writes is
+// not an artifact); an error makes the run a setup_error. Staged uploads are
+// placed this way. It travels in ctx so that callers in between (run_script's
+// runner, code mode) need not carry it.
+func WithPrepare(ctx context.Context, fn func(dir string) error) context.Context {
+	return context.WithValue(ctx, prepareKey{}, fn)
+}
+
+func prepareFrom(ctx context.Context) func(dir string) error {
+	fn, _ := ctx.Value(prepareKey{}).(func(dir string) error)
+	return fn
 }
 
 // Result is the outcome of one execution, with the fields of seeds 000 and
@@ -56,7 +94,7 @@ type Result struct {
 	ExitCode      *int     `json:"exit_code" jsonschema:"exit status; null when the program was killed (timeout, signal, memory limit) or never started"`
 	DurationMs    int64    `json:"duration_ms" jsonschema:"wall time in milliseconds"`
 	ExecutionTime float64  `json:"execution_time" jsonschema:"wall time in seconds"`
-	Status        string   `json:"status" jsonschema:"success | execution_error | timeout | setup_error"`
+	Status        string   `json:"status" jsonschema:"success | execution_error | timeout | setup_error | cancelled"`
 	ErrorMessage  *string  `json:"error_message" jsonschema:"why the status is not success; null on success"`
 	TimedOut      bool     `json:"timed_out" jsonschema:"true when the timeout stopped the program"`
 	Truncated     bool     `json:"truncated" jsonschema:"true when stdout or stderr was truncated"`
@@ -77,7 +115,9 @@ type Result struct {
 
 // Execute runs one request. Invalid requests (unknown language, forbidden
 // working_dir) return an error and run nothing; a program that fails, times
-// out or cannot be set up is a Result with the matching status.
+// out or cannot be set up is a Result with the matching status. Cancelling
+// ctx kills the whole run at once (status cancelled); the log entry is
+// written for ctx's principal either way.
 func (e *Engine) Execute(ctx context.Context, req Request) (Result, error) {
 	lang, err := runtime.Normalize(req.Language)
 	if err != nil {
@@ -96,7 +136,7 @@ func (e *Engine) Execute(ctx context.Context, req Request) (Result, error) {
 	res := e.runCode(ctx, id, lang, dir, disk, req, nil)
 	res.WorkingDir = dir
 	if !req.NoLog {
-		e.logExecution(res, req, started)
+		e.logExecution(ctx, res, req, started)
 	}
 	return res, nil
 }
@@ -160,15 +200,46 @@ func (e *Engine) runCode(ctx context.Context, id, lang, dir string, disk *diskbo
 			_ = os.RemoveAll(progDir)
 		}
 	}()
+	if prep := prepareFrom(ctx); prep != nil && !req.NoLog {
+		if err := prep(dir); err != nil {
+			return setupError(res, "placing uploaded files: "+err.Error())
+		}
+	}
 	before := artifacts.Take(dir)
-	oc := e.RunProcess(ctx, ProcessSpec{ID: id, Argv: prog.Argv, Dir: dir, Env: e.Env(lang, dir),
-		Stdin: stdinReader(req.Stdin), Timeout: req.Timeout, ProgramDir: progDir, TmpDir: TmpDir(disk)})
+	spec := ProcessSpec{ID: id, Argv: prog.Argv, Dir: dir, Env: e.Env(lang, dir),
+		Stdin: stdinReader(req.Stdin), Timeout: req.Timeout, ProgramDir: progDir, Warm: warmKind(lang),
+		OnStdout: req.Observe.For("stdout"), OnStderr: req.Observe.For("stderr"), TmpDir: TmpDir(disk)}
+	if req.io != nil {
+		// Code mode stays on the cold path: its stdin and stdout are the
+		// channel, which a warm runner's pipes do not carry.
+		spec.Warm = ""
+		spec.WrapStdout, spec.Limits = req.io.wrapStdout, req.io.limits
+		if req.io.stdin != nil {
+			spec.Stdin = req.io.stdin
+		}
+	}
+	oc := e.RunProcess(ctx, spec)
 	if post != nil {
 		post(dir)
 	}
 	res.Diff = artifacts.Compare(before, artifacts.Take(dir))
 	res.Artifacts = append(append(res.Artifacts, res.Diff.Created...), res.Diff.Modified...)
-	return NoteDiskFull(fillOutcome(res, oc, req.Timeout, e.opts.Limits.MemoryBytes), disk)
+	res = NoteDiskFull(fillOutcome(res, oc, req.Timeout, e.opts.Limits.MemoryBytes), disk)
+	if e.opts.AfterRun != nil && !req.NoLog {
+		e.opts.AfterRun(ctx, dir, &res)
+	}
+	return res
+}
+
+// warmKind is the warm runner kind that can run lang's programs.
+func warmKind(lang string) string {
+	switch lang {
+	case runtime.Python:
+		return sandbox.WarmPython
+	case runtime.Node, runtime.TypeScript:
+		return sandbox.WarmNode
+	}
+	return ""
 }
 
 // writeProgram writes program files to a private directory outside the
@@ -222,13 +293,13 @@ func fillOutcome(res Result, oc Outcome, timeout time.Duration, memLimit int64) 
 	}
 	msg := ""
 	switch {
+	case oc.Cancelled:
+		res.Status, msg = StatusCancelled, "Execution cancelled by the client; the run was killed."
 	case oc.StartErr != nil:
 		res.Status, msg = StatusSetupError, "sandbox could not start the program: "+oc.StartErr.Error()
 	case oc.TimedOut:
 		res.Status, res.TimedOut = StatusTimeout, true
 		msg = fmt.Sprintf("Execution timed out after %s.", formatSeconds(timeout))
-	case oc.Cancelled:
-		res.Status, msg = StatusExecutionError, "Execution cancelled by the client."
 	case oc.Exit.OOMKilled:
 		res.Status, res.OOMKilled = StatusExecutionError, true
 		msg = fmt.Sprintf("memory limit %d MiB exceeded: the program was killed", memLimit>>20)
@@ -261,7 +332,7 @@ func signalName(sig int) string {
 	return fmt.Sprintf("%d (%s)", sig, syscall.Signal(sig).String())
 }
 
-func (e *Engine) logExecution(res Result, req Request, started time.Time) {
+func (e *Engine) logExecution(ctx context.Context, res Result, req Request, started time.Time) {
 	if e.log == nil {
 		return
 	}
@@ -271,7 +342,13 @@ func (e *Engine) logExecution(res Result, req Request, started time.Time) {
 		Stderr: res.Stderr, ExitCode: res.ExitCode, Status: res.Status, ErrorMessage: deref(res.ErrorMessage),
 		TimedOut: res.TimedOut, Truncated: res.Truncated, DurationMs: res.DurationMs, MemoryPeakMB: res.MemoryPeakMB,
 		SandboxMode: res.SandboxMode, WorkingDir: res.WorkingDir, Artifacts: res.Diff, Context: req.Context,
-		ExecutedAt: started.UTC(),
+		ExecutedAt: started.UTC(), Owner: tenant.From(ctx),
+	}
+	if req.io != nil {
+		entry.Intent = req.io.intent
+		if req.io.toolCalls != nil {
+			entry.ToolCalls = req.io.toolCalls()
+		}
 	}
 	if err := e.log.AppendExecution(entry); err != nil {
 		slog.Error("execution log write failed; result still returned", "execution_id", res.ExecutionID, "err", err)

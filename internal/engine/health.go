@@ -83,6 +83,12 @@ func (e *Engine) probe(ctx context.Context, lang, code string) error {
 	if err != nil {
 		return err
 	}
+	if r.Status == StatusCancelled {
+		// The server is stopping: that says nothing against the language,
+		// and calls already waiting for this probe must still run.
+		slog.Debug("health check cancelled", "language", lang)
+		return nil
+	}
 	if r.Status != StatusSuccess || strings.TrimSpace(r.Stdout) != "ok" {
 		return fmt.Errorf("health check under %s sandbox failed: status %s, %s %s", e.backend.Name(), r.Status, deref(r.ErrorMessage), strings.TrimSpace(r.Stderr))
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"time"
 )
 
@@ -16,8 +17,8 @@ func (e *Engine) OutcomeResult(id, lang string, oc Outcome, timeout time.Duratio
 // LogResult appends res to the execution log as Execute does; req supplies
 // the tool name, code (the command line), args, stdin and call context.
 // Nothing is logged when the engine has no logger or req.NoLog is set.
-func (e *Engine) LogResult(res Result, req Request, started time.Time) {
+func (e *Engine) LogResult(ctx context.Context, res Result, req Request, started time.Time) {
 	if !req.NoLog {
-		e.logExecution(res, req, started)
+		e.logExecution(ctx, res, req, started)
 	}
 }

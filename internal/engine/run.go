@@ -30,6 +30,14 @@ type ProcessSpec struct {
 	Network bool
 	// TmpDir is exposed as /tmp by isolated backends (sandbox.Spec.TmpDir).
 	TmpDir string
+	// WrapStdout, if set, sits between the program's stdout and the output
+	// sink (code mode's channel demultiplexes its frames there).
+	WrapStdout func(sink io.Writer) io.Writer
+	// Limits, if set, replaces the engine's limits for this run.
+	Limits *sandbox.Limits
+	// Warm lets the backend serve the run from a warm runner
+	// (sandbox.Spec.Warm).
+	Warm string
 }
 
 // Outcome is how a process run ended. Stdout and Stderr are already
@@ -51,15 +59,24 @@ type Outcome struct {
 func (e *Engine) RunProcess(ctx context.Context, spec ProcessSpec) Outcome {
 	outSink := output.NewSink(e.opts.Output, spec.OnStdout)
 	errSink := output.NewSink(e.opts.Output, spec.OnStderr)
+	var stdout io.Writer = outSink
+	if spec.WrapStdout != nil {
+		stdout = spec.WrapStdout(outSink)
+	}
+	limits := e.opts.Limits
+	if spec.Limits != nil {
+		limits = *spec.Limits
+	}
 	start := time.Now()
 	proc, err := e.backend.Start(ctx, sandbox.Spec{
 		ID: spec.ID, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Stdin: spec.Stdin,
-		Stdout: outSink, Stderr: errSink, ProgramDir: spec.ProgramDir,
-		Mounts: append(append([]sandbox.Mount(nil), e.opts.Mounts...), spec.Mounts...), Limits: e.opts.Limits,
-		Network: spec.Network, TmpDir: spec.TmpDir,
+		Stdout: stdout, Stderr: errSink, ProgramDir: spec.ProgramDir,
+		Mounts: append(append([]sandbox.Mount(nil), e.opts.Mounts...), spec.Mounts...), Limits: limits,
+		Network: spec.Network, Warm: spec.Warm, TmpDir: spec.TmpDir,
 	})
 	if err != nil {
-		return Outcome{StartErr: err, Duration: time.Since(start)}
+		// A start that failed because the call was cancelled is a cancellation.
+		return Outcome{StartErr: err, Cancelled: ctx.Err() != nil, Duration: time.Since(start)}
 	}
 	started := time.Since(start)
 	oc := e.waitWithTimeout(ctx, proc, spec.Timeout)

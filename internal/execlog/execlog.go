@@ -45,9 +45,25 @@ type Entry struct {
 	Artifacts    artifacts.Diff `json:"artifacts"`
 	Packages     []string       `json:"packages_installed,omitempty"`
 	Context      CallContext    `json:"context"`
-	ExecutedAt   time.Time      `json:"executed_at"`
+	// Intent and ToolCalls are set for code-mode executions (seed 004).
+	Intent     string     `json:"intent,omitempty"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ExecutedAt time.Time  `json:"executed_at"`
 	// At duplicates ExecutedAt for session files, where seed 000 names it "at".
 	At *time.Time `json:"at,omitempty"`
+	// Owner is the principal the execution ran for (tenant.From); entries
+	// written before tenants existed have none and belong to tenant.Local.
+	Owner string `json:"owner,omitempty"`
+}
+
+// ToolCall is one upstream tool call made by code-mode code.
+type ToolCall struct {
+	Server      string  `json:"server"`
+	Tool        string  `json:"tool"`
+	ArgBytes    int     `json:"arg_bytes"`
+	ResultBytes int     `json:"result_bytes"`
+	DurationMs  float64 `json:"duration_ms"`
+	Error       string  `json:"error,omitempty"`
 }
 
 // CallContext carries the caller's identifiers, taken from the tool call's

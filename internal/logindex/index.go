@@ -4,7 +4,13 @@
 // stores, per execution, the filterable fields, previews and the byte range
 // of its line, plus per-file byte offsets, and is caught up from the files
 // (Sync) at start-up, after every append (Notify) and before every query. It
-// is a cache: deleting the database file only costs a rebuild.
+// is a cache: deleting the database file only costs a rebuild, and an index
+// written by an older schema version is rebuilt at Open.
+//
+// Every execution is indexed with its owner (the entry's "owner", or
+// tenant.Local for entries written before tenants existed). Search and Get
+// answer only for the principal of their ctx (tenant.From): another
+// principal's execution is not found, exactly like an unknown id.
 //
 // An Index is safe for concurrent use; writes are serialised by one mutex.
 package logindex
@@ -24,18 +30,25 @@ import (
 // FileName is the index database's name inside the log directory.
 const FileName = "index.sqlite"
 
+// schemaVersion is stored in PRAGMA user_version; an index of another
+// version is dropped and rebuilt from the JSONL files.
+const schemaVersion = 3
+
 const schema = `
 CREATE TABLE IF NOT EXISTS files (
   name TEXT PRIMARY KEY, offset INTEGER NOT NULL, ino INTEGER NOT NULL, language TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS execs (
   rid INTEGER PRIMARY KEY, -- executed_at in ms * 1024 + tiebreak: rowid order is time order
   id TEXT NOT NULL UNIQUE, file TEXT NOT NULL, offset INTEGER NOT NULL,
-  length INTEGER NOT NULL, session_id TEXT, language TEXT NOT NULL, status TEXT NOT NULL,
+  length INTEGER NOT NULL, session_id TEXT, owner TEXT NOT NULL, language TEXT NOT NULL, status TEXT NOT NULL,
   exit_code INTEGER, duration_ms INTEGER NOT NULL, executed_at INTEGER NOT NULL,
   code_preview TEXT NOT NULL, error_preview TEXT);
-CREATE INDEX IF NOT EXISTS execs_status ON execs(status);
-CREATE INDEX IF NOT EXISTS execs_lang ON execs(language);
-CREATE INDEX IF NOT EXISTS execs_lang_status ON execs(language, status);
+-- Every query filters by owner, so every index leads with it (and ends, as
+-- all SQLite indexes do, with the rowid: newest first needs no sort).
+CREATE INDEX IF NOT EXISTS execs_owner ON execs(owner);
+CREATE INDEX IF NOT EXISTS execs_status ON execs(owner, status);
+CREATE INDEX IF NOT EXISTS execs_lang ON execs(owner, language);
+CREATE INDEX IF NOT EXISTS execs_lang_status ON execs(owner, language, status);
 CREATE INDEX IF NOT EXISTS execs_file ON execs(file);
 CREATE VIRTUAL TABLE IF NOT EXISTS execs_fts USING fts5(
   code, output, meta, content='', contentless_delete=1, detail=none, tokenize="unicode61 tokenchars '_'");
@@ -78,11 +91,32 @@ func openDB(path string) (*sql.DB, error) {
 		return nil, err
 	}
 	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(schema); err != nil {
+	if err := migrate(db); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
 	return db, nil
+}
+
+// migrate creates the schema, first dropping an index of another version
+// (it is a cache: the next Sync rebuilds it from the files).
+func migrate(db *sql.DB) error {
+	var v int
+	if err := db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil {
+		return err
+	}
+	if v != schemaVersion {
+		for _, t := range []string{"execs_fts", "execs", "files"} {
+			if _, err := db.Exec(`DROP TABLE IF EXISTS ` + t); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := db.Exec(schema); err != nil {
+		return err
+	}
+	_, err := db.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion))
+	return err
 }
 
 // Close closes the database.

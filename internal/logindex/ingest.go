@@ -34,6 +34,7 @@ type line struct {
 	DurationMs   int64      `json:"duration_ms"`
 	ExecutedAt   time.Time  `json:"executed_at"`
 	At           *time.Time `json:"at"`
+	Owner        string     `json:"owner"`
 }
 
 // when is the execution time of a line.
@@ -44,8 +45,8 @@ func (l *line) when() time.Time {
 	return l.ExecutedAt
 }
 
-// SearchStatus maps an engine status onto search_execution_logs' three
-// values: success, timeout, failed (execution_error and setup_error).
+// SearchStatus maps an engine status onto search_execution_logs' values:
+// success, timeout, cancelled, failed (execution_error and setup_error).
 // Lines without a status (seed 000 session lines) are judged by timed_out
 // and exit_code.
 func SearchStatus(status string, timedOut bool, exitCode *int) string {
@@ -54,6 +55,8 @@ func SearchStatus(status string, timedOut bool, exitCode *int) string {
 		return "success"
 	case status == "timeout" || (status == "" && timedOut):
 		return "timeout"
+	case status == "cancelled":
+		return "cancelled"
 	case status == "" && exitCode != nil && *exitCode == 0:
 		return "success"
 	}

@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/tenant"
 )
 
 // ErrNotFound is returned by Get for an unknown execution id.
@@ -22,7 +23,7 @@ var ErrNotFound = errors.New("execution not found")
 // defaults to 20 and is capped at MaxLimit.
 type Query struct {
 	Language string
-	Status   string // success | failed | timeout
+	Status   string // success | failed | timeout | cancelled
 	Text     string // words that must all occur in the code or the output
 	Since    time.Time
 	Limit    int
@@ -49,13 +50,13 @@ type Hit struct {
 	ExecutedAt   time.Time `json:"executed_at"`
 }
 
-// Search returns the newest matching executions and the total number of
-// matches. The index is caught up first.
+// Search returns the newest matching executions of ctx's principal and the
+// total number of matches. The index is caught up first.
 func (x *Index) Search(ctx context.Context, q Query) ([]Hit, int, error) {
 	if err := x.Sync(ctx, false); err != nil {
 		return nil, 0, err
 	}
-	from, where, args, err := q.where()
+	from, where, args, err := q.where(tenant.From(ctx))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -97,21 +98,23 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, int, error) {
 	return hits, total, rows.Err()
 }
 
-// where returns the FROM clause, the WHERE clause and its arguments. A text
-// query joins the FTS table so FTS5 streams matches newest first.
-func (q Query) where() (string, string, []any, error) {
-	if q.Status != "" && q.Status != "success" && q.Status != "failed" && q.Status != "timeout" {
-		return "", "", nil, fmt.Errorf("status must be success, failed or timeout, got %q", q.Status)
+// where returns the FROM clause, the WHERE clause and its arguments for
+// owner's executions. A text query joins the FTS table so FTS5 streams
+// matches newest first.
+func (q Query) where(owner string) (string, string, []any, error) {
+	switch q.Status {
+	case "", "success", "failed", "timeout", "cancelled":
+	default:
+		return "", "", nil, fmt.Errorf("status must be success, failed, timeout or cancelled, got %q", q.Status)
 	}
 	m := MatchExpr(q.Text)
 	if m == "" && strings.TrimSpace(q.Text) != "" {
 		return "", "", nil, fmt.Errorf("query %q has no searchable words", q.Text)
 	}
 	if m != "" {
-		return q.ftsWhere(m)
+		return q.ftsWhere(m, owner)
 	}
-	var conds []string
-	var args []any
+	conds, args := []string{"e.owner = ?"}, []any{owner}
 	if q.Language != "" {
 		conds, args = append(conds, "e.language = ?"), append(args, q.Language)
 	}
@@ -121,21 +124,19 @@ func (q Query) where() (string, string, []any, error) {
 	if !q.Since.IsZero() {
 		conds, args = append(conds, "e.rid >= ?"), append(args, TimeKey(q.Since))
 	}
-	if len(conds) == 0 {
-		return "execs e", "", nil, nil
-	}
 	return "execs e", " WHERE " + strings.Join(conds, " AND "), args, nil
 }
 
 // ftsWhere answers a text query from the FTS table alone: the status and
 // language filters are tokens of its meta column, the date a rowid range.
-func (q Query) ftsWhere(match string) (string, string, []any, error) {
+func (q Query) ftsWhere(match, owner string) (string, string, []any, error) {
 	if q.Status != "" {
 		match += ` AND "` + metaToken("status", q.Status) + `"`
 	}
 	if q.Language != "" {
 		match += ` AND "` + metaToken("lang", q.Language) + `"`
 	}
+	match = ownerMatch(match, owner)
 	where, args := " WHERE execs_fts MATCH ?", []any{match}
 	if !q.Since.IsZero() {
 		where, args = where+" AND f.rowid >= ?", append(args, TimeKey(q.Since))
@@ -155,9 +156,9 @@ func MatchExpr(text string) string {
 	return strings.Join(words, " AND ")
 }
 
-// Get returns the full log entry of one execution, read from its JSONL
-// line (the index only locates it). Session lines lacking a language get
-// their session's.
+// Get returns the full log entry of one of ctx's principal's executions,
+// read from its JSONL line (the index only locates it); another principal's
+// is ErrNotFound. Session lines lacking a language get their session's.
 func (x *Index) Get(ctx context.Context, id string) (execlog.Entry, error) {
 	if err := x.Sync(ctx, false); err != nil {
 		return execlog.Entry{}, err
@@ -168,7 +169,7 @@ func (x *Index) Get(ctx context.Context, id string) (execlog.Entry, error) {
 	defer x.mu.Unlock()
 	var file, lang string
 	var off, length int64
-	err := x.db.QueryRowContext(ctx, `SELECT e.file, e.offset, e.length, e.language FROM execs e WHERE e.id = ?`, id).
+	err := x.db.QueryRowContext(ctx, `SELECT e.file, e.offset, e.length, e.language FROM execs e WHERE e.id = ? AND e.owner = ?`, id, tenant.From(ctx)).
 		Scan(&file, &off, &length, &lang)
 	if errors.Is(err, sql.ErrNoRows) {
 		return execlog.Entry{}, fmt.Errorf("%w: %s", ErrNotFound, id)

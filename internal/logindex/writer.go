@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/codexec/codexec/internal/tenant"
 )
 
 // writer adds lines to the index inside one transaction.
@@ -23,8 +25,8 @@ func (x *Index) newWriter(ctx context.Context) (*writer, error) {
 	}
 	w := &writer{ctx: ctx, tx: tx}
 	w.exec, err = tx.PrepareContext(ctx, `INSERT INTO execs
-		(rid, id, file, offset, length, session_id, language, status, exit_code, duration_ms, executed_at, code_preview, error_preview)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+		(rid, id, file, offset, length, session_id, owner, language, status, exit_code, duration_ms, executed_at, code_preview, error_preview)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	if err == nil {
 		w.fts, err = tx.PrepareContext(ctx, `INSERT INTO execs_fts(rowid, code, output, meta) VALUES (?,?,?,?)`)
 	}
@@ -63,7 +65,7 @@ func (w *writer) add(file string, off int64, b []byte, lang *string) error {
 	rid := TimeKey(l.when()) + int64(fnv32(l.ExecutionID)%ridSlots)
 	for tries := 0; ; tries++ {
 		_, err := w.exec.ExecContext(w.ctx, rid, l.ExecutionID, file, off+int64(skip), len(b)-skip, l.SessionID,
-			l.Language, status, l.ExitCode, l.DurationMs, at, preview(l.Code), errorPreview(l, status))
+			owner(l.Owner), l.Language, status, l.ExitCode, l.DurationMs, at, preview(l.Code), errorPreview(l, status))
 		if err == nil {
 			break
 		}
@@ -77,8 +79,42 @@ func (w *writer) add(file string, off int64, b []byte, lang *string) error {
 		}
 	}
 	_, err := w.fts.ExecContext(w.ctx, rid, l.Code, l.Stdout+"\n"+l.Stderr+"\n"+l.ErrorMessage,
-		metaToken("status", status)+" "+metaToken("lang", l.Language))
+		metaToken("status", status)+" "+metaToken("lang", l.Language)+ownerTokens(l.Owner))
 	return err
+}
+
+// owner is the principal an entry belongs to: entries without one predate
+// tenants and are the local principal's.
+func owner(o string) string {
+	if o == "" {
+		return tenant.Local
+	}
+	return o
+}
+
+// tenantToken marks, in the FTS meta column, every execution of a principal
+// other than tenant.Local.
+var tenantToken = metaToken("owner", "tenant")
+
+// ownerTokens are the FTS tokens of an owner: none for tenant.Local (so the
+// single-user stdio case pays nothing: its text queries exclude the usually
+// empty tenantToken doclist), tenantToken plus one built from tenant.Tag
+// (principal names may hold any character) for anyone else.
+func ownerTokens(o string) string {
+	tag := tenant.Tag(owner(o))
+	if tag == "" {
+		return ""
+	}
+	return " " + tenantToken + " " + metaToken("owner", tag)
+}
+
+// ownerMatch restricts an FTS expression to owner's executions.
+func ownerMatch(match, o string) string {
+	tag := tenant.Tag(owner(o))
+	if tag == "" {
+		return "(" + match + `) NOT "` + tenantToken + `"`
+	}
+	return match + ` AND "` + metaToken("owner", tag) + `"`
 }
 
 // metaToken is the FTS token standing for a filter value, so text queries

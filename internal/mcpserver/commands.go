@@ -47,7 +47,9 @@ func (s *Server) registerCommands() {
 		if err != nil {
 			return nil, shell.Result{}, err
 		}
-		res, err := runner.Command(ctx, shell.CommandRequest{Command: in.Command, Cwd: in.Cwd, Timeout: timeout, Context: callContext(req)})
+		obs, finish := streamOutput(ctx, req)
+		defer finish()
+		res, err := runner.Command(ctx, shell.CommandRequest{Command: in.Command, Cwd: in.Cwd, Timeout: timeout, Context: callContext(req), Observe: obs})
 		return commandResult(res, err)
 	})
 	addTool(s, &mcp.Tool{
@@ -58,8 +60,10 @@ func (s *Server) registerCommands() {
 		if err != nil {
 			return nil, shell.Result{}, err
 		}
+		obs, finish := streamOutput(ctx, req)
+		defer finish()
 		res, err := runner.Process(ctx, shell.ProcessRequest{File: in.File, Args: in.Args, Input: in.Input, Cwd: in.Cwd,
-			Timeout: timeout, Context: callContext(req)})
+			Timeout: timeout, Context: callContext(req), Observe: obs})
 		return commandResult(res, err)
 	})
 }

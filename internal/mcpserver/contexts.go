@@ -154,7 +154,9 @@ func (s *Server) runCode(ctx context.Context, req *mcp.CallToolRequest, in RunCo
 	if in.ContextID == "" || strings.TrimSpace(in.Code) == "" {
 		return nil, RunCodeOut{}, codedError(codeInvalidParams, "Invalid arguments: code and context_id are required")
 	}
-	res, err := s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: in.ContextID, Code: in.Code, Tool: "run_code", Call: callContext(req)})
+	obs, finish := streamOutput(ctx, req)
+	defer finish()
+	res, err := s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: in.ContextID, Code: in.Code, Tool: "run_code", Call: callContext(req), Observe: obs})
 	if errors.Is(err, session.ErrNotFound) {
 		return nil, RunCodeOut{}, codedError(codeContextNotFound, "Context not found: %s", in.ContextID)
 	}
@@ -163,14 +165,14 @@ func (s *Server) runCode(ctx context.Context, req *mcp.CallToolRequest, in RunCo
 	}
 	out := RunCodeOut{Stdout: res.Stdout, Stderr: res.Stderr, Success: res.Success, ExecutionTime: res.ExecutionTime,
 		ExecutionID: res.ExecutionID, Status: res.Status, TimedOut: res.TimedOut, ErrorMessage: res.ErrorMessage}
-	return jsonText(out), out, nil
+	return s.withFiles(ctx, jsonText(out), res), out, nil
 }
 
-func (s *Server) stopContext(_ context.Context, _ *mcp.CallToolRequest, in ContextIDIn) (*mcp.CallToolResult, StopContextOut, error) {
+func (s *Server) stopContext(ctx context.Context, _ *mcp.CallToolRequest, in ContextIDIn) (*mcp.CallToolResult, StopContextOut, error) {
 	if in.ContextID == "" {
 		return nil, StopContextOut{}, codedError(codeInvalidParams, "Invalid arguments: context_id is required")
 	}
-	ci, err := s.deps.Sessions.Stop(in.ContextID, "stopped", true)
+	ci, err := s.deps.Sessions.Stop(ctx, in.ContextID, "stopped", true)
 	if errors.Is(err, session.ErrNotFound) {
 		return nil, StopContextOut{}, codedError(codeContextNotFound, "Context not found: %s", in.ContextID)
 	}
@@ -181,9 +183,9 @@ func (s *Server) stopContext(_ context.Context, _ *mcp.CallToolRequest, in Conte
 	return jsonText(out), out, nil
 }
 
-func (s *Server) listContexts(context.Context, *mcp.CallToolRequest, EmptyIn) (*mcp.CallToolResult, ListContextsOut, error) {
+func (s *Server) listContexts(ctx context.Context, _ *mcp.CallToolRequest, _ EmptyIn) (*mcp.CallToolResult, ListContextsOut, error) {
 	out := ListContextsOut{Contexts: []ContextOut{}}
-	for _, i := range s.deps.Sessions.List() {
+	for _, i := range s.deps.Sessions.List(ctx) {
 		out.Contexts = append(out.Contexts, contextOut(i))
 	}
 	out.Total = len(out.Contexts)

@@ -9,7 +9,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codexec/codexec/internal/codemode"
 	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runtime"
 )
 
@@ -26,11 +28,13 @@ type ExecuteCodeIn struct {
 	SessionID  string         `json:"session_id,omitempty" jsonschema:"run in this session; an unknown id creates it"`
 	Intent     string         `json:"intent,omitempty" jsonschema:"code mode: the task"`
 	Context    map[string]any `json:"context,omitempty" jsonschema:"code mode: data bound as variables"`
+	Files      []string       `json:"files,omitempty" jsonschema:"upload_ids to place first"`
+	Tools      []string       `json:"tools,omitempty" jsonschema:"code mode: upstream tools (server.tool globs)"`
 }
 
 // sessionExecutor runs code inside a session; the sessions toolset provides it.
 type sessionExecutor interface {
-	ExecuteInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (engine.Result, error)
+	ExecuteInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, obs output.Observer) (engine.Result, error)
 }
 
 func (s *Server) registerExec() {
@@ -50,21 +54,31 @@ func (s *Server) timeoutText() string {
 }
 
 func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {
+	r, res, err := s.executeCodeWithFiles(ctx, req, in)
+	return s.withFiles(ctx, r, res), res, err
+}
+
+func (s *Server) executeCodeWithFiles(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {
+	obs, finish := streamOutput(ctx, req)
+	defer finish()
 	if in.SessionID != "" {
-		return s.executeInSession(ctx, req, in)
+		return s.executeInSession(ctx, req, in, obs)
 	}
 	timeout, err := s.deps.Engine.ResolveTimeout(in.TimeoutMs, in.Timeout)
 	if err != nil {
 		return invalid(err.Error())
 	}
+	if ctx, err = s.stageUploads(ctx, in.Files); err != nil {
+		return invalid(err.Error())
+	}
 	if codeMode, err := isCodeMode(in); err != nil {
 		return invalid(err.Error())
 	} else if codeMode {
-		return s.executeCodeMode(ctx, req, in, timeout)
+		return s.executeCodeMode(ctx, req, in, timeout, obs)
 	}
 	res, err := s.deps.Engine.Execute(ctx, engine.Request{
 		Language: in.Language, Code: in.Code, Stdin: in.Stdin, Timeout: timeout, WorkingDir: in.WorkingDir,
-		Tool: "execute_code", Context: callContext(req),
+		Tool: "execute_code", Context: callContext(req), Observe: obs,
 	})
 	if err != nil {
 		return invalid(err.Error())
@@ -73,29 +87,58 @@ func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in E
 }
 
 // isCodeMode reports whether a call is seed 004's code mode: no language, or
-// an intent/context, which only TypeScript/JavaScript code can use.
+// an intent, context or tools, which TypeScript/JavaScript and Python code
+// can use.
 func isCodeMode(in ExecuteCodeIn) (bool, error) {
-	if in.Intent == "" && in.Context == nil && in.Language != "" {
+	if in.Intent == "" && in.Context == nil && len(in.Tools) == 0 && in.Language != "" {
 		return false, nil
 	}
 	if in.Language == "" {
 		return true, nil
 	}
-	lang, err := runtime.Normalize(in.Language)
-	if err != nil {
-		return false, err
-	}
-	if lang != runtime.TypeScript && lang != runtime.Node {
-		return false, fmt.Errorf("intent/context (code mode, seed 004) run TypeScript/JavaScript only, not %s", lang)
-	}
-	return true, nil
+	lang, err := codeModeLanguage(in.Language)
+	return lang != "", err
 }
 
-func (s *Server) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, timeout time.Duration) (*mcp.CallToolResult, engine.Result, error) {
-	res, err := s.deps.Engine.ExecuteCodeMode(ctx, engine.CodeModeRequest{
-		Code: in.Code, Intent: in.Intent, Context: in.Context, Stdin: in.Stdin, Timeout: timeout,
-		WorkingDir: in.WorkingDir, Call: callContext(req),
-	})
+// codeModeLanguage maps a language to the code-mode runtime: TypeScript for
+// TypeScript/JavaScript, or Python ("" when the language is empty).
+func codeModeLanguage(language string) (string, error) {
+	if language == "" {
+		return runtime.TypeScript, nil
+	}
+	lang, err := runtime.Normalize(language)
+	if err != nil {
+		return "", err
+	}
+	switch lang {
+	case runtime.TypeScript, runtime.Node:
+		return runtime.TypeScript, nil
+	case runtime.Python:
+		return runtime.Python, nil
+	}
+	return "", fmt.Errorf("intent/context/tools (code mode, seed 004) run TypeScript/JavaScript or Python, not %s", lang)
+}
+
+func (s *Server) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, timeout time.Duration, obs output.Observer) (*mcp.CallToolResult, engine.Result, error) {
+	lang, err := codeModeLanguage(in.Language)
+	if err != nil {
+		return invalid(err.Error())
+	}
+	if in.Timeout == nil && in.TimeoutMs == nil {
+		timeout = s.deps.Config.CodeMode.Timeout
+	}
+	tools, err := s.injectedTools(ctx, in.Tools, in.Intent)
+	if err != nil {
+		return invalid(err.Error())
+	}
+	cm := s.deps.Config.CodeMode
+	creq := engine.CodeModeRequest{Language: lang, Code: in.Code, Intent: in.Intent, Context: in.Context, Stdin: in.Stdin,
+		Timeout: timeout, WorkingDir: in.WorkingDir, Call: callContext(req), Tools: tools, MemoryBytes: cm.MemoryBytes, Observe: obs,
+		Bridge: codemode.BridgeOptions{MaxCalls: cm.MaxCalls, CallTimeout: cm.CallTimeout, MaxResultBytes: int(cm.MaxResultBytes)}}
+	if up := s.deps.Upstreams; up != nil {
+		creq.Caller, creq.Bridge.Check = up, up.Allowed
+	}
+	res, err := s.deps.Engine.ExecuteCodeMode(ctx, creq)
 	if err != nil {
 		return invalid(err.Error())
 	}
@@ -103,22 +146,23 @@ func (s *Server) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest, 
 }
 
 // codeModeText renders seed 004's {result, logs, metrics} (or error) as JSON
-// text, the form code-mode clients parse.
+// text, the form code-mode clients parse. A code error is an MCP tool error
+// (isError), as 004's "MCP-compliant error response" asks.
 func codeModeText(r engine.Result) *mcp.CallToolResult {
 	out := map[string]any{"result": r.Value, "logs": r.Logs, "metrics": r.Metrics}
 	if r.CodeError != nil {
 		out["error"] = r.CodeError
 	}
-	b, _ := json.MarshalIndent(out, "", "  ")
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
+	b, _ := json.Marshal(out) // compact: every byte is paid in the agent's context
+	return &mcp.CallToolResult{IsError: r.CodeError != nil, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
 }
 
-func (s *Server) executeInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {
+func (s *Server) executeInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, obs output.Observer) (*mcp.CallToolResult, engine.Result, error) {
 	se, ok := s.sessionsExecutor()
 	if !ok {
 		return invalid("session_id given but persistent sessions are not enabled on this server")
 	}
-	res, err := se.ExecuteInSession(ctx, req, in)
+	res, err := se.ExecuteInSession(ctx, req, in, obs)
 	if err != nil {
 		return invalid(err.Error())
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/artifacts"
+	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/logindex"
 	"github.com/codexec/codexec/internal/runtime"
 )
@@ -16,7 +17,7 @@ import (
 // SearchLogsIn is search_execution_logs' input (seed 000).
 type SearchLogsIn struct {
 	Language string `json:"language,omitempty"`
-	Status   string `json:"status,omitempty" jsonschema:"success|failed|timeout"`
+	Status   string `json:"status,omitempty" jsonschema:"success|failed|timeout|cancelled"`
 	Query    string `json:"query,omitempty" jsonschema:"all words, in code or output"`
 	Since    string `json:"since,omitempty" jsonschema:"YYYY-MM-DD or RFC 3339"`
 	Limit    int    `json:"limit,omitempty" jsonschema:"default 20, max 200"`
@@ -39,33 +40,35 @@ type GetLogIn struct {
 // GetLogOut is the full log entry of one execution (seed 000 shape plus
 // status fields).
 type GetLogOut struct {
-	ExecutionID       string    `json:"execution_id"`
-	SessionID         *string   `json:"session_id"`
-	Tool              string    `json:"tool,omitempty"` // tool that ran it (execute_code, run_script, …)
-	ScriptName        string    `json:"script_name,omitempty"`
-	Language          string    `json:"language"`
-	Code              string    `json:"code"`
-	Args              []string  `json:"args,omitempty"`
-	Stdin             *string   `json:"stdin"`
-	Stdout            string    `json:"stdout"`
-	Stderr            string    `json:"stderr"`
-	ExitCode          *int      `json:"exit_code"`
-	Status            string    `json:"status"`
-	ErrorMessage      string    `json:"error_message,omitempty"`
-	TimedOut          bool      `json:"timed_out"`
-	Truncated         bool      `json:"truncated"`
-	DurationMs        int64     `json:"duration_ms"`
-	MemoryPeakMB      *float64  `json:"memory_peak_mb"`
-	PackagesInstalled []string  `json:"packages_installed"`
-	ArtifactsCreated  []string  `json:"artifacts_created"`
-	ArtifactsModified []string  `json:"artifacts_modified"`
-	ArtifactsDeleted  []string  `json:"artifacts_deleted"`
-	SandboxMode       string    `json:"sandbox_mode"`
-	WorkingDir        string    `json:"working_dir,omitempty"`
-	AgentID           string    `json:"agent_id,omitempty"`
-	TraceID           string    `json:"trace_id,omitempty"`
-	ChatID            string    `json:"chat_id,omitempty"`
-	ExecutedAt        time.Time `json:"executed_at"`
+	ExecutionID       string             `json:"execution_id"`
+	SessionID         *string            `json:"session_id"`
+	Tool              string             `json:"tool,omitempty"` // tool that ran it (execute_code, run_script, …)
+	ScriptName        string             `json:"script_name,omitempty"`
+	Language          string             `json:"language"`
+	Code              string             `json:"code"`
+	Args              []string           `json:"args,omitempty"`
+	Stdin             *string            `json:"stdin"`
+	Stdout            string             `json:"stdout"`
+	Stderr            string             `json:"stderr"`
+	ExitCode          *int               `json:"exit_code"`
+	Status            string             `json:"status"`
+	ErrorMessage      string             `json:"error_message,omitempty"`
+	TimedOut          bool               `json:"timed_out"`
+	Truncated         bool               `json:"truncated"`
+	DurationMs        int64              `json:"duration_ms"`
+	MemoryPeakMB      *float64           `json:"memory_peak_mb"`
+	PackagesInstalled []string           `json:"packages_installed"`
+	ArtifactsCreated  []string           `json:"artifacts_created"`
+	ArtifactsModified []string           `json:"artifacts_modified"`
+	ArtifactsDeleted  []string           `json:"artifacts_deleted"`
+	SandboxMode       string             `json:"sandbox_mode"`
+	WorkingDir        string             `json:"working_dir,omitempty"`
+	AgentID           string             `json:"agent_id,omitempty"`
+	TraceID           string             `json:"trace_id,omitempty"`
+	ChatID            string             `json:"chat_id,omitempty"`
+	Intent            string             `json:"intent,omitempty"`
+	ToolCalls         []execlog.ToolCall `json:"tool_calls,omitempty"` // code mode's upstream calls
+	ExecutedAt        time.Time          `json:"executed_at"`
 }
 
 func (s *Server) registerLogs() {
@@ -131,7 +134,7 @@ func (s *Server) getLog(ctx context.Context, _ *mcp.CallToolRequest, in GetLogIn
 		DurationMs: e.DurationMs, MemoryPeakMB: e.MemoryPeakMB, PackagesInstalled: orEmpty(e.Packages),
 		ArtifactsCreated: a.Created, ArtifactsModified: a.Modified, ArtifactsDeleted: a.Deleted,
 		SandboxMode: e.SandboxMode, WorkingDir: e.WorkingDir, AgentID: e.Context.AgentID, TraceID: e.Context.TraceID,
-		ChatID: e.Context.ChatID, ExecutedAt: e.ExecutedAt}, nil
+		ChatID: e.Context.ChatID, Intent: e.Intent, ToolCalls: e.ToolCalls, ExecutedAt: e.ExecutedAt}, nil
 }
 
 func nonNilDiff(d artifacts.Diff) artifacts.Diff {

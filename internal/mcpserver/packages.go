@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/packages"
+	"github.com/codexec/codexec/internal/tenant"
 )
 
 // SessionPackages is what the sessions service provides so install_package
@@ -22,12 +23,14 @@ type SessionPackages interface {
 	// (pip --target); for node, <dir>/node_modules is on NODE_PATH (npm
 	// --prefix). An unknown or closed session is an error (its message is
 	// shown to the agent); a language the session cannot use may be refused.
-	PackageTarget(sessionID, lang string) (dir string, err error)
+	// Both resolve sessionID for ctx's principal (tenant.From): another
+	// principal's session is unknown.
+	PackageTarget(ctx context.Context, sessionID, lang string) (dir string, err error)
 	// RecordPackage is called after every install attempt into the session:
 	// on success it adds name to the session's packages_installed; in all
 	// cases it appends seed 000's package_install entry (package, version,
 	// success) to the session log. version is empty when success is false.
-	RecordPackage(sessionID, lang, name, version string, success bool) error
+	RecordPackage(ctx context.Context, sessionID, lang, name, version string, success bool) error
 }
 
 // InstallPackageIn is install_package's input (seed 000).
@@ -63,7 +66,7 @@ func (s *Server) registerPackages() {
 	}, s.installPackage)
 }
 
-func (s *Server) installPackage(ctx context.Context, _ *mcp.CallToolRequest, in InstallPackageIn) (*mcp.CallToolResult, InstallPackageOut, error) {
+func (s *Server) installPackage(ctx context.Context, req *mcp.CallToolRequest, in InstallPackageIn) (*mcp.CallToolResult, InstallPackageOut, error) {
 	var out InstallPackageOut
 	lang, err := packageLanguage(in.Language)
 	if err != nil {
@@ -77,16 +80,18 @@ func (s *Server) installPackage(ctx context.Context, _ *mcp.CallToolRequest, in 
 		}
 		return nil, out, packageError(err)
 	}
-	dir, err := s.packageTarget(in.SessionID, lang)
+	dir, err := s.packageTarget(ctx, in.SessionID, lang)
 	if err != nil {
 		return nil, out, err
 	}
-	res, err := s.deps.Packages.Install(ctx, packages.Request{Language: lang, Package: in.Package, Dir: dir})
+	obs, finish := streamOutput(ctx, req)
+	res, err := s.deps.Packages.Install(ctx, packages.Request{Language: lang, Package: in.Package, Dir: dir, Observe: obs})
+	finish()
 	if err != nil {
 		return nil, out, packageError(err)
 	}
 	if in.SessionID != "" {
-		if err := s.deps.SessionPackages.RecordPackage(in.SessionID, lang, res.Spec.Name, res.Version, res.Success); err != nil {
+		if err := s.deps.SessionPackages.RecordPackage(ctx, in.SessionID, lang, res.Spec.Name, res.Version, res.Success); err != nil {
 			return nil, out, codedError("INTERNAL_ERROR", "package installed but the session could not record it: %v", err)
 		}
 	}
@@ -96,7 +101,12 @@ func (s *Server) installPackage(ctx context.Context, _ *mcp.CallToolRequest, in 
 }
 
 // packageTarget is the session's package directory, or the global one.
-func (s *Server) packageTarget(sessionID, lang string) (string, error) {
+// Global installs change what every principal's runs import, so only the
+// local principal (the operator's own stdio client) may make them.
+func (s *Server) packageTarget(ctx context.Context, sessionID, lang string) (string, error) {
+	if sessionID == "" && tenant.From(ctx) != tenant.Local {
+		return "", codedError("INVALID_PARAMS", "global installs are reserved to the server's operator; pass session_id to install into one of your sessions")
+	}
 	if sessionID == "" {
 		if dir := s.deps.Packages.GlobalDir(lang); dir != "" {
 			return dir, nil
@@ -106,7 +116,7 @@ func (s *Server) packageTarget(sessionID, lang string) (string, error) {
 	if s.deps.SessionPackages == nil {
 		return "", codedError("SESSIONS_UNAVAILABLE", "session_id given but sessions are not available on this server; omit session_id to install globally")
 	}
-	dir, err := s.deps.SessionPackages.PackageTarget(sessionID, lang)
+	dir, err := s.deps.SessionPackages.PackageTarget(ctx, sessionID, lang)
 	if err != nil {
 		return "", codedError("SESSION_NOT_FOUND", "%v", err)
 	}

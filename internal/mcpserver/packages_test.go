@@ -28,14 +28,14 @@ type recordingSessions struct {
 	recs []string
 }
 
-func (r *recordingSessions) PackageTarget(sessionID, lang string) (string, error) {
+func (r *recordingSessions) PackageTarget(_ context.Context, sessionID, lang string) (string, error) {
 	if sessionID != "sess_known" {
 		return "", fmt.Errorf("session %s not found", sessionID)
 	}
 	return packages.Dir(filepath.Join(r.root, sessionID), lang), nil
 }
 
-func (r *recordingSessions) RecordPackage(sessionID, lang, name, version string, success bool) error {
+func (r *recordingSessions) RecordPackage(_ context.Context, sessionID, lang, name, version string, success bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.recs = append(r.recs, fmt.Sprintf("%s %s %s %s %v", sessionID, lang, name, version, success))
@@ -60,7 +60,7 @@ func TestInstallPackageIntoSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := connectForPackages(t, srv)
+	cs := connectForPackages(t, srv, nil)
 	call := func(args map[string]any) *mcp.CallToolResult {
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "install_package", Arguments: args})
 		if err != nil {
@@ -95,7 +95,7 @@ func TestInstallPackageIntoSession(t *testing.T) {
 	}
 }
 
-func connectForPackages(t *testing.T, srv *Server) *mcp.ClientSession {
+func connectForPackages(t *testing.T, srv *Server, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
@@ -104,10 +104,65 @@ func connectForPackages(t *testing.T, srv *Server) *mcp.ClientSession {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts).Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cs.Close() })
 	return cs
+}
+
+// TestInstallPackageStreamsProgress: with a progressToken the installer's
+// output arrives as notifications/progress, adding up to install_output.
+func TestInstallPackageStreamsProgress(t *testing.T) {
+	py := "/usr/bin/python3"
+	if err := exec.Command(py, "-m", "pip", "--version").Run(); err != nil {
+		t.Skip("host python3 without pip")
+	}
+	ix, err := packagestest.NewIndex(packagestest.Dist{Name: "codexec-demo", Version: "1.0.0", Files: map[string]string{"codexec_demo/__init__.py": "VALUE = 1\n"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	root := t.TempDir()
+	inst := packages.New(packages.Options{Python: py, Env: []string{"PATH=/usr/bin:/bin", "HOME=" + root}, PipIndexURL: ix.URL(),
+		Timeout: time.Minute, GlobalRoot: filepath.Join(root, "global")})
+	srv, err := New(Deps{Config: config.Config{Toolsets: []string{"packages"}}, Packages: inst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var streamed strings.Builder
+	cs := connectForPackages(t, srv, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Params.ProgressToken == "inst" {
+			streamed.WriteString(r.Params.Message)
+		}
+	}})
+	params := &mcp.CallToolParams{Name: "install_package", Arguments: map[string]any{"package": "codexec-demo", "language": "python"}}
+	params.SetProgressToken("inst")
+	res, err := cs.CallTool(context.Background(), params)
+	if err != nil || res.IsError {
+		t.Fatalf("%v %v", err, res)
+	}
+	var out InstallPackageOut
+	b, _ := json.Marshal(res.StructuredContent)
+	_ = json.Unmarshal(b, &out)
+	if !out.Success || out.InstallOutput == "" {
+		t.Fatalf("%+v", out)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		mu.Lock()
+		got := streamed.String()
+		mu.Unlock()
+		if got == out.InstallOutput {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("streamed %q, install_output %q", got, out.InstallOutput)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

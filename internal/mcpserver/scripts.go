@@ -100,6 +100,7 @@ type RunScriptIn struct {
 	Name      string   `json:"name"`
 	Args      []string `json:"args,omitempty" jsonschema:"argv"`
 	TimeoutMs *int     `json:"timeout_ms,omitempty"`
+	Files     []string `json:"files,omitempty" jsonschema:"upload_ids to place first"`
 }
 
 func (s *Server) registerScripts() {
@@ -118,8 +119,12 @@ func (s *Server) registerScripts() {
 			OpenWorldHint: ptr(!s.deps.Engine.Backend().Isolated())}}, s.runScript)
 }
 
-func (s *Server) saveScript(_ context.Context, _ *mcp.CallToolRequest, in SaveScriptIn) (*mcp.CallToolResult, SaveScriptOut, error) {
-	sc, err := s.deps.Scripts.Store.Save(scripts.SaveInput{Name: in.Name, Description: in.Description, Language: in.Language,
+func (s *Server) saveScript(ctx context.Context, _ *mcp.CallToolRequest, in SaveScriptIn) (*mcp.CallToolResult, SaveScriptOut, error) {
+	store, err := s.deps.Scripts.Store.For(ctx)
+	if err != nil {
+		return nil, SaveScriptOut{}, scriptError(err)
+	}
+	sc, err := store.Save(scripts.SaveInput{Name: in.Name, Description: in.Description, Language: in.Language,
 		Code: in.Code, Tags: in.Tags, Packages: in.Packages, SourceExecutionID: in.SourceExecutionID})
 	if err != nil {
 		return nil, SaveScriptOut{}, scriptError(err)
@@ -128,8 +133,12 @@ func (s *Server) saveScript(_ context.Context, _ *mcp.CallToolRequest, in SaveSc
 		SavedAt: sc.UpdatedAt}, nil
 }
 
-func (s *Server) getScript(_ context.Context, _ *mcp.CallToolRequest, in GetScriptIn) (*mcp.CallToolResult, GetScriptOut, error) {
-	sc, err := s.deps.Scripts.Store.Get(in.Name, in.Version)
+func (s *Server) getScript(ctx context.Context, _ *mcp.CallToolRequest, in GetScriptIn) (*mcp.CallToolResult, GetScriptOut, error) {
+	store, err := s.deps.Scripts.Store.For(ctx)
+	if err != nil {
+		return nil, GetScriptOut{}, scriptError(err)
+	}
+	sc, err := store.Get(in.Name, in.Version)
 	if err != nil {
 		return nil, GetScriptOut{}, scriptError(err)
 	}
@@ -140,7 +149,7 @@ func (s *Server) getScript(_ context.Context, _ *mcp.CallToolRequest, in GetScri
 		LastRunAt: m.LastRunAt, RunCount: m.RunCount, LastRunSuccess: m.LastRunSuccess}, nil
 }
 
-func (s *Server) listScripts(_ context.Context, _ *mcp.CallToolRequest, in ListScriptsIn) (*mcp.CallToolResult, ListScriptsOut, error) {
+func (s *Server) listScripts(ctx context.Context, _ *mcp.CallToolRequest, in ListScriptsIn) (*mcp.CallToolResult, ListScriptsOut, error) {
 	lang := ""
 	if in.Language != "" {
 		l, err := runtime.Normalize(in.Language)
@@ -149,7 +158,11 @@ func (s *Server) listScripts(_ context.Context, _ *mcp.CallToolRequest, in ListS
 		}
 		lang = l
 	}
-	ms, err := s.deps.Scripts.Store.List(lang, in.Tag)
+	store, err := s.deps.Scripts.Store.For(ctx)
+	if err != nil {
+		return nil, ListScriptsOut{}, scriptError(err)
+	}
+	ms, err := store.List(lang, in.Tag)
 	if err != nil {
 		return nil, ListScriptsOut{}, err
 	}
@@ -160,8 +173,12 @@ func (s *Server) listScripts(_ context.Context, _ *mcp.CallToolRequest, in ListS
 	return nil, out, nil
 }
 
-func (s *Server) searchScripts(_ context.Context, _ *mcp.CallToolRequest, in SearchScriptsIn) (*mcp.CallToolResult, SearchScriptsOut, error) {
-	ms, err := s.deps.Scripts.Store.Search(in.Query)
+func (s *Server) searchScripts(ctx context.Context, _ *mcp.CallToolRequest, in SearchScriptsIn) (*mcp.CallToolResult, SearchScriptsOut, error) {
+	store, err := s.deps.Scripts.Store.For(ctx)
+	if err != nil {
+		return nil, SearchScriptsOut{}, scriptError(err)
+	}
+	ms, err := store.Search(in.Query)
 	if err != nil {
 		return nil, SearchScriptsOut{}, codedError("INVALID_PARAMS", "%v", err)
 	}
@@ -182,11 +199,16 @@ func (s *Server) runScript(ctx context.Context, req *mcp.CallToolRequest, in Run
 	if err != nil {
 		return invalid(err.Error())
 	}
-	res, err := s.deps.Scripts.Run(ctx, in.Name, in.Args, timeout, callContext(req))
+	if ctx, err = s.stageUploads(ctx, in.Files); err != nil {
+		return invalid(err.Error())
+	}
+	obs, finish := streamOutput(ctx, req)
+	defer finish()
+	res, err := s.deps.Scripts.Run(ctx, in.Name, in.Args, timeout, callContext(req), obs)
 	if err != nil {
 		return invalid(scriptError(err).Error())
 	}
-	return resultText(res), res, nil
+	return s.withFiles(ctx, resultText(res), res), res, nil
 }
 
 // scriptError labels library errors with seed 001-style codes.

@@ -4,6 +4,11 @@
 // results as structuredContent plus a compact text. One file per tool family;
 // each family is a toolset that CODEXEC_TOOLSETS can switch off.
 //
+// Tenancy: every request runs for one principal (tenant.From), decided once
+// by the tenancy middleware; the stores filter by it. Cancellation: the SDK
+// cancels a handler's ctx on notifications/cancelled or when the client goes
+// away, and every run below stops on ctx.
+//
 // A Server is safe for concurrent tool calls.
 package mcpserver
 
@@ -20,17 +25,20 @@ import (
 	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/logindex"
 	"github.com/codexec/codexec/internal/packages"
+	"github.com/codexec/codexec/internal/quota"
 	"github.com/codexec/codexec/internal/scripts"
 	"github.com/codexec/codexec/internal/session"
+	"github.com/codexec/codexec/internal/upstream"
 )
 
 // Version is the server version reported to clients.
 var Version = "0.1.0"
 
 // Toolset names accepted by CODEXEC_TOOLSETS.
-var Toolsets = []string{"exec", "sessions", "contexts", "scripts", "logs", "packages", "commands"}
+var Toolsets = []string{"exec", "sessions", "contexts", "scripts", "logs", "packages", "commands", "files", "codemode"}
 
 // Deps are the domain services the tools call. Engine is required; the other
 // services are optional and their toolsets are skipped when nil.
@@ -44,6 +52,9 @@ type Deps struct {
 	SessionPackages SessionPackages     // per-session installs; nil until sessions are wired
 	Scripts         *scripts.Runner
 	Logs            *logindex.Index
+	Limiter         quota.Limiter     // per-principal execution slots; nil: unlimited
+	Files           files.Store       // files toolset, kept artifacts, resources; nil disables them
+	Upstreams       *upstream.Manager // code mode's upstream MCP servers; nil = none configured
 }
 
 // Server is the MCP server with every enabled tool registered.
@@ -59,6 +70,7 @@ func New(deps Deps) (*Server, error) {
 	s := &Server{deps: deps, drain: newDrain()}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "codexec", Title: "codexec — code execution sandbox", Version: Version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: slog.Default()})
+	s.mcp.AddReceivingMiddleware(s.tenancy)
 	s.mcp.AddReceivingMiddleware(s.drain.middleware)
 	for _, ts := range deps.Config.Toolsets {
 		if !slices.Contains(Toolsets, ts) {
@@ -68,13 +80,14 @@ func New(deps Deps) (*Server, error) {
 	register := map[string]func(){
 		"exec": s.registerExec, "sessions": s.registerSessions, "contexts": s.registerContexts,
 		"scripts": s.registerScripts, "logs": s.registerLogs, "packages": s.registerPackages,
-		"commands": s.registerCommands,
+		"commands": s.registerCommands, "files": s.registerFiles, "codemode": s.registerCodeMode,
 	}
 	for _, ts := range Toolsets {
 		if slices.Contains(deps.Config.Toolsets, ts) {
 			register[ts]()
 		}
 	}
+	s.registerResources()
 	return s, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/session"
 )
@@ -107,12 +108,14 @@ func (s *Server) sendToSession(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return invalid(err.Error())
 	}
+	obs, finish := streamOutput(ctx, req)
+	defer finish()
 	res, err := s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: in.SessionID, Code: in.Code, Timeout: timeout,
-		Tool: "send_to_session", Call: callContext(req)})
+		Tool: "send_to_session", Call: callContext(req), Observe: obs})
 	if err != nil {
 		return invalid(sessionError(err))
 	}
-	return resultText(res), res, nil
+	return s.withFiles(ctx, resultText(res), res), res, nil
 }
 
 func sessionError(err error) string {
@@ -122,17 +125,17 @@ func sessionError(err error) string {
 	return err.Error()
 }
 
-func (s *Server) closeSession(_ context.Context, _ *mcp.CallToolRequest, in SessionIDIn) (*mcp.CallToolResult, CloseSessionOut, error) {
-	ci, err := s.deps.Sessions.Stop(in.SessionID, "closed", false)
+func (s *Server) closeSession(ctx context.Context, _ *mcp.CallToolRequest, in SessionIDIn) (*mcp.CallToolResult, CloseSessionOut, error) {
+	ci, err := s.deps.Sessions.Stop(ctx, in.SessionID, "closed", false)
 	if err != nil {
 		return nil, CloseSessionOut{}, errors.New(sessionError(err))
 	}
 	return nil, CloseSessionOut{Success: true, SessionID: ci.ID, DurationTotalMs: ci.DurationTotal.Milliseconds(), ExecutionsCount: ci.Executions}, nil
 }
 
-func (s *Server) listSessions(context.Context, *mcp.CallToolRequest, EmptyIn) (*mcp.CallToolResult, ListSessionsOut, error) {
+func (s *Server) listSessions(ctx context.Context, _ *mcp.CallToolRequest, _ EmptyIn) (*mcp.CallToolResult, ListSessionsOut, error) {
 	out := ListSessionsOut{Sessions: []SessionInfo{}}
-	for _, i := range s.deps.Sessions.List() {
+	for _, i := range s.deps.Sessions.List(ctx) {
 		out.Sessions = append(out.Sessions, SessionInfo{SessionID: i.ID, Kind: i.Kind, Status: i.Status, Language: i.Language,
 			Name: i.Name, StartedAt: i.StartedAt, LastActivityAt: i.LastActivity.UTC(), ExecutionsCount: i.Executions,
 			Pid: i.Pid, MemoryMB: float64(int(i.MemoryMB*10)) / 10, PackagesInstalled: i.Packages})
@@ -154,7 +157,7 @@ type sessionRunner struct{ s *Server }
 // session_id). An unknown id that is a valid caller-chosen id creates the
 // session on first use, in the call's language; afterwards the session's
 // language wins and a different one is an error.
-func (r sessionRunner) ExecuteInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (engine.Result, error) {
+func (r sessionRunner) ExecuteInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, obs output.Observer) (engine.Result, error) {
 	timeout, err := r.s.deps.Engine.ResolveTimeout(in.TimeoutMs, in.Timeout)
 	if err != nil {
 		return engine.Result{}, err
@@ -163,18 +166,21 @@ func (r sessionRunner) ExecuteInSession(ctx context.Context, req *mcp.CallToolRe
 	if err != nil {
 		return engine.Result{}, err
 	}
+	if err := r.s.uploadsToSession(ctx, sess.ID, in.Files); err != nil {
+		return engine.Result{}, err
+	}
 	if in.Language != "" {
 		if lang, err := runtime.Normalize(in.Language); err != nil || lang != sess.Language {
 			return engine.Result{}, fmt.Errorf("session %s runs %s, not %s", sess.ID, sess.Language, in.Language)
 		}
 	}
 	return r.s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: sess.ID, Code: in.Code, Timeout: timeout,
-		Tool: "execute_code", Call: callContext(req)})
+		Tool: "execute_code", Call: callContext(req), Observe: obs})
 }
 
 // open finds the session, or creates it under the caller's id.
 func (r sessionRunner) open(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*session.Session, error) {
-	if sess, err := r.s.deps.Sessions.Get(in.SessionID); err == nil {
+	if sess, err := r.s.deps.Sessions.Get(ctx, in.SessionID); err == nil {
 		return sess, nil
 	}
 	if in.Language == "" {

@@ -20,6 +20,21 @@ type Limits struct {
 	Max, Head, Tail int
 }
 
+// Observer receives a program's output as it is written, for streaming
+// (progress notifications): stream is "stdout" or "stderr" (installers
+// report their combined output as "stdout"). Chunks arrive in write order;
+// an Observer must be quick and must not retain p. A nil Observer observes
+// nothing.
+type Observer func(stream string, p []byte)
+
+// For returns a per-stream observe function for NewSink (nil when o is nil).
+func (o Observer) For(stream string) func([]byte) {
+	if o == nil {
+		return nil
+	}
+	return func(p []byte) { o(stream, p) }
+}
+
 // Sink is an io.Writer that keeps the first Max characters and a ring of the
 // last Tail characters. The zero value is not usable; use NewSink. Writes and
 // reads may happen from different goroutines.

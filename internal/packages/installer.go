@@ -45,6 +45,9 @@ type Request struct {
 	Language string
 	Package  string
 	Dir      string
+	// Observe, if set, sees the installer's combined output (as "stdout")
+	// while it runs.
+	Observe output.Observer
 }
 
 // Result is how an install ended. A failed install (unknown package, no
@@ -110,7 +113,7 @@ func (in *Installer) Install(ctx context.Context, req Request) (Result, error) {
 	defer unlock()
 	res := Result{Spec: spec}
 	start := time.Now()
-	res.Output, err = in.run(ctx, argv, installerName(spec))
+	res.Output, err = in.run(ctx, argv, installerName(spec), req.Observe)
 	res.Duration = time.Since(start)
 	if err == nil {
 		if spec.Language == Python {
@@ -168,7 +171,7 @@ func (in *Installer) argv(s Spec, dir string) ([]string, error) {
 // run executes argv in an empty private directory (so no file in the
 // server's cwd can be mistaken for the package) with the timeout, killing
 // the installer's whole process group when it expires.
-func (in *Installer) run(ctx context.Context, argv []string, name string) (string, error) {
+func (in *Installer) run(ctx context.Context, argv []string, name string, obs output.Observer) (string, error) {
 	work, err := os.MkdirTemp("", "codexec-install-")
 	if err != nil {
 		return "", err
@@ -176,7 +179,7 @@ func (in *Installer) run(ctx context.Context, argv []string, name string) (strin
 	defer os.RemoveAll(work)
 	ctx, cancel := context.WithTimeout(ctx, in.opts.Timeout)
 	defer cancel()
-	sink := output.NewSink(in.opts.Output, nil)
+	sink := output.NewSink(in.opts.Output, obs.For("stdout"))
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	// pip warns at length when run as root; the target is a private directory, not the system.
 	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = work, append(in.opts.Env[:len(in.opts.Env):len(in.opts.Env)], "PIP_ROOT_USER_ACTION=ignore"), sink, sink

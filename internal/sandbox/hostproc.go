@@ -95,6 +95,44 @@ func launchHostProc(cmd *exec.Cmd, stdin io.Reader, stdout, stderr io.Writer, ho
 	return p, nil
 }
 
+// adoptHostProc wraps a child that is already running with stdio pipes made
+// in advance (a warm runner): stdinW, stdoutR and stderrR are the server
+// ends. Output copies start now; stdin is fed from stdin (or closed).
+func adoptHostProc(cmd *exec.Cmd, wait func() error, stdinW, stdoutR, stderrR *os.File,
+	stdin io.Reader, stdout, stderr io.Writer, hooks Hooks) *HostProc {
+	p := &HostProc{cmd: cmd, wait: wait, hooks: hooks}
+	for _, c := range []struct {
+		r *os.File
+		w io.Writer
+	}{{stdoutR, stdout}, {stderrR, stderr}} {
+		r, w := c.r, c.w
+		if w == nil {
+			w = io.Discard
+		}
+		p.closers = append(p.closers, func() { _ = r.Close() })
+		p.copies.Add(1)
+		go func() { defer p.copies.Done(); _, _ = io.Copy(w, r); _ = r.Close() }()
+	}
+	if stdin == nil {
+		_ = stdinW.Close()
+		return p
+	}
+	p.stdinW = stdinW
+	go p.feedStdin(stdinW, stdin)
+	return p
+}
+
+// feedStdin copies stdin into w and closes it, unless Release did first.
+func (p *HostProc) feedStdin(w *os.File, stdin io.Reader) {
+	_, _ = io.Copy(w, stdin)
+	p.mu.Lock()
+	if !p.released {
+		_ = w.Close()
+		p.stdinW = nil
+	}
+	p.mu.Unlock()
+}
+
 // stdinFile returns the child's stdin: /dev/null, or a pipe fed by a
 // goroutine that stops when the data is written or the pipe is closed.
 func (p *HostProc) stdinFile(stdin io.Reader) (*os.File, error) {
@@ -109,15 +147,7 @@ func (p *HostProc) stdinFile(stdin io.Reader) (*os.File, error) {
 		return nil, err
 	}
 	p.stdinW = w
-	go func() {
-		_, _ = io.Copy(w, stdin)
-		p.mu.Lock()
-		if !p.released {
-			_ = w.Close()
-			p.stdinW = nil
-		}
-		p.mu.Unlock()
-	}()
+	go p.feedStdin(w, stdin)
 	return r, nil
 }
 

@@ -32,9 +32,21 @@ func init() {
 	}
 }
 
+// landlockKeepCtl is the option of the sandbox-landlock sub-command that
+// keeps descriptor 3 (a warm runner's control socket) open for the program.
+const landlockKeepCtl = "--keep-ctl"
+
 // RunLandlock is the body of the sandbox-landlock sub-command. It returns
-// only on failure (exit status 126).
+// only on failure (exit status 126). Every descriptor above stdio (above 3
+// with --keep-ctl) is closed on exec: whatever the server inherited from its
+// own parent must not reach sandboxed code, where it could serve as a
+// channel between runs.
 func RunLandlock(args []string) int {
+	first := uint(3)
+	if len(args) > 0 && args[0] == landlockKeepCtl {
+		first, args = 4, args[1:]
+	}
+	_ = unix.CloseRange(first, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	sep := -1
 	for i, a := range args {
 		if a == "--" {

@@ -43,6 +43,8 @@ type NamespaceOptions struct {
 	// ReadOnly lists extra host directories visible read-only at the same
 	// path (e.g. the prefix of an interpreter installed outside /usr).
 	ReadOnly []string
+	// Pool configures warm runners (see warm.go); Size 0 disables them.
+	Pool PoolOptions
 }
 
 // Namespace runs every program in fresh user, pid, network, ipc, uts, mount
@@ -57,6 +59,7 @@ type Namespace struct {
 	cg      cgroup.Info
 	seccomp []byte
 	pool    *pool
+	warm    *warmPool
 	// cleanups tracks background removal of finished runs' cgroups.
 	cleanups sync.WaitGroup
 }
@@ -106,6 +109,7 @@ func newNamespace(o NamespaceOptions) (*Namespace, error) {
 	}
 	n := &Namespace{opts: o, cg: cgroup.Detect()}
 	n.pool = &pool{n: n}
+	n.warm = newWarmPool(o.Pool, n.newRunner)
 	leftoverSweep.Do(func() {
 		if k := cgroup.Sweep(n.cg); k > 0 {
 			slog.Info("removed cgroups left by earlier codexec servers", "count", k)
@@ -197,15 +201,25 @@ func (*Namespace) Name() string { return "namespace" }
 // Isolated returns true.
 func (*Namespace) Isolated() bool { return true }
 
-// Start starts spec in a fresh sandbox. spec.Network is refused. A pooled
-// launcher (already in its cgroup) is used when one is ready for
-// spec.Limits; otherwise a cgroup and a launcher are made on the spot.
+// Start starts spec in a fresh sandbox. spec.Network is refused. A warm
+// runner is used when spec.Warm asks for one and one is ready; else a pooled
+// launcher (already in its cgroup) when one is ready for spec.Limits;
+// otherwise a cgroup and a launcher are made on the spot.
 func (n *Namespace) Start(_ context.Context, spec Spec) (Process, error) {
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("sandbox: empty argv")
 	}
 	if spec.Network {
 		return nil, errors.New("sandbox: the namespace backend has no network access to grant")
+	}
+	if req, ok := parseWarm(spec); ok {
+		if r := n.warm.take(req); r != nil {
+			p, err := n.startWarm(spec, req, r)
+			if err == nil {
+				return p, nil
+			}
+			slog.Debug("warm runner unusable for this run; starting cold", "err", err)
+		}
 	}
 	name := spec.ID + "-" + strconv.FormatInt(runSeq.Add(1), 10) + "-" + strconv.Itoa(os.Getpid())
 	if w := n.pool.take(spec.Limits); w != nil {
@@ -236,6 +250,7 @@ func (n *Namespace) startFresh(spec Spec, name string) (*HostProc, error) {
 // Close stops the pooled launchers and removes their cgroups. The backend
 // must not be used afterwards.
 func (n *Namespace) Close() error {
+	n.warm.close()
 	n.pool.close()
 	n.cleanups.Wait()
 	releaseStagingRoot()
@@ -257,14 +272,35 @@ func (n *Namespace) start(spec Spec, name string, cg *cgroup.Group, w *warm) (*H
 		return nil, err
 	}
 	var p *HostProc
-	hooks := Hooks{
+	hooks := n.runHooks(cg, st, &p)
+	bwrapArgv := append(append([]string{n.opts.Bwrap}, b.args...), spec.Argv...)
+	if w != nil {
+		p, err = launchHostProc(w.cmd, spec.Stdin, spec.Stdout, spec.Stderr, hooks, func(stdio [3]*os.File) (func() error, error) {
+			err := w.send(bwrapArgv, spec.Env, stdio, b.files)
+			_ = w.ctl.Close()
+			return w.wait, err
+		})
+	} else {
+		p, err = StartHostProc(n.coldCmd(spec, cg, bwrapArgv, b.files), spec.Stdin, spec.Stdout, spec.Stderr, hooks)
+	}
+	if err != nil {
+		_ = st.release()
+		return nil, fmt.Errorf("sandbox: start bwrap: %w", err)
+	}
+	return p, nil
+}
+
+// runHooks are the Process hooks of a run in cg whose staging mounts are st;
+// *pp is the run's HostProc once started.
+func (n *Namespace) runHooks(cg *cgroup.Group, st *stage, pp **HostProc) Hooks {
+	return Hooks{
 		Signal: func(sig syscall.Signal) error {
 			if sig == syscall.SIGKILL {
 				return cg.Kill()
 			}
 			// Not to bwrap itself: it would die and take the program with it
 			// before the program could handle the signal.
-			cg.Signal(sig, p.Pid())
+			cg.Signal(sig, (*pp).Pid())
 			return nil
 		},
 		AfterWait: func(e *Exit) { namespaceExit(e, cg) },
@@ -284,22 +320,54 @@ func (n *Namespace) start(spec Spec, name string, cg *cgroup.Group, w *warm) (*H
 			return nil
 		},
 	}
-	bwrapArgv := append(append([]string{n.opts.Bwrap}, b.args...), spec.Argv...)
-	if w != nil {
-		p, err = launchHostProc(w.cmd, spec.Stdin, spec.Stdout, spec.Stderr, hooks, func(stdio [3]*os.File) (func() error, error) {
-			err := w.send(bwrapArgv, spec.Env, stdio, b.files)
-			_ = w.ctl.Close()
-			return w.wait, err
-		})
-	} else {
-		p, err = StartHostProc(n.coldCmd(spec, cg, bwrapArgv, b.files), spec.Stdin, spec.Stdout, spec.Stderr, hooks)
+}
+
+// startWarm runs spec in the taken runner r: workspace granted and bound,
+// CPU weight restored, output attached, then the run handed over. On error
+// the runner is destroyed in the background and the caller starts cold.
+func (n *Namespace) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc, error) {
+	err := n.grantWorkspace(spec)
+	if err == nil {
+		err = n.bindWorkspace(r, spec.Dir)
+	}
+	if err == nil {
+		err = r.cg.SetCPUWeight(1024)
 	}
 	if err != nil {
-		_ = st.release()
-		return nil, fmt.Errorf("sandbox: start bwrap: %w", err)
+		n.destroyLater(r)
+		return nil, err
+	}
+	var p *HostProc
+	hooks := n.runHooks(r.cg, r.st, &p)
+	p = adoptHostProc(r.cmd, r.wait, r.stdin, r.stdout, r.stderr, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
+	_ = r.mntns.Close()
+	_, err = r.ctl.Write(encodeRun(spec.Dir, spec.Env, req.code, req.args))
+	_ = r.ctl.Close()
+	slog.Debug("warm run", "id", spec.ID, "kind", req.kind)
+	if err != nil {
+		// The runner died before the run: report it as the run's failure.
+		_, _ = p.Wait()
+		_ = p.Release(time.Second)
+		return nil, fmt.Errorf("sandbox: warm runner: %w", err)
 	}
 	return p, nil
 }
+
+func (n *Namespace) destroyLater(r *runner) {
+	n.cleanups.Add(1)
+	go func() { defer n.cleanups.Done(); r.destroy() }()
+}
+
+// Prewarm starts a warm runner for runs like spec (see Spec.Warm) ahead of
+// the first such run. Specs that cannot run warm are ignored.
+func (n *Namespace) Prewarm(spec Spec) {
+	if req, ok := parseWarm(spec); ok {
+		n.warm.demand(req)
+	}
+}
+
+// PoolStats returns the state of the warm runners.
+func (n *Namespace) PoolStats() []PoolStat { return n.warm.stats() }
 
 // HelperName is the small helper binary (cmd/codexec-sandbox) that runs the
 // sandbox-init and sandbox-landlock steps when installed next to codexec.

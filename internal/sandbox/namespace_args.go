@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,7 +30,10 @@ type bwrapArgs struct {
 	n     *Namespace
 	stage *stage
 	// refs makes fd return references a pooled launcher resolves.
-	refs  bool
+	refs bool
+	// warm builds a runner started before its workspace is known: an empty
+	// placeholder (warmDir) takes the workspace's place (see warm_bind.go).
+	warm  bool
 	args  []string
 	files []*os.File
 }
@@ -64,14 +68,18 @@ func (b *bwrapArgs) build(spec Spec) error {
 	for _, f := range etcFiles {
 		b.add("--ro-bind-try", f, f)
 	}
-	if err := b.identity(spec.Dir); err != nil {
+	if err := b.identity(cmp.Or(spec.Dir, warmDir)); err != nil {
 		return err
 	}
 	b.add("--proc", "/proc", "--dev", "/dev")
 	if err := b.tmp(spec); err != nil {
 		return err
 	}
-	if err := b.workspace(spec.Dir); err != nil {
+	dir := spec.Dir
+	if b.warm {
+		dir = warmDir
+		b.add("--perms", "0755", "--dir", warmDir)
+	} else if err := b.workspace(spec.Dir); err != nil {
 		return err
 	}
 	if err := b.readOnly(spec); err != nil {
@@ -88,9 +96,13 @@ func (b *bwrapArgs) build(spec Spec) error {
 	if err != nil {
 		return err
 	}
-	b.add("--seccomp", b.fd(sc), "--chdir", spec.Dir, "--")
+	b.add("--seccomp", b.fd(sc), "--chdir", dir, "--")
 	if !b.n.opts.NoLandlock {
-		b.add(landlockInitPath, LandlockCommand, spec.Dir, "/tmp", "--")
+		b.add(landlockInitPath, LandlockCommand)
+		if b.warm {
+			b.add(landlockKeepCtl)
+		}
+		b.add(dir, "/tmp", "--")
 	}
 	return nil
 }
@@ -131,9 +143,8 @@ func (b *bwrapArgs) rootLinks() {
 
 // identity gives the sandbox user a name and home in /etc/passwd and group.
 func (b *bwrapArgs) identity(home string) error {
-	uid, gid := strconv.Itoa(b.n.opts.UID), strconv.Itoa(b.n.opts.GID)
-	passwd := "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\nsandbox:x:" + uid + ":" + gid + ":codexec sandbox:" + home + ":/bin/sh\n"
-	group := "root:x:0:\nsandbox:x:" + gid + ":\n"
+	passwd := passwdData(b.n.opts.UID, b.n.opts.GID, home)
+	group := "root:x:0:\nsandbox:x:" + strconv.Itoa(b.n.opts.GID) + ":\n"
 	for _, d := range []struct{ data, dest string }{{passwd, "/etc/passwd"}, {group, "/etc/group"}} {
 		f, err := dataFile([]byte(d.data))
 		if err != nil {
@@ -142,6 +153,12 @@ func (b *bwrapArgs) identity(home string) error {
 		b.add("--ro-bind-data", b.fd(f), d.dest)
 	}
 	return nil
+}
+
+// passwdData is the sandbox's /etc/passwd: root and the sandbox user.
+func passwdData(uid, gid int, home string) string {
+	return "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\nsandbox:x:" + strconv.Itoa(uid) + ":" + strconv.Itoa(gid) +
+		":codexec sandbox:" + home + ":/bin/sh\n"
 }
 
 // workspace binds the workspace writable at its host path (through a
@@ -205,7 +222,7 @@ func (b *bwrapArgs) readOnly(spec Spec) error {
 		binds = append(binds, bind{p, p})
 	}
 	for _, bd := range binds {
-		if strings.HasPrefix(bd.target, spec.Dir+"/") && !sandboxCanReach(spec.Dir, bd.target, b.n.opts.UID) {
+		if spec.Dir != "" && strings.HasPrefix(bd.target, spec.Dir+"/") && !sandboxCanReach(spec.Dir, bd.target, b.n.opts.UID) {
 			continue // inside the workspace where the sandbox cannot go anyway
 		}
 		p, err := b.stage.bind(bd.host)

@@ -66,12 +66,19 @@ type Spec struct {
 	Mounts []Mount
 	// TmpDir, if set, is a host directory isolated backends expose writable
 	// as /tmp instead of a tmpfs of Limits.DiskBytes: a bounded disk shared
-	// with the workspace (internal/diskbound). Subprocess mode ignores it.
+	// with the workspace (internal/diskbound). Subprocess mode and warm
+	// runners (Warm) ignore it: a warm run keeps the runner's tmpfs /tmp.
 	TmpDir string
 	Limits Limits
 	// Network, when true, keeps host networking (only for trusted tools such
 	// as the shell command tools in subprocess mode). Isolated modes refuse it.
 	Network bool
+	// Warm (WarmPython, WarmNode) lets a backend serve the run from a warm
+	// runner started ahead of time: Argv must then be the interpreter, its
+	// flags, -c (python) or -e (node), the code and its arguments. Backends
+	// without runners, or without one ready, start the program as usual;
+	// either way the run's isolation and observable behaviour are the same.
+	Warm string
 }
 
 // Exit describes how a program ended.

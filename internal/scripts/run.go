@@ -11,6 +11,7 @@ import (
 
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runtime"
 )
 
@@ -47,12 +48,17 @@ func installLanguage(lang string) string {
 	return lang
 }
 
-// Run executes the current version of name with args as its argv after the
-// package pre-flight, records the run in the script's metadata, and returns
-// the engine's result. Unknown scripts and missing packages are errors
-// (nothing ran); a failing program is a Result with its status.
-func (r *Runner) Run(ctx context.Context, name string, args []string, timeout time.Duration, cc execlog.CallContext) (engine.Result, error) {
-	sc, err := r.Store.Get(name, 0)
+// Run executes the current version of name from ctx's principal's library
+// with args as its argv after the package pre-flight, records the run in the
+// script's metadata, and returns the engine's result. Unknown scripts and
+// missing packages are errors (nothing ran); a failing program is a Result
+// with its status. obs, if set, sees the output as it runs.
+func (r *Runner) Run(ctx context.Context, name string, args []string, timeout time.Duration, cc execlog.CallContext, obs output.Observer) (engine.Result, error) {
+	store, err := r.Store.For(ctx)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	sc, err := store.Get(name, 0)
 	if err != nil {
 		return engine.Result{}, err
 	}
@@ -64,11 +70,11 @@ func (r *Runner) Run(ctx context.Context, name string, args []string, timeout ti
 		return engine.Result{}, &MissingPackagesError{Script: name, Language: sc.Language, Missing: missing}
 	}
 	res, err := r.Engine.Execute(ctx, engine.Request{Language: sc.Language, Code: sc.Code, Args: nonNil(args),
-		Timeout: timeout, Tool: "run_script", ScriptName: name, Context: cc})
+		Timeout: timeout, Tool: "run_script", ScriptName: name, Context: cc, Observe: obs})
 	if err != nil {
 		return res, err
 	}
-	if err := r.Store.RecordRun(name, time.Now(), res.Success); err != nil {
+	if err := store.RecordRun(name, time.Now(), res.Success); err != nil {
 		slog.Warn("could not record script run", "script", name, "err", err)
 	}
 	return res, nil

@@ -12,9 +12,15 @@
 // are picked up on the next call. Every write is crash-safe (temp file,
 // fsync, rename, fsync dir). A Store is safe for concurrent use within one
 // process.
+//
+// Each principal has its own library (Store.For): the local principal uses
+// the root itself, so libraries from before tenants keep working; any other
+// principal gets <root>/.tenants/<tenant.Tag>/ with the same layout (a name
+// starting with "." is never a script, so the libraries cannot overlap).
 package scripts
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +31,7 @@ import (
 
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/runtime"
+	"github.com/codexec/codexec/internal/tenant"
 )
 
 const (
@@ -76,6 +83,41 @@ type SaveInput struct {
 type Store struct {
 	root string
 	mu   sync.Mutex
+
+	tmu     sync.Mutex
+	tenants map[string]*Store
+}
+
+// tenantsDir holds the libraries of principals other than tenant.Local.
+const tenantsDir = ".tenants"
+
+// For returns the library of ctx's principal: s itself for tenant.Local,
+// otherwise the principal's own library below s (created on first use, with
+// an "owner" file naming the principal for operators). Call it on the
+// library returned by Open.
+func (s *Store) For(ctx context.Context) (*Store, error) {
+	p := tenant.From(ctx)
+	tag := tenant.Tag(p)
+	if tag == "" {
+		return s, nil
+	}
+	s.tmu.Lock()
+	defer s.tmu.Unlock()
+	if t := s.tenants[tag]; t != nil {
+		return t, nil
+	}
+	t, err := Open(filepath.Join(s.root, tenantsDir, tag))
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(filepath.Join(t.root, "owner"), []byte(p+"\n")); err != nil {
+		return nil, fmt.Errorf("scripts: %w", err)
+	}
+	if s.tenants == nil {
+		s.tenants = map[string]*Store{}
+	}
+	s.tenants[tag] = t
+	return t, nil
 }
 
 // Open returns the library at root, creating the directory if needed.

@@ -35,7 +35,7 @@ func ValidateID(id string) error {
 // through Open are serialized so two first calls with one id make one
 // session.
 func (m *Manager) Open(ctx context.Context, idOrName string, req StartRequest) (s *Session, created bool, err error) {
-	if s, err := m.Get(idOrName); err == nil {
+	if s, err := m.Get(ctx, idOrName); err == nil {
 		return s, false, nil
 	}
 	if err := ValidateID(idOrName); err != nil {
@@ -43,13 +43,13 @@ func (m *Manager) Open(ctx context.Context, idOrName string, req StartRequest) (
 	}
 	m.openMu.Lock()
 	defer m.openMu.Unlock()
-	if s, err := m.Get(idOrName); err == nil { // created while we waited
+	if s, err := m.Get(ctx, idOrName); err == nil { // created while we waited
 		return s, false, nil
 	}
 	req.ID = idOrName
 	if _, err := m.Start(ctx, req); err != nil {
 		return nil, false, err
 	}
-	s, err = m.Get(idOrName)
+	s, err = m.Get(ctx, idOrName)
 	return s, err == nil, err
 }

@@ -64,8 +64,33 @@ def run(code, ns):
         value = eval(compile(last, "<stdin>", "eval"), ns)
         if value is not None:
             ns["_"] = value
-            return repr(value)
+            return show(value)
     return None
+
+
+def show(value):
+    """repr, with pandas objects as wide tables rather than wrapped columns."""
+    if (type(value).__module__ or "").startswith("pandas.") and hasattr(value, "to_string"):
+        try:
+            import pandas as pd
+            with pd.option_context("display.width", 200, "display.max_columns", 40, "display.max_rows", 60):
+                return repr(value)
+        except Exception:
+            pass
+    return repr(value)
+
+
+def flush_figures():
+    """Like a notebook: figures left open by the code are shown (saved as
+    PNG by codexec's matplotlib backend) when the code ends."""
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return
+    try:
+        if plt.get_fignums() and "codexec_mpl" in plt.get_backend():
+            plt.show()
+    except Exception:
+        pass
 
 
 def serve():
@@ -91,6 +116,7 @@ def serve():
             reply.update(ok=False, interrupted=True, error=user_traceback(e))
         except BaseException as e:  # SystemExit too: the session survives it
             reply.update(ok=False, error=user_traceback(e))
+        flush_figures()
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()

@@ -9,6 +9,7 @@ import (
 	"github.com/codexec/codexec/internal/artifacts"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/output"
 )
 
 // ExecRequest is code to run in a session. Timeout zero means the engine's
@@ -19,13 +20,17 @@ type ExecRequest struct {
 	Timeout time.Duration
 	Tool    string
 	Call    execlog.CallContext
+	// Observe, if set, sees the code's stdout/stderr as it runs.
+	Observe output.Observer
 }
 
-// Exec runs code in a session and returns an engine.Result (the same shape
-// as execute_code). Unknown sessions return ErrNotFound; a dead session
-// returns an error saying how it died.
+// Exec runs code in one of ctx's principal's sessions and returns an
+// engine.Result (the same shape as execute_code). Unknown sessions return
+// ErrNotFound; a dead session returns an error saying how it died.
+// Cancelling ctx interrupts the code like a timeout does (status
+// cancelled); the result says whether the session's state survived.
 func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, error) {
-	s, err := m.Get(req.Session)
+	s, err := m.Get(ctx, req.Session)
 	if err != nil {
 		return engine.Result{}, err
 	}
@@ -37,12 +42,12 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 	if s.isDead() {
 		return engine.Result{}, fmt.Errorf("session %s is dead (%s); its state is lost: close it and start a new one", s.ID, s.deathReason())
 	}
-	if _, err := m.Get(s.ID); err != nil {
+	if !m.registered(s) {
 		return engine.Result{}, fmt.Errorf("session %s was closed", s.ID)
 	}
 	started := time.Now()
 	before := artifacts.Take(s.Workspace)
-	oc := s.exec(ctx, req.Code, req.Timeout, m.opts.KillGrace, m.eng.Options().Output)
+	oc := s.exec(ctx, req.Code, req.Timeout, m.opts.KillGrace, m.eng.Options().Output, req.Observe)
 	res := engine.NoteDiskFull(m.result(s, oc, req.Timeout), s.disk)
 	res.Diff = artifacts.Compare(before, artifacts.Take(s.Workspace))
 	res.Artifacts = append(append(res.Artifacts, res.Diff.Created...), res.Diff.Modified...)
@@ -67,6 +72,12 @@ func (m *Manager) result(s *Session, oc execOutcome, timeout time.Duration) engi
 	case oc.timedOut:
 		res.Status, res.TimedOut = engine.StatusTimeout, true
 		msg = fmt.Sprintf("Execution timed out after %v and %s: the session's state is lost and the session is closed; start a new one.", timeout, oc.lostWhy)
+	case oc.cancelled && !oc.lost:
+		res.Status = engine.StatusCancelled
+		msg = "Execution cancelled by the client; the running code was interrupted and the session's state is preserved."
+	case oc.cancelled:
+		res.Status = engine.StatusCancelled
+		msg = "Execution cancelled by the client and " + oc.lostWhy + ": the session's state is lost and the session is closed; start a new one."
 	case oc.lost:
 		res.Status = engine.StatusExecutionError
 		msg = "The session's interpreter died: " + oc.lostWhy + ". Its state is lost and the session is closed; start a new one."
@@ -86,7 +97,7 @@ func (m *Manager) result(s *Session, oc execOutcome, timeout time.Duration) engi
 
 // lose removes a session whose state is gone.
 func (m *Manager) lose(s *Session, oc execOutcome) {
-	m.drop(s.ID)
+	m.drop(s.key())
 	m.terminate(s)
 	m.logEnd(s, "lost: "+oc.lostWhy)
 }
@@ -122,7 +133,7 @@ func (m *Manager) logExec(s *Session, req ExecRequest, res engine.Result, starte
 	e := execlog.Entry{ExecutionID: res.ExecutionID, SessionID: &sid, Tool: req.Tool, Language: s.Language, Code: req.Code,
 		Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, Status: res.Status, TimedOut: res.TimedOut,
 		Truncated: res.Truncated, DurationMs: res.DurationMs, SandboxMode: res.SandboxMode, WorkingDir: s.Workspace,
-		Artifacts: res.Diff, Context: req.Call, ExecutedAt: started.UTC()}
+		Artifacts: res.Diff, Context: req.Call, ExecutedAt: started.UTC(), Owner: s.Owner}
 	if res.ErrorMessage != nil {
 		e.ErrorMessage = *res.ErrorMessage
 	}
@@ -134,6 +145,7 @@ func (m *Manager) logExec(s *Session, req ExecRequest, res engine.Result, starte
 type startEntry struct {
 	Type        string    `json:"type"`
 	SessionID   string    `json:"session_id"`
+	Owner       string    `json:"owner"`
 	Kind        string    `json:"kind"`
 	Language    string    `json:"language"`
 	Name        string    `json:"name"`
@@ -148,6 +160,7 @@ type startEntry struct {
 type endEntry struct {
 	Type            string    `json:"type"`
 	SessionID       string    `json:"session_id"`
+	Owner           string    `json:"owner"`
 	Reason          string    `json:"reason"`
 	TotalDurationMs int64     `json:"total_duration_ms"`
 	ExecutionsCount int       `json:"executions_count"`
@@ -156,7 +169,7 @@ type endEntry struct {
 
 func (m *Manager) logStart(s *Session, call execlog.CallContext) {
 	if log := m.eng.Logger(); log != nil {
-		_ = log.Append(execlog.SessionFile(s.ID), startEntry{Type: "session_start", SessionID: s.ID, Kind: s.Kind,
+		_ = log.Append(execlog.SessionFile(s.storage), startEntry{Type: "session_start", SessionID: s.ID, Owner: s.Owner, Kind: s.Kind,
 			Language: s.Language, Name: s.Name, Description: s.Description, Pid: s.proc.Pid(), AgentID: call.AgentID,
 			WorkingDir: s.Workspace, SandboxMode: m.eng.Backend().Name(), StartedAt: s.StartedAt})
 	}
@@ -173,7 +186,7 @@ func (m *Manager) logEnd(s *Session, reason string) {
 	}
 	info := s.info()
 	if log := m.eng.Logger(); log != nil {
-		_ = log.Append(execlog.SessionFile(s.ID), endEntry{Type: "session_end", SessionID: s.ID, Reason: reason,
+		_ = log.Append(execlog.SessionFile(s.storage), endEntry{Type: "session_end", SessionID: s.ID, Owner: s.Owner, Reason: reason,
 			TotalDurationMs: time.Since(s.StartedAt).Milliseconds(), ExecutionsCount: info.Executions, At: time.Now().UTC()})
 	}
 }

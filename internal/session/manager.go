@@ -15,6 +15,13 @@
 // own (os._exit, segfault, memory limit) stays listed with status "dead"
 // until closed; calls to it report how it died.
 //
+// Every session belongs to the principal (tenant.From) that started it. Ids
+// are looked up per principal: another principal's session is "not found"
+// exactly like an unknown id, so ids are no oracle, and a caller-chosen id
+// may exist once per principal. On-disk names (workspace, package
+// directories, session log) carry the owner's tenant.Tag, so such ids never
+// collide there either; the local principal keeps the untagged names.
+//
 // A Manager is safe for concurrent use: calls to one session are serialized,
 // different sessions run in parallel.
 package session
@@ -35,14 +42,19 @@ import (
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/tenant"
 )
 
 // Options configure a Manager. Zero values: MaxSessions 0 means 5,
-// IdleTimeout 0 disables the idle reaper, KillGrace 0 means 5 s.
+// MaxPerPrincipal 0 means MaxSessions, IdleTimeout 0 disables the idle
+// reaper, KillGrace 0 means 5 s.
 type Options struct {
 	MaxSessions int
-	IdleTimeout time.Duration
-	KillGrace   time.Duration
+	// MaxPerPrincipal bounds the live sessions of one principal, so one
+	// tenant cannot take every slot.
+	MaxPerPrincipal int
+	IdleTimeout     time.Duration
+	KillGrace       time.Duration
 }
 
 // ErrNotFound is returned for unknown session or context ids.
@@ -56,22 +68,30 @@ type Manager struct {
 	eng  *engine.Engine
 	opts Options
 	mu   sync.Mutex
-	byID map[string]*Session
+	byID map[key]*Session
 	stop chan struct{}
 	once sync.Once
 	// openMu serializes creations through Open (callerid.go).
 	openMu sync.Mutex
 }
 
+// key identifies a session: its id within its owner's namespace.
+type key struct{ owner, id string }
+
+func (s *Session) key() key { return key{s.Owner, s.ID} }
+
 // NewManager returns a Manager running sessions through eng.
 func NewManager(eng *engine.Engine, opts Options) *Manager {
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = 5
 	}
+	if opts.MaxPerPrincipal <= 0 || opts.MaxPerPrincipal > opts.MaxSessions {
+		opts.MaxPerPrincipal = opts.MaxSessions
+	}
 	if opts.KillGrace <= 0 {
 		opts.KillGrace = 5 * time.Second
 	}
-	m := &Manager{eng: eng, opts: opts, byID: map[string]*Session{}, stop: make(chan struct{})}
+	m := &Manager{eng: eng, opts: opts, byID: map[key]*Session{}, stop: make(chan struct{})}
 	if opts.IdleTimeout > 0 {
 		go m.reapIdle()
 	}
@@ -90,7 +110,7 @@ type StartRequest struct {
 	Call        execlog.CallContext
 }
 
-// Start launches an interpreter and registers it.
+// Start launches an interpreter owned by ctx's principal and registers it.
 func (m *Manager) Start(ctx context.Context, req StartRequest) (info Info, retErr error) {
 	lang, err := runtime.Normalize(req.Language)
 	if err != nil || (lang != runtime.Python && lang != runtime.Node) {
@@ -105,37 +125,44 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (info Info, retEr
 	} else if err := ValidateID(id); err != nil {
 		return Info{}, err
 	}
-	if err := m.reserve(id, req); err != nil {
+	k := key{tenant.From(ctx), id}
+	if err := m.reserve(k, req); err != nil {
 		return Info{}, err
 	}
 	defer func() {
 		if retErr != nil {
-			m.drop(id)
+			m.drop(k)
 		}
 	}()
-	s, err := m.launch(ctx, id, lang, req)
+	s, err := m.launch(ctx, k, lang, req)
 	if err != nil {
 		return Info{}, err
 	}
 	m.mu.Lock()
-	m.byID[id] = s
+	m.byID[k] = s
 	m.mu.Unlock()
 	m.logStart(s, req.Call)
 	return s.info(), nil
 }
 
-// reserve checks limits and name uniqueness and holds a slot for id.
-func (m *Manager) reserve(id string, req StartRequest) error {
+// reserve checks the global and per-principal limits and name uniqueness
+// (per principal) and holds a slot for k.
+func (m *Manager) reserve(k key, req StartRequest) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, taken := m.byID[id]; taken {
-		return fmt.Errorf("session %q %w", id, ErrExists)
+	if _, taken := m.byID[k]; taken {
+		return fmt.Errorf("session %q %w", k.id, ErrExists)
 	}
-	live := 0
-	for _, s := range m.byID {
-		if s == nil || !s.isDead() {
-			live++
+	live, mine := 0, 0
+	for sk, s := range m.byID {
+		if s != nil && s.isDead() {
+			continue
 		}
+		live++
+		if sk.owner != k.owner {
+			continue
+		}
+		mine++
 		if s != nil && req.Name != "" && s.Kind == KindContext && req.Kind == KindContext && s.Name == req.Name {
 			return fmt.Errorf("a context named %q already exists (%s)", req.Name, s.ID)
 		}
@@ -143,14 +170,33 @@ func (m *Manager) reserve(id string, req StartRequest) error {
 	if live >= m.opts.MaxSessions {
 		return fmt.Errorf("%w: %d interpreters are running (CODEXEC_MAX_SESSIONS=%d); close one first", ErrFull, live, m.opts.MaxSessions)
 	}
-	m.byID[id] = nil
+	if mine >= m.opts.MaxPerPrincipal {
+		return fmt.Errorf("%w: you have %d interpreters running (CODEXEC_MAX_SESSIONS_PER_PRINCIPAL=%d); close one first", ErrFull, mine, m.opts.MaxPerPrincipal)
+	}
+	m.byID[k] = nil
 	return nil
 }
 
-func (m *Manager) drop(id string) {
+func (m *Manager) drop(k key) {
 	m.mu.Lock()
-	delete(m.byID, id)
+	delete(m.byID, k)
 	m.mu.Unlock()
+}
+
+// registered reports whether s is still the live registry entry for its key.
+func (m *Manager) registered(s *Session) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.byID[s.key()] == s
+}
+
+// storageName is the on-disk name of a session: its id, suffixed with the
+// owner's tenant.Tag for principals other than Local.
+func storageName(k key) string {
+	if tag := tenant.Tag(k.owner); tag != "" {
+		return k.id + "@" + tag
+	}
+	return k.id
 }
 
 func newID(kind string) string {
@@ -162,12 +208,12 @@ func newID(kind string) string {
 
 // launch creates the workspace and starts the driver, waiting for it to be
 // ready.
-func (m *Manager) launch(ctx context.Context, id, lang string, req StartRequest) (*Session, error) {
-	ws, owned, err := m.workspace(id, req.WorkingDir)
+func (m *Manager) launch(ctx context.Context, k key, lang string, req StartRequest) (*Session, error) {
+	ws, owned, err := m.workspace(storageName(k), req.WorkingDir)
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{ID: id, Name: req.Name, Kind: req.Kind, Language: lang, Description: req.Description,
+	s := &Session{ID: k.id, Owner: k.owner, storage: storageName(k), Name: req.Name, Kind: req.Kind, Language: lang, Description: req.Description,
 		Workspace: ws, StartedAt: time.Now().UTC(), lastActivity: time.Now(), ready: make(chan reply, 1),
 		dead: make(chan struct{}), pkgDirs: map[string]string{}}
 	if !owned {
@@ -218,7 +264,7 @@ func (m *Manager) startDriver(ctx context.Context, s *Session, ownedWS bool) err
 	s.stdin = stdinW
 	s.outMux, s.errMux = newDemux(mark, s.onOut), newDemux(mark, s.onErr)
 	proc, err := m.eng.Backend().Start(ctx, sandbox.Spec{
-		ID: s.ID, Argv: argv, Dir: s.Workspace, Env: append(withoutKeys(m.eng.Env(s.Language, s.Workspace), "PYTHONPATH", "NODE_PATH"), pkgEnv...),
+		ID: s.storage, Argv: argv, Dir: s.Workspace, Env: append(withoutKeys(m.eng.Env(s.Language, s.Workspace), "PYTHONPATH", "NODE_PATH"), pkgEnv...),
 		Stdin: stdinR, Stdout: s.outMux, Stderr: s.errMux, Mounts: append(m.eng.Options().Mounts, mounts...),
 		Limits: m.eng.Options().Limits, TmpDir: engine.TmpDir(s.disk),
 	})
@@ -247,7 +293,7 @@ func (m *Manager) awaitReady(s *Session) error {
 // install_package fills them) and returns the environment that puts them on
 // the import path plus read-only mounts for isolated backends.
 func (m *Manager) packageDirs(s *Session) ([]string, []sandbox.Mount, error) {
-	base := filepath.Join(m.eng.Options().SandboxDir, ".packages", s.ID)
+	base := filepath.Join(m.eng.Options().SandboxDir, ".packages", s.storage)
 	py, node := filepath.Join(base, "python"), filepath.Join(base, "node")
 	for _, d := range []string{py, filepath.Join(node, "node_modules")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -305,32 +351,50 @@ func joinPath(first, rest string) string {
 	return first + ":" + rest
 }
 
-// Get returns the session with the given id, or the context with that
-// unique name (seed 001 passes names as context ids in its examples).
-func (m *Manager) Get(idOrName string) (*Session, error) {
+// Get returns ctx's principal's session with the given id, or its context
+// with that unique name (seed 001 passes names as context ids in its
+// examples). Another principal's session is ErrNotFound.
+func (m *Manager) Get(ctx context.Context, idOrName string) (*Session, error) {
+	owner := tenant.From(ctx)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if s := m.byID[idOrName]; s != nil {
+	if s := m.byID[key{owner, idOrName}]; s != nil {
 		return s, nil
 	}
-	for _, s := range m.byID {
-		if s != nil && s.Name == idOrName && s.Name != "" {
+	for k, s := range m.byID {
+		if s != nil && k.owner == owner && s.Name == idOrName && s.Name != "" {
 			return s, nil
 		}
 	}
 	return nil, fmt.Errorf("%w: %s", ErrNotFound, idOrName)
 }
 
-// List returns every session, newest first.
-func (m *Manager) List() []Info {
+// List returns the sessions of ctx's principal, newest first.
+func (m *Manager) List(ctx context.Context) []Info {
+	owner := tenant.From(ctx)
+	var mine []*Session
+	for _, s := range m.all() {
+		if s.Owner == owner {
+			mine = append(mine, s)
+		}
+	}
+	return infos(mine)
+}
+
+// all returns every registered session of every principal.
+func (m *Manager) all() []*Session {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	var all []*Session
 	for _, s := range m.byID {
 		if s != nil {
 			all = append(all, s)
 		}
 	}
-	m.mu.Unlock()
+	return all
+}
+
+func infos(all []*Session) []Info {
 	out := make([]Info, 0, len(all))
 	for _, s := range all {
 		out = append(out, s.info())
@@ -350,23 +414,27 @@ type CloseInfo struct {
 // running code may finish first; without it (seed 000's close_session, idle
 // reaping, shutdown) the interpreter is killed at once and the running call
 // reports that the session is gone.
-func (m *Manager) Stop(idOrName, reason string, waitRunning bool) (CloseInfo, error) {
-	s, err := m.Get(idOrName)
+func (m *Manager) Stop(ctx context.Context, idOrName, reason string, waitRunning bool) (CloseInfo, error) {
+	s, err := m.Get(ctx, idOrName)
 	if err != nil {
 		return CloseInfo{}, err
 	}
+	return m.stopSession(s, reason, waitRunning), nil
+}
+
+func (m *Manager) stopSession(s *Session, reason string, waitRunning bool) CloseInfo {
 	if !waitRunning {
 		m.logEnd(s, reason)
-		m.drop(s.ID)
+		m.drop(s.key())
 		m.terminate(s)
 	}
 	s.execMu.Lock()
 	defer s.execMu.Unlock()
-	m.drop(s.ID)
+	m.drop(s.key())
 	m.terminate(s)
 	ci := CloseInfo{Info: s.info(), DurationTotal: time.Since(s.StartedAt)}
 	m.logEnd(s, reason)
-	return ci, nil
+	return ci
 }
 
 // terminate stops the interpreter and frees its directories.
@@ -385,10 +453,10 @@ func (m *Manager) terminate(s *Session) {
 			slog.Warn("session disk release", "session_id", s.ID, "err", err)
 		}
 	}
-	if s.Workspace == filepath.Join(m.eng.Options().SandboxDir, s.ID) {
+	if s.Workspace == filepath.Join(m.eng.Options().SandboxDir, s.storage) {
 		_ = os.RemoveAll(s.Workspace)
 	}
-	_ = os.RemoveAll(filepath.Join(m.eng.Options().SandboxDir, ".packages", s.ID))
+	_ = os.RemoveAll(filepath.Join(m.eng.Options().SandboxDir, ".packages", s.storage))
 }
 
 // onDeath logs a session whose interpreter died on its own.
@@ -400,8 +468,8 @@ func (m *Manager) onDeath(s *Session) {
 // Close stops every session (server shutdown or client disconnect).
 func (m *Manager) Close() {
 	m.once.Do(func() { close(m.stop) })
-	for _, info := range m.List() {
-		_, _ = m.Stop(info.ID, "server_shutdown", false)
+	for _, s := range m.all() {
+		m.stopSession(s, "server_shutdown", false)
 	}
 }
 
@@ -414,10 +482,10 @@ func (m *Manager) reapIdle() {
 			return
 		case <-tick.C:
 		}
-		for _, info := range m.List() {
-			if time.Since(info.LastActivity) >= m.opts.IdleTimeout {
-				slog.Info("closing idle session", "session_id", info.ID)
-				_, _ = m.Stop(info.ID, "idle_timeout", true)
+		for _, s := range m.all() {
+			if time.Since(s.info().LastActivity) >= m.opts.IdleTimeout {
+				slog.Info("closing idle session", "session_id", s.ID, "owner", s.Owner)
+				m.stopSession(s, "idle_timeout", true)
 			}
 		}
 	}

@@ -1,9 +1,11 @@
 package session
 
 import (
+	"context"
 	"fmt"
-	"github.com/codexec/codexec/internal/execlog"
 	"time"
+
+	"github.com/codexec/codexec/internal/execlog"
 )
 
 // PackageTarget returns the directory install_package should install into
@@ -11,8 +13,8 @@ import (
 // "node" → an npm --prefix dir whose node_modules is on NODE_PATH). The
 // directories exist from session start, so the running interpreter sees
 // new packages without a restart.
-func (m *Manager) PackageTarget(idOrName, lang string) (string, error) {
-	s, err := m.Get(idOrName)
+func (m *Manager) PackageTarget(ctx context.Context, idOrName, lang string) (string, error) {
+	s, err := m.Get(ctx, idOrName)
 	if err != nil {
 		return "", err
 	}
@@ -30,8 +32,8 @@ func (m *Manager) PackageTarget(idOrName, lang string) (string, error) {
 
 // RecordPackage notes an installed package (shown in list_sessions) and
 // logs a package_install entry to the session log.
-func (m *Manager) RecordPackage(idOrName, lang, name, version string, success bool) error {
-	s, err := m.Get(idOrName)
+func (m *Manager) RecordPackage(ctx context.Context, idOrName, lang, name, version string, success bool) error {
+	s, err := m.Get(ctx, idOrName)
 	if err != nil {
 		return err
 	}
@@ -41,7 +43,7 @@ func (m *Manager) RecordPackage(idOrName, lang, name, version string, success bo
 		s.mu.Unlock()
 	}
 	if log := m.eng.Logger(); log != nil {
-		return log.Append(execlog.SessionFile(s.ID), map[string]any{"type": "package_install", "session_id": s.ID,
+		return log.Append(execlog.SessionFile(s.storage), map[string]any{"type": "package_install", "session_id": s.ID, "owner": s.Owner,
 			"language": lang, "package": name, "version": version, "success": success, "at": time.Now().UTC()})
 	}
 	return nil

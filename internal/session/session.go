@@ -26,6 +26,11 @@ type Session struct {
 	ID, Name, Kind, Language, Description string
 	Workspace                             string
 	StartedAt                             time.Time
+	// Owner is the principal that started the session (tenant.From).
+	Owner string
+
+	// storage names the session on disk and in the sandbox (see storageName).
+	storage string
 
 	proc    sandbox.Process
 	stdin   *os.File
@@ -106,6 +111,7 @@ type execOutcome struct {
 	stderr      string
 	truncated   bool
 	timedOut    bool
+	cancelled   bool
 	interrupted bool
 	// lost is set when the interpreter died or was killed: state is gone.
 	lost     bool
@@ -115,8 +121,8 @@ type execOutcome struct {
 
 // exec sends code and waits for the answer, interrupting on timeout and
 // killing the interpreter if it does not answer the interrupt within grace.
-func (s *Session) exec(ctx context.Context, code string, timeout, grace time.Duration, lim output.Limits) execOutcome {
-	outSink, errSink := output.NewSink(lim, nil), output.NewSink(lim, nil)
+func (s *Session) exec(ctx context.Context, code string, timeout, grace time.Duration, lim output.Limits, obs output.Observer) execOutcome {
+	outSink, errSink := output.NewSink(lim, obs.For("stdout")), output.NewSink(lim, obs.For("stderr"))
 	p := s.begin(outSink, errSink)
 	defer s.finish()
 	start := time.Now()
@@ -163,7 +169,9 @@ func (s *Session) await(ctx context.Context, p *pending, code string, timeout, g
 	case <-s.dead:
 		return execOutcome{lost: true, lostWhy: s.deathReason()}
 	case <-ctx.Done():
-		return s.interrupt(p, grace, false)
+		oc := s.interrupt(p, grace, false)
+		oc.cancelled = true
+		return oc
 	case <-timer.C:
 		return s.interrupt(p, grace, true)
 	}

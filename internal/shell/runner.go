@@ -13,6 +13,7 @@ import (
 
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/output"
 )
 
 // Runner runs execute_command and execute_process requests through the
@@ -42,6 +43,8 @@ type CommandRequest struct {
 	Cwd     string
 	Timeout time.Duration
 	Context execlog.CallContext
+	// Observe, if set, sees the command's stdout/stderr as it runs.
+	Observe output.Observer
 }
 
 // ProcessRequest is one execute_process call: File run with Args, no shell.
@@ -52,6 +55,8 @@ type ProcessRequest struct {
 	Cwd     string
 	Timeout time.Duration
 	Context execlog.CallContext
+	// Observe, if set, sees the program's stdout/stderr as it runs.
+	Observe output.Observer
 }
 
 // Result is the outcome of a command that ran. A non-zero exit is a normal
@@ -60,7 +65,7 @@ type Result struct {
 	ExitCode     *int    `json:"exit_code" yaml:"exit_code" jsonschema:"exit status; null when the command was killed (timeout, signal) or never started"`
 	Stdout       string  `json:"stdout" yaml:"stdout" jsonschema:"standard output (head+tail truncated when too long)"`
 	Stderr       string  `json:"stderr" yaml:"stderr" jsonschema:"standard error (head+tail truncated when too long)"`
-	Status       string  `json:"status" yaml:"status" jsonschema:"success | execution_error | timeout | setup_error"`
+	Status       string  `json:"status" yaml:"status" jsonschema:"success | execution_error | timeout | setup_error | cancelled"`
 	ErrorMessage *string `json:"error_message,omitempty" yaml:"error,omitempty" jsonschema:"why the status is not success"`
 	TimedOut     bool    `json:"timed_out" yaml:"timed_out,omitempty" jsonschema:"true when the timeout stopped the command"`
 	Truncated    bool    `json:"truncated" yaml:"truncated,omitempty" jsonschema:"true when stdout or stderr was truncated"`
@@ -88,7 +93,7 @@ func (r *Runner) Command(ctx context.Context, req CommandRequest) (Result, error
 		return Result{}, errors.New("bash is not available on this server, so execute_command cannot run; use execute_process")
 	}
 	argv := []string{r.bash, "-c", req.Command}
-	log := engine.Request{Tool: "execute_command", Code: req.Command, Context: req.Context}
+	log := engine.Request{Tool: "execute_command", Code: req.Command, Context: req.Context, Observe: req.Observe}
 	return r.run(ctx, "bash", argv, dir, nil, req.Timeout, log), nil
 }
 
@@ -120,7 +125,7 @@ func (r *Runner) Process(ctx context.Context, req ProcessRequest) (Result, error
 	}
 	argv := append([]string{bin}, req.Args...)
 	log := engine.Request{Tool: "execute_process", Code: quoteArgv(append([]string{req.File}, req.Args...)),
-		Args: req.Args, Stdin: req.Input, Context: req.Context}
+		Args: req.Args, Stdin: req.Input, Context: req.Context, Observe: req.Observe}
 	return r.run(ctx, "process", argv, dir, req.Input, req.Timeout, log), nil
 }
 
@@ -153,14 +158,15 @@ func (r *Runner) run(ctx context.Context, lang string, argv []string, dir string
 		defer disk.Release()
 	}
 	spec := engine.ProcessSpec{ID: id, Argv: argv, Dir: dir, Env: r.eng.Env(lang, home), Timeout: timeout,
-		Network: !r.eng.Backend().Isolated(), TmpDir: engine.TmpDir(disk)}
+		Network: !r.eng.Backend().Isolated(), TmpDir: engine.TmpDir(disk),
+		OnStdout: log.Observe.For("stdout"), OnStderr: log.Observe.For("stderr")}
 	if stdin != nil {
 		spec.Stdin = strings.NewReader(*stdin)
 	}
 	oc := r.eng.RunProcess(ctx, spec)
 	res := engine.NoteDiskFull(r.eng.OutcomeResult(id, lang, oc, timeout), disk)
 	res.WorkingDir = dir
-	r.eng.LogResult(res, log, started)
+	r.eng.LogResult(ctx, res, log, started)
 	return fromEngine(res)
 }
 

@@ -10,7 +10,11 @@
 // principal behave as the single local user of the stdio server.
 package tenant
 
-import "context"
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+)
 
 // Local is the principal of the stdio transport and of any context that
 // carries none: the single user on the other end of the pipe.
@@ -41,4 +45,17 @@ func Owns(ctx context.Context, owner string) bool {
 		owner = Local
 	}
 	return From(ctx) == owner
+}
+
+// Tag is a short, stable, file-name-safe token for principal p, for stores
+// that keep per-principal state on disk or in a shared index: "" for Local
+// (which keeps the layouts that predate tenants), 16 hex digits of p's
+// SHA-256 otherwise. Principal names are operator-chosen and may hold any
+// character, so they are never used in paths directly.
+func Tag(p string) string {
+	if p == "" || p == Local {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(p))
+	return hex.EncodeToString(sum[:8])
 }

@@ -31,3 +31,16 @@ func TestPrincipal(t *testing.T) {
 		})
 	}
 }
+
+func TestTag(t *testing.T) {
+	if Tag(Local) != "" || Tag("") != "" {
+		t.Errorf("Local must keep the untagged layout")
+	}
+	a, b := Tag("alice"), Tag("bob")
+	if len(a) != 16 || a == b || a != Tag("alice") {
+		t.Errorf("Tag(alice)=%q Tag(bob)=%q: want distinct stable 16-hex tags", a, b)
+	}
+	if Tag("../../etc") == "../../etc" || len(Tag("a/b")) != 16 {
+		t.Errorf("tags must be path-safe")
+	}
+}

@@ -1,0 +1,140 @@
+package e2e
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// isolationPair is a run that tries to leave something behind and a run
+// that must not see it. probe prints "CLEAN" when it sees nothing.
+type isolationPair struct {
+	name, lang, leave, probe string
+}
+
+var isolationPairs = []isolationPair{
+	{"files in /tmp and HOME", "python",
+		"import os\nopen('/tmp/leak','w').write('x'); os.makedirs('/tmp/d/e', exist_ok=True)\ntry: open(os.path.expanduser('~/leak'),'w').write('x')\nexcept OSError: pass",
+		"import os; home=os.listdir(os.path.expanduser('~')); print('CLEAN' if not os.path.exists('/tmp/leak') and not os.path.exists('/tmp/d') and 'leak' not in home else 'LEAK', home)"},
+	{"environment", "python",
+		"import os; os.environ['LEAK']='1'; os.putenv('LEAK2','1')",
+		"import os; print('CLEAN' if 'LEAK' not in os.environ and 'LEAK2' not in os.environ else 'LEAK')"},
+	{"background processes", "python",
+		"import subprocess; subprocess.Popen(['sleep','60'], start_new_session=True); subprocess.Popen(['sh','-c','(sleep 61 &) ; sleep 62'])",
+		"import os; c=[open('/proc/%s/cmdline'%p,'rb').read() for p in os.listdir('/proc') if p.isdigit()]; print('CLEAN' if not any(x.split(b'\\0')[0].endswith(b'sleep') for x in c) else 'LEAK', len(c))"},
+	{"open descriptors", "python",
+		"import os; fs=[open('/tmp/f%d'%i,'w') for i in range(5)]; r,w=os.pipe(); os.set_inheritable(r,True); os.set_inheritable(w,True); print(sorted(os.listdir('/proc/self/fd')))",
+		"import os; print('FDS', sorted(os.listdir('/proc/self/fd')))"},
+	{"sys.modules, builtins, globals, sys.path", "python",
+		"import sys, builtins, json; sys.modules['json']='poison'; sys.modules['evil']=1; builtins.len=lambda x: 42; builtins.LEAKED=1; sys.path.insert(0,'/tmp/evil'); global G; G=1",
+		"import sys, builtins; ok = 'evil' not in sys.modules and sys.modules.get('json') != 'poison' and len([1,2]) == 2 and not hasattr(builtins,'LEAKED') and '/tmp/evil' not in sys.path and 'G' not in globals(); print('CLEAN' if ok else 'LEAK')"},
+	{"memory counters", "python",
+		"b = bytearray(96 << 20); print(len(b))",
+		"print('CLEAN')"},
+	{"node globals, prototypes, require cache, env", "node",
+		"globalThis.LEAK=1; Object.prototype.polluted=1; Array.prototype.push=function(){return -1}; process.env.LEAK='1'; require.cache['/x']={exports:1}; require('fs').writeFileSync('/tmp/leak','x')",
+		"const ok = typeof LEAK==='undefined' && ({}).polluted===undefined && [].push(1)===1 && !process.env.LEAK && !require.cache['/x'] && !require('fs').existsSync('/tmp/leak'); console.log(ok ? 'CLEAN' : 'LEAK')"},
+}
+
+// TestIsolationPairs runs each pair through the server in every isolated
+// mode with warm runners on: the second run must see nothing of the first.
+// It also checks the second runs were actually served warm (in namespace
+// mode) and that their cgroup counters are their own.
+func TestIsolationPairs(t *testing.T) {
+	for _, m := range sandboxModes(t) {
+		if m.name == "subprocess" {
+			continue // no isolation to prove
+		}
+		t.Run(m.name, func(t *testing.T) {
+			if why := modeAvailable(t, m.name, m.env...); why != "" {
+				t.Skipf("%s mode unavailable here: %s", m.name, why)
+			}
+			env := append([]string{"CODEXEC_SANDBOX_MODE=" + m.name, "CODEXEC_POOL_SIZE=2", "CODEXEC_MEMORY_LIMIT=256m"}, m.env...)
+			s := start(t, env...)
+			baseline, _ := s.exec(map[string]any{"language": "python", "code": "import os; print('FDS', sorted(os.listdir('/proc/self/fd')))"})
+			warm := 0
+			for _, p := range isolationPairs {
+				t.Run(p.name, func(t *testing.T) {
+					if m.name == "namespace" {
+						s.awaitWarm(p.lang)
+					}
+					first, _ := s.exec(map[string]any{"language": p.lang, "code": p.leave})
+					if first.Status == "setup_error" && strings.Contains(deref(first.ErrorMessage), "unavailable") {
+						t.Skipf("%s unavailable in this mode: %s", p.lang, deref(first.ErrorMessage))
+					}
+					if first.Status != "success" {
+						t.Fatalf("leave run: %s %s %s", first.Status, deref(first.ErrorMessage), first.Stderr)
+					}
+					if m.name == "namespace" {
+						s.awaitWarm(p.lang)
+					}
+					second, _ := s.exec(map[string]any{"language": p.lang, "code": p.probe})
+					want := "CLEAN"
+					if strings.HasPrefix(second.Stdout, "FDS") {
+						want = baseline.Stdout
+					}
+					if !strings.HasPrefix(second.Stdout, want) {
+						t.Fatalf("second run saw the first's leftovers: %q (stderr %q); want %q", second.Stdout, second.Stderr, want)
+					}
+					if s.servedWarm(second.ExecutionID) {
+						warm++
+					}
+					if p.name == "memory counters" {
+						s.checkMemoryPeak(first.ExecutionID, second.ExecutionID)
+					}
+				})
+			}
+			if m.name == "namespace" && warm < len(isolationPairs)/2 {
+				t.Errorf("only %d of %d probe runs were served by warm runners", warm, len(isolationPairs))
+			}
+			t.Logf("%d of %d probe runs served warm", warm, len(isolationPairs))
+		})
+	}
+}
+
+// awaitWarm waits (up to 20 s) until the server log shows more warm runners
+// of lang started than taken, so the next run can be served warm.
+func (s *server) awaitWarm(lang string) {
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		log := s.Stderr.String()
+		ready := strings.Count(log, `msg="warm runner ready" kind=`+lang)
+		taken := len(regexp.MustCompile(`msg="warm run" id=\S+ kind=`+lang).FindAllString(log, -1))
+		if ready > taken {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// servedWarm reports whether the server log shows execution id as served
+// by a warm runner.
+func (s *server) servedWarm(id string) bool {
+	return strings.Contains(s.Stderr.String(), `msg="warm run" id=`+id+" ")
+}
+
+// checkMemoryPeak compares the cgroup memory peaks the execution log
+// recorded: the probe's must not include the first run's allocation.
+func (s *server) checkMemoryPeak(firstID, secondID string) {
+	s.t.Helper()
+	var a, b struct {
+		MemoryPeakMB *float64 `json:"memory_peak_mb"`
+	}
+	s.callInto("get_execution_log", map[string]any{"execution_id": firstID}, &a)
+	s.callInto("get_execution_log", map[string]any{"execution_id": secondID}, &b)
+	if a.MemoryPeakMB == nil || b.MemoryPeakMB == nil {
+		s.t.Logf("memory peaks not recorded in this mode (%v, %v)", a.MemoryPeakMB, b.MemoryPeakMB)
+		return
+	}
+	if *a.MemoryPeakMB < 96 || *b.MemoryPeakMB >= 64 {
+		s.t.Fatalf("memory peaks: first %.1f MiB (want ≥ 96), second %.1f MiB (want < 64)", *a.MemoryPeakMB, *b.MemoryPeakMB)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,91 @@
+package files
+
+import (
+	"os"
+	"path"
+	"sort"
+
+	"golang.org/x/sys/unix"
+)
+
+// MaxDepth bounds recursive listings and usage walks.
+const MaxDepth = 16
+
+// Listing is the result of List.
+type Listing struct {
+	Entries []Entry `json:"entries"`
+	// Truncated is true when limit entries were reached before the end.
+	Truncated bool `json:"truncated"`
+}
+
+// List describes the entries of directory rel ("" = the root), sorted by
+// path; with recursive it descends into subdirectories (never through a
+// symlink, at most MaxDepth levels). At most limit entries are returned.
+// Symlinks, FIFOs and the like are listed with their type but not followed.
+func (r *Root) List(p string, recursive bool, limit int) (Listing, error) {
+	rel, err := Clean(p)
+	if err != nil {
+		return Listing{}, err
+	}
+	l := Listing{Entries: []Entry{}}
+	err = r.walk(rel, recursive, 0, limit, &l)
+	sort.Slice(l.Entries, func(i, j int) bool { return l.Entries[i].Path < l.Entries[j].Path })
+	return l, err
+}
+
+func (r *Root) walk(rel string, recursive bool, depth, limit int, l *Listing) error {
+	fd, err := r.openBeneath(rel, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return err
+	}
+	d := os.NewFile(uintptr(fd), rel)
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	var subdirs []string
+	for _, name := range names {
+		if len(l.Entries) >= limit {
+			l.Truncated = true
+			return nil
+		}
+		var st unix.Stat_t
+		if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+			continue // vanished meanwhile
+		}
+		e := entryOf(path.Join(rel, name), &st)
+		l.Entries = append(l.Entries, e)
+		if e.Type == "dir" {
+			subdirs = append(subdirs, e.Path)
+		}
+	}
+	if !recursive || depth+1 >= MaxDepth {
+		return nil
+	}
+	for _, sub := range subdirs {
+		if err := r.walk(sub, true, depth+1, limit, l); err != nil && !l.Truncated {
+			continue // a directory removed or swapped for a link meanwhile: skip it
+		}
+		if l.Truncated {
+			return nil
+		}
+	}
+	return nil
+}
+
+// Usage returns the bytes used by regular files beneath the root, counting
+// at most maxEntries entries (complete is false when it stopped early).
+func (r *Root) Usage(maxEntries int) (total int64, complete bool) {
+	l, err := r.List("", true, maxEntries)
+	if err != nil {
+		return 0, false
+	}
+	for _, e := range l.Entries {
+		if e.Type == "file" {
+			total += e.Size
+		}
+	}
+	return total, !l.Truncated
+}

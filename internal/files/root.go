@@ -1,0 +1,271 @@
+// Package files moves files in and out of workspaces and keeps them beyond a
+// run. It owns three things:
+//
+//   - Root: confined access beneath a workspace directory. Sandboxed code
+//     controls everything inside a workspace and can plant symlinks, FIFOs or
+//     swap directories while the server reads; every open therefore goes
+//     through openat2 with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|
+//     RESOLVE_NO_MAGICLINKS relative to a directory fd, so no path — however
+//     it was crafted or raced — resolves outside the root or through a link.
+//     Only regular files are read (after fstat of the opened fd, opened
+//     O_NONBLOCK so a FIFO never blocks); writes are atomic (temp file +
+//     rename in the same directory fd).
+//   - Store: files kept after their workspace is gone — a one-shot run's
+//     artifacts and uploads staged for the next run — with an owner
+//     (tenant), a TTL and a byte budget. Store is an interface so a shared
+//     store can replace the local DirStore when codexec scales out.
+//   - the python support module (codexec_mpl) that turns matplotlib's show()
+//     into PNG files the server returns as images.
+package files
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Errors callers can test with errors.Is.
+var (
+	ErrNotFound = errors.New("no such file")
+	ErrExists   = errors.New("file exists (pass overwrite: true to replace it)")
+	ErrTooLarge = errors.New("too large")
+)
+
+// resolve flags for every lookup beneath a root.
+const resolveFlags = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
+
+// Root is a workspace directory opened for confined access. It holds an fd to
+// the directory; all paths are relative to it. Safe for concurrent use.
+// Close releases the fd.
+type Root struct {
+	fd       int
+	dir      string
+	uid, gid int
+}
+
+// OpenRoot opens dir (which must be a real directory, not a symlink). Files
+// and directories created through the Root take dir's owner, so code in the
+// sandbox (which runs as that owner) can change what was uploaded.
+func OpenRoot(dir string) (*Root, error) {
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open workspace: %w", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("open workspace: %w", err)
+	}
+	return &Root{fd: fd, dir: dir, uid: int(st.Uid), gid: int(st.Gid)}, nil
+}
+
+// Close releases the directory fd.
+func (r *Root) Close() error { return unix.Close(r.fd) }
+
+// Dir is the host path the root was opened at (for messages only; never
+// used to open files).
+func (r *Root) Dir() string { return r.dir }
+
+// Clean validates a caller-supplied relative path and returns it in canonical
+// slash form ("" for the root itself). Absolute paths, ".." components, NUL
+// bytes and backslashes are refused: the path must name something beneath
+// the root on its face, before any lookup.
+func Clean(p string) (string, error) {
+	switch {
+	case strings.ContainsRune(p, 0):
+		return "", fmt.Errorf("path %q contains a NUL byte", p)
+	case strings.HasPrefix(p, "/"):
+		return "", fmt.Errorf("path %q is absolute: give a path relative to the workspace", p)
+	case strings.Contains(p, `\`):
+		return "", fmt.Errorf("path %q contains a backslash", p)
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			return "", fmt.Errorf("path %q contains '..': paths must stay inside the workspace", p)
+		}
+	}
+	c := path.Clean("/" + p)[1:]
+	return c, nil
+}
+
+// openBeneath opens rel (already Clean) beneath the root with flags.
+func (r *Root) openBeneath(rel string, flags uint64) (int, error) {
+	if rel == "" {
+		rel = "."
+	}
+	how := &unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Resolve: resolveFlags}
+	for {
+		fd, err := unix.Openat2(r.fd, rel, how)
+		if err == unix.EINTR || err == unix.EAGAIN {
+			continue
+		}
+		return fd, explain(rel, err)
+	}
+}
+
+// explain turns lookup errors into messages an agent can act on.
+func explain(rel string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, unix.ENOENT):
+		return fmt.Errorf("%s: %w", rel, ErrNotFound)
+	case errors.Is(err, unix.ELOOP):
+		return fmt.Errorf("%s: refused: the path is or goes through a symlink", rel)
+	case errors.Is(err, unix.EXDEV):
+		return fmt.Errorf("%s: refused: the path leaves the workspace", rel)
+	case errors.Is(err, unix.ENOTDIR):
+		return fmt.Errorf("%s: a parent is not a directory", rel)
+	case errors.Is(err, unix.ENOSYS):
+		return fmt.Errorf("%s: this kernel lacks openat2 (Linux ≥ 5.6 is required for file access)", rel)
+	}
+	return fmt.Errorf("%s: %w", rel, err)
+}
+
+// Entry describes one file beneath a root.
+type Entry struct {
+	Path  string    `json:"path"`
+	Size  int64     `json:"size"`
+	MTime time.Time `json:"mtime"`
+	// Type is file, dir, symlink, fifo, socket, device or other.
+	Type string `json:"type"`
+	// Mode holds the permission bits (not serialised).
+	Mode fs.FileMode `json:"-"`
+}
+
+func typeOf(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return "file"
+	case unix.S_IFDIR:
+		return "dir"
+	case unix.S_IFLNK:
+		return "symlink"
+	case unix.S_IFIFO:
+		return "fifo"
+	case unix.S_IFSOCK:
+		return "socket"
+	case unix.S_IFCHR, unix.S_IFBLK:
+		return "device"
+	}
+	return "other"
+}
+
+func entryOf(rel string, st *unix.Stat_t) Entry {
+	return Entry{Path: rel, Size: st.Size, MTime: time.Unix(st.Mtim.Unix()).UTC(), Type: typeOf(st.Mode),
+		Mode: fs.FileMode(st.Mode & 0o777)}
+}
+
+// File is a regular file opened for reading beneath a root.
+type File struct {
+	*os.File
+	Entry
+}
+
+// Open opens the regular file rel for reading. Symlinks anywhere on the path,
+// directories, FIFOs, sockets, devices and files with several hard links
+// (which could be another name for a file the sandbox could not otherwise
+// reach) are refused before a byte is read.
+func (r *Root) Open(p string) (*File, error) {
+	rel, err := Clean(p)
+	if err != nil {
+		return nil, err
+	}
+	// An O_PATH open first: it never opens the object itself, so a device or
+	// FIFO is refused without side effects.
+	pfd, err := r.openBeneath(rel, unix.O_PATH|unix.O_NOFOLLOW)
+	if err != nil {
+		return nil, err
+	}
+	st, err := regular(pfd, rel)
+	unix.Close(pfd)
+	if err != nil {
+		return nil, err
+	}
+	// The real open: O_NONBLOCK so an object swapped in meanwhile cannot
+	// block us; re-checked on the fd we will actually read.
+	fd, err := r.openBeneath(rel, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY)
+	if err != nil {
+		return nil, err
+	}
+	if st, err = regular(fd, rel); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return &File{File: os.NewFile(uintptr(fd), rel), Entry: entryOf(rel, st)}, nil
+}
+
+// regular fstats fd and refuses anything but a singly linked regular file.
+func regular(fd int, rel string) (*unix.Stat_t, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	if t := typeOf(st.Mode); t != "file" {
+		return nil, fmt.Errorf("%s: refused: it is a %s, not a regular file", rel, t)
+	}
+	if st.Nlink > 1 {
+		return nil, fmt.Errorf("%s: refused: the file has %d hard links", rel, st.Nlink)
+	}
+	return &st, nil
+}
+
+// Read returns length bytes of rel from offset (fewer at the end of the
+// file). length ≤ 0 means "to the end, but at most max bytes" — the caller
+// sees from the entry's Size whether more remains; an explicit length over
+// max is refused with ErrTooLarge.
+func (r *Root) Read(p string, offset, length, max int64) ([]byte, Entry, error) {
+	f, err := r.Open(p)
+	if err != nil {
+		return nil, Entry{}, err
+	}
+	defer f.Close()
+	if offset < 0 || offset > f.Size {
+		return nil, f.Entry, fmt.Errorf("offset %d is outside the file (size %d)", offset, f.Size)
+	}
+	if length > max {
+		return nil, f.Entry, fmt.Errorf("%s: length %d exceeds the limit of %d bytes per read: %w", f.Path, length, max, ErrTooLarge)
+	}
+	n := min(f.Size-offset, max)
+	if length > 0 {
+		n = min(n, length)
+	}
+	buf := make([]byte, n)
+	got, err := f.ReadAt(buf, offset)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, f.Entry, err
+	}
+	return buf[:got], f.Entry, nil
+}
+
+// Stat describes rel without following a final symlink (for listings).
+func (r *Root) Stat(p string) (Entry, error) {
+	rel, err := Clean(p)
+	if err != nil {
+		return Entry{}, err
+	}
+	dir, base := path.Split(rel)
+	dfd, err := r.openBeneath(strings.TrimSuffix(dir, "/"), unix.O_PATH|unix.O_DIRECTORY)
+	if err != nil {
+		return Entry{}, err
+	}
+	defer unix.Close(dfd)
+	if base == "" {
+		base = "."
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return Entry{}, explain(rel, err)
+	}
+	return entryOf(rel, &st), nil
+}
+
+// FileMode is the default mode of written files.
+const FileMode fs.FileMode = 0o644

@@ -1,0 +1,124 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codexec/codexec/internal/codemode"
+	"github.com/codexec/codexec/internal/upstream"
+)
+
+// SearchToolsIn is search_tools' input.
+type SearchToolsIn struct {
+	Query string `json:"query" jsonschema:"what the code must do"`
+	Limit int    `json:"limit,omitempty" jsonschema:"max results"`
+	DTS   bool   `json:"dts,omitempty" jsonschema:"add .d.ts"`
+}
+
+// ToolMatch is one ranked upstream tool.
+type ToolMatch struct {
+	Name      string `json:"name"`
+	Signature string `json:"signature"`
+	Doc       string `json:"doc,omitempty"`
+}
+
+// SearchToolsOut is search_tools' result.
+type SearchToolsOut struct {
+	Tools []ToolMatch `json:"tools"`
+	DTS   string      `json:"dts,omitempty"`
+}
+
+// registerCodeMode adds search_tools when upstream servers are configured:
+// without upstreams it could only ever return nothing, and every listed
+// tool costs each conversation its description.
+func (s *Server) registerCodeMode() {
+	if s.deps.Upstreams == nil {
+		return
+	}
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "search_tools",
+		Description: "Find upstream MCP tools for execute_code code (bind via tools or intent); returns TS signatures.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
+	}, s.searchTools)
+}
+
+func (s *Server) searchTools(ctx context.Context, _ *mcp.CallToolRequest, in SearchToolsIn) (*mcp.CallToolResult, SearchToolsOut, error) {
+	if strings.TrimSpace(in.Query) == "" {
+		return nil, SearchToolsOut{}, fmt.Errorf("query is empty")
+	}
+	k := in.Limit
+	if k <= 0 {
+		k = s.deps.Config.CodeMode.TopK
+	}
+	tools := s.rank(ctx, in.Query, min(k, 50))
+	out := SearchToolsOut{Tools: []ToolMatch{}}
+	for _, t := range tools {
+		out.Tools = append(out.Tools, ToolMatch{Name: t.FullName(), Signature: codemode.Signature(t), Doc: codemode.OneLineDoc(t.Description)})
+	}
+	if in.DTS {
+		out.DTS = codemode.Declarations(tools)
+	}
+	return nil, out, nil
+}
+
+// rank returns the top k upstream tools for query.
+func (s *Server) rank(ctx context.Context, query string, k int) []codemode.Tool {
+	var out []codemode.Tool
+	for _, t := range upstream.Rank(s.deps.Upstreams.Tools(ctx), query, k) {
+		out = append(out, codemode.Tool(t))
+	}
+	return out
+}
+
+// injectedTools picks the tools bound into a code-mode program: the ones
+// named in tools (exact server.tool or globs; skips ranking), else the top
+// k for intent, else none.
+func (s *Server) injectedTools(ctx context.Context, names []string, intent string) ([]codemode.Tool, error) {
+	up := s.deps.Upstreams
+	if up == nil {
+		if len(names) > 0 {
+			return nil, fmt.Errorf("tools given but no upstream MCP servers are configured (CODEXEC_UPSTREAMS)")
+		}
+		return nil, nil
+	}
+	if len(names) == 0 {
+		if strings.TrimSpace(intent) == "" {
+			return nil, nil
+		}
+		return s.rank(ctx, intent, s.deps.Config.CodeMode.TopK), nil
+	}
+	cat := up.Tools(ctx)
+	var out []codemode.Tool
+	seen := map[string]bool{}
+	for _, n := range names {
+		matched := false
+		for _, t := range cat {
+			full := t.Server + "." + t.Name
+			if ok, _ := path.Match(n, full); ok || n == full {
+				matched = true
+				if !seen[full] {
+					seen[full] = true
+					out = append(out, codemode.Tool(t))
+				}
+			}
+		}
+		if !matched {
+			return nil, unknownTool(up, n)
+		}
+	}
+	return out, nil
+}
+
+// unknownTool explains why a named tool matched nothing: the policy denies
+// it, or no upstream has it.
+func unknownTool(up *upstream.Manager, name string) error {
+	if srv, tool, ok := strings.Cut(name, "."); ok && !strings.ContainsAny(name, "*?[") {
+		if err := up.Allowed(srv, tool); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("no upstream tool matches %q (use search_tools; names are server.tool)", name)
+}

@@ -1,0 +1,279 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"mime"
+	"net/url"
+	"path"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/files"
+	"github.com/codexec/codexec/internal/images"
+)
+
+// Result content limits: how many created files get a resource_link and how
+// many images are returned inline per execution.
+const (
+	maxLinks  = 20
+	maxImages = 8
+)
+
+// fileURI is the resource URI of a file of a session ("sessions") or of a
+// one-shot run's kept artifacts ("executions"); path segments are escaped.
+func fileURI(kind, id, p string) string {
+	return uriBase(kind, id) + escapePath(p)
+}
+
+func uriBase(kind, id string) string {
+	return "codexec://" + kind + "/" + url.PathEscape(id) + "/files/"
+}
+
+func escapePath(p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return strings.Join(segs, "/")
+}
+
+// uri is the resource URI of file p of the target.
+func (t target) uri(p string) string { return t.URIBase + escapePath(p) }
+
+// parseFileURI splits a fileURI back into kind, id and path.
+func parseFileURI(uri string) (kind, id, p string, err error) {
+	rest, ok := strings.CutPrefix(uri, "codexec://")
+	kind, rest, ok2 := strings.Cut(rest, "/")
+	id, rest, ok3 := strings.Cut(rest, "/files/")
+	if !ok || !ok2 || !ok3 || (kind != "sessions" && kind != "executions") {
+		return "", "", "", fmt.Errorf("not a codexec file URI: %s", uri)
+	}
+	if id, err = url.PathUnescape(id); err == nil {
+		p, err = url.PathUnescape(rest)
+	}
+	return kind, id, p, err
+}
+
+// readTarget reads a range of one file of t.
+func (s *Server) readTarget(ctx context.Context, t target, p string, off, n int64) ([]byte, files.Entry, error) {
+	max := s.deps.Config.MaxDownloadBytes
+	if t.Root != nil {
+		return t.Root.Read(p, off, n, max)
+	}
+	return s.deps.Files.Read(ctx, t.ItemID, p, off, n, max)
+}
+
+func (s *Server) downloadFile(ctx context.Context, _ *mcp.CallToolRequest, in DownloadIn) (*mcp.CallToolResult, DownloadOut, error) {
+	t, err := s.resolveTarget(ctx, in.SessionID, in.ContextID, in.ExecutionID)
+	if err != nil {
+		return nil, DownloadOut{}, err
+	}
+	defer t.close()
+	data, e, err := s.readTarget(ctx, t, in.Path, in.Offset, in.Length)
+	if err != nil {
+		return nil, DownloadOut{}, err
+	}
+	whole := in.Offset == 0 && int64(len(data)) == e.Size
+	if !whole {
+		data = trimPartialRune(data)
+	}
+	uri := t.uri(e.Path)
+	c, mt := fileContent(uri, e.Path, data, whole)
+	out := DownloadOut{URI: uri, Size: e.Size, Offset: in.Offset, Length: len(data), MIMEType: mt}
+	if next := in.Offset + int64(len(data)); next < e.Size {
+		out.NextOffset = &next
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{c}}, out, nil
+}
+
+// trimPartialRune drops an incomplete UTF-8 sequence cut off at the end of a
+// text range, so the range still reads as text (the next range starts there).
+func trimPartialRune(b []byte) []byte {
+	for i := 1; i <= 3 && i <= len(b); i++ {
+		if !utf8.Valid(b) && utf8.Valid(b[:len(b)-i]) {
+			return b[:len(b)-i]
+		}
+	}
+	return b
+}
+
+// fileContent renders file bytes as MCP content: an image (whole image files
+// only), text (valid UTF-8 without NUL bytes), or an embedded resource blob.
+func fileContent(uri, name string, data []byte, whole bool) (mcp.Content, string) {
+	if mt := images.MIMEType(name); mt != "" && whole {
+		return &mcp.ImageContent{Data: data, MIMEType: mt}, mt
+	}
+	mt := mimeType(name, data)
+	if isText(data) {
+		return &mcp.TextContent{Text: string(data)}, mt
+	}
+	return &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: uri, MIMEType: mt, Blob: data}}, mt
+}
+
+func isText(data []byte) bool {
+	return utf8.Valid(data) && bytes.IndexByte(data, 0) < 0
+}
+
+func mimeType(name string, data []byte) string {
+	if mt := images.MIMEType(name); mt != "" {
+		return mt
+	}
+	if mt := mime.TypeByExtension(path.Ext(name)); mt != "" {
+		return mt
+	}
+	if isText(data) {
+		return "text/plain; charset=utf-8"
+	}
+	return "application/octet-stream"
+}
+
+// registerResources exposes files as resources: templates for session files
+// and kept artifacts, resources/read through the same confined readers as
+// download_file, and resources/list extended with the caller's kept
+// artifacts (listed per principal, so it is computed per request rather than
+// registered on the shared server).
+func (s *Server) registerResources() {
+	if s.deps.Files == nil {
+		return
+	}
+	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{Name: "execution-file", URITemplate: "codexec://executions/{execution_id}/files/{+path}",
+		Description: "A file a one-shot run created or modified, kept for CODEXEC_ARTIFACT_TTL."}, s.readResource)
+	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{Name: "session-file", URITemplate: "codexec://sessions/{session_id}/files/{+path}",
+		Description: "A file in a live session's or context's workspace."}, s.readResource)
+	s.mcp.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			lr, ok := res.(*mcp.ListResourcesResult)
+			if lreq, isList := req.(*mcp.ListResourcesRequest); ok && isList && err == nil && firstPage(lreq) {
+				lr.Resources = append(lr.Resources, s.keptResources(ctx)...)
+			}
+			return res, err
+		}
+	})
+}
+
+// firstPage reports whether a resources/list request asks for the first
+// page (kept artifacts are appended there only, so later pages of the
+// registered resources do not repeat them).
+func firstPage(req *mcp.ListResourcesRequest) bool {
+	return req.Params == nil || req.Params.Cursor == ""
+}
+
+// keptResources lists the caller's kept artifacts (newest first, bounded).
+func (s *Server) keptResources(ctx context.Context) []*mcp.Resource {
+	var out []*mcp.Resource
+	for _, it := range s.deps.Files.List(ctx) {
+		if !strings.HasPrefix(it.ID, "exec_") {
+			continue // staged uploads are inputs, not results
+		}
+		for _, e := range it.Files {
+			if len(out) >= 1000 {
+				return out
+			}
+			size := e.Size
+			out = append(out, &mcp.Resource{URI: fileURI("executions", it.ID, e.Path), Name: e.Path,
+				Title: it.ID + ": " + e.Path, MIMEType: mimeType(e.Path, nil), Size: size})
+		}
+	}
+	return out
+}
+
+func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	kind, id, p, err := parseFileURI(uri)
+	if err != nil {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	var t target
+	if kind == "executions" {
+		t, err = s.resolveTarget(ctx, "", "", id)
+	} else {
+		t, err = s.resolveTarget(ctx, id, "", "")
+	}
+	if err != nil {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	defer t.close()
+	data, e, err := s.readTarget(ctx, t, p, 0, 0)
+	if errors.Is(err, files.ErrNotFound) {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) < e.Size {
+		return nil, fmt.Errorf("%s is %d bytes, over CODEXEC_MAX_DOWNLOAD_BYTES (%d): read it in ranges with download_file", p, e.Size, s.deps.Config.MaxDownloadBytes)
+	}
+	rc := &mcp.ResourceContents{URI: uri, MIMEType: mimeType(p, data)}
+	if isText(data) {
+		rc.Text = string(data)
+	} else {
+		rc.Blob = data
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{rc}}, nil
+}
+
+// withFiles adds to an execution's tool result a resource_link per created
+// or modified file and, like a notebook, the images among them (matplotlib
+// show() output included) as image content, fitted under
+// CODEXEC_MAX_IMAGE_BYTES; an image that cannot fit keeps only its link.
+func (s *Server) withFiles(ctx context.Context, r *mcp.CallToolResult, res engine.Result) *mcp.CallToolResult {
+	if s.deps.Files == nil || len(res.Artifacts) == 0 || r == nil {
+		return r
+	}
+	t, kept, err := s.resultTarget(ctx, res)
+	if err != nil {
+		return r
+	}
+	defer t.close()
+	nImg := 0
+	for i, p := range res.Artifacts {
+		if !kept(p) {
+			continue
+		}
+		if mt := images.MIMEType(p); mt != "" && nImg < maxImages {
+			if c := s.inlineImage(ctx, t, p, mt); c != nil {
+				r.Content = append(r.Content, c)
+				nImg++
+			}
+		}
+		if i < maxLinks {
+			r.Content = append(r.Content, &mcp.ResourceLink{URI: t.uri(p), Name: p, MIMEType: mimeType(p, nil)})
+		}
+	}
+	return r
+}
+
+// resultTarget is where an execution's artifacts can be read: the session's
+// workspace, or the kept item of a one-shot run (kept reports which files
+// made it into the store).
+func (s *Server) resultTarget(ctx context.Context, res engine.Result) (target, func(string) bool, error) {
+	if res.SessionID != nil {
+		t, err := s.sessionTarget(ctx, *res.SessionID)
+		return t, func(string) bool { return true }, err
+	}
+	it, err := s.deps.Files.Get(ctx, res.ExecutionID)
+	if err != nil {
+		return target{}, nil, err
+	}
+	t := target{ItemID: it.ID, URIBase: uriBase("executions", it.ID)}
+	return t, func(p string) bool { _, ok := it.Has(p); return ok }, nil
+}
+
+func (s *Server) inlineImage(ctx context.Context, t target, p, mt string) mcp.Content {
+	data, e, err := s.readTarget(ctx, t, p, 0, 0)
+	if err != nil || int64(len(data)) < e.Size {
+		return nil
+	}
+	out, outMT, ok := images.Fit(data, mt, int(s.deps.Config.MaxImageBytes))
+	if !ok {
+		return nil
+	}
+	return &mcp.ImageContent{Data: out, MIMEType: outMT}
+}

@@ -1,0 +1,324 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/files"
+)
+
+// UploadIn is upload_file's input.
+type UploadIn struct {
+	Path          string `json:"path" jsonschema:"relative to the workspace"`
+	Content       string `json:"content,omitempty" jsonschema:"text"`
+	ContentBase64 string `json:"content_base64,omitempty" jsonschema:"binary"`
+	SessionID     string `json:"session_id,omitempty" jsonschema:"or context_id; none: stage"`
+	ContextID     string `json:"context_id,omitempty"`
+	Mode          string `json:"mode,omitempty" jsonschema:"octal, e.g. 755"`
+	Overwrite     bool   `json:"overwrite,omitempty"`
+}
+
+// UploadOut is upload_file's structured result.
+type UploadOut struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+	// UploadID names a staged upload (no session given).
+	UploadID  string     `json:"upload_id,omitempty"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+}
+
+// DownloadIn is download_file's input.
+type DownloadIn struct {
+	Path        string `json:"path"`
+	SessionID   string `json:"session_id,omitempty"`
+	ContextID   string `json:"context_id,omitempty"`
+	ExecutionID string `json:"execution_id,omitempty"`
+	Offset      int64  `json:"offset,omitempty"`
+	Length      int64  `json:"length,omitempty"`
+}
+
+// DownloadOut is download_file's structured result (the bytes are in the
+// content: text, image, or an embedded resource blob).
+type DownloadOut struct {
+	URI      string `json:"uri"`
+	Size     int64  `json:"size"`
+	Offset   int64  `json:"offset"`
+	Length   int    `json:"length"`
+	MIMEType string `json:"mime_type"`
+	// NextOffset is set when bytes remain after this range.
+	NextOffset *int64 `json:"next_offset,omitempty"`
+}
+
+// ListFilesIn is list_files' input.
+type ListFilesIn struct {
+	SessionID   string `json:"session_id,omitempty"`
+	ContextID   string `json:"context_id,omitempty"`
+	ExecutionID string `json:"execution_id,omitempty"`
+	Path        string `json:"path,omitempty"`
+	Recursive   bool   `json:"recursive,omitempty"`
+	Limit       int    `json:"limit,omitempty" jsonschema:"default 200"`
+}
+
+func (s *Server) registerFiles() {
+	if s.deps.Files == nil {
+		return
+	}
+	addTool(s, &mcp.Tool{Name: "upload_file",
+		Description: "Write a file into a session, or stage it for execute_code/run_script files (upload_id).",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}}, s.uploadFile)
+	addTool(s, &mcp.Tool{Name: "download_file",
+		Description: "Read a file of a session or of a run's kept artifacts (execution_id); offset/length for ranges.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}}, s.downloadFile)
+	addTool(s, &mcp.Tool{Name: "list_files",
+		Description: "List files of a session, of a run's kept artifacts, or (no id) your uploads and artifacts.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}}, s.listFiles)
+}
+
+// target is where a files call reads or writes: a live session's workspace
+// (Root set) or a kept item of the store (ItemID set).
+type target struct {
+	Root    *files.Root
+	ItemID  string
+	URIBase string // codexec://sessions/<id>/files/ or codexec://executions/<id>/files/
+	Session string
+}
+
+// close releases the target's root, if any.
+func (t target) close() {
+	if t.Root != nil {
+		_ = t.Root.Close()
+	}
+}
+
+// resolveTarget picks the session/context or execution named by the call.
+func (s *Server) resolveTarget(ctx context.Context, sessionID, contextID, executionID string) (target, error) {
+	sid := sessionID
+	if sid == "" {
+		sid = contextID
+	}
+	switch {
+	case sid != "" && executionID != "":
+		return target{}, errors.New("give a session_id/context_id or an execution_id, not both")
+	case executionID != "":
+		if _, err := s.deps.Files.Get(ctx, executionID); err != nil {
+			return target{}, err
+		}
+		return target{ItemID: executionID, URIBase: uriBase("executions", executionID)}, nil
+	case sid != "":
+		return s.sessionTarget(ctx, sid)
+	}
+	return target{}, errors.New("give a session_id, context_id or execution_id")
+}
+
+func (s *Server) sessionTarget(ctx context.Context, id string) (target, error) {
+	if s.deps.Sessions == nil {
+		return target{}, errors.New("sessions are not enabled on this server")
+	}
+	sess, err := s.deps.Sessions.Get(ctx, id)
+	if err != nil {
+		return target{}, errors.New(sessionError(err))
+	}
+	root, err := files.OpenRoot(sess.Workspace)
+	if err != nil {
+		return target{}, err
+	}
+	return target{Root: root, Session: sess.ID, URIBase: uriBase("sessions", sess.ID)}, nil
+}
+
+func (s *Server) uploadFile(ctx context.Context, _ *mcp.CallToolRequest, in UploadIn) (*mcp.CallToolResult, UploadOut, error) {
+	data, mode, err := s.uploadContent(in)
+	if err != nil {
+		return nil, UploadOut{}, err
+	}
+	opts := files.WriteOptions{Mode: mode, Overwrite: in.Overwrite, Max: s.deps.Config.MaxUploadBytes}
+	if in.SessionID == "" && in.ContextID == "" {
+		id := execlog.NewID("upl_")
+		it, w, err := s.deps.Files.Put(ctx, id, in.Path, strings.NewReader(data), opts)
+		if err != nil {
+			return nil, UploadOut{}, err
+		}
+		return nil, UploadOut{Path: w.Path, Size: w.Size, SHA256: w.SHA256, UploadID: id, ExpiresAt: &it.Expires}, nil
+	}
+	t, err := s.resolveTarget(ctx, in.SessionID, in.ContextID, "")
+	if err != nil {
+		return nil, UploadOut{}, err
+	}
+	defer t.close()
+	if err := s.checkDisk(t.Root, int64(len(data))); err != nil {
+		return nil, UploadOut{}, err
+	}
+	w, err := t.Root.Write(in.Path, strings.NewReader(data), opts)
+	if err != nil {
+		return nil, UploadOut{}, err
+	}
+	return nil, UploadOut{Path: w.Path, Size: w.Size, SHA256: w.SHA256}, nil
+}
+
+// uploadContent decodes the one content field given and the mode.
+func (s *Server) uploadContent(in UploadIn) (string, fs.FileMode, error) {
+	// Both empty is an empty file.
+	data := in.Content
+	switch {
+	case in.Content != "" && in.ContentBase64 != "":
+		return "", 0, errors.New("give content or content_base64, not both")
+	case in.ContentBase64 != "":
+		b, err := base64.StdEncoding.DecodeString(strings.TrimRight(in.ContentBase64, "\n"))
+		if err != nil {
+			b, err = base64.RawStdEncoding.DecodeString(in.ContentBase64)
+		}
+		if err != nil {
+			return "", 0, fmt.Errorf("content_base64 is not valid base64: %v", err)
+		}
+		data = string(b)
+	}
+	if max := s.deps.Config.MaxUploadBytes; int64(len(data)) > max {
+		return "", 0, fmt.Errorf("%d bytes exceed CODEXEC_MAX_UPLOAD_BYTES (%d)", len(data), max)
+	}
+	if in.Mode == "" {
+		return data, 0, nil
+	}
+	m, err := strconv.ParseUint(in.Mode, 8, 32)
+	if err != nil || m > 0o777 {
+		return "", 0, fmt.Errorf("mode %q: give octal permission bits such as 644 or 755", in.Mode)
+	}
+	return data, fs.FileMode(m), nil
+}
+
+// checkDisk refuses an upload that would take a codexec-created workspace
+// beyond CODEXEC_DISK_LIMIT (a user's own working_dir is not bounded here).
+func (s *Server) checkDisk(root *files.Root, n int64) error {
+	limit := s.deps.Config.DiskLimitBytes
+	sb := filepath.Clean(s.deps.Config.SandboxDir) + string(filepath.Separator)
+	if limit <= 0 || !strings.HasPrefix(root.Dir(), sb) {
+		return nil
+	}
+	used, _ := root.Usage(20000)
+	if used+n > limit {
+		return fmt.Errorf("the workspace holds %d bytes; %d more would exceed CODEXEC_DISK_LIMIT (%d)", used, n, limit)
+	}
+	return nil
+}
+
+func (s *Server) listFiles(ctx context.Context, _ *mcp.CallToolRequest, in ListFilesIn) (*mcp.CallToolResult, files.Listing, error) {
+	limit := in.Limit
+	if limit <= 0 {
+		limit = 200
+	}
+	limit = min(limit, 5000)
+	if in.SessionID == "" && in.ContextID == "" && in.ExecutionID == "" {
+		return nil, s.listKept(ctx, limit), nil
+	}
+	t, err := s.resolveTarget(ctx, in.SessionID, in.ContextID, in.ExecutionID)
+	if err != nil {
+		return nil, files.Listing{}, err
+	}
+	defer t.close()
+	if t.Root != nil {
+		l, err := t.Root.List(in.Path, in.Recursive, limit)
+		return nil, l, err
+	}
+	it, err := s.deps.Files.Get(ctx, t.ItemID)
+	if err != nil {
+		return nil, files.Listing{}, err
+	}
+	return nil, itemListing(it, in.Path, limit), nil
+}
+
+// itemListing lists a kept item's files below dir (all of them: kept items
+// are flat lists of files).
+func itemListing(it files.Item, dir string, limit int) files.Listing {
+	prefix, _ := files.Clean(dir)
+	l := files.Listing{Entries: []files.Entry{}}
+	for _, e := range it.Files {
+		if prefix != "" && !strings.HasPrefix(e.Path, prefix+"/") && e.Path != prefix {
+			continue
+		}
+		if len(l.Entries) >= limit {
+			l.Truncated = true
+			break
+		}
+		l.Entries = append(l.Entries, e)
+	}
+	return l
+}
+
+// listKept lists the caller's staged uploads and kept artifacts as
+// "<id>/<path>" entries.
+func (s *Server) listKept(ctx context.Context, limit int) files.Listing {
+	l := files.Listing{Entries: []files.Entry{}}
+	for _, it := range s.deps.Files.List(ctx) {
+		for _, e := range it.Files {
+			if len(l.Entries) >= limit {
+				l.Truncated = true
+				return l
+			}
+			e.Path = it.ID + "/" + e.Path
+			l.Entries = append(l.Entries, e)
+		}
+	}
+	return l
+}
+
+// stageUploads checks that every upload id is a live upload of the caller
+// and returns ctx carrying the step that copies them into the one-shot run's
+// workspace before it starts (engine.WithPrepare).
+func (s *Server) stageUploads(ctx context.Context, ids []string) (context.Context, error) {
+	if len(ids) == 0 {
+		return ctx, nil
+	}
+	if s.deps.Files == nil {
+		return ctx, errors.New("files are not enabled on this server")
+	}
+	for _, id := range ids {
+		if _, err := s.deps.Files.Get(ctx, id); err != nil {
+			return ctx, fmt.Errorf("files: %w", err)
+		}
+	}
+	return engine.WithPrepare(ctx, func(dir string) error {
+		root, err := files.OpenRoot(dir)
+		if err != nil {
+			return err
+		}
+		defer root.Close()
+		return s.copyUploads(ctx, ids, root)
+	}), nil
+}
+
+// copyUploads writes staged uploads into root (a session's workspace or a
+// run's), refusing to replace existing files.
+func (s *Server) copyUploads(ctx context.Context, ids []string, root *files.Root) error {
+	for _, id := range ids {
+		if _, err := s.deps.Files.CopyTo(ctx, id, root); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// uploadsToSession copies staged uploads into a session's workspace.
+func (s *Server) uploadsToSession(ctx context.Context, sessionID string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if s.deps.Files == nil {
+		return errors.New("files are not enabled on this server")
+	}
+	t, err := s.sessionTarget(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	defer t.close()
+	return s.copyUploads(ctx, ids, t.Root)
+}

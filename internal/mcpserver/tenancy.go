@@ -1,0 +1,77 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codexec/codexec/internal/output"
+	"github.com/codexec/codexec/internal/progress"
+	"github.com/codexec/codexec/internal/tenant"
+)
+
+// executionTools run code or programs: each call holds one of its
+// principal's execution slots (Deps.Limiter) while it runs.
+var executionTools = map[string]bool{
+	"execute_code": true, "send_to_session": true, "run_code": true, "run_script": true,
+	"execute_command": true, "execute_process": true, "install_package": true,
+}
+
+// errNoPrincipal refuses an authenticated request whose token names nobody:
+// treating it as Local would hand it the stdio user's state.
+var errNoPrincipal = errors.New("the request's credentials name no principal")
+
+// tenancy is the one place where a request's principal is decided and put
+// into its context (tenant.With): the verified token's user when the
+// transport authenticated the request (HTTP), else tenant.Local (stdio).
+// Every handler and store below reads it with tenant.From. Calls of
+// executionTools also take an execution slot of that principal first; a
+// principal over its quota gets a "busy" tool error after the queue wait.
+func (s *Server) tenancy(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		p := tenant.Local
+		if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
+			if p = extra.TokenInfo.UserID; p == "" && !harmless(method) {
+				return nil, errNoPrincipal
+			}
+		}
+		ctx = tenant.With(ctx, p)
+		call, ok := req.(*mcp.CallToolRequest)
+		if !ok || call.Params == nil || !executionTools[call.Params.Name] || s.deps.Limiter == nil {
+			return next(ctx, method, req)
+		}
+		release, err := s.deps.Limiter.Acquire(ctx, p)
+		if err != nil {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "error: " + err.Error()}}}, nil
+		}
+		defer release()
+		return next(ctx, method, req)
+	}
+}
+
+// harmless methods touch no principal's state.
+func harmless(method string) bool {
+	return method == "initialize" || method == "ping" || strings.HasPrefix(method, "notifications/")
+}
+
+// streamOutput returns an observer that streams a running call's output
+// as notifications/progress when the call carries a progressToken (nil
+// otherwise), and a finish function that sends what is left; finish must
+// run before the handler returns its result, so every notification
+// precedes the response.
+func streamOutput(ctx context.Context, req *mcp.CallToolRequest) (output.Observer, func()) {
+	if req == nil || req.Params == nil || req.Session == nil {
+		return nil, func() {}
+	}
+	token := req.Params.GetProgressToken()
+	if token == nil {
+		return nil, func() {}
+	}
+	st := progress.New(progress.Defaults, func(seq int, msg string) {
+		// Best effort: a client that went away cancels ctx and the run.
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Message: msg, Progress: float64(seq)})
+	})
+	return st.Observe, st.Close
+}

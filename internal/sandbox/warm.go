@@ -1,0 +1,376 @@
+package sandbox
+
+import (
+	_ "embed"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Warm runners. Starting an isolated interpreter costs a sandbox (namespaces,
+// mounts, cgroup, Landlock) plus the interpreter's own start-up, ~25 ms on the
+// request path. A warm runner is that whole thing done ahead of time: a
+// sandboxed python or node that has finished starting and waits on a control
+// socket (fd 3) for exactly one run. A run takes a runner, binds its
+// workspace into it, hands it cwd, environment, code and arguments, and the
+// runner executes the code as `python -c` / `node -e` would. When the run
+// ends the runner is destroyed like any other run (group kill, cgroup and
+// mounts removed); nothing is ever reused, so a run's isolation is the same
+// as a cold start's by construction: its own namespaces, /tmp, cgroup,
+// seccomp filter, Landlock domain and interpreter process.
+//
+// Runners are started in the background, one kind (interpreter, flags,
+// environment minus HOME, mounts, limits) at a time, with a low CPU weight
+// until taken, so refills never take CPU from running code.
+
+// Runner kinds a Spec may ask for (Spec.Warm).
+const (
+	WarmPython = "python"
+	WarmNode   = "node"
+)
+
+//go:embed runner_python.py
+var pythonStub string
+
+//go:embed runner_node.js
+var nodeStub string
+
+// PoolOptions configure warm runners (CODEXEC_POOL_*).
+type PoolOptions struct {
+	// Size is the most ready runners kept per kind; 0 disables warm runners.
+	Size int
+	// Idle stops a kind's runners when no run asked for that kind for this
+	// long (0: one minute).
+	Idle time.Duration
+	// MemoryBytes caps the memory of all ready runners together (0: 256 MiB).
+	MemoryBytes int64
+	// Fills bounds concurrent runner start-ups (0: 2).
+	Fills int
+}
+
+func (o PoolOptions) withDefaults() PoolOptions {
+	if o.Idle <= 0 {
+		o.Idle = time.Minute
+	}
+	if o.MemoryBytes <= 0 {
+		o.MemoryBytes = 256 << 20
+	}
+	if o.Fills <= 0 {
+		o.Fills = 2
+	}
+	return o
+}
+
+// PoolStat is the state of the warm runners of one kind.
+type PoolStat struct {
+	// Kind is "python" or "node"; Key distinguishes kinds started with
+	// different flags, environment, mounts or limits.
+	Kind string
+	Key  string
+	// Ready runners wait for a run; Starting are being started; Target is
+	// how many the pool currently aims to keep (grows on misses, drops to 0
+	// after the idle expiry).
+	Ready, Starting, Target int
+	// Hits are runs served warm; Misses runs that found no ready runner.
+	Hits, Misses uint64
+	// MemoryBytes is what the ready runners hold.
+	MemoryBytes int64
+}
+
+// Pooled is implemented by backends that keep warm runners.
+type Pooled interface {
+	// PoolStats returns the state of every kind, sorted by kind.
+	PoolStats() []PoolStat
+}
+
+// warmRequest is a Spec split into what its runner is started with (key,
+// base) and what a run applies at take time (the rest of the Spec).
+type warmRequest struct {
+	kind string
+	key  string
+	// base starts the runner: Argv is interpreter, flags, -c|-e, stub;
+	// Env is the run's without HOME; no Dir.
+	base Spec
+	code string
+	args []string
+}
+
+// parseWarm reports whether spec can be served by a warm runner: a
+// python `-c` or node `-e` program without a program directory.
+func parseWarm(spec Spec) (warmRequest, bool) {
+	flag, stub := "-c", pythonStub
+	switch spec.Warm {
+	case WarmPython:
+	case WarmNode:
+		flag, stub = "-e", nodeStub
+	default:
+		return warmRequest{}, false
+	}
+	i := slices.Index(spec.Argv, flag)
+	// spec.TmpDir (a bounded disk's /tmp) is not given to a runner: mounted
+	// over the runner's /tmp it would fall outside its Landlock rule
+	// (Landlock's path walk skips mount points). A warm run keeps the
+	// runner's own size-limited tmpfs /tmp; see SECURITY.md (disk).
+	if spec.ProgramDir != "" || spec.Network || i < 1 || i+1 >= len(spec.Argv) {
+		return warmRequest{}, false
+	}
+	flags := spec.Argv[1:i]
+	for _, f := range flags {
+		if strings.HasPrefix(f, "--input-type") { // ES modules: not an -e script
+			return warmRequest{}, false
+		}
+	}
+	env := []string{"HOME=/nonexistent"}
+	for _, kv := range spec.Env {
+		if !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "PWD=") {
+			env = append(env, kv)
+		}
+	}
+	argv := append(append([]string{spec.Argv[0]}, flags...), flag, stub)
+	base := Spec{ID: "warm", Argv: argv, Env: env, Mounts: spec.Mounts, Limits: spec.Limits}
+	key := fmt.Sprintf("%s %q %q %v %+v", spec.Warm, argv[:len(argv)-1], env, spec.Mounts, spec.Limits)
+	return warmRequest{kind: spec.Warm, key: key, base: base, code: spec.Argv[i+1], args: spec.Argv[i+2:]}, true
+}
+
+// encodeRun is the message a runner's stub reads from fd 3: the payload's
+// length in decimal and a newline, then NUL-separated fields: cwd, the
+// number of environment entries, the entries, the code, the arguments.
+func encodeRun(cwd string, env []string, code string, args []string) []byte {
+	fields := append(append([]string{cwd, fmt.Sprint(len(env))}, env...), code)
+	payload := strings.Join(append(fields, args...), "\x00")
+	return []byte(fmt.Sprintf("%d\n%s", len(payload), payload))
+}
+
+// runnerStarter starts one runner for a request; backends implement it.
+type runnerStarter func(req warmRequest) (*runner, error)
+
+// warmKind is the pool's state for one key.
+type warmKind struct {
+	req          warmRequest
+	ready        []*runner
+	starting     int
+	target       int
+	lastUse      time.Time
+	hits, misses uint64
+	memEstimate  int64
+}
+
+// warmPool keeps ready runners per kind. It is safe for concurrent use.
+type warmPool struct {
+	opts  PoolOptions
+	start runnerStarter
+	fills chan struct{}
+
+	mu     sync.Mutex
+	kinds  map[string]*warmKind
+	closed bool
+	done   chan struct{}
+	wg     sync.WaitGroup
+}
+
+func newWarmPool(opts PoolOptions, start runnerStarter) *warmPool {
+	opts = opts.withDefaults()
+	p := &warmPool{opts: opts, start: start, fills: make(chan struct{}, opts.Fills),
+		kinds: map[string]*warmKind{}, done: make(chan struct{})}
+	if opts.Size > 0 {
+		p.wg.Add(1)
+		go p.expireLoop()
+	}
+	return p
+}
+
+// take returns a ready runner for req, or nil (a miss: the caller starts
+// the run cold). Either way it records the demand and starts refills.
+func (p *warmPool) take(req warmRequest) *runner {
+	if p == nil || p.opts.Size == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	k := p.kinds[req.key]
+	if k == nil {
+		k = &warmKind{req: req, memEstimate: 16 << 20}
+		p.kinds[req.key] = k
+		slog.Info("warm runners: new kind", "kind", req.kind, "size", p.opts.Size)
+	}
+	k.lastUse = time.Now()
+	var r *runner
+	if len(k.ready) > 0 {
+		r, k.ready = k.ready[0], k.ready[1:]
+		k.hits++
+	} else {
+		k.misses++
+		k.target = min(p.opts.Size, k.target+1)
+	}
+	p.fillLocked(k)
+	return r
+}
+
+// demand makes req's kind wanted (at least one ready runner) without
+// taking a runner, so one starts before the first run asks.
+func (p *warmPool) demand(req warmRequest) {
+	if p == nil || p.opts.Size == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := p.kinds[req.key]
+	if k == nil {
+		k = &warmKind{req: req, memEstimate: 16 << 20}
+		p.kinds[req.key] = k
+	}
+	k.lastUse, k.target = time.Now(), max(k.target, 1)
+	p.fillLocked(k)
+}
+
+// fillLocked starts runners until the kind has its target, within the
+// memory cap.
+func (p *warmPool) fillLocked(k *warmKind) {
+	for !p.closed && len(k.ready)+k.starting < k.target && p.memoryLocked()+k.memEstimate <= p.opts.MemoryBytes {
+		k.starting++
+		p.wg.Add(1)
+		go p.fill(k)
+	}
+}
+
+// memoryLocked is the memory held by ready runners plus an estimate for
+// the ones starting.
+func (p *warmPool) memoryLocked() int64 {
+	var total int64
+	for _, k := range p.kinds {
+		for _, r := range k.ready {
+			total += r.mem
+		}
+		total += int64(k.starting) * k.memEstimate
+	}
+	return total
+}
+
+func (p *warmPool) fill(k *warmKind) {
+	defer p.wg.Done()
+	select {
+	case p.fills <- struct{}{}:
+	case <-p.done:
+		p.mu.Lock()
+		k.starting--
+		p.mu.Unlock()
+		return
+	}
+	t0 := time.Now()
+	r, err := p.start(k.req)
+	<-p.fills
+	if err != nil {
+		slog.Warn("warm runner failed to start", "kind", k.req.kind, "err", err)
+	} else {
+		slog.Debug("warm runner ready", "kind", k.req.kind, "ms", time.Since(t0).Milliseconds(), "mem_mb", r.mem>>20)
+	}
+	if !p.keep(k, r) && r != nil {
+		r.destroy()
+	}
+}
+
+// keep adds a started runner to its kind, unless the pool closed or no
+// longer wants it, and tops the kind up.
+func (p *warmPool) keep(k *warmKind, r *runner) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k.starting--
+	if r == nil {
+		return false
+	}
+	k.memEstimate = max(r.mem, 1<<20)
+	if p.closed || len(k.ready) >= k.target {
+		return false
+	}
+	k.ready = append(k.ready, r)
+	p.fillLocked(k)
+	return true
+}
+
+// expireLoop stops the runners of kinds nobody asked for within Idle.
+func (p *warmPool) expireLoop() {
+	defer p.wg.Done()
+	t := time.NewTicker(max(p.opts.Idle/4, 50*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-t.C:
+			p.expire(time.Now())
+		}
+	}
+}
+
+func (p *warmPool) expire(now time.Time) {
+	p.mu.Lock()
+	var stale []*runner
+	for key, k := range p.kinds {
+		if now.Sub(k.lastUse) < p.opts.Idle {
+			continue
+		}
+		if len(k.ready) > 0 {
+			slog.Info("warm runners: idle kind stopped", "kind", k.req.kind, "runners", len(k.ready))
+		}
+		stale = append(stale, k.ready...)
+		k.ready, k.target = nil, 0
+		if k.starting == 0 {
+			delete(p.kinds, key)
+		}
+	}
+	p.mu.Unlock()
+	for _, r := range stale {
+		r.destroy()
+	}
+}
+
+// stats returns the state of every kind.
+func (p *warmPool) stats() []PoolStat {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]PoolStat, 0, len(p.kinds))
+	for key, k := range p.kinds {
+		s := PoolStat{Kind: k.req.kind, Key: key, Ready: len(k.ready), Starting: k.starting, Target: k.target,
+			Hits: k.hits, Misses: k.misses}
+		for _, r := range k.ready {
+			s.MemoryBytes += r.mem
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Kind+out[i].Key < out[j].Kind+out[j].Key })
+	return out
+}
+
+// close stops every runner and waits for starting ones.
+func (p *warmPool) close() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	close(p.done)
+	var all []*runner
+	for _, k := range p.kinds {
+		all = append(all, k.ready...)
+		k.ready = nil
+	}
+	p.mu.Unlock()
+	for _, r := range all {
+		r.destroy()
+	}
+	p.wg.Wait()
+}

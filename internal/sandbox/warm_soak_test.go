@@ -1,0 +1,123 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestWarmSoak runs many pooled runs at concurrency 4, then closes the
+// backend and checks nothing is left: processes, cgroups, staging mounts,
+// descriptors. 200 runs by default (50 with -short), so the whole suite stays
+// light on a shared machine; the proof run is CODEXEC_SOAK_RUNS=2000.
+func TestWarmSoak(t *testing.T) {
+	runs := 200
+	if testing.Short() {
+		runs = 50
+	}
+	if n, err := strconv.Atoi(os.Getenv("CODEXEC_SOAK_RUNS")); err == nil && n > 0 {
+		runs = n
+	}
+	dir := t.TempDir()
+	fdsBefore := countFDs(t)
+	n := newWarmNamespace(t, 4)
+	var warm, wrong int64
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	jobs := make(chan int)
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				ws := filepath.Join(dir, strconv.Itoa(i))
+				_ = os.Mkdir(ws, 0o755)
+				kind, code := WarmPython, fmt.Sprintf("print(%d)", i)
+				if i%5 == 0 {
+					kind, code = WarmNode, fmt.Sprintf("console.log(%d)", i)
+				}
+				awaitReady(n, kind, 2*time.Second)
+				r := runSpec(t, n, warmSpec(kind, ws, code))
+				mu.Lock()
+				if r.exit.Code != 0 || strings.TrimSpace(r.stdout) != strconv.Itoa(i) {
+					wrong++
+					t.Errorf("run %d: %+v %q %q", i, r.exit, r.stdout, r.stderr)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := 0; i < runs; i++ {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	for _, s := range n.PoolStats() {
+		warm += int64(s.Hits)
+	}
+	t.Logf("%d runs, %d served warm, %d wrong", runs, warm, wrong)
+	if warm < int64(runs)/2 {
+		t.Errorf("only %d of %d runs were served warm", warm, runs)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkNoLeaks(t, fdsBefore)
+}
+
+// awaitReady waits up to d for a ready runner of kind, so that most soak
+// runs are served warm (the pool refills at low CPU priority).
+func awaitReady(n *Namespace, kind string, d time.Duration) {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		for _, s := range n.PoolStats() {
+			if s.Kind == kind && s.Ready > 0 {
+				return
+			}
+		}
+	}
+}
+
+func countFDs(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// checkNoLeaks expects no child processes, no cgroups or staging mounts of
+// this process, and (about) as many descriptors as before.
+func checkNoLeaks(t *testing.T, fdsBefore int) {
+	t.Helper()
+	pid := strconv.Itoa(os.Getpid())
+	// Live children only: when other tests of the package have made the
+	// test process a child subreaper (subprocess mode), dead sandbox
+	// processes are re-parented to it as zombies nobody reaps here.
+	tasks, _ := filepath.Glob("/proc/self/task/*/children")
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, p := range strings.Fields(string(b)) {
+			pid, _ := strconv.Atoi(p)
+			if state, _ := procState(pid); state != 'Z' && state != 0 {
+				t.Errorf("leaked child process %d (state %c)", pid, state)
+			}
+		}
+	}
+	groups, _ := filepath.Glob("/sys/fs/cgroup/*/codexec/*-" + pid)
+	more, _ := filepath.Glob("/sys/fs/cgroup/*/*/codexec/*-" + pid)
+	more2, _ := filepath.Glob("/sys/fs/cgroup/codexec/*-" + pid)
+	if all := append(append(groups, more...), more2...); len(all) > 0 {
+		t.Errorf("leaked cgroups: %v", all)
+	}
+	if b, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(b), "/run/codexec-"+pid) {
+		t.Errorf("leaked staging mounts")
+	}
+	if after := countFDs(t); after > fdsBefore+2 {
+		t.Errorf("descriptors: %d before, %d after", fdsBefore, after)
+	}
+}
