@@ -97,13 +97,18 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	if c, ok := backend.(io.Closer); ok {
 		a.closers = append(a.closers, func() { _ = c.Close() })
 	}
+	disks := openDisks(cfg, backend)
+	if disks != nil {
+		a.closers = append(a.closers, func() { _ = disks.Close() })
+	}
 	logger, err := execlog.New(cfg.LogDir)
 	if err != nil {
 		return nil, err
 	}
 	a.closers = append(a.closers, func() { _ = logger.Close() })
-	guard := pathguard.New(env.Home, pathguard.DefaultForbidden(env.Home, cfg.LogDir, cfg.ScriptsDir, cfg.PackagesDir))
+	guard := pathguard.New(env.Home, pathguard.DefaultForbidden(env.Home, cfg.LogDir, cfg.ScriptsDir, cfg.PackagesDir, disksDir(cfg)))
 	opts := engineOptions(cfg, env)
+	opts.Disks = disks
 	if err := addGlobalPackages(&opts, cfg.PackagesDir); err != nil {
 		return nil, err
 	}

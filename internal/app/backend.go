@@ -88,6 +88,7 @@ func Doctor(ctx context.Context, cfg config.Config, env HostEnv, w io.Writer) in
 	fmt.Fprintln(w, "subprocess: available (NO isolation: host filesystem, network, no resource limits)")
 	nsErr := doctorNamespace(ctx, cfg, env, langs, w)
 	ctErr := doctorContainer(ctx, cfg, w)
+	doctorDisks(cfg, w)
 	doctorUpstreams(ctx, cfg, env, w)
 	var err error
 	switch cfg.SandboxMode {

@@ -52,6 +52,8 @@ type hostileFixture struct {
 	accepted    *atomic.Int64
 	serverPid   int
 	sentinelPid int
+	disks       string // the server's bounded disks (CODEXEC_SANDBOX_DIR/.disks)
+	mode        string
 }
 
 func TestHostile(t *testing.T) {
@@ -96,6 +98,7 @@ func runHostile(t *testing.T, mode string, env []string) {
 	env = append(append([]string{"CODEXEC_SANDBOX_MODE=" + mode}, hostileEnv...), env...)
 	s := start(t, env...)
 	h := newFixture(t, s)
+	h.mode = mode
 	for _, c := range hostileCases() {
 		t.Run(c.name, func(t *testing.T) {
 			if c.isolatedOnly && mode == "subprocess" {
@@ -120,7 +123,7 @@ func runHostile(t *testing.T, mode string, env []string) {
 func newFixture(t *testing.T, s *server) *hostileFixture {
 	dir := t.TempDir()
 	h := &hostileFixture{secretFile: filepath.Join(dir, "secret.txt"), outsideDir: dir, workDir: t.TempDir(),
-		accepted: &atomic.Int64{}, serverPid: s.Cmd.Process.Pid}
+		accepted: &atomic.Int64{}, serverPid: s.Cmd.Process.Pid, disks: filepath.Join(s.DataDir, "sandbox", ".disks")}
 	if err := os.WriteFile(h.secretFile, []byte("host-secret-91c2"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -187,6 +190,16 @@ func hostileCases() []hostileCase {
 					t.Fatalf("want ENOSPC from the size-limited /tmp: %+v", r)
 				}
 			}},
+		{name: "disk_fill_workspace_2GB", args: py(write2GB),
+			check: func(t *testing.T, h *hostileFixture, r execResult) {
+				if h.mode == "subprocess" {
+					checkFileSizeLimit(t, r, 32<<20)
+					return
+				}
+				checkDiskFull(t, h, r, "written", 32<<20)
+			}},
+		{name: "inode_flood", isolatedOnly: true, args: py(inodeFlood),
+			check: func(t *testing.T, h *hostileFixture, r execResult) { checkDiskFull(t, h, r, "files", 32<<20/8192) }},
 		{name: "output_1GB",
 			args: py("import sys\nb='x'*(1<<20)\nfor _ in range(1024):\n    sys.stdout.write(b)"),
 			check: func(t *testing.T, _ *hostileFixture, r execResult) {

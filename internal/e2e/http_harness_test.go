@@ -53,7 +53,15 @@ func startHTTP(t testing.TB, addr string, env ...string) *httpServer {
 	}
 	go func() { s.exited <- cmd.Wait() }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
+		// Stop it gracefully: on the way out the server unmounts its bounded
+		// disks (below the data dir), which a SIGKILL would leave mounted.
+		if cmd.Process.Signal(syscall.SIGTERM) == nil {
+			select {
+			case <-s.exited:
+			case <-time.After(20 * time.Second):
+				_ = cmd.Process.Kill()
+			}
+		}
 		if t.Failed() {
 			t.Logf("server log:\n%s", tail(s.Stderr.String(), 6000))
 		}

@@ -64,7 +64,7 @@ func (e *Engine) ExecuteCodeMode(ctx context.Context, req CodeModeRequest) (Resu
 	if req.Timeout == 0 {
 		req.Timeout = e.opts.DefaultTimeout
 	}
-	dir, cleanup, err := e.workspace(req.WorkingDir, false)
+	dir, disk, cleanup, err := e.workspace(req.WorkingDir, false)
 	if err != nil {
 		return Result{}, err
 	}
@@ -74,7 +74,7 @@ func (e *Engine) ExecuteCodeMode(ctx context.Context, req CodeModeRequest) (Resu
 		return Result{}, err
 	}
 	started := time.Now()
-	res := e.runCode(ctx, id, req.Language, dir, Request{Code: src, Timeout: req.Timeout, io: cm.rio, Observe: req.Observe}, nil)
+	res := e.runCode(ctx, id, req.Language, dir, disk, Request{Code: src, Timeout: req.Timeout, io: cm.rio, Observe: req.Observe}, nil)
 	env, envErr := cm.finish()
 	res.WorkingDir = dir
 	res = fillCodeMode(res, req, env, envErr)

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codexec/codexec/internal/diskbound"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/pathguard"
@@ -46,6 +47,9 @@ type Options struct {
 	Home string
 	// BaseDir resolves relative working_dir values (the server's cwd).
 	BaseDir string
+	// Disks, if set, bounds the bytes and inodes of every workspace and its
+	// /tmp together (see BoundDisk); nil leaves /tmp to the backend.
+	Disks *diskbound.Set
 	// AfterRun, if set, runs after every logged one-shot run (Execute and
 	// code mode), once artifacts are known and before a fresh workspace is
 	// removed: the files toolset keeps the artifacts there. It runs on the

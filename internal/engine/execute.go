@@ -14,6 +14,7 @@ import (
 
 	"github.com/codexec/codexec/internal/artifacts"
 	"github.com/codexec/codexec/internal/codemode"
+	"github.com/codexec/codexec/internal/diskbound"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runtime"
@@ -125,14 +126,14 @@ func (e *Engine) Execute(ctx context.Context, req Request) (Result, error) {
 	if req.Timeout == 0 {
 		req.Timeout = e.opts.DefaultTimeout
 	}
-	dir, cleanup, err := e.workspace(req.WorkingDir, req.NoLog)
+	dir, disk, cleanup, err := e.workspace(req.WorkingDir, req.NoLog)
 	if err != nil {
 		return Result{}, err
 	}
 	defer cleanup()
 	id := execlog.NewID("exec_")
 	started := time.Now()
-	res := e.runCode(ctx, id, lang, dir, req, nil)
+	res := e.runCode(ctx, id, lang, dir, disk, req, nil)
 	res.WorkingDir = dir
 	if !req.NoLog {
 		e.logExecution(ctx, res, req, started)
@@ -141,14 +142,19 @@ func (e *Engine) Execute(ctx context.Context, req Request) (Result, error) {
 }
 
 // workspace returns the run's directory: the validated working_dir, or a
-// fresh directory under SandboxDir removed by cleanup.
-func (e *Engine) workspace(workingDir string, probe bool) (string, func(), error) {
+// fresh directory under SandboxDir removed by cleanup; and its bounded disk
+// (nil when disks are not bounded), released by cleanup.
+func (e *Engine) workspace(workingDir string, probe bool) (string, *diskbound.Disk, func(), error) {
 	if workingDir != "" {
 		dir, err := e.guard.CheckDir(workingDir, e.opts.BaseDir)
 		if err != nil {
-			return "", nil, fmt.Errorf("working_dir rejected: %w", err)
+			return "", nil, nil, fmt.Errorf("working_dir rejected: %w", err)
 		}
-		return dir, func() {}, nil
+		disk, err := e.BoundDisk(dir, false)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		return dir, disk, func() { releaseDisk(disk) }, nil
 	}
 	prefix := "exec_"
 	if probe {
@@ -156,14 +162,19 @@ func (e *Engine) workspace(workingDir string, probe bool) (string, func(), error
 	}
 	dir, err := e.NewWorkspace(execlog.NewID(prefix))
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
-	return dir, func() { _ = os.RemoveAll(dir) }, nil
+	disk, err := e.BoundDisk(dir, true)
+	if err != nil {
+		_ = os.Remove(dir)
+		return "", nil, nil, err
+	}
+	return dir, disk, func() { releaseDisk(disk); _ = os.RemoveAll(dir) }, nil
 }
 
 // runCode builds and runs the program; post, if non-nil, runs after the
 // program ends and before the workspace is diffed.
-func (e *Engine) runCode(ctx context.Context, id, lang, dir string, req Request, post func(dir string)) Result {
+func (e *Engine) runCode(ctx context.Context, id, lang, dir string, disk *diskbound.Disk, req Request, post func(dir string)) Result {
 	res := Result{ExecutionID: id, Language: lang, SandboxMode: e.backend.Name(), Artifacts: []string{}}
 	if !req.NoLog { // health probes (NoLog) must not wait for themselves
 		if err := e.LanguageError(lang); err != nil {
@@ -197,7 +208,7 @@ func (e *Engine) runCode(ctx context.Context, id, lang, dir string, req Request,
 	before := artifacts.Take(dir)
 	spec := ProcessSpec{ID: id, Argv: prog.Argv, Dir: dir, Env: e.Env(lang, dir),
 		Stdin: stdinReader(req.Stdin), Timeout: req.Timeout, ProgramDir: progDir, Warm: warmKind(lang),
-		OnStdout: req.Observe.For("stdout"), OnStderr: req.Observe.For("stderr")}
+		OnStdout: req.Observe.For("stdout"), OnStderr: req.Observe.For("stderr"), TmpDir: TmpDir(disk)}
 	if req.io != nil {
 		// Code mode stays on the cold path: its stdin and stdout are the
 		// channel, which a warm runner's pipes do not carry.
@@ -213,7 +224,7 @@ func (e *Engine) runCode(ctx context.Context, id, lang, dir string, req Request,
 	}
 	res.Diff = artifacts.Compare(before, artifacts.Take(dir))
 	res.Artifacts = append(append(res.Artifacts, res.Diff.Created...), res.Diff.Modified...)
-	res = fillOutcome(res, oc, req.Timeout, e.opts.Limits.MemoryBytes)
+	res = NoteDiskFull(fillOutcome(res, oc, req.Timeout, e.opts.Limits.MemoryBytes), disk)
 	if e.opts.AfterRun != nil && !req.NoLog {
 		e.opts.AfterRun(ctx, dir, &res)
 	}

@@ -28,6 +28,8 @@ type ProcessSpec struct {
 	OnStdout, OnStderr func([]byte)
 	// Network asks to keep host networking (sandbox.Spec.Network).
 	Network bool
+	// TmpDir is exposed as /tmp by isolated backends (sandbox.Spec.TmpDir).
+	TmpDir string
 	// WrapStdout, if set, sits between the program's stdout and the output
 	// sink (code mode's channel demultiplexes its frames there).
 	WrapStdout func(sink io.Writer) io.Writer
@@ -70,7 +72,7 @@ func (e *Engine) RunProcess(ctx context.Context, spec ProcessSpec) Outcome {
 		ID: spec.ID, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Stdin: spec.Stdin,
 		Stdout: stdout, Stderr: errSink, ProgramDir: spec.ProgramDir,
 		Mounts: append(append([]sandbox.Mount(nil), e.opts.Mounts...), spec.Mounts...), Limits: limits,
-		Network: spec.Network, Warm: spec.Warm,
+		Network: spec.Network, Warm: spec.Warm, TmpDir: spec.TmpDir,
 	})
 	if err != nil {
 		// A start that failed because the call was cancelled is a cancellation.

@@ -132,11 +132,15 @@ func (c *Container) runArgs(spec Spec, name string) []string {
 	if l.Pids > 0 {
 		a = append(a, "--pids-limit", strconv.Itoa(l.Pids))
 	}
-	disk := l.DiskBytes
-	if disk <= 0 {
-		disk = 256 << 20
+	if spec.TmpDir != "" {
+		a = append(a, "-v", spec.TmpDir+":/tmp:rw")
+	} else {
+		disk := l.DiskBytes
+		if disk <= 0 {
+			disk = 256 << 20
+		}
+		a = append(a, "--tmpfs", fmt.Sprintf("/tmp:rw,size=%d,mode=1777", disk))
 	}
-	a = append(a, "--tmpfs", fmt.Sprintf("/tmp:rw,size=%d,mode=1777", disk))
 	if spec.ProgramDir != "" {
 		a = append(a, "-v", spec.ProgramDir+":"+ProgramPath+":ro")
 	}

@@ -72,11 +72,9 @@ func (b *bwrapArgs) build(spec Spec) error {
 		return err
 	}
 	b.add("--proc", "/proc", "--dev", "/dev")
-	disk := spec.Limits.DiskBytes
-	if disk <= 0 {
-		disk = 256 << 20
+	if err := b.tmp(spec); err != nil {
+		return err
 	}
-	b.add("--size", strconv.FormatInt(disk, 10), "--perms", "1777", "--tmpfs", "/tmp")
 	dir := spec.Dir
 	if b.warm {
 		dir = warmDir
@@ -106,6 +104,25 @@ func (b *bwrapArgs) build(spec Spec) error {
 		}
 		b.add(dir, "/tmp", "--")
 	}
+	return nil
+}
+
+// tmp gives the sandbox its /tmp: the spec's TmpDir (a bounded disk shared
+// with the workspace) through a staging mount, else a size-limited tmpfs.
+func (b *bwrapArgs) tmp(spec Spec) error {
+	if spec.TmpDir != "" {
+		p, err := b.stage.bind(spec.TmpDir)
+		if err != nil {
+			return fmt.Errorf("sandbox: /tmp: %w", err)
+		}
+		b.add("--bind", p, "/tmp")
+		return nil
+	}
+	disk := spec.Limits.DiskBytes
+	if disk <= 0 {
+		disk = 256 << 20
+	}
+	b.add("--size", strconv.FormatInt(disk, 10), "--perms", "1777", "--tmpfs", "/tmp")
 	return nil
 }
 

@@ -24,12 +24,14 @@ const ProgramPath = "/opt/codexec/program"
 const WorkspacePath = "/workspace"
 
 // Limits are the resource limits of one run or session. Zero means "no limit
-// from codexec" for that resource. Subprocess mode enforces none of them.
+// from codexec" for that resource. Subprocess mode enforces only DiskBytes,
+// as the maximum size of one file (RLIMIT_FSIZE).
 type Limits struct {
 	MemoryBytes int64
 	CPUs        float64
 	Pids        int
-	// DiskBytes caps the private /tmp (and other tmpfs) of isolated modes.
+	// DiskBytes caps the private /tmp tmpfs of isolated modes when the spec
+	// has no TmpDir, and the size of any one file in subprocess mode.
 	DiskBytes int64
 }
 
@@ -62,6 +64,11 @@ type Spec struct {
 	Stderr io.Writer
 	// Mounts are extra host directories (e.g. installed packages).
 	Mounts []Mount
+	// TmpDir, if set, is a host directory isolated backends expose writable
+	// as /tmp instead of a tmpfs of Limits.DiskBytes: a bounded disk shared
+	// with the workspace (internal/diskbound). Subprocess mode and warm
+	// runners (Warm) ignore it: a warm run keeps the runner's tmpfs /tmp.
+	TmpDir string
 	Limits Limits
 	// Network, when true, keeps host networking (only for trusted tools such
 	// as the shell command tools in subprocess mode). Isolated modes refuse it.

@@ -10,8 +10,9 @@ import (
 )
 
 // Subprocess runs programs as plain host processes: stripped environment,
-// own working directory, own process group, no resource limits and full
-// filesystem access (see SECURITY.md). Children that escape the process group
+// own working directory, own process group, no resource limits but a
+// maximum file size (Limits.DiskBytes as RLIMIT_FSIZE) and full filesystem
+// access (see SECURITY.md). Children that escape the process group
 // (setsid, double fork) are found through the child-subreaper mechanism and
 // killed when the run ends.
 type Subprocess struct{}
@@ -63,6 +64,7 @@ func (s *Subprocess) Start(_ context.Context, spec Spec) (Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: start %s: %w", argv[0], err)
 	}
+	limitFileSize(p.Pid(), spec.Limits.DiskBytes)
 	return p, nil
 }
 

@@ -84,3 +84,25 @@ func TestSubprocessReleaseKillsEscapees(t *testing.T) {
 		t.Errorf("daemon %s survived: %s", pid, st)
 	}
 }
+
+// TestSubprocessFileSizeLimit: Limits.DiskBytes caps one file's size
+// (RLIMIT_FSIZE) for the program and what it starts.
+func TestSubprocessFileSizeLimit(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	spec := Spec{ID: "t", Dir: dir, Env: []string{"HOME=" + dir, "PATH=/usr/bin:/bin"}, Stdout: &out, Stderr: &errb,
+		Argv:   []string{"/bin/bash", "-c", "head -c 3000000 /dev/zero > f; echo status=$?; stat -c size=%s f"},
+		Limits: Limits{DiskBytes: 1 << 20}}
+	p, err := NewSubprocess().Start(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.Release(time.Second)
+	want := "status=153\nsize=1048576\n" // 128 + SIGXFSZ
+	if out.String() != want {
+		t.Fatalf("got %q (stderr %q), want %q", out.String(), errb.String(), want)
+	}
+}

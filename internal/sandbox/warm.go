@@ -111,6 +111,10 @@ func parseWarm(spec Spec) (warmRequest, bool) {
 		return warmRequest{}, false
 	}
 	i := slices.Index(spec.Argv, flag)
+	// spec.TmpDir (a bounded disk's /tmp) is not given to a runner: mounted
+	// over the runner's /tmp it would fall outside its Landlock rule
+	// (Landlock's path walk skips mount points). A warm run keeps the
+	// runner's own size-limited tmpfs /tmp; see SECURITY.md (disk).
 	if spec.ProgramDir != "" || spec.Network || i < 1 || i+1 >= len(spec.Argv) {
 		return warmRequest{}, false
 	}

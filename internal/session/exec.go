@@ -48,7 +48,7 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 	started := time.Now()
 	before := artifacts.Take(s.Workspace)
 	oc := s.exec(ctx, req.Code, req.Timeout, m.opts.KillGrace, m.eng.Options().Output, req.Observe)
-	res := m.result(s, oc, req.Timeout)
+	res := engine.NoteDiskFull(m.result(s, oc, req.Timeout), s.disk)
 	res.Diff = artifacts.Compare(before, artifacts.Take(s.Workspace))
 	res.Artifacts = append(append(res.Artifacts, res.Diff.Created...), res.Diff.Modified...)
 	if oc.lost {

@@ -219,7 +219,13 @@ func (m *Manager) launch(ctx context.Context, k key, lang string, req StartReque
 	if !owned {
 		s.Workspace = ws
 	}
-	if err := m.startDriver(ctx, s, owned); err != nil {
+	if s.disk, err = m.eng.BoundDisk(ws, owned); err == nil {
+		err = m.startDriver(ctx, s, owned)
+	}
+	if err != nil {
+		if s.disk != nil {
+			_ = s.disk.Release()
+		}
 		if owned {
 			_ = os.RemoveAll(ws)
 		}
@@ -260,7 +266,7 @@ func (m *Manager) startDriver(ctx context.Context, s *Session, ownedWS bool) err
 	proc, err := m.eng.Backend().Start(ctx, sandbox.Spec{
 		ID: s.storage, Argv: argv, Dir: s.Workspace, Env: append(withoutKeys(m.eng.Env(s.Language, s.Workspace), "PYTHONPATH", "NODE_PATH"), pkgEnv...),
 		Stdin: stdinR, Stdout: s.outMux, Stderr: s.errMux, Mounts: append(m.eng.Options().Mounts, mounts...),
-		Limits: m.eng.Options().Limits,
+		Limits: m.eng.Options().Limits, TmpDir: engine.TmpDir(s.disk),
 	})
 	if err != nil {
 		_ = stdinW.Close()
@@ -441,6 +447,11 @@ func (m *Manager) terminate(s *Session) {
 	case <-s.dead:
 	case <-time.After(500 * time.Millisecond):
 		s.kill()
+	}
+	if s.disk != nil {
+		if err := s.disk.Release(); err != nil {
+			slog.Warn("session disk release", "session_id", s.ID, "err", err)
+		}
 	}
 	if s.Workspace == filepath.Join(m.eng.Options().SandboxDir, s.storage) {
 		_ = os.RemoveAll(s.Workspace)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codexec/codexec/internal/diskbound"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/sandbox"
 )
@@ -50,6 +51,9 @@ type Session struct {
 	rssKB        int64
 	packages     []Package
 	pkgDirs      map[string]string
+	// disk bounds the workspace and /tmp (nil when disks are not bounded);
+	// released by terminate once the interpreter is gone.
+	disk *diskbound.Disk
 }
 
 // Package is one package installed into a session.

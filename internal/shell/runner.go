@@ -149,13 +149,22 @@ func (r *Runner) run(ctx context.Context, lang string, argv []string, dir string
 		return r.failed(id, lang, dir, fmt.Sprintf("cannot create the run's home directory: %v", err))
 	}
 	defer cleanup()
+	// The caller's directory is a host directory; /tmp gets a bounded disk.
+	disk, err := r.eng.BoundDisk(dir, false)
+	if err != nil {
+		return r.failed(id, lang, dir, err.Error())
+	}
+	if disk != nil {
+		defer disk.Release()
+	}
 	spec := engine.ProcessSpec{ID: id, Argv: argv, Dir: dir, Env: r.eng.Env(lang, home), Timeout: timeout,
-		Network: !r.eng.Backend().Isolated(), OnStdout: log.Observe.For("stdout"), OnStderr: log.Observe.For("stderr")}
+		Network: !r.eng.Backend().Isolated(), TmpDir: engine.TmpDir(disk),
+		OnStdout: log.Observe.For("stdout"), OnStderr: log.Observe.For("stderr")}
 	if stdin != nil {
 		spec.Stdin = strings.NewReader(*stdin)
 	}
 	oc := r.eng.RunProcess(ctx, spec)
-	res := r.eng.OutcomeResult(id, lang, oc, timeout)
+	res := engine.NoteDiskFull(r.eng.OutcomeResult(id, lang, oc, timeout), disk)
 	res.WorkingDir = dir
 	r.eng.LogResult(ctx, res, log, started)
 	return fromEngine(res)

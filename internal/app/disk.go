@@ -1,0 +1,73 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/codexec/codexec/internal/config"
+	"github.com/codexec/codexec/internal/diskbound"
+	"github.com/codexec/codexec/internal/sandbox"
+)
+
+// disksDir holds the bounded disks' images and mount points. Callers may
+// not use it as a working_dir.
+func disksDir(cfg config.Config) string { return filepath.Join(cfg.SandboxDir, ".disks") }
+
+// openDisks returns the bounded disks for an isolated backend, so
+// CODEXEC_DISK_LIMIT covers each workspace and its /tmp together. They start
+// in the background (start-up does not wait for mkfs). When the host cannot
+// make them (not root, no loop devices, no mkfs.ext4, mounting fails) it
+// says so loudly and runs fall back to bounding only /tmp (a tmpfs), as
+// SECURITY.md describes. Subprocess mode gets none (its programs can write
+// anywhere anyway).
+func openDisks(cfg config.Config, backend sandbox.Backend) *diskbound.Set {
+	if !backend.Isolated() {
+		return nil
+	}
+	s, err := diskbound.New(diskbound.Options{Dir: disksDir(cfg), Bytes: cfg.DiskLimitBytes})
+	if err != nil {
+		warnUnbounded(err)
+		return nil
+	}
+	go func() {
+		if err := s.Ready(); err != nil {
+			warnUnbounded(err)
+			return
+		}
+		slog.Info("disk limit covers workspace and /tmp", "limit_mib", s.Bytes()>>20, "inodes", s.Inodes())
+	}()
+	return s
+}
+
+func warnUnbounded(err error) {
+	slog.Warn("!!! DISK LIMIT COVERS ONLY /tmp: bounded workspaces are unavailable (" + err.Error() +
+		"); a run can fill the file system holding CODEXEC_SANDBOX_DIR; run `codexec doctor`")
+}
+
+// doctorDisks tries one bounded disk and reports whether the disk limit
+// covers workspaces.
+func doctorDisks(cfg config.Config, w io.Writer) {
+	s, err := diskbound.New(diskbound.Options{Dir: disksDir(cfg), Bytes: cfg.DiskLimitBytes})
+	if err == nil {
+		var d *diskbound.Disk
+		if d, err = s.Scratch(); err == nil {
+			err = d.Release()
+		}
+		err = joinErr(err, s.Close())
+	}
+	if err != nil {
+		fmt.Fprintf(w, "disk limit: WORKSPACE UNBOUNDED in namespace/docker modes (only /tmp, a tmpfs, is limited): %v\n", err)
+		return
+	}
+	fmt.Fprintf(w, "disk limit: %d MiB and %d inodes per run or session, workspace and /tmp together (loop-mounted ext4); subprocess mode: file size only\n",
+		cfg.DiskLimitBytes>>20, s.Inodes())
+}
+
+func joinErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,240 @@
+package diskbound
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func newSet(t testing.TB, bytes int64) *Set {
+	t.Helper()
+	if err := Available(); err != nil {
+		t.Skipf("bounded disks unavailable here: %v", err)
+	}
+	s, err := New(Options{Dir: filepath.Join(t.TempDir(), ".disks"), Bytes: bytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
+// fill writes 1 MiB chunks to path until an error or max MiB; it returns the
+// bytes written and the error.
+func fill(path string, maxMiB int) (int64, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	var n int64
+	for range maxMiB {
+		m, err := f.Write(buf)
+		n += int64(m)
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, f.Sync()
+}
+
+func TestWorkspaceAndTmpShareTheLimit(t *testing.T) {
+	const limit = 16 << 20
+	s := newSet(t, limit)
+	ws := filepath.Join(t.TempDir(), "exec_1")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.Attach(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Release()
+	if d.Full() {
+		t.Fatal("fresh disk reports full")
+	}
+	n1, err := fill(filepath.Join(d.TmpDir(), "a"), 10)
+	if err != nil || n1 != 10<<20 {
+		t.Fatalf("10 MiB in tmp: wrote %d, %v", n1, err)
+	}
+	n2, err := fill(filepath.Join(ws, "b"), 2048)
+	if !errors.Is(err, unix.ENOSPC) {
+		t.Fatalf("want ENOSPC writing 2 GiB into the workspace, got %v after %d bytes", err, n2)
+	}
+	if n1+n2 > limit {
+		t.Fatalf("wrote %d bytes in total, limit %d", n1+n2, limit)
+	}
+	if !d.Full() {
+		var st unix.Statfs_t
+		_ = unix.Statfs(d.mnt, &st)
+		t.Fatalf("disk not reported full after ENOSPC (wrote %d+%d): %+v", n1, n2, st)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(d.image, &st); err != nil {
+		t.Fatal(err)
+	}
+	if host := st.Blocks * 512; host > limit {
+		t.Fatalf("image holds %d bytes on the host, limit %d", host, limit)
+	}
+	if err := d.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if entries, err := os.ReadDir(ws); err != nil || len(entries) != 0 {
+		t.Fatalf("workspace after release: %v %v", entries, err)
+	}
+	// The disk went back to the pool emptied; discard gave the blocks back.
+	if err := unix.Stat(d.image, &st); err != nil {
+		t.Fatal(err)
+	}
+	if host := st.Blocks * 512; host > 1<<20 {
+		t.Fatalf("released disk still holds %d bytes on the host", host)
+	}
+	again, err := s.Attach(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Release()
+	if entries, err := os.ReadDir(ws); err != nil || len(entries) != 0 || again.Full() {
+		t.Fatalf("reused disk not empty: %v %v full=%v", entries, err, again.Full())
+	}
+}
+
+func TestInodeFloodStops(t *testing.T) {
+	s := newSet(t, 8<<20)
+	d, err := s.Scratch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Release()
+	var made int64
+	var ferr error
+	for made = 0; made < 1<<20; made++ {
+		if ferr = os.WriteFile(filepath.Join(d.TmpDir(), strconv.FormatInt(made, 10)), nil, 0o644); ferr != nil {
+			break
+		}
+	}
+	if !errors.Is(ferr, unix.ENOSPC) || made > s.Inodes() {
+		t.Fatalf("made %d files (inodes %d), last error %v", made, s.Inodes(), ferr)
+	}
+	if !d.Full() {
+		t.Fatal("disk not reported full after the inode flood")
+	}
+}
+
+func TestSweepRemovesDeadServersDisks(t *testing.T) {
+	s := newSet(t, 8<<20)
+	ws := filepath.Join(t.TempDir(), "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.Attach(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pretend the disk belongs to a server that died: rename its image and
+	// mount point to a pid that does not exist.
+	dead := "999999999-1"
+	if err := os.Rename(d.image, filepath.Join(s.opts.Dir, dead+".img")); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(d.mnt, filepath.Join(s.opts.Dir, mustMkdir(t, s.opts.Dir, dead)), "", unix.MS_MOVE, ""); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Remove(d.mnt)
+	if n := sweep(s.opts.Dir); n != 1 {
+		t.Fatalf("swept %d disks, want 1", n)
+	}
+	for _, m := range mountInfo() {
+		if m.point == ws || m.point == filepath.Join(s.opts.Dir, dead) {
+			t.Fatalf("mount left after sweep: %s", m.point)
+		}
+	}
+	for _, p := range []string{dead, dead + ".img"} {
+		if _, err := os.Stat(filepath.Join(s.opts.Dir, p)); !os.IsNotExist(err) {
+			t.Fatalf("%s left after sweep: %v", p, err)
+		}
+	}
+}
+
+func mustMkdir(t *testing.T, dir, name string) string {
+	t.Helper()
+	if err := os.Mkdir(filepath.Join(dir, name), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// BenchmarkAttachRelease compares, interleaved in one loop, a plain
+// workspace (mkdir + RemoveAll, what runs get without a bound) with a
+// bounded one (Attach + Release of a 256 MiB disk).
+//
+//	go test ./internal/diskbound/ -run '^$' -bench AttachRelease -benchtime 200x
+func BenchmarkAttachRelease(b *testing.B) {
+	s := newSet(b, 256<<20)
+	root := b.TempDir()
+	var plain, bounded time.Duration
+	i := 0
+	for b.Loop() {
+		i++
+		ws := filepath.Join(root, "exec_"+strconv.Itoa(i))
+		t0 := time.Now()
+		if err := os.Mkdir(ws, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, "out.txt"), []byte("hello\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		_ = os.RemoveAll(ws)
+		t1 := time.Now()
+		if err := os.Mkdir(ws, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		d, err := s.Attach(ws)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, "out.txt"), []byte("hello\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		if err := d.Release(); err != nil {
+			b.Fatal(err)
+		}
+		_ = os.RemoveAll(ws)
+		bounded += time.Since(t1)
+		plain += t1.Sub(t0)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(plain.Microseconds())/n, "plain-µs/op")
+	b.ReportMetric(float64(bounded.Microseconds())/n, "bounded-µs/op")
+	b.ReportMetric(float64(bounded-plain)/n/1e6, "added-ms/op")
+}
+
+// TestUnavailableIsReported: a Set that cannot make disks (here: an image
+// larger than any file the host allows) says so through ErrUnavailable, so
+// callers can fall back.
+func TestUnavailableIsReported(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skipf("bounded disks unavailable here: %v", err)
+	}
+	s, err := New(Options{Dir: filepath.Join(t.TempDir(), ".disks"), Bytes: 1 << 62})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Ready(); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Ready: %v, want ErrUnavailable", err)
+	}
+	if _, err := s.Scratch(); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Scratch: %v, want ErrUnavailable", err)
+	}
+}
