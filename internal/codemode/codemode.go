@@ -84,18 +84,28 @@ type WrapOptions struct {
 	Mark string
 }
 
+// contextJSON encodes the injected context (nil is the empty object), the
+// same for both languages' wrappers.
+func contextJSON(ctx map[string]any) ([]byte, error) {
+	if ctx == nil {
+		ctx = map[string]any{}
+	}
+	b, err := json.Marshal(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("context is not JSON-serializable: %w", err)
+	}
+	return b, nil
+}
+
 // Wrap returns the TypeScript program for code with ctx injected; the
 // envelope is sent as a "done" frame. The user's code starts on line
 // LineOffset+1. Each injected
 // server is bound to a variable (tools win over context keys of the same
 // name, as 004's "mixed mode" merges them).
 func Wrap(code string, ctx map[string]any, opts WrapOptions) (string, error) {
-	if ctx == nil {
-		ctx = map[string]any{}
-	}
-	ctxJSON, err := json.Marshal(ctx)
+	ctxJSON, err := contextJSON(ctx)
 	if err != nil {
-		return "", fmt.Errorf("context is not JSON-serializable: %w", err)
+		return "", err
 	}
 	servers := Group(opts.Tools)
 	lit, _ := json.Marshal(string(ctxJSON))

@@ -24,12 +24,9 @@ func init() {
 // awaitables (`await memory.read_graph()`); `.result()` on the same object
 // is the synchronous form. Line numbers in errors are the code's own.
 func WrapPython(code string, ctx map[string]any, opts WrapOptions) (string, error) {
-	if ctx == nil {
-		ctx = map[string]any{}
-	}
-	ctxJSON, err := json.Marshal(ctx)
+	ctxJSON, err := contextJSON(ctx)
 	if err != nil {
-		return "", fmt.Errorf("context is not JSON-serializable: %w", err)
+		return "", err
 	}
 	servers := Group(opts.Tools)
 	var binds []string
