@@ -106,6 +106,8 @@ type Group struct {
 	dirs []string // v1: one per controller (memory first); v2: one
 	mem  string   // directory holding the memory controller files
 	frz  string   // v1 freezer directory
+	// pinned: the group counts towards the freezer pin (pin.go).
+	pinned bool
 }
 
 // New creates the group named name (a run id) with limits applied.
@@ -215,6 +217,10 @@ func (g *Group) Drain() time.Time {
 // removes it.
 func (g *Group) Destroy() error {
 	deadline := g.Drain()
+	if g.pinned {
+		g.pinned = false
+		defer releasePin()
+	}
 	var errs []error
 	for i := len(g.dirs) - 1; i >= 0; i-- {
 		if err := rmdirRetry(g.dirs[i], deadline); err != nil {

@@ -15,7 +15,8 @@ import (
 var v1Controllers = []string{"memory", "pids", "cpu", "freezer"}
 
 func newV1(name string, l Limits) (*Group, error) {
-	g := &Group{}
+	g := &Group{pinned: true}
+	acquirePin()
 	for _, c := range v1Controllers {
 		dir := filepath.Join(Root, c, ownPath(c), parent, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -69,13 +70,15 @@ func (g *Group) killV1() error {
 		g.Signal(syscall.SIGKILL)
 		return err
 	}
+	// Freezing usually completes within tens of microseconds: poll with a
+	// short, growing pause rather than a fixed millisecond.
 	deadline := time.Now().Add(time.Second)
-	for time.Now().Before(deadline) {
+	for pause := 20 * time.Microsecond; time.Now().Before(deadline); pause = min(2*pause, time.Millisecond) {
 		b, _ := os.ReadFile(filepath.Join(g.frz, "freezer.state"))
 		if strings.TrimSpace(string(b)) == "FROZEN" {
 			break
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(pause)
 	}
 	for _, dir := range g.dirs {
 		for _, pid := range pidsIn(dir) {
