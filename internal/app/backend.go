@@ -52,7 +52,7 @@ func SelectBackend(ctx context.Context, cfg config.Config, env HostEnv, langs *r
 func namespaceOptions(cfg config.Config, env HostEnv, langs *runtime.Set) sandbox.NamespaceOptions {
 	mask := pathguard.DefaultForbidden(env.Home, cfg.DataDir, cfg.LogDir, cfg.ScriptsDir, cfg.PackagesDir, cfg.SandboxDir)
 	return sandbox.NamespaceOptions{OwnedRoot: cfg.SandboxDir, Mask: mask, ReadOnly: interpreterPrefixes(langs),
-		Pool: sandbox.PoolOptions{Size: cfg.PoolSize, Idle: cfg.PoolIdle, MemoryBytes: cfg.PoolMemoryBytes}}
+		Pool: sandbox.PoolOptions{Size: cfg.PoolSize, Idle: cfg.PoolIdle, MemoryBytes: cfg.PoolMemoryBytes, Fork: cfg.PoolFork == "on"}}
 }
 
 // interpreterPrefixes returns, for every interpreter outside /usr, the

@@ -72,6 +72,8 @@ type Config struct {
 	PoolSize        int
 	PoolIdle        time.Duration
 	PoolMemoryBytes int64
+	// PoolFork is "on" (python runners forked from a fork-server) or "off".
+	PoolFork string
 
 	MaxOutputChars  int
 	TruncationHead  int

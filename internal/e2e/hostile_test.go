@@ -57,8 +57,8 @@ type hostileFixture struct {
 }
 
 func TestHostile(t *testing.T) {
-	for _, m := range sandboxModes(t) {
-		t.Run(m.name, func(t *testing.T) {
+	for _, m := range withForkVariant(sandboxModes(t)) {
+		t.Run(m.label(), func(t *testing.T) {
 			if why := modeAvailable(t, m.name, m.env...); why != "" {
 				t.Skipf("%s mode unavailable on this host:\n%s", m.name, why)
 			}
@@ -67,9 +67,32 @@ func TestHostile(t *testing.T) {
 	}
 }
 
+// withForkVariant adds namespace mode with python runners forked from a
+// zygote (CODEXEC_POOL_FORK=on) after plain namespace mode.
+func withForkVariant(modes []sandboxMode) []sandboxMode {
+	var out []sandboxMode
+	for _, m := range modes {
+		out = append(out, m)
+		if m.name == "namespace" {
+			out = append(out, sandboxMode{name: m.name, env: append(append([]string{}, m.env...), "CODEXEC_POOL_FORK=on"), fork: true})
+		}
+	}
+	return out
+}
+
 type sandboxMode struct {
 	name string
 	env  []string
+	// fork: python runs are forked from a zygote.
+	fork bool
+}
+
+// label names the mode in test names.
+func (m sandboxMode) label() string {
+	if m.fork {
+		return m.name + "-fork"
+	}
+	return m.name
 }
 
 // sandboxModes lists the modes to test. Docker mode uses podman when the
@@ -88,9 +111,9 @@ func sandboxModes(t *testing.T) []sandboxMode {
 		}
 	}
 	return []sandboxMode{
-		{"subprocess", nil},
-		{"namespace", nil},
-		{"docker", []string{"CODEXEC_DOCKER_CLI=" + cli, "CODEXEC_DOCKER_IMAGE=" + image}},
+		{name: "subprocess"},
+		{name: "namespace"},
+		{name: "docker", env: []string{"CODEXEC_DOCKER_CLI=" + cli, "CODEXEC_DOCKER_IMAGE=" + image}},
 	}
 }
 

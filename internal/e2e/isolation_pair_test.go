@@ -42,18 +42,18 @@ var isolationPairs = []isolationPair{
 // It also checks the second runs were actually served warm (in namespace
 // mode) and that their cgroup counters are their own.
 func TestIsolationPairs(t *testing.T) {
-	for _, m := range sandboxModes(t) {
+	for _, m := range withForkVariant(sandboxModes(t)) {
 		if m.name == "subprocess" {
 			continue // no isolation to prove
 		}
-		t.Run(m.name, func(t *testing.T) {
+		t.Run(m.label(), func(t *testing.T) {
 			if why := modeAvailable(t, m.name, m.env...); why != "" {
 				t.Skipf("%s mode unavailable here: %s", m.name, why)
 			}
 			env := append([]string{"CODEXEC_SANDBOX_MODE=" + m.name, "CODEXEC_POOL_SIZE=2", "CODEXEC_MEMORY_LIMIT=256m"}, m.env...)
 			s := start(t, env...)
 			baseline, _ := s.exec(map[string]any{"language": "python", "code": "import os; print('FDS', sorted(os.listdir('/proc/self/fd')))"})
-			warm := 0
+			warm, forked := 0, 0
 			for _, p := range isolationPairs {
 				t.Run(p.name, func(t *testing.T) {
 					if m.name == "namespace" {
@@ -80,6 +80,9 @@ func TestIsolationPairs(t *testing.T) {
 					if s.servedWarm(second.ExecutionID) {
 						warm++
 					}
+					if strings.Contains(s.Stderr.String(), `msg="warm run" id=`+second.ExecutionID+" kind=python forked=true") {
+						forked++
+					}
 					if p.name == "memory counters" {
 						s.checkMemoryPeak(first.ExecutionID, second.ExecutionID)
 					}
@@ -88,7 +91,12 @@ func TestIsolationPairs(t *testing.T) {
 			if m.name == "namespace" && warm < len(isolationPairs)/2 {
 				t.Errorf("only %d of %d probe runs were served by warm runners", warm, len(isolationPairs))
 			}
-			t.Logf("%d of %d probe runs served warm", warm, len(isolationPairs))
+			// Python probes are forked from a zygote where the kernel allows
+			// (Landlock ABI 6, as on the machines CI runs on).
+			if m.fork && strings.Contains(s.Stderr.String(), "python fork-server started") && forked == 0 {
+				t.Errorf("no python probe run was served by a forked runner")
+			}
+			t.Logf("%d of %d probe runs served warm, %d of them forked", warm, len(isolationPairs), forked)
 		})
 	}
 }

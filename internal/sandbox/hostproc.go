@@ -29,6 +29,9 @@ type HostProc struct {
 	waitErr  error
 	released bool
 	mu       sync.Mutex
+	// exitOf gives the exit of a child that is not the server's own (cmd is
+	// nil): a runner forked by a zygote.
+	exitOf func() Exit
 }
 
 // Hooks customise a HostProc. Nil hooks fall back to signalling the child's
@@ -151,14 +154,24 @@ func (p *HostProc) stdinFile(stdin io.Reader) (*os.File, error) {
 	return r, nil
 }
 
-// Pid returns the host pid of the child.
-func (p *HostProc) Pid() int { return p.cmd.Process.Pid }
+// Pid returns the host pid of the child (0 for a forked runner, which is not
+// the server's child).
+func (p *HostProc) Pid() int {
+	if p.cmd == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
 
 // Wait waits for the child to exit. It does not wait for output copies.
 func (p *HostProc) Wait() (Exit, error) {
 	p.waitOnce.Do(func() {
 		err := p.wait()
-		p.exit = exitFrom(p.cmd.ProcessState)
+		if p.exitOf != nil {
+			p.exit = p.exitOf()
+		} else {
+			p.exit = exitFrom(p.cmd.ProcessState)
+		}
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			err = nil
@@ -191,6 +204,9 @@ func (p *HostProc) Kill() error { return p.signal(syscall.SIGKILL) }
 func (p *HostProc) signal(sig syscall.Signal) error {
 	if p.hooks.Signal != nil {
 		return p.hooks.Signal(sig)
+	}
+	if p.cmd == nil {
+		return nil
 	}
 	err := syscall.Kill(-p.cmd.Process.Pid, sig)
 	if errors.Is(err, syscall.ESRCH) {

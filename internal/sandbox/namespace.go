@@ -62,6 +62,9 @@ type Namespace struct {
 	warm    *warmPool
 	// cleanups tracks background removal of finished runs' cgroups.
 	cleanups sync.WaitGroup
+	// zygotes are the python fork-servers by warm key (zygote.go).
+	zygMu   sync.Mutex
+	zygotes map[string]*zygote
 }
 
 // runSeq numbers runs process-wide, so cgroup and staging names never
@@ -213,6 +216,9 @@ func (n *Namespace) Start(_ context.Context, spec Spec) (Process, error) {
 		return nil, errors.New("sandbox: the namespace backend has no network access to grant")
 	}
 	if req, ok := parseWarm(spec); ok {
+		if freq, ok := n.forkRequest(spec, req); ok {
+			req = freq
+		}
 		if r := n.warm.take(req); r != nil {
 			p, err := n.startWarm(spec, req, r)
 			if err == nil {
@@ -251,6 +257,7 @@ func (n *Namespace) startFresh(spec Spec, name string) (*HostProc, error) {
 // must not be used afterwards.
 func (n *Namespace) Close() error {
 	n.warm.close()
+	n.closeZygotes()
 	n.pool.close()
 	n.cleanups.Wait()
 	releaseStagingRoot()
@@ -340,10 +347,15 @@ func (n *Namespace) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc,
 	var p *HostProc
 	hooks := n.runHooks(r.cg, r.st, &p)
 	p = adoptHostProc(r.cmd, r.wait, r.stdin, r.stdout, r.stderr, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
+	if r.forked {
+		p.exitOf = func() Exit { return r.exit }
+	}
 	_ = r.mntns.Close()
 	_, err = r.ctl.Write(encodeRun(spec.Dir, spec.Env, req.code, req.args))
-	_ = r.ctl.Close()
-	slog.Debug("warm run", "id", spec.ID, "kind", req.kind)
+	if !r.forked { // a forked runner reports its status on it
+		_ = r.ctl.Close()
+	}
+	slog.Debug("warm run", "id", spec.ID, "kind", req.kind, "forked", r.forked)
 	if err != nil {
 		// The runner died before the run: report it as the run's failure.
 		_, _ = p.Wait()
@@ -362,6 +374,9 @@ func (n *Namespace) destroyLater(r *runner) {
 // the first such run. Specs that cannot run warm are ignored.
 func (n *Namespace) Prewarm(spec Spec) {
 	if req, ok := parseWarm(spec); ok {
+		if freq, ok := n.forkRequest(spec, req); ok {
+			req = freq
+		}
 		n.warm.demand(req)
 	}
 }

@@ -33,9 +33,18 @@ type bwrapArgs struct {
 	refs bool
 	// warm builds a runner started before its workspace is known: an empty
 	// placeholder (warmDir) takes the workspace's place (see warm_bind.go).
-	warm  bool
-	args  []string
-	files []*os.File
+	warm bool
+	// zygote builds a python fork-server's sandbox (zygote.go): nested user
+	// namespaces allowed, no seccomp filter or Landlock step of its own (its
+	// children apply them), /etc/passwd a plain file the children mount
+	// over, and zygoteRoot (if set) created as their workspace root.
+	zygote     bool
+	zygoteRoot string
+	// seccompFd is the descriptor number of the seccomp program handed to a
+	// zygote.
+	seccompFd string
+	args      []string
+	files     []*os.File
 }
 
 func (b *bwrapArgs) add(a ...string) { b.args = append(b.args, a...) }
@@ -61,8 +70,11 @@ func (b *bwrapArgs) closeFiles() {
 // appended by the caller.
 func (b *bwrapArgs) build(spec Spec) error {
 	uid, gid := strconv.Itoa(b.n.opts.UID), strconv.Itoa(b.n.opts.GID)
-	b.add("--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup",
-		"--disable-userns", "--die-with-parent", "--new-session", "--uid", uid, "--gid", gid,
+	b.add("--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup")
+	if !b.zygote {
+		b.add("--disable-userns")
+	}
+	b.add("--die-with-parent", "--new-session", "--uid", uid, "--gid", gid,
 		"--hostname", "codexec", "--ro-bind", "/usr", "/usr")
 	b.rootLinks()
 	for _, f := range etcFiles {
@@ -76,11 +88,16 @@ func (b *bwrapArgs) build(spec Spec) error {
 		return err
 	}
 	dir := spec.Dir
-	if b.warm {
+	switch {
+	case b.zygote:
+		return b.zygoteTail(spec)
+	case b.warm:
 		dir = warmDir
 		b.add("--perms", "0755", "--dir", warmDir)
-	} else if err := b.workspace(spec.Dir); err != nil {
-		return err
+	default:
+		if err := b.workspace(spec.Dir); err != nil {
+			return err
+		}
 	}
 	if err := b.readOnly(spec); err != nil {
 		return err
@@ -104,6 +121,24 @@ func (b *bwrapArgs) build(spec Spec) error {
 		}
 		b.add(dir, "/tmp", "--")
 	}
+	return nil
+}
+
+// zygoteTail ends a zygote's command line: its children's workspace root,
+// the read-only directories, and the seccomp program as a plain descriptor.
+func (b *bwrapArgs) zygoteTail(spec Spec) error {
+	if b.zygoteRoot != "" {
+		b.add("--perms", "0755", "--dir", b.zygoteRoot)
+	}
+	if err := b.readOnly(spec); err != nil {
+		return err
+	}
+	sc, err := dataFile(b.n.seccomp)
+	if err != nil {
+		return err
+	}
+	b.seccompFd = b.fd(sc)
+	b.add("--chdir", "/", "--")
 	return nil
 }
 
@@ -149,6 +184,10 @@ func (b *bwrapArgs) identity(home string) error {
 		f, err := dataFile([]byte(d.data))
 		if err != nil {
 			return err
+		}
+		if b.zygote && d.dest == "/etc/passwd" {
+			b.add("--perms", "0644", "--file", b.fd(f), d.dest) // mounted over per child
+			continue
 		}
 		b.add("--ro-bind-data", b.fd(f), d.dest)
 	}

@@ -148,6 +148,9 @@ func (s *stage) bind(src string) (string, error) {
 
 // release unmounts every point and removes the stage.
 func (s *stage) release() error {
+	if s == nil {
+		return nil
+	}
 	var errs []error
 	for _, p := range s.points {
 		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil {

@@ -50,6 +50,10 @@ type PoolOptions struct {
 	MemoryBytes int64
 	// Fills bounds concurrent runner start-ups (0: 2).
 	Fills int
+	// Fork serves python runs from runners forked by a fork-server (see
+	// zygote.go) where the kernel has Landlock ABI ≥ 6; false: every runner
+	// starts its own interpreter.
+	Fork bool
 }
 
 func (o PoolOptions) withDefaults() PoolOptions {
@@ -97,6 +101,8 @@ type warmRequest struct {
 	base Spec
 	code string
 	args []string
+	// fork: served by runners forked from a python zygote (zygote.go).
+	fork bool
 }
 
 // parseWarm reports whether spec can be served by a warm runner: a

@@ -54,7 +54,13 @@ func (n *Namespace) bindWorkspace(r *runner, dir string) error {
 		// CAP_SYS_ADMIN, which a changed fsuid keeps.
 		_ = unix.Setfsgid(n.opts.GID)
 		_ = unix.Setfsuid(n.opts.UID)
-		if err := placeWorkspace(dir); err != nil {
+		place, scratch := placeWorkspace, filepath.Dir(warmDir)
+		if r.forked {
+			// A forked runner's /tmp and workspace root are its own tmpfs;
+			// everything else it shares with its zygote and siblings.
+			place, scratch = placeForked, filepath.Dir(dir)
+		}
+		if err := place(dir); err != nil {
 			return err
 		}
 		if err := unix.MoveMount(tree, "", unix.AT_FDCWD, dir, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
@@ -65,8 +71,17 @@ func (n *Namespace) bindWorkspace(r *runner, dir string) error {
 				return err
 			}
 		}
-		return replaceFile("/etc/passwd", passwd)
+		return replaceFile("/etc/passwd", passwd, scratch)
 	})
+}
+
+// placeForked creates the mount point for dir in a forked runner's private
+// /tmp or workspace root.
+func placeForked(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return errWarmPlace
+	}
+	return nil
 }
 
 // placeWorkspace creates the mount point for dir in the sandbox (see above).
@@ -124,8 +139,8 @@ func (n *Namespace) masksBelow(dir string) []mask {
 
 // replaceFile puts a read-only file with data over path (inside the
 // sandbox's mount namespace).
-func replaceFile(path, data string) error {
-	src := filepath.Join(filepath.Dir(warmDir), ".codexec-"+filepath.Base(path))
+func replaceFile(path, data, scratch string) error {
+	src := filepath.Join(scratch, ".codexec-"+filepath.Base(path))
 	if err := os.WriteFile(src, []byte(data), 0o644); err != nil {
 		return err
 	}

@@ -35,6 +35,10 @@ type runner struct {
 	cg    *cgroup.Group
 	st    *stage
 	mntns *os.File
+	// forked runners come from a zygote: cmd is nil, and exit is what wait
+	// read from the control socket.
+	forked bool
+	exit   Exit
 }
 
 // destroy stops an unused runner and frees everything it holds.
@@ -42,7 +46,7 @@ func (r *runner) destroy() {
 	r.closeFiles()
 	if r.cg != nil {
 		_ = r.cg.Kill()
-	} else if r.cmd.Process != nil {
+	} else if r.cmd != nil && r.cmd.Process != nil {
 		_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
 	}
 	_ = r.wait()
@@ -124,6 +128,9 @@ func (r *runner) awaitReady() error {
 // weight until taken), a bwrap sandbox whose workspace is the placeholder
 // warmDir, and the interpreter with its stub, and waits until it is ready.
 func (n *Namespace) newRunner(req warmRequest) (*runner, error) {
+	if req.fork {
+		return n.forkRunner(req)
+	}
 	name := "warm-" + strconv.FormatInt(runSeq.Add(1), 10) + "-" + strconv.Itoa(os.Getpid())
 	spec := req.base
 	cg, err := cgroup.New(n.cg, name, cgroup.Limits{MemoryBytes: spec.Limits.MemoryBytes, CPUs: spec.Limits.CPUs, Pids: spec.Limits.Pids})

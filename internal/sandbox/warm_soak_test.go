@@ -14,8 +14,15 @@ import (
 // TestWarmSoak runs many pooled runs at concurrency 4, then closes the
 // backend and checks nothing is left: processes, cgroups, staging mounts,
 // descriptors. 200 runs by default (50 with -short), so the whole suite stays
-// light on a shared machine; the proof run is CODEXEC_SOAK_RUNS=2000.
+// light on a shared machine; the proof run is CODEXEC_SOAK_RUNS=2000. It runs
+// with python runners started whole and forked from a zygote.
 func TestWarmSoak(t *testing.T) {
+	for _, fork := range []bool{false, true} {
+		t.Run(map[bool]string{false: "runner", true: "fork"}[fork], func(t *testing.T) { soak(t, fork) })
+	}
+}
+
+func soak(t *testing.T, fork bool) {
 	runs := 200
 	if testing.Short() {
 		runs = 50
@@ -25,7 +32,10 @@ func TestWarmSoak(t *testing.T) {
 	}
 	dir := t.TempDir()
 	fdsBefore := countFDs(t)
-	n := newWarmNamespace(t, 4)
+	n := newPoolNamespace(t, PoolOptions{Size: 4, Idle: time.Minute, Fork: fork})
+	if fork && !n.forkEnabled() {
+		t.Skip("python fork-servers need Landlock ABI 6")
+	}
 	var warm, wrong int64
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -60,9 +70,13 @@ func TestWarmSoak(t *testing.T) {
 	for _, s := range n.PoolStats() {
 		warm += int64(s.Hits)
 	}
-	t.Logf("%d runs, %d served warm, %d wrong", runs, warm, wrong)
+	forked := int64(forkHits(n))
+	t.Logf("%d runs, %d served warm (%d forked), %d wrong", runs, warm, forked, wrong)
 	if warm < int64(runs)/2 {
 		t.Errorf("only %d of %d runs were served warm", warm, runs)
+	}
+	if fork && forked < int64(runs)/4 {
+		t.Errorf("only %d of %d runs were forked", forked, runs)
 	}
 	if err := n.Close(); err != nil {
 		t.Fatal(err)

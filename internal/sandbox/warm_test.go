@@ -13,7 +13,23 @@ import (
 
 func newWarmNamespace(t *testing.T, size int) *Namespace {
 	t.Helper()
-	n, err := NewNamespace(context.Background(), NamespaceOptions{Pool: PoolOptions{Size: size, Idle: time.Minute}})
+	return newPoolNamespace(t, PoolOptions{Size: size, Idle: time.Minute})
+}
+
+// newForkNamespace has python runners forked from a zygote (skips where
+// the kernel cannot).
+func newForkNamespace(t *testing.T, size int) *Namespace {
+	t.Helper()
+	n := newPoolNamespace(t, PoolOptions{Size: size, Idle: time.Minute, Fork: true})
+	if !n.forkEnabled() {
+		t.Skip("python fork-servers need Landlock ABI 6")
+	}
+	return n
+}
+
+func newPoolNamespace(t *testing.T, o PoolOptions) *Namespace {
+	t.Helper()
+	n, err := NewNamespace(context.Background(), NamespaceOptions{Pool: o})
 	if err != nil {
 		t.Skipf("namespace backend unavailable: %v", err)
 	}
@@ -85,11 +101,26 @@ func hits(n *Namespace, kind string) uint64 {
 	return h
 }
 
+// forkHits counts runs served by forked runners.
+func forkHits(n *Namespace) uint64 {
+	var h uint64
+	for _, s := range n.PoolStats() {
+		if strings.HasPrefix(s.Key, "fork ") {
+			h += s.Hits
+		}
+	}
+	return h
+}
+
 // TestWarmMatchesCold runs the same programs warm and cold and expects the
 // same observable result.
 func TestWarmMatchesCold(t *testing.T) {
+	t.Run("runner", func(t *testing.T) { testWarmMatchesCold(t, newWarmNamespace(t, 1), false) })
+	t.Run("fork", func(t *testing.T) { testWarmMatchesCold(t, newForkNamespace(t, 1), true) })
+}
+
+func testWarmMatchesCold(t *testing.T, n *Namespace, fork bool) {
 	dir := t.TempDir()
-	n := newWarmNamespace(t, 1)
 	cold := newTestNamespace(t)
 	if err := os.WriteFile(filepath.Join(dir, "in.txt"), []byte("data"), 0o644); err != nil {
 		t.Fatal(err)
@@ -119,12 +150,15 @@ func TestWarmMatchesCold(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			spec := warmSpec(c.kind, dir, c.code, "a1")
 			waitReady(t, n, spec)
-			before := hits(n, c.kind)
+			before, forked := hits(n, c.kind), forkHits(n)
 			in := "stdin-data"
 			spec.Stdin = strings.NewReader(in)
 			w := runSpec(t, n, spec)
 			if hits(n, c.kind) != before+1 {
 				t.Fatalf("run was not served warm: %+v", n.PoolStats())
+			}
+			if want := fork && c.kind == WarmPython; (forkHits(n) == forked+1) != want {
+				t.Fatalf("served by a forked runner: %v, want %v: %+v", !want, want, n.PoolStats())
 			}
 			spec.Stdin = strings.NewReader(in)
 			spec.Warm = ""
