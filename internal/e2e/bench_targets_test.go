@@ -20,6 +20,7 @@ import (
 //	P1n execute_code node console.log(1) p50 vs bare node -e
 //	P2  send_to_session x += 1 p50 vs a raw pipe round trip to the driver
 //	P3  one-shot python runs/s at concurrency 8 vs bare spawns at 8
+//	P1f, P3f  P1 and P3 with CODEXEC_POOL_FORK=on (namespace mode)
 //	P4  server idle RSS, idle python session RSS (process tree)
 //	P5  spawn → first execute_code result
 //
@@ -59,6 +60,16 @@ func measureTargets(tb testing.TB, n targetSizes) {
 	report("P2", p, bp, "ms")
 	p, bp = s.throughput(n.p3, 8)
 	report("P3", p, bp, "runs/s")
+	if mode == "namespace" {
+		// The same with python runners forked from a zygote.
+		f := start(tb, "CODEXEC_POOL_FORK=on")
+		f.exec1("python", "print(1)")
+		p, bp = f.oneShotP50(n.p1, "python", "print(1)", "/usr/bin/python3", "-c", "print(1)")
+		report("P1f", p, bp, "ms")
+		p, bp = f.throughput(n.p3, 8)
+		report("P3f", p, bp, "runs/s")
+		_ = f.Session.Close()
+	}
 	time.Sleep(2 * time.Second)
 	srv := treeRSS(s.Cmd.Process.Pid)
 	sess := s.startSession("python")
