@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -270,7 +271,9 @@ func write(dir, file, val string) error {
 // no longer running is killed and removed. It returns how many it removed.
 func Sweep(info Info) int {
 	removed := 0
-	for _, base := range parents(info) {
+	bases := parents(info)
+	slices.Reverse(bases) // v1: the freezer first, so frozen leftovers are thawed and die
+	for _, base := range bases {
 		entries, _ := os.ReadDir(base)
 		for _, e := range entries {
 			i := strings.LastIndexByte(e.Name(), '-')
@@ -280,6 +283,11 @@ func Sweep(info Info) int {
 			}
 			g := &Group{dirs: []string{filepath.Join(base, e.Name())}, v2: info.Version == 2}
 			g.Signal(syscall.SIGKILL)
+			// A server killed in the middle of a v1 kill leaves its group
+			// frozen: thaw it so the signals are delivered.
+			if _, err := os.Stat(filepath.Join(g.dirs[0], "freezer.state")); err == nil {
+				_ = write(g.dirs[0], "freezer.state", "THAWED")
+			}
 			if rmdirRetry(g.dirs[0], time.Now().Add(time.Second)) == nil {
 				removed++
 			}

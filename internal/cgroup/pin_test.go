@@ -97,3 +97,43 @@ func killOnce(b *testing.B, info Info) time.Duration {
 	}
 	return d
 }
+
+// TestSweepThawsFrozenLeftovers: a server killed while it was killing a v1
+// group leaves the group frozen; the next server's Sweep still kills its
+// processes and removes it.
+func TestSweepThawsFrozenLeftovers(t *testing.T) {
+	info := Detect()
+	if !info.Usable() || info.Version != 1 || os.Geteuid() != 0 {
+		t.Skip("needs cgroup v1 and root")
+	}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(info, "leftover-"+strconv.Itoa(gone.Process.Pid), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releasePin() // the group is removed by Sweep, not Destroy
+	sleeper := exec.Command("sleep", "100")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range g.ProcsFiles() {
+		if err := os.WriteFile(f, []byte(strconv.Itoa(sleeper.Process.Pid)), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := write(g.frz, "freezer.state", "FROZEN"); err != nil {
+		t.Fatal(err)
+	}
+	if n := Sweep(info); n < 4 {
+		t.Errorf("Sweep removed %d groups, want the leftover's 4", n)
+	}
+	_ = sleeper.Wait()
+	for _, d := range g.dirs {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s left: %v", d, err)
+		}
+	}
+}

@@ -117,6 +117,27 @@ func (e *Engine) LanguageError(lang string) error {
 	return e.unavailable[lang]
 }
 
+// languageErrorNow is LanguageError without waiting: pending reports that
+// the language's start-up check has not finished (err is then nil).
+func (e *Engine) languageErrorNow(lang string) (pending bool, err error) {
+	if err := e.langs.Get(lang).Err; err != nil {
+		return false, err
+	}
+	if lang == runtime.TypeScript {
+		lang = runtime.Node
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if ch := e.checking[lang]; ch != nil {
+		select {
+		case <-ch:
+		default:
+			return true, nil
+		}
+	}
+	return false, e.unavailable[lang]
+}
+
 // Env builds the environment of a run whose HOME is home.
 func (e *Engine) Env(lang, home string) []string {
 	env := append([]string{"HOME=" + home}, e.opts.BaseEnv...)

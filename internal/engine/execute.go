@@ -49,6 +49,9 @@ type Request struct {
 	// NoLog marks internal runs (health checks, package probes): no log
 	// entry, no Options.AfterRun, no WithPrepare step.
 	NoLog bool
+	// Background runs the program at a low CPU weight where the backend
+	// can (start-up checks), so it does not slow the first real runs.
+	Background bool
 	// Observe, if set, sees the program's stdout/stderr as it runs.
 	Observe output.Observer
 	// io overrides stdin/stdout plumbing and limits (code mode's channel).
@@ -173,14 +176,29 @@ func (e *Engine) workspace(workingDir string, probe bool) (string, *diskbound.Di
 }
 
 // runCode builds and runs the program; post, if non-nil, runs after the
-// program ends and before the workspace is diffed.
+// program ends and before the workspace is diffed. A run that arrives while
+// its language's start-up check is still going does not wait for it: it
+// runs at once (so the first result comes as fast as any), and only if it
+// fails is the check awaited, to report a broken language as unavailable.
 func (e *Engine) runCode(ctx context.Context, id, lang, dir string, disk *diskbound.Disk, req Request, post func(dir string)) Result {
 	res := Result{ExecutionID: id, Language: lang, SandboxMode: e.backend.Name(), Artifacts: []string{}}
+	pending := false
 	if !req.NoLog { // health probes (NoLog) must not wait for themselves
+		var err error
+		if pending, err = e.languageErrorNow(lang); err != nil {
+			return setupError(res, fmt.Sprintf("%s is unavailable on this server: %v", lang, err))
+		}
+	}
+	out := e.buildAndRun(ctx, res, id, lang, dir, disk, req, post)
+	if pending && out.Status != StatusSuccess {
 		if err := e.LanguageError(lang); err != nil {
 			return setupError(res, fmt.Sprintf("%s is unavailable on this server: %v", lang, err))
 		}
 	}
+	return out
+}
+
+func (e *Engine) buildAndRun(ctx context.Context, res Result, id, lang, dir string, disk *diskbound.Disk, req Request, post func(dir string)) Result {
 	prog, err := e.langs.Build(lang, req.Code, req.Args)
 	var ce *runtime.CompileError
 	if errors.As(err, &ce) {
@@ -208,7 +226,8 @@ func (e *Engine) runCode(ctx context.Context, id, lang, dir string, disk *diskbo
 	before := artifacts.Take(dir)
 	spec := ProcessSpec{ID: id, Argv: prog.Argv, Dir: dir, Env: e.Env(lang, dir),
 		Stdin: stdinReader(req.Stdin), Timeout: req.Timeout, ProgramDir: progDir, Warm: warmKind(lang),
-		OnStdout: req.Observe.For("stdout"), OnStderr: req.Observe.For("stderr"), TmpDir: TmpDir(disk)}
+		OnStdout: req.Observe.For("stdout"), OnStderr: req.Observe.For("stderr"), TmpDir: TmpDir(disk),
+		Background: req.Background}
 	if req.io != nil {
 		// Code mode stays on the cold path: its stdin and stdout are the
 		// channel, which a warm runner's pipes do not carry.

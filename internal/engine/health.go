@@ -79,7 +79,7 @@ func (e *Engine) probe(ctx context.Context, lang, code string) error {
 	if err := e.langs.Get(lang).Err; err != nil {
 		return err
 	}
-	r, err := e.Execute(ctx, Request{Language: lang, Code: code, Timeout: 20 * time.Second, NoLog: true})
+	r, err := e.Execute(ctx, Request{Language: lang, Code: code, Timeout: 20 * time.Second, NoLog: true, Background: true})
 	if err != nil {
 		return err
 	}

@@ -38,6 +38,8 @@ type ProcessSpec struct {
 	// Warm lets the backend serve the run from a warm runner
 	// (sandbox.Spec.Warm).
 	Warm string
+	// Background: low CPU weight (sandbox.Spec.Background).
+	Background bool
 }
 
 // Outcome is how a process run ended. Stdout and Stderr are already
@@ -72,7 +74,7 @@ func (e *Engine) RunProcess(ctx context.Context, spec ProcessSpec) Outcome {
 		ID: spec.ID, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Stdin: spec.Stdin,
 		Stdout: stdout, Stderr: errSink, ProgramDir: spec.ProgramDir,
 		Mounts: append(append([]sandbox.Mount(nil), e.opts.Mounts...), spec.Mounts...), Limits: limits,
-		Network: spec.Network, Warm: spec.Warm, TmpDir: spec.TmpDir,
+		Network: spec.Network, Warm: spec.Warm, TmpDir: spec.TmpDir, Background: spec.Background,
 	})
 	if err != nil {
 		// A start that failed because the call was cancelled is a cancellation.

@@ -265,6 +265,9 @@ func (n *Namespace) Close() error {
 }
 
 func (n *Namespace) start(spec Spec, name string, cg *cgroup.Group, w *warm) (*HostProc, error) {
+	if spec.Background {
+		_ = cg.SetCPUWeight(2)
+	}
 	if err := n.grantWorkspace(spec); err != nil {
 		return nil, err
 	}

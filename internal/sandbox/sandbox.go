@@ -79,6 +79,9 @@ type Spec struct {
 	// without runners, or without one ready, start the program as usual;
 	// either way the run's isolation and observable behaviour are the same.
 	Warm string
+	// Background asks for a low CPU weight (start-up checks), where the
+	// backend has a cgroup to weigh; others ignore it.
+	Background bool
 }
 
 // Exit describes how a program ended.
