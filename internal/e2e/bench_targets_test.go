@@ -132,11 +132,14 @@ func (s *server) sessionP50(n int) (float64, float64) {
 }
 
 // throughput runs n isolated python print(1) runs with conc workers, then n
-// bare spawns the same way; returns runs/s of both.
+// bare spawns the same way; returns runs/s of both. It also logs the
+// machine-wide CPU time per run of each (from /proc/stat: sandboxes, kernel
+// work and the server included), which is what bounds throughput.
 func (s *server) throughput(n, conc int) (float64, float64) {
-	rate := func(run func()) float64 {
+	rate := func(run func()) (perSec, cpuMs float64) {
 		var wg sync.WaitGroup
 		jobs := make(chan struct{})
+		b0 := busyMs()
 		t0 := time.Now()
 		for w := 0; w < conc; w++ {
 			wg.Add(1)
@@ -152,11 +155,30 @@ func (s *server) throughput(n, conc int) (float64, float64) {
 		}
 		close(jobs)
 		wg.Wait()
-		return float64(n) / time.Since(t0).Seconds()
+		return float64(n) / time.Since(t0).Seconds(), (busyMs() - b0) / float64(n)
 	}
-	got := rate(func() { s.exec1("python", "print(1)") })
-	base := rate(func() { _ = exec.Command("/usr/bin/python3", "-c", "print(1)").Run() })
+	got, gotCPU := rate(func() { s.exec1("python", "print(1)") })
+	base, baseCPU := rate(func() { _ = exec.Command("/usr/bin/python3", "-c", "print(1)").Run() })
+	s.t.Logf("     CPU per run (machine-wide): isolated %.1f ms, bare %.1f ms", gotCPU, baseCPU)
 	return got, base
+}
+
+// busyMs is the machine's busy CPU time so far, in ms (/proc/stat: user,
+// nice, system, irq, softirq; USER_HZ 100).
+func busyMs() float64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0])
+	var sum float64
+	for _, i := range []int{1, 2, 3, 6, 7} {
+		if i < len(f) {
+			v, _ := strconv.ParseFloat(f[i], 64)
+			sum += v
+		}
+	}
+	return sum * 10
 }
 
 // treeRSS sums the RSS of pid and all its descendants, in MB.
