@@ -138,7 +138,7 @@ func testWarmMatchesCold(t *testing.T, n *Namespace, fork bool) {
 		{"py exit big", WarmPython, "import sys; sys.exit(258)"},
 		{"py exit none", WarmPython, "raise SystemExit"},
 		{"py atexit", WarmPython, "import atexit,sys; atexit.register(lambda: print('bye')); atexit.register(sys.exit, 4); print('hi', end='')"},
-		{"py thread", WarmPython, "import threading,time\ndef f(): time.sleep(0.05); print('late')\nthreading.Thread(target=f).start(); print('main')"},
+		{"py thread", WarmPython, "import threading,time\ne = threading.Event()\ndef f(): e.wait(); time.sleep(0.05); print('late')\nthreading.Thread(target=f).start(); print('main'); e.set()"},
 		{"py error atexit", WarmPython, "import atexit; atexit.register(print, 'cleanup'); [][1]"},
 		{"py unflushed", WarmPython, "import sys; sys.stdout.write('partial'); sys.stderr.write('err')"},
 		{"py landlock", WarmPython, "import os\ntry:\n open('/.x','w')\nexcept OSError as e: print(e.errno)"},
