@@ -33,8 +33,16 @@ const (
 	WarmNode   = "node"
 )
 
-//go:embed runner_python.py
-var pythonStub string
+// The python stubs share python_run.py, which runs the code once its
+// cwd and environment are the run's.
+var (
+	//go:embed python_run.py
+	pythonRun string
+	//go:embed runner_python.py
+	runnerPython string
+	// pythonStub is a python warm runner's -c program.
+	pythonStub = pythonRun + "\n" + runnerPython
+)
 
 //go:embed runner_node.js
 var nodeStub string

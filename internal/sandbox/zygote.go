@@ -50,8 +50,12 @@ import (
 // private file systems qualify: below /tmp, or directly in OwnedRoot (where
 // one-shot workspaces live). Other runs use the other paths.
 
-//go:embed zygote_python.py
-var zygoteStub string
+var (
+	//go:embed zygote_python.py
+	zygotePython string
+	// zygoteStub is a python fork-server's -c program.
+	zygoteStub = pythonRun + "\n" + zygotePython
+)
 
 // zygote is one python fork-server. Fork requests are serialised by mu.
 type zygote struct {

@@ -55,22 +55,6 @@ def __codexec_zygote():
         if ws_root:
             mount(b"tmpfs", ws_root, b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
 
-    def read_run():
-        buf = b""
-        while b"\n" not in buf:
-            chunk = os.read(3, 65536)
-            if not chunk:
-                os._exit(125)
-            buf += chunk
-        head, _, buf = buf.partition(b"\n")
-        need = int(head)
-        while len(buf) < need:
-            chunk = os.read(3, max(65536, need - len(buf)))
-            if not chunk:
-                os._exit(125)
-            buf += chunk
-        return buf.split(b"\0")
-
     def landlock(rw):
         abi = libc.syscall(444, None, 0, 1)
         if abi < 6:
@@ -140,16 +124,8 @@ def __codexec_zygote():
         sys.stdout.flush()
         populate()
         os.write(3, b"R")
-        f = read_run()
-        os.close(3)
-        cwd, nenv = f[0], int(f[1])
-        env, rest = f[2:2 + nenv], f[2 + nenv:]
-        os.chdir(cwd)
         gc.unfreeze()
-        for kv in env:
-            k, _, v = kv.partition(b"=")
-            os.environb[k] = v
-        return os.fsdecode(rest[0]), [os.fsdecode(a) for a in rest[1:]]
+        return __codexec_read_run()
 
     def first_child(fds):
         # fds: stdin, stdout, stderr, control socket, cgroup.procs files.
@@ -202,55 +178,4 @@ def __codexec_zygote():
             os.close(fd)
 
 
-def __codexec_run(src, args):
-    # Executes the run as `python -c SRC ARGS…` would (see runner_python.py).
-    import os, sys, site
-    sys.argv[:] = ["-c"] + args
-    if site.ENABLE_USER_SITE:
-        site.USER_BASE = site.USER_SITE = None
-        user = site.getusersitepackages()
-        if os.path.isdir(user):
-            site.addsitedir(user)
-
-    def exit_status(code):
-        if code is None:
-            return 0
-        if isinstance(code, int):
-            return code & 0xFF
-        return 1
-    status = [0]
-
-    def quick_exit():
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except BaseException:
-                if stream is sys.stdout:
-                    status[0] = 120
-        os._exit(status[0])
-    import atexit
-    atexit.register(quick_exit)
-    del sys.modules["atexit"]
-    g = globals()
-    del g["__codexec_zygote"], g["__codexec_run"]
-    g.pop("__warningregistry__", None)  # warnings the zygote's own code ignored
-    try:
-        code = compile(src, "<string>", "exec", dont_inherit=True)
-        del src
-        exec(code, g)
-    except SystemExit as e:
-        status[0] = exit_status(e.code)
-        raise
-    except BaseException as e:
-        tb = e.__traceback__.tb_next if e.__traceback__ is not None else None
-        sys.excepthook(type(e), e.with_traceback(tb), tb)
-        if isinstance(e, KeyboardInterrupt):
-            import signal
-            sys.stdout.flush()
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGINT)
-        status[0] = 1
-        raise SystemExit(1)
-
-
-__codexec_run(*__codexec_zygote())
+__codexec_run(*__codexec_zygote(), "__codexec_zygote")
