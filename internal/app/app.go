@@ -120,6 +120,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.closers = append(a.closers, a.Engine.Close) // before disks and backend close
 	a.startHealthCheck(ctx, cfg.HealthCheck == config.HealthStartup)
 	installer, err := newInstaller(cfg, env, langs)
 	if err != nil {

@@ -55,6 +55,8 @@ func BenchmarkDiskBoundCost(b *testing.B) {
 		return e
 	}
 	plain, bounded := mk("plain", nil), mk("bounded", disks)
+	defer plain.Close() // before disks.Close: workspace removals use the disks
+	defer bounded.Close()
 	run := func(e *Engine) time.Duration {
 		t0 := time.Now()
 		r, err := e.Execute(context.Background(), Request{Language: "python", Code: "open('/tmp/x','w').write('x')\nprint(1)", NoLog: true})

@@ -68,6 +68,23 @@ type Engine struct {
 	mu          sync.RWMutex
 	unavailable map[string]error
 	checking    map[string]chan struct{} // per language, closed when its health check is done (health.go)
+	// cleanups counts workspace removals still running (later).
+	cleanups sync.WaitGroup
+}
+
+// later runs fn off the caller's path; Close waits for it.
+func (e *Engine) later(fn func()) {
+	e.cleanups.Add(1)
+	go func() {
+		defer e.cleanups.Done()
+		fn()
+	}()
+}
+
+// Close waits for the workspace removals of finished runs. Runs must not
+// start during or after Close.
+func (e *Engine) Close() {
+	e.cleanups.Wait()
 }
 
 // New returns an Engine. log may be nil (nothing is logged).

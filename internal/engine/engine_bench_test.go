@@ -31,6 +31,7 @@ func newTestEngine(tb testing.TB) *Engine {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	tb.Cleanup(e.Close)
 	return e
 }
 

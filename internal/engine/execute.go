@@ -133,7 +133,9 @@ func (e *Engine) Execute(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	defer cleanup()
+	// The workspace goes after the result: its disk reset and removal
+	// (~1–2 ms) are not the caller's wait. Close waits for them.
+	defer e.later(cleanup)
 	id := execlog.NewID("exec_")
 	started := time.Now()
 	res := e.runCode(ctx, id, lang, dir, disk, req, nil)

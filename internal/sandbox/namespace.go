@@ -219,14 +219,41 @@ func (n *Namespace) Start(_ context.Context, spec Spec) (Process, error) {
 		if freq, ok := n.forkRequest(spec, req); ok {
 			req = freq
 		}
-		if r := n.warm.take(req); r != nil {
-			p, err := n.startWarm(spec, req, r)
-			if err == nil {
-				return p, nil
-			}
-			slog.Debug("warm runner unusable for this run; starting cold", "err", err)
-		}
+		return n.startCounted(spec, req)
 	}
+	p, err := n.startCold(spec)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// startCounted starts a run that a warm runner can serve (warm if one is
+// ready), counted in flight until released so refills wait for its end.
+func (n *Namespace) startCounted(spec Spec, req warmRequest) (Process, error) {
+	gate := n.warm.gate()
+	gate.begin()
+	p, err := n.startWarmOrCold(spec, req)
+	if err != nil {
+		gate.end()
+		return nil, err
+	}
+	return &countedProc{Process: p, end: gate.end}, nil
+}
+
+func (n *Namespace) startWarmOrCold(spec Spec, req warmRequest) (*HostProc, error) {
+	if r := n.warm.take(req); r != nil {
+		p, err := n.startWarm(spec, req, r)
+		if err == nil {
+			return p, nil
+		}
+		slog.Debug("warm runner unusable for this run; starting cold", "err", err)
+	}
+	return n.startCold(spec)
+}
+
+// startCold starts spec without a warm runner.
+func (n *Namespace) startCold(spec Spec) (*HostProc, error) {
 	name := spec.ID + "-" + strconv.FormatInt(runSeq.Add(1), 10) + "-" + strconv.Itoa(os.Getpid())
 	if w := n.pool.take(spec.Limits); w != nil {
 		p, err := n.start(spec, name, w.cg, w)

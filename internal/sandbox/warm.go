@@ -159,6 +159,11 @@ func encodeRun(cwd string, env []string, code string, args []string) []byte {
 	return []byte(fmt.Sprintf("%d\n%s", len(payload), payload))
 }
 
+// refillDefer bounds how long a refill waits for the runs in flight to end
+// (see quietGate): long enough for a short run to finish, short enough that
+// steady load still gets runners.
+const refillDefer = 100 * time.Millisecond
+
 // runnerStarter starts one runner for a request; backends implement it.
 type runnerStarter func(req warmRequest) (*runner, error)
 
@@ -178,6 +183,8 @@ type warmPool struct {
 	opts  PoolOptions
 	start runnerStarter
 	fills chan struct{}
+	// quiet holds refills back while one-shot runs are in flight.
+	quiet *quietGate
 
 	mu     sync.Mutex
 	kinds  map[string]*warmKind
@@ -188,7 +195,7 @@ type warmPool struct {
 
 func newWarmPool(opts PoolOptions, start runnerStarter) *warmPool {
 	opts = opts.withDefaults()
-	p := &warmPool{opts: opts, start: start, fills: make(chan struct{}, opts.Fills),
+	p := &warmPool{opts: opts, start: start, fills: make(chan struct{}, opts.Fills), quiet: newQuietGate(),
 		kinds: map[string]*warmKind{}, done: make(chan struct{})}
 	if opts.Size > 0 {
 		p.wg.Add(1)
@@ -269,6 +276,7 @@ func (p *warmPool) memoryLocked() int64 {
 
 func (p *warmPool) fill(k *warmKind) {
 	defer p.wg.Done()
+	p.quiet.wait(refillDefer, p.done)
 	select {
 	case p.fills <- struct{}{}:
 	case <-p.done:
@@ -387,4 +395,13 @@ func (p *warmPool) close() {
 		r.destroy()
 	}
 	p.wg.Wait()
+}
+
+// gate is the pool's count of runs in flight (a nil pool has its own,
+// which nothing waits on).
+func (p *warmPool) gate() *quietGate {
+	if p == nil {
+		return newQuietGate()
+	}
+	return p.quiet
 }
