@@ -121,6 +121,10 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 		return nil, err
 	}
 	a.closers = append(a.closers, a.Engine.Close) // before disks and backend close
+	// Warm runners for the first runs start now, python first, ahead of
+	// the health probes.
+	a.Engine.Prewarm(runtime.Python)
+	a.Engine.Prewarm(runtime.Node)
 	a.startHealthCheck(ctx, cfg.HealthCheck == config.HealthStartup)
 	installer, err := newInstaller(cfg, env, langs)
 	if err != nil {
@@ -180,16 +184,27 @@ func BaseEnv(env HostEnv) []string {
 	return []string{"PATH=" + path, "LANG=" + lang, "TERM=" + term}
 }
 
+// startupProbeDelay holds the background health probes back so that the
+// first calls after a start have the CPU (cold start, issue 13 P5); a call
+// that needs a result starts them at once.
+const startupProbeDelay = time.Second
+
 // startHealthCheck tries every language once through the sandbox (seed 001
 // "internal health check") in the background, so initialize is answered at
-// once; a language's first call waits for its own probe (engine). The summary
-// is logged when all are done. Failing languages are marked unavailable by
-// the engine; the rest keep working. wait makes Build wait for it (the
-// CODEXEC_HEALTH_CHECK=startup behaviour). Close cancels and awaits it.
+// once; runs do not wait for it, a failed run or a session start does
+// (engine). The summary is logged when all are done. Failing languages are
+// marked unavailable by the engine; the rest keep working. wait makes Build
+// run it at once and wait for it (the CODEXEC_HEALTH_CHECK=startup
+// behaviour). Close cancels and awaits it.
+
 func (a *App) startHealthCheck(ctx context.Context, wait bool) {
 	ctx, cancel := context.WithCancel(ctx)
 	start := time.Now()
-	results := a.Engine.StartHealthCheck(ctx)
+	delay := startupProbeDelay
+	if wait {
+		delay = 0
+	}
+	results := a.Engine.StartHealthCheck(ctx, delay)
 	logged := make(chan struct{})
 	go func() {
 		defer close(logged)

@@ -68,6 +68,9 @@ type Engine struct {
 	mu          sync.RWMutex
 	unavailable map[string]error
 	checking    map[string]chan struct{} // per language, closed when its health check is done (health.go)
+	// kickCheck, closed once (kickOnce), starts delayed health probes now.
+	kickCheck chan struct{}
+	kickOnce  sync.Once
 	// cleanups counts workspace removals still running (later).
 	cleanups sync.WaitGroup
 }
@@ -92,7 +95,8 @@ func New(opts Options, backend sandbox.Backend, langs *runtime.Set, guard *pathg
 	if err := os.MkdirAll(opts.SandboxDir, 0o755); err != nil {
 		return nil, fmt.Errorf("engine: sandbox dir: %w", err)
 	}
-	return &Engine{opts: opts, backend: backend, langs: langs, guard: guard, log: log, unavailable: map[string]error{}}, nil
+	return &Engine{opts: opts, backend: backend, langs: langs, guard: guard, log: log, unavailable: map[string]error{},
+		kickCheck: make(chan struct{})}, nil
 }
 
 // Backend returns the sandbox backend in use.

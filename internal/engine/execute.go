@@ -52,6 +52,9 @@ type Request struct {
 	// Background runs the program at a low CPU weight where the backend
 	// can (start-up checks), so it does not slow the first real runs.
 	Background bool
+	// Cold never serves the run from a warm runner: health probes check the
+	// whole start path and leave the runners to real runs.
+	Cold bool
 	// Observe, if set, sees the program's stdout/stderr as it runs.
 	Observe output.Observer
 	// io overrides stdin/stdout plumbing and limits (code mode's channel).
@@ -230,6 +233,9 @@ func (e *Engine) buildAndRun(ctx context.Context, res Result, id, lang, dir stri
 		Stdin: stdinReader(req.Stdin), Timeout: req.Timeout, ProgramDir: progDir, Warm: warmKind(lang),
 		OnStdout: req.Observe.For("stdout"), OnStderr: req.Observe.For("stderr"), TmpDir: TmpDir(disk),
 		Background: req.Background}
+	if req.Cold {
+		spec.Warm = ""
+	}
 	if req.io != nil {
 		// Code mode stays on the cold path: its stdin and stdout are the
 		// channel, which a warm runner's pipes do not carry.

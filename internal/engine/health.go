@@ -17,11 +17,12 @@ var healthProbes = map[string]string{runtime.Python: "print('ok')", runtime.Node
 
 // StartHealthCheck probes every language through the sandbox backend in the
 // background and returns at once; the channel delivers each language's result
-// when all are done. Until a language's probe finishes, LanguageError (and so
-// the first run or session in that language) waits for it; afterwards a
-// failing language is reported unavailable and the rest keep working. Call it
-// at most once, before serving.
-func (e *Engine) StartHealthCheck(ctx context.Context) <-chan map[string]error {
+// when all are done. The probes start after delay, or as soon as something
+// waits for a result (LanguageError), so that at start-up they do not take
+// the CPU from the first runs. Runs do not wait for a pending probe; a run
+// that fails does (LanguageError), to report a broken language as
+// unavailable, and so do sessions. Call it at most once, before serving.
+func (e *Engine) StartHealthCheck(ctx context.Context, delay time.Duration) <-chan map[string]error {
 	done := make(map[string]chan struct{}, len(healthProbes))
 	for lang := range healthProbes {
 		done[lang] = make(chan struct{})
@@ -29,7 +30,30 @@ func (e *Engine) StartHealthCheck(ctx context.Context) <-chan map[string]error {
 	e.mu.Lock()
 	e.checking = done
 	e.mu.Unlock()
+	kick := e.kickCheck
 	out := make(chan map[string]error, 1)
+	go func() {
+		t := time.NewTimer(delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-kick:
+		case <-ctx.Done():
+			// Stopping before the probes ran: nothing was found wrong.
+			for _, ch := range done {
+				close(ch)
+			}
+			out <- map[string]error{}
+			return
+		}
+		out <- e.runProbes(ctx, done)
+	}()
+	return out
+}
+
+// runProbes runs every probe at once, closing each language's done channel
+// as its probe ends, and returns the results.
+func (e *Engine) runProbes(ctx context.Context, done map[string]chan struct{}) map[string]error {
 	res := make(map[string]error, len(healthProbes))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -45,13 +69,13 @@ func (e *Engine) StartHealthCheck(ctx context.Context) <-chan map[string]error {
 			close(done[lang])
 		}()
 	}
-	go func() { wg.Wait(); out <- res }()
-	return out
+	wg.Wait()
+	return res
 }
 
-// HealthCheck is StartHealthCheck waited for.
+// HealthCheck is StartHealthCheck at once, waited for.
 func (e *Engine) HealthCheck(ctx context.Context) map[string]error {
-	return <-e.StartHealthCheck(ctx)
+	return <-e.StartHealthCheck(ctx, 0)
 }
 
 func (e *Engine) record(lang string, err error) {
@@ -71,6 +95,7 @@ func (e *Engine) awaitCheck(lang string) {
 	ch := e.checking[lang]
 	e.mu.RUnlock()
 	if ch != nil {
+		e.kickOnce.Do(func() { close(e.kickCheck) })
 		<-ch
 	}
 }
@@ -79,7 +104,7 @@ func (e *Engine) probe(ctx context.Context, lang, code string) error {
 	if err := e.langs.Get(lang).Err; err != nil {
 		return err
 	}
-	r, err := e.Execute(ctx, Request{Language: lang, Code: code, Timeout: 20 * time.Second, NoLog: true, Background: true})
+	r, err := e.Execute(ctx, Request{Language: lang, Code: code, Timeout: 20 * time.Second, NoLog: true, Background: true, Cold: true})
 	if err != nil {
 		return err
 	}

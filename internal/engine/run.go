@@ -70,12 +70,9 @@ func (e *Engine) RunProcess(ctx context.Context, spec ProcessSpec) Outcome {
 		limits = *spec.Limits
 	}
 	start := time.Now()
-	proc, err := e.backend.Start(ctx, sandbox.Spec{
-		ID: spec.ID, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Stdin: spec.Stdin,
-		Stdout: stdout, Stderr: errSink, ProgramDir: spec.ProgramDir,
-		Mounts: append(append([]sandbox.Mount(nil), e.opts.Mounts...), spec.Mounts...), Limits: limits,
-		Network: spec.Network, Warm: spec.Warm, TmpDir: spec.TmpDir, Background: spec.Background,
-	})
+	sspec := e.sandboxSpec(spec, limits)
+	sspec.Stdout, sspec.Stderr = stdout, errSink
+	proc, err := e.backend.Start(ctx, sspec)
 	if err != nil {
 		// A start that failed because the call was cancelled is a cancellation.
 		return Outcome{StartErr: err, Cancelled: ctx.Err() != nil, Duration: time.Since(start)}
@@ -92,6 +89,31 @@ func (e *Engine) RunProcess(ctx context.Context, spec ProcessSpec) Outcome {
 	oc.Stderr, t2 = errSink.Result()
 	oc.Truncated = t1 || t2
 	return oc
+}
+
+// sandboxSpec is spec as the backend takes it (no output writers).
+func (e *Engine) sandboxSpec(spec ProcessSpec, limits sandbox.Limits) sandbox.Spec {
+	return sandbox.Spec{
+		ID: spec.ID, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Stdin: spec.Stdin, ProgramDir: spec.ProgramDir,
+		Mounts: append(append([]sandbox.Mount(nil), e.opts.Mounts...), spec.Mounts...), Limits: limits,
+		Network: spec.Network, Warm: spec.Warm, TmpDir: spec.TmpDir, Background: spec.Background,
+	}
+}
+
+// Prewarm asks the backend, if it keeps warm runners, to start one for
+// one-shot runs of lang now, ahead of the first. Other languages and
+// backends are ignored.
+func (e *Engine) Prewarm(lang string) {
+	w, ok := e.backend.(interface{ Prewarm(sandbox.Spec) })
+	kind := warmKind(lang)
+	if !ok || kind == "" {
+		return
+	}
+	prog, err := e.langs.Build(lang, "", nil)
+	if err != nil {
+		return
+	}
+	w.Prewarm(e.sandboxSpec(ProcessSpec{ID: "prewarm", Argv: prog.Argv, Env: e.Env(lang, "/nonexistent"), Warm: kind}, e.opts.Limits))
 }
 
 type waitResult struct {

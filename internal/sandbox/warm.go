@@ -169,9 +169,13 @@ type runnerStarter func(req warmRequest) (*runner, error)
 
 // warmKind is the pool's state for one key.
 type warmKind struct {
-	req          warmRequest
-	ready        []*runner
-	starting     int
+	req      warmRequest
+	ready    []*runner
+	starting int
+	// launching counts the starting runners past the refill gate (in
+	// start); waiters are runs waiting for them, at most one each.
+	launching    int
+	waiters      []chan *runner
 	target       int
 	lastUse      time.Time
 	hits, misses uint64
@@ -205,15 +209,40 @@ func newWarmPool(opts PoolOptions, start runnerStarter) *warmPool {
 }
 
 // take returns a ready runner for req, or nil (a miss: the caller starts
-// the run cold). Either way it records the demand and starts refills.
+// the run cold). Either way it records the demand and starts refills. With
+// none ready but one already launching that no other run waits for, it
+// waits for that one (at most missWait): cheaper in CPU than a cold start
+// beside it, and on a small machine about as fast.
 func (p *warmPool) take(req warmRequest) *runner {
 	if p == nil || p.opts.Size == 0 {
 		return nil
 	}
+	r, wait := p.takeOrQueue(req)
+	if wait == nil {
+		return r
+	}
+	t := time.NewTimer(missWait)
+	defer t.Stop()
+	select {
+	case r = <-wait:
+		return r
+	case <-t.C:
+	case <-p.done:
+	}
+	return p.leaveQueue(req.key, wait)
+}
+
+// missWait bounds a run's wait for a launching runner (~75 ms from launch
+// to ready on 2 cores; a cold start takes ~55 ms alone, more beside it).
+const missWait = 100 * time.Millisecond
+
+// takeOrQueue takes a ready runner, or queues for a launching one (wait
+// non-nil), or neither (a cold start).
+func (p *warmPool) takeOrQueue(req warmRequest) (*runner, chan *runner) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return nil
+		return nil, nil
 	}
 	k := p.kinds[req.key]
 	if k == nil {
@@ -222,16 +251,36 @@ func (p *warmPool) take(req warmRequest) *runner {
 		slog.Info("warm runners: new kind", "kind", req.kind, "size", p.opts.Size)
 	}
 	k.lastUse = time.Now()
-	var r *runner
+	defer p.fillLocked(k)
 	if len(k.ready) > 0 {
-		r, k.ready = k.ready[0], k.ready[1:]
+		r := k.ready[0]
+		k.ready = k.ready[1:]
 		k.hits++
-	} else {
-		k.misses++
-		k.target = min(p.opts.Size, k.target+1)
+		return r, nil
 	}
-	p.fillLocked(k)
-	return r
+	k.misses++
+	k.target = min(p.opts.Size, k.target+1)
+	if k.launching <= len(k.waiters) {
+		return nil, nil
+	}
+	wait := make(chan *runner, 1)
+	k.waiters = append(k.waiters, wait)
+	return nil, wait
+}
+
+// leaveQueue gives up waiting; a runner handed over meanwhile is kept.
+func (p *warmPool) leaveQueue(key string, wait chan *runner) *runner {
+	p.mu.Lock()
+	if k := p.kinds[key]; k != nil {
+		k.waiters = slices.DeleteFunc(k.waiters, func(c chan *runner) bool { return c == wait })
+	}
+	p.mu.Unlock()
+	select {
+	case r := <-wait:
+		return r
+	default:
+		return nil
+	}
 }
 
 // demand makes req's kind wanted (at least one ready runner) without
@@ -286,6 +335,9 @@ func (p *warmPool) fill(k *warmKind) {
 		return
 	}
 	t0 := time.Now()
+	p.mu.Lock()
+	k.launching++
+	p.mu.Unlock()
 	r, err := p.start(k.req)
 	<-p.fills
 	if err != nil {
@@ -298,17 +350,34 @@ func (p *warmPool) fill(k *warmKind) {
 	}
 }
 
-// keep adds a started runner to its kind, unless the pool closed or no
-// longer wants it, and tops the kind up.
+// keep hands a started runner (nil: it failed) to a run waiting for one,
+// or adds it to its kind unless the pool closed or no longer wants it, and
+// tops the kind up.
 func (p *warmPool) keep(k *warmKind, r *runner) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	k.starting--
+	k.launching--
 	if r == nil {
+		if len(k.waiters) > k.launching { // one waiter too many now: cold
+			k.waiters[0] <- nil
+			k.waiters = k.waiters[1:]
+		}
 		return false
 	}
 	k.memEstimate = max(r.mem, 1<<20)
-	if p.closed || len(k.ready) >= k.target {
+	if p.closed {
+		return false
+	}
+	if len(k.waiters) > 0 {
+		k.waiters[0] <- r
+		k.waiters = k.waiters[1:]
+		k.hits++
+		k.misses--
+		p.fillLocked(k)
+		return true
+	}
+	if len(k.ready) >= k.target {
 		return false
 	}
 	k.ready = append(k.ready, r)
