@@ -123,8 +123,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	a.closers = append(a.closers, a.Engine.Close) // before disks and backend close
 	// Warm runners for the first runs start now, python first, ahead of
 	// the health probes.
-	a.Engine.Prewarm(runtime.Python)
-	a.Engine.Prewarm(runtime.Node)
+	a.Engine.Prewarm(runtime.Python, runtime.Node)
 	a.startHealthCheck(ctx, cfg.HealthCheck == config.HealthStartup)
 	installer, err := newInstaller(cfg, env, langs)
 	if err != nil {

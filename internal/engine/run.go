@@ -100,20 +100,44 @@ func (e *Engine) sandboxSpec(spec ProcessSpec, limits sandbox.Limits) sandbox.Sp
 	}
 }
 
-// Prewarm asks the backend, if it keeps warm runners, to start one for
-// one-shot runs of lang now, ahead of the first. Other languages and
-// backends are ignored.
-func (e *Engine) Prewarm(lang string) {
-	w, ok := e.backend.(interface{ Prewarm(sandbox.Spec) })
-	kind := warmKind(lang)
-	if !ok || kind == "" {
+// Prewarm asks the backend, if it keeps warm runners, to start runners for
+// one-shot runs of each language, in order: each after the previous one's
+// first runner is ready (at most prewarmStep), so that on a small machine
+// the first language's runner is not slowed by the others. It returns at
+// once. Languages without warm runners, and other backends, are ignored.
+func (e *Engine) Prewarm(langs ...string) {
+	w, ok := e.backend.(interface {
+		Prewarm(sandbox.Spec)
+		PoolStats() []sandbox.PoolStat
+	})
+	if !ok {
 		return
 	}
-	prog, err := e.langs.Build(lang, "", nil)
-	if err != nil {
-		return
+	go func() {
+		for _, lang := range langs {
+			kind := warmKind(lang)
+			prog, err := e.langs.Build(lang, "", nil)
+			if kind == "" || err != nil {
+				continue
+			}
+			w.Prewarm(e.sandboxSpec(ProcessSpec{ID: "prewarm", Argv: prog.Argv, Env: e.Env(lang, "/nonexistent"), Warm: kind}, e.opts.Limits))
+			awaitReady(w.PoolStats, kind, prewarmStep)
+		}
+	}()
+}
+
+// prewarmStep bounds Prewarm's wait for one language's runner.
+const prewarmStep = time.Second
+
+// awaitReady polls stats until a runner of kind is ready or d has passed.
+func awaitReady(stats func() []sandbox.PoolStat, kind string, d time.Duration) {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		for _, s := range stats() {
+			if s.Kind == kind && s.Ready > 0 {
+				return
+			}
+		}
 	}
-	w.Prewarm(e.sandboxSpec(ProcessSpec{ID: "prewarm", Argv: prog.Argv, Env: e.Env(lang, "/nonexistent"), Warm: kind}, e.opts.Limits))
 }
 
 type waitResult struct {

@@ -258,29 +258,42 @@ func (p *warmPool) takeOrQueue(req warmRequest) (*runner, chan *runner) {
 		k.hits++
 		return r, nil
 	}
-	k.misses++
-	k.target = min(p.opts.Size, k.target+1)
-	if k.launching <= len(k.waiters) {
-		return nil, nil
+	if k.launching > len(k.waiters) {
+		// Not a miss (yet): starting another runner beside the one it
+		// waits for would only slow that one down.
+		wait := make(chan *runner, 1)
+		k.waiters = append(k.waiters, wait)
+		return nil, wait
 	}
-	wait := make(chan *runner, 1)
-	k.waiters = append(k.waiters, wait)
-	return nil, wait
+	p.missLocked(k)
+	return nil, nil
 }
 
-// leaveQueue gives up waiting; a runner handed over meanwhile is kept.
+// missLocked records a run served cold and lets the kind grow.
+func (p *warmPool) missLocked(k *warmKind) {
+	k.misses++
+	k.target = min(p.opts.Size, k.target+1)
+}
+
+// leaveQueue gives up waiting; a runner handed over meanwhile is kept,
+// else the run is a miss.
 func (p *warmPool) leaveQueue(key string, wait chan *runner) *runner {
 	p.mu.Lock()
-	if k := p.kinds[key]; k != nil {
+	defer p.mu.Unlock()
+	k := p.kinds[key]
+	if k != nil {
 		k.waiters = slices.DeleteFunc(k.waiters, func(c chan *runner) bool { return c == wait })
 	}
-	p.mu.Unlock()
 	select {
 	case r := <-wait:
 		return r
 	default:
-		return nil
 	}
+	if k != nil && !p.closed {
+		p.missLocked(k)
+		p.fillLocked(k)
+	}
+	return nil
 }
 
 // demand makes req's kind wanted (at least one ready runner) without
@@ -373,7 +386,6 @@ func (p *warmPool) keep(k *warmKind, r *runner) bool {
 		k.waiters[0] <- r
 		k.waiters = k.waiters[1:]
 		k.hits++
-		k.misses--
 		p.fillLocked(k)
 		return true
 	}
