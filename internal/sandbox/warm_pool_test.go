@@ -1,0 +1,81 @@
+package sandbox
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// fakeStarter starts "runners" that become ready when release is closed.
+func fakeStarter(started chan<- struct{}, release <-chan struct{}) runnerStarter {
+	return func(warmRequest) (*runner, error) {
+		started <- struct{}{}
+		<-release
+		return &runner{wait: func() error { return nil }}, nil
+	}
+}
+
+// TestTakeWaitsForLaunchingRunner: with no ready runner, a run waits for
+// the one launching (a hit, no second launch beside it); a second run at
+// the same time has nothing to wait for and is a miss at once.
+func TestTakeWaitsForLaunchingRunner(t *testing.T) {
+	started, release := make(chan struct{}, 8), make(chan struct{})
+	p := newWarmPool(PoolOptions{Size: 2}, fakeStarter(started, release))
+	defer p.close()
+	req := warmRequest{kind: WarmPython, key: "k"}
+	p.demand(req)
+	<-started
+	first := make(chan *runner)
+	go func() { first <- p.take(req) }()
+	waitFor(t, func() bool { return waiters(p, "k") == 1 })
+	if r := p.take(req); r != nil {
+		t.Fatal("second run got a runner; only one was launching")
+	}
+	close(release)
+	if r := <-first; r == nil {
+		t.Fatal("first run did not get the launching runner")
+	}
+	st := p.stats()[0]
+	if diff := cmp.Diff([2]uint64{1, 1}, [2]uint64{st.Hits, st.Misses}); diff != "" {
+		t.Errorf("hits, misses (-want +got):\n%s", diff)
+	}
+}
+
+// TestTakeGivesUpWaiting: a launching runner that takes longer than
+// missWait leaves the run to start cold, and is kept for a later run.
+func TestTakeGivesUpWaiting(t *testing.T) {
+	started, release := make(chan struct{}, 8), make(chan struct{})
+	p := newWarmPool(PoolOptions{Size: 1}, fakeStarter(started, release))
+	defer p.close()
+	req := warmRequest{kind: WarmPython, key: "k"}
+	p.demand(req)
+	<-started
+	t0 := time.Now()
+	if r := p.take(req); r != nil {
+		t.Fatal("got a runner that was never released")
+	}
+	if d := time.Since(t0); d < missWait {
+		t.Errorf("gave up after %v, before missWait", d)
+	}
+	close(release)
+	waitFor(t, func() bool { return p.stats()[0].Ready == 1 })
+	if r := p.take(req); r == nil {
+		t.Fatal("the late runner was not kept")
+	}
+}
+
+func waiters(p *warmPool, key string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.kinds[key].waiters)
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within 5 s")
+		}
+	}
+}
