@@ -29,9 +29,13 @@ type HostProc struct {
 	waitErr  error
 	released bool
 	mu       sync.Mutex
-	// exitOf gives the exit of a child that is not the server's own (cmd is
-	// nil): a runner forked by a zygote.
+	// exitOf gives the exit when the child's own status is not the one to
+	// report: a runner forked by a zygote (cmd is nil), or one whose stub
+	// reported its status early (warm_early.go).
 	exitOf func() Exit
+	// deferKill: the program ended and reported; Release leaves the kill of
+	// anything left to the Cleanup hook, off the caller's path.
+	deferKill bool
 }
 
 // Hooks customise a HostProc. Nil hooks fall back to signalling the child's
@@ -218,7 +222,9 @@ func (p *HostProc) signal(sig syscall.Signal) error {
 // Release kills what is left of the run, waits up to drainTimeout for output
 // to drain, then closes pipes and runs the backend cleanup.
 func (p *HostProc) Release(drainTimeout time.Duration) error {
-	_ = p.Kill()
+	if !p.deferKill {
+		_ = p.Kill()
+	}
 	done := make(chan struct{})
 	go func() { p.copies.Wait(); close(done) }()
 	select {

@@ -376,13 +376,25 @@ func (n *Namespace) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc,
 	}
 	var p *HostProc
 	hooks := n.runHooks(r.cg, r.st, &p)
-	p = adoptHostProc(r.cmd, r.wait, r.stdin, r.stdout, r.stderr, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
+	// Python runners report their status themselves (warm_early.go).
+	early := !r.forked && req.kind == WarmPython
+	stdout, stderr := r.stdout, r.stderr
+	if early {
+		if stdout, stderr, err = r.handOverStdio(); err != nil {
+			n.destroyLater(r)
+			return nil, err
+		}
+	}
+	p = adoptHostProc(r.cmd, r.wait, r.stdin, stdout, stderr, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
 	if r.forked {
 		p.exitOf = func() Exit { return r.exit }
 	}
+	if early {
+		n.startEarly(p, r)
+	}
 	_ = r.mntns.Close()
 	_, err = r.ctl.Write(encodeRun(spec.Dir, spec.Env, req.code, req.args))
-	if !r.forked { // a forked runner reports its status on it
+	if !r.forked && !early { // the others report their status on it
 		_ = r.ctl.Close()
 	}
 	slog.Debug("warm run", "id", spec.ID, "kind", req.kind, "forked", r.forked)

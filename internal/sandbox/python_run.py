@@ -1,4 +1,4 @@
-def __codexec_run(src, args, *stub_names):
+def __codexec_run(src, args, status_fd, *stub_names):
     # Executes SRC once as `python -c SRC ARGS…` would, in the program's
     # globals; shared by the warm runner and fork-server stubs, which call it
     # once cwd and environment are the run's and name their own globals to
@@ -7,6 +7,9 @@ def __codexec_run(src, args, *stub_names):
     # and shows nothing (__del__ is not guaranteed at exit): a callback
     # registered first, so run last, flushes stdio and ends the process with
     # the status the interpreter would use (120 if stdout cannot be flushed).
+    # With a STATUS_FD (a socket to the server), it first closes stdout and
+    # stderr and reports the status there, so the server has the result
+    # while the kernel still tears the process and its sandbox down.
     import os, sys, site
     sys.argv[:] = ["-c"] + args
     if site.ENABLE_USER_SITE:
@@ -31,6 +34,13 @@ def __codexec_run(src, args, *stub_names):
             except BaseException:
                 if stream is sys.stdout:
                     status[0] = 120
+        if status_fd is not None:
+            try:
+                if os.fstat(status_fd).st_mode & 0o170000 == 0o140000:
+                    os.closerange(1, 3)
+                    os.write(status_fd, b"X%d\n" % status[0])
+            except OSError:
+                pass
         os._exit(status[0])
     import atexit
     atexit.register(quick_exit)
@@ -61,11 +71,12 @@ def __codexec_run(src, args, *stub_names):
         raise SystemExit(1)
 
 
-def __codexec_read_run():
+def __codexec_read_run(keep=None):
     # Reads one run from fd 3 (encodeRun in warm.go: the payload's length
     # and a newline, then NUL-separated cwd, environment count, environment,
-    # code, arguments), closes fd 3, applies cwd and environment, and returns
-    # the code and arguments.
+    # code, arguments), moves fd 3 to KEEP (closes it if None), applies cwd
+    # and environment, and returns the code, the arguments and where fd 3
+    # went (None if closed).
     import os
     buf = b""
     while b"\n" not in buf:
@@ -80,6 +91,11 @@ def __codexec_read_run():
         if not chunk:
             os._exit(125)
         buf += chunk
+    if keep is not None:
+        try:
+            os.dup2(3, keep, inheritable=False)
+        except OSError:
+            keep = None
     os.close(3)
     f = buf.split(b"\0")
     cwd, nenv = f[0], int(f[1])
@@ -89,4 +105,4 @@ def __codexec_read_run():
     for kv in env:
         k, _, v = kv.partition(b"=")
         os.environb[k] = v
-    return os.fsdecode(rest[0]), [os.fsdecode(a) for a in rest[1:]]
+    return os.fsdecode(rest[0]), [os.fsdecode(a) for a in rest[1:]], keep

@@ -1,0 +1,163 @@
+package sandbox
+
+import (
+	"bufio"
+
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Early results from python warm runners. A run used to end for the server
+// when bwrap exited: after the program's exit had freed its address space
+// (~2 ms for a python on a VM) and bwrap's init and monitor had exited in
+// turn, tearing down the sandbox's namespaces (~2 ms more). Instead the run
+// gets stdout and stderr pipes of its own at take time (handOverStdio: only
+// the program and its children hold them, bwrap never does), and the stub's
+// last act before _exit is to close them and write the exit status on its
+// control socket (python_run.py). The server has the result once it has
+// that status and the end of both outputs, and the teardown finishes in the
+// background (lateCleanup).
+//
+// Nothing changes for a program that ends otherwise (os._exit, a signal,
+// the OOM killer, a timeout): no status comes, and the run ends when bwrap
+// exits, as before. Neither does anything for children that keep an output
+// open: the output ends only when they do, that is when bwrap's init exits
+// and the kernel kills what is left of the sandbox. A program that writes a
+// status of its own only ends its own run early; its processes are killed.
+
+// earlyStatusGrace is how long the background cleanup of an early-ended run
+// waits for bwrap to exit on its own before it kills the sandbox.
+const earlyStatusGrace = 500 * time.Millisecond
+
+// handOverStdio gives the runner fresh stdout and stderr pipes with the
+// byte "F" (SCM_RIGHTS on its control socket) and returns the server's ends.
+// The runner's start-up pipes are closed: bwrap keeps them, so they would
+// end only with the sandbox.
+func (r *runner) handOverStdio() (outR, errR *os.File, err error) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer outW.Close()
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		_ = outR.Close()
+		return nil, nil, err
+	}
+	defer errW.Close()
+	if err := sendFiles(r.ctl, []byte("F"), outW, errW); err != nil {
+		_, _ = outR.Close(), errR.Close()
+		return nil, nil, err
+	}
+	_, _ = r.stdout.Close(), r.stderr.Close()
+	r.stdout, r.stderr = nil, nil
+	return outR, errR, nil
+}
+
+// sendFiles writes msg with files attached (SCM_RIGHTS) on the socket f.
+func sendFiles(f *os.File, msg []byte, files ...*os.File) error {
+	fds := make([]int, len(files))
+	for i, file := range files {
+		fds[i] = int(file.Fd())
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	err = rc.Write(func(fd uintptr) bool {
+		serr = unix.Sendmsg(int(fd), msg, unix.UnixRights(fds...), nil, 0)
+		return serr != unix.EAGAIN
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+// earlyRun is the state of a run that may end early.
+type earlyRun struct {
+	r      *runner
+	reaped chan struct{} // closed once bwrap is reaped
+	exit   Exit          // the stub's status, if early
+	early  bool
+}
+
+// startEarly sets p (adopted from r with the pipes of handOverStdio) up to
+// end at the stub's status: its wait, exit and cleanup.
+func (n *Namespace) startEarly(p *HostProc, r *runner) {
+	e := &earlyRun{r: r, reaped: make(chan struct{})}
+	var bwErr error
+	go func() { bwErr = r.wait(); close(e.reaped) }()
+	status := make(chan Exit, 1)
+	go func() {
+		if ex, ok := readStatus(r.ctl); ok {
+			status <- ex
+		}
+	}()
+	p.wait = func() error {
+		copied := make(chan struct{})
+		go func() { p.copies.Wait(); close(copied) }()
+		select {
+		case <-e.reaped:
+			return bwErr
+		case ex := <-status:
+			select {
+			case <-copied:
+				e.exit, e.early = ex, true
+				p.deferKill = true
+				return nil
+			case <-e.reaped:
+				return bwErr
+			}
+		}
+	}
+	p.exitOf = func() Exit {
+		if e.early {
+			return e.exit
+		}
+		return exitFrom(r.cmd.ProcessState)
+	}
+	cleanup := p.hooks.Cleanup
+	p.hooks.Cleanup = func() error {
+		n.cleanups.Add(1)
+		go func() {
+			defer n.cleanups.Done()
+			e.awaitReaped()
+			_ = r.ctl.Close()
+			_ = cleanup()
+		}()
+		return nil
+	}
+}
+
+// awaitReaped waits for bwrap to exit, killing the sandbox if it has not
+// within earlyStatusGrace (a program that reported a status of its own and
+// went on).
+func (e *earlyRun) awaitReaped() {
+	select {
+	case <-e.reaped:
+		return
+	case <-time.After(earlyStatusGrace):
+	}
+	_ = e.r.cg.Kill()
+	<-e.reaped
+}
+
+// readStatus reads the stub's "X<status>\n" from ctl; ok is false when the
+// socket ends first or carries anything else.
+func readStatus(ctl *os.File) (Exit, bool) {
+	line, err := bufio.NewReaderSize(ctl, 16).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "X") {
+		return Exit{}, false
+	}
+	code, err := strconv.Atoi(strings.TrimSuffix(line[1:], "\n"))
+	if err != nil || code < 0 || code > 255 {
+		return Exit{}, false
+	}
+	return Exit{Code: code}, true
+}
