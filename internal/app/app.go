@@ -90,7 +90,21 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 		}
 	}
 	langs := runtime.Discover(ctx, runtime.Overrides(cfg.Interpreters), env.Path)
-	backend, err := SelectBackend(ctx, cfg, env, langs)
+	opts := engineOptions(cfg, env)
+	if err := addGlobalPackages(&opts, cfg.PackagesDir); err != nil {
+		return nil, err
+	}
+	store, err := a.buildFiles(cfg, &opts)
+	if err != nil {
+		return nil, err
+	}
+	// python's first warm runner starts with the backend, beside its
+	// start-up probe (cold start, issue 13 P5).
+	var first []sandbox.Spec
+	if spec, ok := engine.PrewarmSpec(opts, langs, runtime.Python); ok {
+		first = append(first, spec)
+	}
+	backend, err := SelectBackend(ctx, cfg, env, langs, first...)
 	if err != nil {
 		return nil, err
 	}
@@ -101,21 +115,13 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	if disks != nil {
 		a.closers = append(a.closers, func() { _ = disks.Close() })
 	}
+	opts.Disks = disks
 	logger, err := execlog.New(cfg.LogDir)
 	if err != nil {
 		return nil, err
 	}
 	a.closers = append(a.closers, func() { _ = logger.Close() })
 	guard := pathguard.New(env.Home, pathguard.DefaultForbidden(env.Home, cfg.LogDir, cfg.ScriptsDir, cfg.PackagesDir, disksDir(cfg)))
-	opts := engineOptions(cfg, env)
-	opts.Disks = disks
-	if err := addGlobalPackages(&opts, cfg.PackagesDir); err != nil {
-		return nil, err
-	}
-	store, err := a.buildFiles(cfg, &opts)
-	if err != nil {
-		return nil, err
-	}
 	a.Engine, err = engine.New(opts, backend, langs, guard, logger)
 	if err != nil {
 		return nil, err

@@ -21,13 +21,14 @@ const subprocessWarning = "code runs as a plain host process with full filesyste
 // namespace and falls back to subprocess with a loud warning; an explicit
 // mode that cannot run here is an error naming the reason. langs may be nil
 // (then interpreters outside /usr are not made visible to namespace mode).
-func SelectBackend(ctx context.Context, cfg config.Config, env HostEnv, langs *runtime.Set) (sandbox.Backend, error) {
+// prewarm are runs whose warm runners namespace mode starts at once.
+func SelectBackend(ctx context.Context, cfg config.Config, env HostEnv, langs *runtime.Set, prewarm ...sandbox.Spec) (sandbox.Backend, error) {
 	switch cfg.SandboxMode {
 	case config.ModeSubprocess:
 		slog.Warn("SANDBOX MODE subprocess: " + subprocessWarning)
 		return sandbox.NewSubprocess(), nil
 	case config.ModeNamespace:
-		b, err := sandbox.NewNamespace(ctx, namespaceOptions(cfg, env, langs))
+		b, err := sandbox.NewNamespace(ctx, namespaceOptions(cfg, env, langs, prewarm))
 		if err != nil {
 			return nil, fmt.Errorf("CODEXEC_SANDBOX_MODE=namespace cannot run on this host: %w (run `codexec doctor`)", err)
 		}
@@ -39,7 +40,7 @@ func SelectBackend(ctx context.Context, cfg config.Config, env HostEnv, langs *r
 		}
 		return b, nil
 	case config.ModeAuto:
-		b, err := sandbox.NewNamespace(ctx, namespaceOptions(cfg, env, langs))
+		b, err := sandbox.NewNamespace(ctx, namespaceOptions(cfg, env, langs, prewarm))
 		if err == nil {
 			return b, nil
 		}
@@ -49,10 +50,11 @@ func SelectBackend(ctx context.Context, cfg config.Config, env HostEnv, langs *r
 	return nil, fmt.Errorf("unknown CODEXEC_SANDBOX_MODE %q", cfg.SandboxMode)
 }
 
-func namespaceOptions(cfg config.Config, env HostEnv, langs *runtime.Set) sandbox.NamespaceOptions {
+func namespaceOptions(cfg config.Config, env HostEnv, langs *runtime.Set, prewarm []sandbox.Spec) sandbox.NamespaceOptions {
 	mask := pathguard.DefaultForbidden(env.Home, cfg.DataDir, cfg.LogDir, cfg.ScriptsDir, cfg.PackagesDir, cfg.SandboxDir)
 	return sandbox.NamespaceOptions{OwnedRoot: cfg.SandboxDir, Mask: mask, ReadOnly: interpreterPrefixes(langs),
-		Pool: sandbox.PoolOptions{Size: cfg.PoolSize, Idle: cfg.PoolIdle, MemoryBytes: cfg.PoolMemoryBytes, Fork: cfg.PoolFork == "on"}}
+		Pool:    sandbox.PoolOptions{Size: cfg.PoolSize, Idle: cfg.PoolIdle, MemoryBytes: cfg.PoolMemoryBytes, Fork: cfg.PoolFork == "on"},
+		Prewarm: prewarm}
 }
 
 // interpreterPrefixes returns, for every interpreter outside /usr, the
@@ -111,7 +113,7 @@ func Doctor(ctx context.Context, cfg config.Config, env HostEnv, w io.Writer) in
 }
 
 func doctorNamespace(ctx context.Context, cfg config.Config, env HostEnv, langs *runtime.Set, w io.Writer) error {
-	b, err := sandbox.NewNamespace(ctx, namespaceOptions(cfg, env, langs))
+	b, err := sandbox.NewNamespace(ctx, namespaceOptions(cfg, env, langs, nil))
 	if err != nil {
 		fmt.Fprintf(w, "namespace: UNAVAILABLE: %v\n", err)
 		return err

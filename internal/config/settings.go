@@ -58,7 +58,7 @@ var settings = []setting{
 	{"CODEXEC_ARTIFACT_MAX_BYTES", "512m", "total size of kept artifacts and staged uploads; the oldest are evicted beyond it", bytesize(func(c *Config) *int64 { return &c.ArtifactMaxBytes })},
 	{"CODEXEC_PIP_INDEX_URL", "", "package index for install_package (python); unset = pip's own configuration", str(func(c *Config) *string { return &c.PipIndexURL })},
 	{"CODEXEC_NPM_REGISTRY", "", "registry for install_package (node); unset = npm's own configuration", str(func(c *Config) *string { return &c.NPMRegistry })},
-	{"CODEXEC_HEALTH_CHECK", HealthBackground, "background: serve at once, a language's first call waits for its check | startup: check before serving", oneOf(func(c *Config) *string { return &c.HealthCheck }, HealthBackground, HealthStartup)},
+	{"CODEXEC_HEALTH_CHECK", HealthBackground, "background: serve at once, check 1 s later (a failed run waits for its language's check) | startup: check before serving", oneOf(func(c *Config) *string { return &c.HealthCheck }, HealthBackground, HealthStartup)},
 	{"CODEXEC_PACKAGE_BLOCKLIST", "", "replaces the shipped list of known-malicious packages: a file path or a comma-separated list (name, name@ver, name==ver; none = no list)", str(func(c *Config) *string { return &c.PackageBlocklist })},
 	{"CODEXEC_PACKAGE_BLOCKLIST_EXTRA", "", "packages blocked in addition to the list in effect (same forms)", str(func(c *Config) *string { return &c.PackageBlocklistExtra })},
 	{"CODEXEC_UPSTREAMS", "", "code mode: mcpServers JSON file of upstream MCP servers whose tools code may call", str(func(c *Config) *string { return &c.CodeMode.Upstreams })},

@@ -160,10 +160,12 @@ func (e *Engine) languageErrorNow(lang string) (pending bool, err error) {
 }
 
 // Env builds the environment of a run whose HOME is home.
-func (e *Engine) Env(lang, home string) []string {
-	env := append([]string{"HOME=" + home}, e.opts.BaseEnv...)
-	if e.opts.ExtraEnv != nil {
-		env = append(env, e.opts.ExtraEnv(lang)...)
+func (e *Engine) Env(lang, home string) []string { return runEnv(e.opts, lang, home) }
+
+func runEnv(opts Options, lang, home string) []string {
+	env := append([]string{"HOME=" + home}, opts.BaseEnv...)
+	if opts.ExtraEnv != nil {
+		env = append(env, opts.ExtraEnv(lang)...)
 	}
 	return env
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/codexec/codexec/internal/output"
+	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
 )
 
@@ -93,11 +94,28 @@ func (e *Engine) RunProcess(ctx context.Context, spec ProcessSpec) Outcome {
 
 // sandboxSpec is spec as the backend takes it (no output writers).
 func (e *Engine) sandboxSpec(spec ProcessSpec, limits sandbox.Limits) sandbox.Spec {
+	return sandboxSpec(e.opts, spec, limits)
+}
+
+func sandboxSpec(opts Options, spec ProcessSpec, limits sandbox.Limits) sandbox.Spec {
 	return sandbox.Spec{
 		ID: spec.ID, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Stdin: spec.Stdin, ProgramDir: spec.ProgramDir,
-		Mounts: append(append([]sandbox.Mount(nil), e.opts.Mounts...), spec.Mounts...), Limits: limits,
+		Mounts: append(append([]sandbox.Mount(nil), opts.Mounts...), spec.Mounts...), Limits: limits,
 		Network: spec.Network, Warm: spec.Warm, TmpDir: spec.TmpDir, Background: spec.Background,
 	}
+}
+
+// PrewarmSpec is the spec whose warm runners serve one-shot runs of lang
+// under an Engine made with opts and langs (false: lang has none). It lets
+// a backend start one before the Engine exists (sandbox.NamespaceOptions).
+func PrewarmSpec(opts Options, langs *runtime.Set, lang string) (sandbox.Spec, bool) {
+	kind := warmKind(lang)
+	prog, err := langs.Build(lang, "", nil)
+	if kind == "" || err != nil {
+		return sandbox.Spec{}, false
+	}
+	env := runEnv(opts, lang, "/nonexistent")
+	return sandboxSpec(opts, ProcessSpec{ID: "prewarm", Argv: prog.Argv, Env: env, Warm: kind}, opts.Limits), true
 }
 
 // Prewarm asks the backend, if it keeps warm runners, to start runners for
@@ -115,13 +133,10 @@ func (e *Engine) Prewarm(langs ...string) {
 	}
 	go func() {
 		for _, lang := range langs {
-			kind := warmKind(lang)
-			prog, err := e.langs.Build(lang, "", nil)
-			if kind == "" || err != nil {
-				continue
+			if spec, ok := PrewarmSpec(e.opts, e.langs, lang); ok {
+				w.Prewarm(spec)
+				awaitReady(w.PoolStats, spec.Warm, prewarmStep)
 			}
-			w.Prewarm(e.sandboxSpec(ProcessSpec{ID: "prewarm", Argv: prog.Argv, Env: e.Env(lang, "/nonexistent"), Warm: kind}, e.opts.Limits))
-			awaitReady(w.PoolStats, kind, prewarmStep)
 		}
 	}()
 }

@@ -24,15 +24,17 @@ const SurfaceBudget = 12000
 // The input schema is In's with additionalProperties dropped: unknown
 // arguments are ignored, as the seeds' reference implementation (zod objects)
 // does, instead of every tool paying for "additionalProperties": false.
+// Registration goes through registerTyped (typedtool.go), mcp.AddTool's
+// contract without its per-call cost.
 func addTool[In, Out any](s *Server, t *mcp.Tool, h func(context.Context, *mcp.CallToolRequest, In) (*mcp.CallToolResult, Out, error)) {
 	if t.InputSchema == nil {
 		t.InputSchema = schemaOf[In](func(s *jsonschema.Schema) { s.AdditionalProperties = nil })
 	}
 	if t.OutputSchema != nil {
-		mcp.AddTool(s.mcp, t, h)
+		registerTyped(s.mcp, t, h)
 		return
 	}
-	mcp.AddTool(s.mcp, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
+	registerTyped(s.mcp, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
 		res, out, err := h(ctx, req, in)
 		if err != nil {
 			return res, nil, err

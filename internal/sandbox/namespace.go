@@ -43,6 +43,9 @@ type NamespaceOptions struct {
 	// ReadOnly lists extra host directories visible read-only at the same
 	// path (e.g. the prefix of an interpreter installed outside /usr).
 	ReadOnly []string
+	// Prewarm lists runs to start warm runners for at once, beside the
+	// start-up probe (see Prewarm); a failed probe stops them.
+	Prewarm []Spec
 	// Pool configures warm runners (see warm.go); Size 0 disables them.
 	Pool PoolOptions
 }
@@ -80,6 +83,9 @@ func NewNamespace(ctx context.Context, o NamespaceOptions) (*Namespace, error) {
 	n, err := newNamespace(o)
 	if err != nil {
 		return nil, err
+	}
+	for _, spec := range o.Prewarm {
+		n.Prewarm(spec)
 	}
 	if err := n.probe(ctx); err != nil {
 		_ = n.Close()
