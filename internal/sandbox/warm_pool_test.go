@@ -79,3 +79,23 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 }
+
+// TestEarlyStatusThenSpin: a python program that closes its output, forges
+// its exit status and keeps running ends its own run early; it is then
+// killed (earlyStatusGrace) and nothing of it is left after Close.
+func TestEarlyStatusThenSpin(t *testing.T) {
+	fdsBefore := countFDs(t)
+	n := newPoolNamespace(t, PoolOptions{Size: 1, Idle: time.Minute})
+	dir := t.TempDir()
+	spec := warmSpec(WarmPython, dir, "import os\nos.closerange(1, 3)\nos.write(1023, b'X0\\n')\nwhile True: pass")
+	waitReady(t, n, spec)
+	t0 := time.Now()
+	r := runSpec(t, n, spec)
+	if d := time.Since(t0); d > 5*time.Second || r.exit.Code != 0 {
+		t.Fatalf("run took %v and ended %+v; want the forged status 0 at once", d, r.exit)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkNoLeaks(t, fdsBefore)
+}
