@@ -259,8 +259,10 @@ func (p *warmPool) takeOrQueue(req warmRequest) (*runner, chan *runner) {
 		return r, nil
 	}
 	if k.launching > len(k.waiters) {
-		// Not a miss (yet): starting another runner beside the one it
-		// waits for would only slow that one down.
+		// Not a miss (yet), but demand the pool did not meet: the kind
+		// grows, and its next runner starts when the refill gate lets it
+		// (after this run, not beside the runner it waits for).
+		k.target = min(p.opts.Size, k.target+1)
 		wait := make(chan *runner, 1)
 		k.waiters = append(k.waiters, wait)
 		return nil, wait

@@ -17,11 +17,11 @@ func fakeStarter(started chan<- struct{}, release <-chan struct{}) runnerStarter
 }
 
 // TestTakeWaitsForLaunchingRunner: with no ready runner, a run waits for
-// the one launching (a hit, no second launch beside it); a second run at
-// the same time has nothing to wait for and is a miss at once.
+// the one launching (a hit); a second run at the same time has nothing to
+// wait for and is a miss at once.
 func TestTakeWaitsForLaunchingRunner(t *testing.T) {
 	started, release := make(chan struct{}, 8), make(chan struct{})
-	p := newWarmPool(PoolOptions{Size: 2}, fakeStarter(started, release))
+	p := newWarmPool(PoolOptions{Size: 1}, fakeStarter(started, release))
 	defer p.close()
 	req := warmRequest{kind: WarmPython, key: "k"}
 	p.demand(req)
@@ -39,6 +39,24 @@ func TestTakeWaitsForLaunchingRunner(t *testing.T) {
 	st := p.stats()[0]
 	if diff := cmp.Diff([2]uint64{1, 1}, [2]uint64{st.Hits, st.Misses}); diff != "" {
 		t.Errorf("hits, misses (-want +got):\n%s", diff)
+	}
+}
+
+// TestWaitGrowsKind: a run that had to wait for a runner makes the kind
+// keep one more (up to Size), as a miss does.
+func TestWaitGrowsKind(t *testing.T) {
+	started, release := make(chan struct{}, 8), make(chan struct{})
+	p := newWarmPool(PoolOptions{Size: 2}, fakeStarter(started, release))
+	defer p.close()
+	req := warmRequest{kind: WarmPython, key: "k"}
+	p.demand(req)
+	<-started
+	go func() { <-started; close(release) }() // the second launch lets both finish
+	if r := p.take(req); r == nil {
+		t.Fatal("run did not get the launching runner")
+	}
+	if st := p.stats()[0]; st.Target != 2 {
+		t.Errorf("target %d after a waited run, want 2", st.Target)
 	}
 }
 
