@@ -16,16 +16,24 @@ func fakeStarter(started chan<- struct{}, release <-chan struct{}) runnerStarter
 	}
 }
 
+// launchingPool is a pool of up to size fake runners of one kind whose
+// first runner is launching: each launch reports on started and finishes
+// when release is closed. The pool is closed when the test ends.
+func launchingPool(t *testing.T, size int) (*warmPool, warmRequest, chan struct{}, chan struct{}) {
+	started, release := make(chan struct{}, 8), make(chan struct{})
+	p := newWarmPool(PoolOptions{Size: size}, fakeStarter(started, release))
+	t.Cleanup(p.close)
+	req := warmRequest{kind: WarmPython, key: "k"}
+	p.demand(req)
+	<-started
+	return p, req, started, release
+}
+
 // TestTakeWaitsForLaunchingRunner: with no ready runner, a run waits for
 // the one launching (a hit); a second run at the same time has nothing to
 // wait for and is a miss at once.
 func TestTakeWaitsForLaunchingRunner(t *testing.T) {
-	started, release := make(chan struct{}, 8), make(chan struct{})
-	p := newWarmPool(PoolOptions{Size: 1}, fakeStarter(started, release))
-	defer p.close()
-	req := warmRequest{kind: WarmPython, key: "k"}
-	p.demand(req)
-	<-started
+	p, req, _, release := launchingPool(t, 1)
 	first := make(chan *runner)
 	go func() { first <- p.take(req) }()
 	waitFor(t, func() bool { return waiters(p, "k") == 1 })
@@ -45,12 +53,7 @@ func TestTakeWaitsForLaunchingRunner(t *testing.T) {
 // TestWaitGrowsKind: a run that had to wait for a runner makes the kind
 // keep one more (up to Size), as a miss does.
 func TestWaitGrowsKind(t *testing.T) {
-	started, release := make(chan struct{}, 8), make(chan struct{})
-	p := newWarmPool(PoolOptions{Size: 2}, fakeStarter(started, release))
-	defer p.close()
-	req := warmRequest{kind: WarmPython, key: "k"}
-	p.demand(req)
-	<-started
+	p, req, started, release := launchingPool(t, 2)
 	go func() { <-started; close(release) }() // the second launch lets both finish
 	if r := p.take(req); r == nil {
 		t.Fatal("run did not get the launching runner")
@@ -63,12 +66,7 @@ func TestWaitGrowsKind(t *testing.T) {
 // TestTakeGivesUpWaiting: a launching runner that takes longer than
 // missWait leaves the run to start cold, and is kept for a later run.
 func TestTakeGivesUpWaiting(t *testing.T) {
-	started, release := make(chan struct{}, 8), make(chan struct{})
-	p := newWarmPool(PoolOptions{Size: 1}, fakeStarter(started, release))
-	defer p.close()
-	req := warmRequest{kind: WarmPython, key: "k"}
-	p.demand(req)
-	<-started
+	p, req, _, release := launchingPool(t, 1)
 	t0 := time.Now()
 	if r := p.take(req); r != nil {
 		t.Fatal("got a runner that was never released")
