@@ -19,6 +19,7 @@ import (
 	"github.com/codexec/codexec/internal/mcpserver"
 	"github.com/codexec/codexec/internal/metrics"
 	"github.com/codexec/codexec/internal/runtime"
+	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/upstream"
 )
 
@@ -106,6 +107,9 @@ func (a *App) instrument(m *metrics.Metrics) {
 	}
 	m.GaugeFunc("mcp_sessions", "Connected MCP sessions (clients).", func() float64 { return float64(a.Server.LiveSessions()) })
 	m.GaugeFunc("running_calls", "Tool calls in progress.", func() float64 { return float64(a.Server.Running()) })
+	if p, ok := a.Engine.Backend().(sandbox.Pooled); ok {
+		m.WarmPool(func() []metrics.PoolSample { return poolSamples(p) })
+	}
 	if a.upstreams != nil {
 		calls := m.Counter("upstream_calls_total", "Upstream MCP tool calls made by code-mode programs.", "server", "outcome")
 		a.upstreams.Observe(func(s upstream.Stat) {
@@ -130,4 +134,29 @@ func (a *App) ready(context.Context) error {
 		errs = append(errs, lang+": "+err.Error())
 	}
 	return fmt.Errorf("sandbox %s cannot run any language (%s)", a.Engine.Backend().Name(), strings.Join(errs, "; "))
+}
+
+// poolSamples is the pool's state per language kind for /metrics: the
+// kinds' runners summed (one per flags, mounts and limits) and their tallies.
+func poolSamples(p sandbox.Pooled) []metrics.PoolSample {
+	byKind := map[string]*metrics.PoolSample{}
+	get := func(kind string) *metrics.PoolSample {
+		if byKind[kind] == nil {
+			byKind[kind] = &metrics.PoolSample{Kind: kind}
+		}
+		return byKind[kind]
+	}
+	for _, st := range p.PoolStats() {
+		s := get(st.Kind)
+		s.Ready, s.Starting, s.MemoryBytes = s.Ready+st.Ready, s.Starting+st.Starting, s.MemoryBytes+st.MemoryBytes
+	}
+	for _, t := range p.PoolTallies() {
+		s := get(t.Kind)
+		s.Warm, s.Cold = t.Warm, t.Cold
+	}
+	out := make([]metrics.PoolSample, 0, len(byKind))
+	for _, s := range byKind {
+		out = append(out, *s)
+	}
+	return out
 }

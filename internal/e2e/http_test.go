@@ -189,6 +189,12 @@ func TestHTTPProbesMetricsAndGuards(t *testing.T) {
 	if s.metric(`codexec_http_requests_total{code="200",method="POST",route="/mcp"}`) < 2 || s.metric("go_goroutines") <= 0 {
 		t.Error("http request counter or runtime metrics missing")
 	}
+	if r.SandboxMode == "namespace" { // warm runners: the run counts as served warm or cold
+		runs := s.metric(`codexec_warm_pool_runs_total{kind="python",served="warm"}`) + s.metric(`codexec_warm_pool_runs_total{kind="python",served="cold"}`)
+		if runs != 1 {
+			t.Errorf("warm pool counted %v python runs, want 1", runs)
+		}
+	}
 	guards := []struct {
 		name string
 		hdr  map[string]string

@@ -24,6 +24,9 @@ func TestExposition(t *testing.T) {
 	m.HTTPRequest("/mcp", "POST", 200, time.Millisecond)
 	m.GaugeFunc("pool_idle", "idle runners", func() float64 { return 3 })
 	m.Counter("upstream_calls_total", "upstream calls", "server").WithLabelValues("git").Add(2)
+	m.WarmPool(func() []PoolSample {
+		return []PoolSample{{Kind: "python", Ready: 2, Starting: 1, MemoryBytes: 9 << 20, Warm: 40, Cold: 3}}
+	})
 	out := scrape(t, m)
 	for _, want := range []string{
 		`codexec_executions_total{language="python",sandbox_mode="namespace",status="success"} 2`,
@@ -32,6 +35,11 @@ func TestExposition(t *testing.T) {
 		`codexec_http_requests_total{code="200",method="POST",route="/mcp"} 1`,
 		`codexec_pool_idle 3`,
 		`codexec_upstream_calls_total{server="git"} 2`,
+		`codexec_warm_runners{kind="python",state="ready"} 2`,
+		`codexec_warm_runners{kind="python",state="starting"} 1`,
+		`codexec_warm_runner_memory_bytes{kind="python"} 9.437184e+06`,
+		`codexec_warm_pool_runs_total{kind="python",served="warm"} 40`,
+		`codexec_warm_pool_runs_total{kind="python",served="cold"} 3`,
 		`go_goroutines `,
 		`process_resident_memory_bytes `,
 	} {
@@ -48,6 +56,7 @@ func TestNilIsNoop(t *testing.T) {
 	m.HTTPRequest("/mcp", "GET", 401, 0)
 	m.GaugeFunc("x", "x", func() float64 { return 0 })
 	m.Counter("y_total", "y").WithLabelValues().Inc()
+	m.WarmPool(func() []PoolSample { return nil })
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	if rec.Code != 404 {

@@ -432,6 +432,9 @@ func (n *Namespace) Prewarm(spec Spec) {
 // PoolStats returns the state of the warm runners.
 func (n *Namespace) PoolStats() []PoolStat { return n.warm.stats() }
 
+// PoolTallies returns how many runs of each kind were served warm and cold.
+func (n *Namespace) PoolTallies() []PoolTally { return n.warm.tallies() }
+
 // HelperName is the small helper binary (cmd/codexec-sandbox) that runs the
 // sandbox-init and sandbox-landlock steps when installed next to codexec.
 const HelperName = "codexec-sandbox"

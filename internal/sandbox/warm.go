@@ -97,6 +97,9 @@ type PoolStat struct {
 type Pooled interface {
 	// PoolStats returns the state of every kind, sorted by kind.
 	PoolStats() []PoolStat
+	// PoolTallies returns how many runs of each language kind were served
+	// warm and cold since the backend started.
+	PoolTallies() []PoolTally
 }
 
 // warmRequest is a Spec split into what its runner is started with (key,
@@ -192,6 +195,7 @@ type warmPool struct {
 
 	mu     sync.Mutex
 	kinds  map[string]*warmKind
+	tally  map[string]*PoolTally // by kind name, for the life of the pool
 	closed bool
 	done   chan struct{}
 	wg     sync.WaitGroup
@@ -200,6 +204,7 @@ type warmPool struct {
 func newWarmPool(opts PoolOptions, start runnerStarter) *warmPool {
 	opts = opts.withDefaults()
 	p := &warmPool{opts: opts, start: start, fills: make(chan struct{}, opts.Fills), quiet: newQuietGate(),
+		tally: map[string]*PoolTally{},
 		kinds: map[string]*warmKind{}, done: make(chan struct{})}
 	if opts.Size > 0 {
 		p.wg.Add(1)
@@ -255,7 +260,7 @@ func (p *warmPool) takeOrQueue(req warmRequest) (*runner, chan *runner) {
 	if len(k.ready) > 0 {
 		r := k.ready[0]
 		k.ready = k.ready[1:]
-		k.hits++
+		p.servedLocked(k, true)
 		return r, nil
 	}
 	if k.launching > len(k.waiters) {
@@ -273,7 +278,7 @@ func (p *warmPool) takeOrQueue(req warmRequest) (*runner, chan *runner) {
 
 // missLocked records a run served cold and lets the kind grow.
 func (p *warmPool) missLocked(k *warmKind) {
-	k.misses++
+	p.servedLocked(k, false)
 	k.target = min(p.opts.Size, k.target+1)
 }
 
@@ -387,7 +392,7 @@ func (p *warmPool) keep(k *warmKind, r *runner) bool {
 	if len(k.waiters) > 0 {
 		k.waiters[0] <- r
 		k.waiters = k.waiters[1:]
-		k.hits++
+		p.servedLocked(k, true)
 		p.fillLocked(k)
 		return true
 	}
@@ -487,4 +492,43 @@ func (p *warmPool) gate() *quietGate {
 		return newQuietGate()
 	}
 	return p.quiet
+}
+
+// PoolTally counts the runs of one kind (python, node) since the backend
+// started: Warm were served by a runner, Cold found none. Unlike PoolStat's
+// counts they never go back: a kind that expires keeps its tally.
+type PoolTally struct {
+	Kind       string
+	Warm, Cold uint64
+}
+
+// servedLocked counts a run of k's kind, served warm or not.
+func (p *warmPool) servedLocked(k *warmKind, warm bool) {
+	t := p.tally[k.req.kind]
+	if t == nil {
+		t = &PoolTally{Kind: k.req.kind}
+		p.tally[k.req.kind] = t
+	}
+	if warm {
+		k.hits++
+		t.Warm++
+	} else {
+		k.misses++
+		t.Cold++
+	}
+}
+
+// tallies returns every kind's tally, sorted by kind.
+func (p *warmPool) tallies() []PoolTally {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]PoolTally, 0, len(p.tally))
+	for _, t := range p.tally {
+		out = append(out, *t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Kind < out[j].Kind })
+	return out
 }
