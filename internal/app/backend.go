@@ -144,15 +144,11 @@ func doctorWarm(cfg config.Config, langs *runtime.Set, b *sandbox.Namespace, w i
 }
 
 func awaitWarm(b *sandbox.Namespace, kind string, t0 time.Time) string {
-	for time.Since(t0) < 20*time.Second {
-		for _, s := range b.PoolStats() {
-			if s.Kind == kind && s.Ready > 0 {
-				return fmt.Sprintf("runner ready in %d ms, holding %.1f MiB", time.Since(t0).Milliseconds(), float64(s.MemoryBytes)/(1<<20))
-			}
-		}
-		time.Sleep(5 * time.Millisecond)
+	s, ok := b.AwaitWarm(kind, 20*time.Second)
+	if !ok {
+		return "NO runner became ready within 20 s (runs start cold; see the server log)"
 	}
-	return "NO runner became ready within 20 s (runs start cold; see the server log)"
+	return fmt.Sprintf("runner ready in %d ms, holding %.1f MiB", time.Since(t0).Milliseconds(), float64(s.MemoryBytes)/(1<<20))
 }
 
 func doctorContainer(ctx context.Context, cfg config.Config, w io.Writer) error {

@@ -126,7 +126,7 @@ func PrewarmSpec(opts Options, langs *runtime.Set, lang string) (sandbox.Spec, b
 func (e *Engine) Prewarm(langs ...string) {
 	w, ok := e.backend.(interface {
 		Prewarm(sandbox.Spec)
-		PoolStats() []sandbox.PoolStat
+		AwaitWarm(kind string, d time.Duration) (sandbox.PoolStat, bool)
 	})
 	if !ok {
 		return
@@ -135,7 +135,7 @@ func (e *Engine) Prewarm(langs ...string) {
 		for _, lang := range langs {
 			if spec, ok := PrewarmSpec(e.opts, e.langs, lang); ok {
 				w.Prewarm(spec)
-				awaitReady(w.PoolStats, spec.Warm, prewarmStep)
+				w.AwaitWarm(spec.Warm, prewarmStep)
 			}
 		}
 	}()
@@ -143,17 +143,6 @@ func (e *Engine) Prewarm(langs ...string) {
 
 // prewarmStep bounds Prewarm's wait for one language's runner.
 const prewarmStep = time.Second
-
-// awaitReady polls stats until a runner of kind is ready or d has passed.
-func awaitReady(stats func() []sandbox.PoolStat, kind string, d time.Duration) {
-	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		for _, s := range stats() {
-			if s.Kind == kind && s.Ready > 0 {
-				return
-			}
-		}
-	}
-}
 
 type waitResult struct {
 	exit sandbox.Exit

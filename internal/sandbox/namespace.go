@@ -432,6 +432,21 @@ func (n *Namespace) Prewarm(spec Spec) {
 // PoolStats returns the state of the warm runners.
 func (n *Namespace) PoolStats() []PoolStat { return n.warm.stats() }
 
+// AwaitWarm waits up to d for a ready runner of kind (WarmPython,
+// WarmNode) and returns its kind's state; false if none became ready.
+func (n *Namespace) AwaitWarm(kind string, d time.Duration) (PoolStat, bool) {
+	for deadline := time.Now().Add(d); ; time.Sleep(5 * time.Millisecond) {
+		for _, s := range n.PoolStats() {
+			if s.Kind == kind && s.Ready > 0 {
+				return s, true
+			}
+		}
+		if time.Now().After(deadline) {
+			return PoolStat{}, false
+		}
+	}
+}
+
 // PoolTallies returns how many runs of each kind were served warm and cold.
 func (n *Namespace) PoolTallies() []PoolTally { return n.warm.tallies() }
 

@@ -51,7 +51,7 @@ func soak(t *testing.T, fork bool) {
 				if i%5 == 0 {
 					kind, code = WarmNode, fmt.Sprintf("console.log(%d)", i)
 				}
-				awaitReady(n, kind, 2*time.Second)
+				n.AwaitWarm(kind, 2*time.Second) // most runs served warm (refills run at low CPU weight)
 				r := runSpec(t, n, warmSpec(kind, ws, code))
 				mu.Lock()
 				if r.exit.Code != 0 || strings.TrimSpace(r.stdout) != strconv.Itoa(i) {
@@ -82,18 +82,6 @@ func soak(t *testing.T, fork bool) {
 		t.Fatal(err)
 	}
 	checkNoLeaks(t, fdsBefore)
-}
-
-// awaitReady waits up to d for a ready runner of kind, so that most soak
-// runs are served warm (the pool refills at low CPU priority).
-func awaitReady(n *Namespace, kind string, d time.Duration) {
-	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-		for _, s := range n.PoolStats() {
-			if s.Kind == kind && s.Ready > 0 {
-				return
-			}
-		}
-	}
 }
 
 func countFDs(t *testing.T) int {
