@@ -79,7 +79,8 @@ func interpreterPrefixes(langs *runtime.Set) []string {
 }
 
 func containerOptions(cfg config.Config) sandbox.ContainerOptions {
-	return sandbox.ContainerOptions{CLI: cfg.DockerCLI, Image: cfg.DockerImage, Network: cfg.DockerNetwork}
+	return sandbox.ContainerOptions{CLI: cfg.DockerCLI, Image: cfg.DockerImage, Network: cfg.DockerNetwork,
+		Pool: sandbox.PoolOptions{Size: cfg.PoolSize, Idle: cfg.PoolIdle, MemoryBytes: cfg.PoolMemoryBytes}}
 }
 
 // Doctor prints which sandbox modes work on this host and why not, and

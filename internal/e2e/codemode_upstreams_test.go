@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -95,19 +94,11 @@ func testReadmeExample(t *testing.T, f *upstreamFixture) {
 // stdio and have no network.
 func TestCodeModeUpstreamsDocker(t *testing.T) {
 	upstreamsDir(t)
-	cli := "docker"
-	if exec.Command("docker", "info").Run() != nil {
-		cli = "podman"
+	denv, why := dockerTestEnv(t, "node")
+	if why != "" {
+		t.Skip(why)
 	}
-	if _, err := exec.LookPath(cli); err != nil {
-		t.Skip("no docker-compatible CLI: " + err.Error())
-	}
-	const image = "codexec-test-sandbox-node"
-	script, _ := filepath.Abs("../../scripts/sandbox-test-image.sh")
-	if out, err := exec.Command("bash", script, cli, image, "node").CombinedOutput(); err != nil {
-		t.Skipf("building %s with %s failed: %v\n%s", image, cli, err, out)
-	}
-	env := []string{"CODEXEC_SANDBOX_MODE=docker", "CODEXEC_DOCKER_CLI=" + cli, "CODEXEC_DOCKER_IMAGE=" + image}
+	env := append([]string{"CODEXEC_SANDBOX_MODE=docker"}, denv...)
 	if why := modeAvailable(t, "docker", env[1:]...); why != "" {
 		t.Skip("docker mode unavailable: " + why)
 	}

@@ -338,19 +338,11 @@ func TestPlotsAsImages(t *testing.T) {
 // mplDockerEnv builds (once per host) the docker test image with matplotlib
 // and returns the environment selecting it.
 func mplDockerEnv(t *testing.T) []string {
-	cli := "docker"
-	if exec.Command("docker", "info").Run() != nil {
-		cli = "podman"
+	env, why := dockerTestEnv(t, "matplotlib")
+	if why != "" {
+		t.Skip(why)
 	}
-	if _, err := exec.LookPath(cli); err != nil {
-		t.Skipf("no %s CLI", cli)
-	}
-	const image = "codexec-test-sandbox-mpl"
-	script, _ := filepath.Abs("../../scripts/sandbox-test-image.sh")
-	if out, err := exec.Command("bash", script, cli, image, "matplotlib").CombinedOutput(); err != nil {
-		t.Skipf("building %s failed: %v\n%s", image, err, out)
-	}
-	return []string{"CODEXEC_SANDBOX_MODE=docker", "CODEXEC_DOCKER_CLI=" + cli, "CODEXEC_DOCKER_IMAGE=" + image}
+	return append([]string{"CODEXEC_SANDBOX_MODE=docker"}, env...)
 }
 
 func checkPlots(t *testing.T, s *server) {

@@ -99,6 +99,13 @@ func startWith(t testing.TB, dir string, opts *mcp.ClientOptions, env ...string)
 	}, env...)
 	if mode := os.Getenv("CODEXEC_TEST_SANDBOX_MODE"); mode != "" && !hasKey(env, "CODEXEC_SANDBOX_MODE") {
 		cmd.Env = append(cmd.Env, "CODEXEC_SANDBOX_MODE="+mode)
+		if mode == "docker" && !hasKey(env, "CODEXEC_DOCKER_IMAGE") {
+			denv, why := dockerTestEnv(t, "node")
+			if why != "" {
+				t.Skip(why)
+			}
+			cmd.Env = append(cmd.Env, denv...)
+		}
 	}
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr

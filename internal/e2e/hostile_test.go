@@ -95,25 +95,17 @@ func (m sandboxMode) label() string {
 	return m.name
 }
 
-// sandboxModes lists the modes to test. Docker mode uses podman when the
-// docker CLI has no engine, and a local image built without any registry by
-// scripts/sandbox-test-image.sh.
+// sandboxModes lists the modes to test. Docker mode uses the local test
+// image with python and node (dockerTestEnv).
 func sandboxModes(t *testing.T) []sandboxMode {
-	cli := "docker"
-	if exec.Command("docker", "info").Run() != nil {
-		cli = "podman"
-	}
-	const image = "codexec-test-sandbox"
-	if _, err := exec.LookPath(cli); err == nil {
-		script, _ := filepath.Abs("../../scripts/sandbox-test-image.sh")
-		if out, err := exec.Command("bash", script, cli, image).CombinedOutput(); err != nil {
-			t.Logf("building %s with %s failed: %v\n%s", image, cli, err, out)
-		}
+	env, why := dockerTestEnv(t, "node")
+	if why != "" {
+		t.Log(why)
 	}
 	return []sandboxMode{
 		{name: "subprocess"},
 		{name: "namespace"},
-		{name: "docker", env: []string{"CODEXEC_DOCKER_CLI=" + cli, "CODEXEC_DOCKER_IMAGE=" + image}},
+		{name: "docker", env: env},
 	}
 }
 

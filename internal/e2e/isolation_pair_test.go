@@ -39,8 +39,8 @@ var isolationPairs = []isolationPair{
 
 // TestIsolationPairs runs each pair through the server in every isolated
 // mode with warm runners on: the second run must see nothing of the first.
-// It also checks the second runs were actually served warm (in namespace
-// mode) and that their cgroup counters are their own.
+// It also checks the second runs were actually served warm and that their
+// cgroup counters are their own.
 func TestIsolationPairs(t *testing.T) {
 	for _, m := range withForkVariant(sandboxModes(t)) {
 		if m.name == "subprocess" {
@@ -52,11 +52,14 @@ func TestIsolationPairs(t *testing.T) {
 			}
 			env := append([]string{"CODEXEC_SANDBOX_MODE=" + m.name, "CODEXEC_POOL_SIZE=2", "CODEXEC_MEMORY_LIMIT=256m"}, m.env...)
 			s := start(t, env...)
+			// Docker mode keeps warm containers for python only.
+			pooled := func(lang string) bool { return m.name == "namespace" || lang == "python" }
+			s.awaitWarm("python")
 			baseline, _ := s.exec(map[string]any{"language": "python", "code": "import os; print('FDS', sorted(os.listdir('/proc/self/fd')))"})
 			warm, forked := 0, 0
 			for _, p := range isolationPairs {
 				t.Run(p.name, func(t *testing.T) {
-					if m.name == "namespace" {
+					if pooled(p.lang) {
 						s.awaitWarm(p.lang)
 					}
 					first, _ := s.exec(map[string]any{"language": p.lang, "code": p.leave})
@@ -66,7 +69,7 @@ func TestIsolationPairs(t *testing.T) {
 					if first.Status != "success" {
 						t.Fatalf("leave run: %s %s %s", first.Status, deref(first.ErrorMessage), first.Stderr)
 					}
-					if m.name == "namespace" {
+					if pooled(p.lang) {
 						s.awaitWarm(p.lang)
 					}
 					second, _ := s.exec(map[string]any{"language": p.lang, "code": p.probe})
@@ -88,7 +91,7 @@ func TestIsolationPairs(t *testing.T) {
 					}
 				})
 			}
-			if m.name == "namespace" && warm < len(isolationPairs)/2 {
+			if warm < len(isolationPairs)/2 {
 				t.Errorf("only %d of %d probe runs were served by warm runners", warm, len(isolationPairs))
 			}
 			// Python probes are forked from a zygote where the kernel allows

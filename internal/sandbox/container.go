@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -23,6 +27,9 @@ type ContainerOptions struct {
 	Network string
 	// UID is the uid programs run as inside the container (default 65534).
 	UID int
+	// Pool configures warm containers for python runs (container_warm.go);
+	// a zero Size disables them.
+	Pool PoolOptions
 }
 
 // Container runs each program in its own container through a
@@ -35,6 +42,11 @@ type Container struct {
 	opts ContainerOptions
 	cli  string
 	seq  atomic.Int64
+	// warm keeps ready containers (nil: none); warmRoot holds their
+	// control directories; cleanups counts background teardowns.
+	warm     *warmPool
+	warmRoot string
+	cleanups sync.WaitGroup
 }
 
 // NewContainer checks that the CLI exists and the image is present locally.
@@ -58,7 +70,17 @@ func NewContainer(ctx context.Context, o ContainerOptions) (*Container, error) {
 	if out, err := combinedTracked(cmd); err != nil {
 		return nil, fmt.Errorf("image %q not available to %s (build it from Dockerfile.sandbox): %v %s", o.Image, o.CLI, err, strings.TrimSpace(out))
 	}
-	return &Container{opts: o, cli: cli}, nil
+	c := &Container{opts: o, cli: cli}
+	if o.Pool.Size > 0 {
+		if c.warmRoot, err = os.MkdirTemp("", "codexec-warm-containers-"); err != nil {
+			return nil, err
+		}
+		if err := os.Chmod(c.warmRoot, 0o711); err != nil {
+			return nil, err
+		}
+		c.warm = newWarmPool(o.Pool, c.newRunner)
+	}
+	return c, nil
 }
 
 func combinedTracked(cmd *exec.Cmd) (string, error) {
@@ -74,7 +96,8 @@ func (*Container) Name() string { return "docker" }
 // Isolated returns true.
 func (*Container) Isolated() bool { return true }
 
-// Start runs spec in a new container named after spec.ID.
+// Start runs spec in a new container named after spec.ID, or in a warm
+// container when spec can run in one and one is ready.
 func (c *Container) Start(_ context.Context, spec Spec) (Process, error) {
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("sandbox: empty argv")
@@ -82,17 +105,56 @@ func (c *Container) Start(_ context.Context, spec Spec) (Process, error) {
 	if spec.Network {
 		return nil, errors.New("sandbox: the container backend does not grant host networking")
 	}
-	if err := grantACL(spec.Dir, c.opts.UID); err != nil {
-		if cerr := chownTree(spec.Dir, c.opts.UID, c.opts.UID); cerr != nil {
-			return nil, err
-		}
+	if req, ok := c.warmRequest(spec); ok {
+		return c.warm.counted(func() (*HostProc, error) {
+			if r := c.warm.take(req); r != nil {
+				p, err := c.startWarm(spec, req, r)
+				if err == nil {
+					return p, nil
+				}
+				slog.Debug("warm container unusable for this run; starting cold", "err", err)
+			}
+			return c.startCold(spec)
+		})
+	}
+	p, err := c.startCold(spec)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// startCold runs spec in a container started for it.
+func (c *Container) startCold(spec Spec) (*HostProc, error) {
+	if err := c.grantWorkspace(spec.Dir); err != nil {
+		return nil, err
 	}
 	name := "codexec-" + sanitizeName(spec.ID) + "-" + strconv.FormatInt(c.seq.Add(1), 10)
 	cmd := exec.Command(c.cli, c.runArgs(spec, name)...)
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	var killed atomic.Bool
-	hooks := Hooks{
+	p, err := StartHostProc(cmd, spec.Stdin, spec.Stdout, spec.Stderr, c.hooks(name, spec.Limits, &killed))
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: start %s: %w", c.opts.CLI, err)
+	}
+	return p, nil
+}
+
+// grantWorkspace lets the container user use dir.
+func (c *Container) grantWorkspace(dir string) error {
+	if err := grantACL(dir, c.opts.UID); err != nil {
+		if cerr := chownTree(dir, c.opts.UID, c.opts.UID); cerr != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hooks signal and remove the container name and decode the CLI's exit;
+// killed records our own SIGKILL.
+func (c *Container) hooks(name string, l Limits, killed *atomic.Bool) Hooks {
+	return Hooks{
 		Signal: func(sig syscall.Signal) error {
 			if sig == syscall.SIGKILL {
 				killed.Store(true)
@@ -104,19 +166,16 @@ func (c *Container) Start(_ context.Context, spec Spec) (Process, error) {
 			// memory limit (podman never sets OOMKilled).
 			if e.Signal == 0 && e.Code > 128 && e.Code <= 128+64 {
 				e.Signal, e.Code = e.Code-128, -1
-				e.OOMKilled = e.Signal == 9 && !killed.Load() && spec.Limits.MemoryBytes > 0
+				e.OOMKilled = e.Signal == 9 && !killed.Load() && l.MemoryBytes > 0
 			}
 		},
 		Cleanup: func() error { return c.cliQuiet("rm", "-f", name) },
 	}
-	p, err := StartHostProc(cmd, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: start %s: %w", c.opts.CLI, err)
-	}
-	return p, nil
 }
 
-func (c *Container) runArgs(spec Spec, name string) []string {
+// runArgs is the CLI's run command for spec; extra options go before the
+// image.
+func (c *Container) runArgs(spec Spec, name string, extra ...string) []string {
 	l := spec.Limits
 	a := []string{"run", "--rm", "-i", "--name", name, "--network", c.opts.Network,
 		"--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
@@ -154,7 +213,7 @@ func (c *Container) runArgs(spec Spec, name string) []string {
 	for _, kv := range containerEnv(spec.Env) {
 		a = append(a, "-e", kv)
 	}
-	a = append(a, c.opts.Image)
+	a = append(append(a, extra...), c.opts.Image)
 	return append(a, containerArgv(spec.Argv, spec.Dir)...)
 }
 
@@ -183,9 +242,16 @@ func containerArgv(argv []string, dir string) []string {
 		base = "python3"
 	}
 	out[0] = base
-	for i := 1; i < len(out); i++ {
-		if out[i] == dir || strings.HasPrefix(out[i], dir+"/") {
-			out[i] = WorkspacePath + strings.TrimPrefix(out[i], dir)
+	copy(out[1:], containerArgs(out[1:], dir))
+	return out
+}
+
+// containerArgs maps host workspace paths in args to /workspace.
+func containerArgs(args []string, dir string) []string {
+	out := slices.Clone(args)
+	for i, a := range out {
+		if a == dir || strings.HasPrefix(a, dir+"/") {
+			out[i] = WorkspacePath + strings.TrimPrefix(a, dir)
 		}
 	}
 	return out

@@ -237,14 +237,7 @@ func (n *Namespace) Start(_ context.Context, spec Spec) (Process, error) {
 // startCounted starts a run that a warm runner can serve (warm if one is
 // ready), counted in flight until released so refills wait for its end.
 func (n *Namespace) startCounted(spec Spec, req warmRequest) (Process, error) {
-	gate := n.warm.gate()
-	gate.begin()
-	p, err := n.startWarmOrCold(spec, req)
-	if err != nil {
-		gate.end()
-		return nil, err
-	}
-	return &countedProc{Process: p, end: gate.end}, nil
+	return n.warm.counted(func() (*HostProc, error) { return n.startWarmOrCold(spec, req) })
 }
 
 func (n *Namespace) startWarmOrCold(spec Spec, req warmRequest) (*HostProc, error) {
@@ -396,7 +389,7 @@ func (n *Namespace) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc,
 		p.exitOf = func() Exit { return r.exit }
 	}
 	if early {
-		n.startEarly(p, r)
+		startEarly(p, r, &n.cleanups, func() { _ = r.cg.Kill() })
 	}
 	_ = r.mntns.Close()
 	_, err = r.ctl.Write(encodeRun(spec.Dir, spec.Env, req.code, req.args))
@@ -435,16 +428,7 @@ func (n *Namespace) PoolStats() []PoolStat { return n.warm.stats() }
 // AwaitWarm waits up to d for a ready runner of kind (WarmPython,
 // WarmNode) and returns its kind's state; false if none became ready.
 func (n *Namespace) AwaitWarm(kind string, d time.Duration) (PoolStat, bool) {
-	for deadline := time.Now().Add(d); ; time.Sleep(5 * time.Millisecond) {
-		for _, s := range n.PoolStats() {
-			if s.Kind == kind && s.Ready > 0 {
-				return s, true
-			}
-		}
-		if time.Now().After(deadline) {
-			return PoolStat{}, false
-		}
-	}
+	return n.warm.await(kind, d)
 }
 
 // PoolTallies returns how many runs of each kind were served warm and cold.

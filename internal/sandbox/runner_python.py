@@ -8,6 +8,15 @@ def __codexec_runner():
     # left as a fresh interpreter's.
     import os, sys, _socket
     del sys.modules["_socket"]
+    if len(sys.argv) > 1:
+        # A container runner (container_warm.go) is given the path of its
+        # control socket instead of fd 3.
+        s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        s.connect(sys.argv[1])
+        fd = s.detach()
+        if fd != 3:
+            os.dup2(fd, 3)
+            os.close(fd)
     os.write(3, b"R")
     ctl = _socket.socket(fileno=3)
     try:

@@ -532,3 +532,34 @@ func (p *warmPool) tallies() []PoolTally {
 	sort.Slice(out, func(i, j int) bool { return out[i].Kind < out[j].Kind })
 	return out
 }
+
+// await waits up to d for a ready runner of kind (WarmPython, WarmNode)
+// and returns its kind's state; false if none became ready.
+func (p *warmPool) await(kind string, d time.Duration) (PoolStat, bool) {
+	if p == nil || p.opts.Size == 0 {
+		return PoolStat{}, false
+	}
+	for deadline := time.Now().Add(d); ; time.Sleep(5 * time.Millisecond) {
+		for _, s := range p.stats() {
+			if s.Kind == kind && s.Ready > 0 {
+				return s, true
+			}
+		}
+		if time.Now().After(deadline) {
+			return PoolStat{}, false
+		}
+	}
+}
+
+// counted starts a run that a warm runner can serve with start, counted in
+// flight until released so that refills wait for its end.
+func (p *warmPool) counted(start func() (*HostProc, error)) (Process, error) {
+	gate := p.gate()
+	gate.begin()
+	proc, err := start()
+	if err != nil {
+		gate.end()
+		return nil, err
+	}
+	return &countedProc{Process: proc, end: gate.end}, nil
+}

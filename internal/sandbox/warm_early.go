@@ -2,10 +2,10 @@ package sandbox
 
 import (
 	"bufio"
-
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -82,15 +82,17 @@ func sendFiles(f *os.File, msg []byte, files ...*os.File) error {
 // earlyRun is the state of a run that may end early.
 type earlyRun struct {
 	r      *runner
+	kill   func()        // kills what is left of the run's sandbox
 	reaped chan struct{} // closed once bwrap is reaped
 	exit   Exit          // the stub's status, if early
 	early  bool
 }
 
 // startEarly sets p (adopted from r with the pipes of handOverStdio) up to
-// end at the stub's status: its wait, exit and cleanup.
-func (n *Namespace) startEarly(p *HostProc, r *runner) {
-	e := &earlyRun{r: r, reaped: make(chan struct{})}
+// end at the stub's status: its wait, exit and cleanup. The cleanup runs in
+// the background, counted in cleanups; kill kills the sandbox's processes.
+func startEarly(p *HostProc, r *runner, cleanups *sync.WaitGroup, kill func()) *earlyRun {
+	e := &earlyRun{r: r, kill: kill, reaped: make(chan struct{})}
 	var bwErr error
 	go func() { bwErr = r.wait(); close(e.reaped) }()
 	status := make(chan Exit, 1)
@@ -124,15 +126,16 @@ func (n *Namespace) startEarly(p *HostProc, r *runner) {
 	}
 	cleanup := p.hooks.Cleanup
 	p.hooks.Cleanup = func() error {
-		n.cleanups.Add(1)
+		cleanups.Add(1)
 		go func() {
-			defer n.cleanups.Done()
+			defer cleanups.Done()
 			e.awaitReaped()
 			_ = r.ctl.Close()
 			_ = cleanup()
 		}()
 		return nil
 	}
+	return e
 }
 
 // awaitReaped waits for bwrap to exit, killing the sandbox if it has not
@@ -144,7 +147,7 @@ func (e *earlyRun) awaitReaped() {
 		return
 	case <-time.After(earlyStatusGrace):
 	}
-	_ = e.r.cg.Kill()
+	e.kill()
 	<-e.reaped
 }
 

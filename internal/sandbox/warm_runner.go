@@ -39,6 +39,8 @@ type runner struct {
 	// read from the control socket.
 	forked bool
 	exit   Exit
+	// ct is set for a container runner (container_warm.go).
+	ct *ctRunner
 }
 
 // destroy stops an unused runner and frees everything it holds.
@@ -55,6 +57,9 @@ func (r *runner) destroy() {
 	}
 	if r.st != nil {
 		_ = r.st.release()
+	}
+	if r.ct != nil {
+		r.ct.free()
 	}
 }
 

@@ -1,0 +1,379 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Warm containers (docker mode). A cold run pays ~100–150 ms of CLI, runtime
+// and container set-up before python even starts. A warm container is that
+// done ahead of time: a `run -i --rm` container, with the run's limits, whose
+// python has started the warm runner stub (runner_python.py) and connected
+// to a control socket the server listens on. The socket lies in a directory
+// bound at /workspace — root-owned, mode 0711, so the sandbox user reaches
+// the socket and nothing else — and is unlinked once connected. At take
+// time the server, on the namespace worker thread, enters the container's
+// mount namespace and mounts a clone of the run's workspace over
+// /workspace, raises the container's CPU weight from the minimum it started
+// with, and hands over fresh stdout and stderr pipes and the run, as in
+// namespace mode (warm.go, warm_early.go): the result is in once the stub
+// reports its status, and the CLI's own exit and the container's removal
+// finish in the background. A container serves one run and is removed.
+//
+// Entering the container's mount namespace needs the server to be root
+// beside a rootful engine; where it cannot (rootless engines) the runner is
+// destroyed and runs start cold, as they do for node (whose stub cannot take
+// its output pipes over a socket).
+
+// ctlName is the control socket's name in a container runner's directory.
+const ctlName = ".codexec-ctl"
+
+// ctRunner is what a container runner holds besides the runner itself.
+type ctRunner struct {
+	name string    // container name
+	dir  string    // host directory bound at /workspace until take
+	cpu  cpuWeight // restored at take
+	env  []string
+	free func()
+}
+
+// warmRequest returns the warm request serving spec, if a container runner
+// can: python `-c` programs. As in namespace mode (parseWarm), a warm run
+// keeps the runner's own size-limited tmpfs /tmp instead of spec.TmpDir.
+func (c *Container) warmRequest(spec Spec) (warmRequest, bool) {
+	req, ok := parseWarm(spec)
+	if !ok || c.warm == nil || req.kind != WarmPython {
+		return warmRequest{}, false
+	}
+	return req, true
+}
+
+// newRunner starts a container runner for req and waits until its stub is
+// connected and ready.
+func (c *Container) newRunner(req warmRequest) (*runner, error) {
+	dir, err := os.MkdirTemp(c.warmRoot, "r-")
+	if err == nil {
+		err = os.Chmod(dir, 0o711)
+	}
+	if err != nil {
+		return nil, err
+	}
+	name := "codexec-warm-" + strconv.FormatInt(c.seq.Add(1), 10) + "-" + strconv.Itoa(os.Getpid())
+	ct := &ctRunner{name: name, dir: dir}
+	ct.free = func() {
+		_ = c.cliQuiet("rm", "-f", name)
+		_ = os.RemoveAll(dir)
+	}
+	r, err := c.launchRunner(req, ct)
+	if err != nil {
+		ct.free()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (c *Container) launchRunner(req warmRequest, ct *ctRunner) (*runner, error) {
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(ct.dir, ctlName), Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	defer ln.Close()
+	if err := os.Chmod(filepath.Join(ct.dir, ctlName), 0o666); err != nil {
+		return nil, err
+	}
+	spec := req.base
+	spec.Dir = ct.dir
+	spec.Argv = append(slices.Clip(spec.Argv), WorkspacePath+"/"+ctlName)
+	r, exited, err := c.startRunnerCLI(spec, ct)
+	if err != nil {
+		return nil, err
+	}
+	pid, err := r.acceptCtl(ln, exited)
+	if err == nil {
+		err = r.awaitReady()
+	}
+	if err == nil {
+		err = ct.inspect(r, pid)
+	}
+	if err != nil {
+		r.closeFiles()
+		_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+		_ = r.wait()
+		return nil, err
+	}
+	r.ct = ct
+	return r, nil
+}
+
+// startRunnerCLI starts the CLI that runs the runner's container, with the
+// minimum CPU weight; exited is closed when the CLI has exited.
+func (c *Container) startRunnerCLI(spec Spec, ct *ctRunner) (*runner, chan struct{}, error) {
+	cmd := exec.Command(c.cli, c.runArgs(spec, ct.name, "--cpu-shares", "2")...)
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	r := &runner{cmd: cmd}
+	var child [3]*os.File
+	var err error
+	defer func() {
+		for _, f := range child {
+			if f != nil {
+				_ = f.Close()
+			}
+		}
+	}()
+	if child[0], r.stdin, err = os.Pipe(); err == nil {
+		if r.stdout, child[1], err = os.Pipe(); err == nil {
+			r.stderr, child[2], err = os.Pipe()
+		}
+	}
+	if err != nil {
+		r.closeFiles()
+		return nil, nil, err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = child[0], child[1], child[2]
+	wait, err := StartTracked(cmd)
+	if err != nil {
+		r.closeFiles()
+		return nil, nil, err
+	}
+	exited := make(chan struct{})
+	var werr error
+	go func() { werr = wait(); close(exited) }()
+	r.wait = func() error { <-exited; return werr }
+	return r, exited, nil
+}
+
+// acceptCtl accepts the stub's connection on ln (giving up when the CLI
+// exits or runnerReadyTimeout passes), keeps it as r.ctl and returns the
+// stub's host pid.
+func (r *runner) acceptCtl(ln *net.UnixListener, exited chan struct{}) (int, error) {
+	_ = ln.SetDeadline(time.Now().Add(runnerReadyTimeout))
+	accepted := make(chan struct{})
+	defer close(accepted)
+	go func() {
+		select {
+		case <-exited:
+			_ = ln.Close()
+		case <-accepted:
+		}
+	}()
+	conn, err := ln.AcceptUnix()
+	if err != nil {
+		return 0, fmt.Errorf("container runner did not connect: %w", err)
+	}
+	defer conn.Close()
+	_ = os.Remove(ln.Addr().String())
+	return r.adoptCtl(conn)
+}
+
+// adoptCtl makes a pollable duplicate of conn the runner's ctl and returns
+// the peer's pid (SO_PEERCRED: in the server's pid namespace).
+func (r *runner) adoptCtl(conn *net.UnixConn) (int, error) {
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var fd, pid int
+	var ferr error
+	err = rc.Control(func(s uintptr) {
+		var cred *unix.Ucred
+		if cred, ferr = unix.GetsockoptUcred(int(s), unix.SOL_SOCKET, unix.SO_PEERCRED); ferr != nil {
+			return
+		}
+		pid = int(cred.Pid)
+		fd, ferr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0)
+	})
+	if err = errors.Join(err, ferr); err != nil {
+		return 0, err
+	}
+	_ = unix.SetNonblock(fd, true)
+	r.ctl = os.NewFile(uintptr(fd), "runner-ctl")
+	return pid, nil
+}
+
+// inspect records, from /proc, what a take needs of the stub's process:
+// its mount namespace, cgroup and environment, and what it holds.
+func (ct *ctRunner) inspect(r *runner, pid int) error {
+	proc := "/proc/" + strconv.Itoa(pid)
+	host, err := hostMountNS()
+	if err != nil {
+		return err
+	}
+	if ns, err := os.Readlink(proc + "/ns/mnt"); err != nil || ns == host {
+		return fmt.Errorf("container runner %d: not in a mount namespace of its own (%v)", pid, err)
+	}
+	if r.mntns, err = os.Open(proc + "/ns/mnt"); err != nil {
+		return err
+	}
+	cg, err := os.ReadFile(proc + "/cgroup")
+	if err != nil {
+		return err
+	}
+	var mem string
+	if ct.cpu, mem = cgroupFiles(string(cg)); ct.cpu.file == "" {
+		return fmt.Errorf("container runner %d: no cpu cgroup found", pid)
+	}
+	env, err := os.ReadFile(proc + "/environ")
+	if err != nil {
+		return err
+	}
+	ct.env = strings.Split(strings.TrimSuffix(string(env), "\x00"), "\x00")
+	if b, err := os.ReadFile(mem); err == nil {
+		r.mem, _ = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	}
+	return nil
+}
+
+// cpuWeight is a cgroup file holding a CPU share and the default value a
+// cold container has there.
+type cpuWeight struct{ file, normal string }
+
+// cgroupFiles finds, from a process's /proc/<pid>/cgroup, its CPU share
+// file and memory usage file, under cgroup v1 controllers where they are
+// mounted (hybrid hosts) or else cgroup v2.
+func cgroupFiles(procCgroup string) (cpu cpuWeight, mem string) {
+	v2 := "/sys/fs/cgroup"
+	if _, err := os.Stat(v2 + "/cgroup.controllers"); err != nil {
+		v2 += "/unified"
+	}
+	for _, line := range strings.Split(strings.TrimSpace(procCgroup), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		ctrls := strings.Split(f[1], ",")
+		switch {
+		case slices.Contains(ctrls, "cpu"):
+			cpu = cpuWeight{filepath.Join("/sys/fs/cgroup", f[1], f[2], "cpu.shares"), "1024"}
+		case slices.Contains(ctrls, "memory"):
+			mem = filepath.Join("/sys/fs/cgroup", f[1], f[2], "memory.usage_in_bytes")
+		case f[0] == "0" && f[1] == "":
+			if cpu.file == "" {
+				cpu = cpuWeight{filepath.Join(v2, f[2], "cpu.weight"), "100"}
+			}
+			if mem == "" {
+				mem = filepath.Join(v2, f[2], "memory.current")
+			}
+		}
+	}
+	return cpu, mem
+}
+
+// startWarm runs spec in the taken container runner r (see above). On
+// error the runner is destroyed in the background and the caller starts
+// cold.
+func (c *Container) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc, error) {
+	err := c.grantWorkspace(spec.Dir)
+	if err == nil {
+		err = bindContainerWorkspace(r, spec.Dir)
+	}
+	if err == nil {
+		err = os.WriteFile(r.ct.cpu.file, []byte(r.ct.cpu.normal), 0)
+	}
+	var stdout, stderr *os.File
+	if err == nil {
+		drainCLIOutput(r)
+		stdout, stderr, err = r.handOverStdio()
+	}
+	if err != nil {
+		c.destroyLater(r)
+		return nil, err
+	}
+	name := r.ct.name
+	var killed atomic.Bool
+	hooks := c.hooks(name, spec.Limits, &killed)
+	free := r.ct.free
+	hooks.Cleanup = func() error { free(); return nil }
+	p := adoptHostProc(r.cmd, r.wait, r.stdin, stdout, stderr, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
+	e := startEarly(p, r, &c.cleanups, func() { _ = c.cliQuiet("kill", "--signal", "9", name) })
+	cliExit := hooks.AfterWait
+	p.hooks.AfterWait = func(x *Exit) {
+		if !e.early { // the stub's own status needs no decoding
+			cliExit(x)
+		}
+	}
+	_ = r.mntns.Close()
+	_, err = r.ctl.Write(encodeRun(WorkspacePath, r.ct.env, req.code, containerArgs(req.args, spec.Dir)))
+	slog.Debug("warm run", "id", spec.ID, "kind", req.kind, "container", name)
+	if err != nil {
+		_, _ = p.Wait()
+		_ = p.Release(time.Second)
+		return nil, fmt.Errorf("sandbox: warm container: %w", err)
+	}
+	return p, nil
+}
+
+// drainCLIOutput discards what the CLI itself still writes once the run's
+// output pipes are handed over (closing them could end the CLI early).
+func drainCLIOutput(r *runner) {
+	for _, f := range []*os.File{r.stdout, r.stderr} {
+		go func() { _, _ = io.Copy(io.Discard, f); _ = f.Close() }()
+	}
+	r.stdout, r.stderr = nil, nil
+}
+
+// bindContainerWorkspace mounts a clone of the host directory dir over
+// /workspace in r's container (nosuid, nodev).
+func bindContainerWorkspace(r *runner, dir string) error {
+	tree, err := unix.OpenTree(unix.AT_FDCWD, dir, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	if err != nil {
+		return fmt.Errorf("open_tree %s: %w", dir, err)
+	}
+	defer unix.Close(tree)
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+		return fmt.Errorf("mount_setattr: %w", err)
+	}
+	return inMountNS(r.mntns, func() error {
+		return unix.MoveMount(tree, "", unix.AT_FDCWD, WorkspacePath, unix.MOVE_MOUNT_F_EMPTY_PATH)
+	})
+}
+
+func (c *Container) destroyLater(r *runner) {
+	c.cleanups.Add(1)
+	go func() { defer c.cleanups.Done(); r.destroy() }()
+}
+
+// Prewarm starts a warm container for runs like spec ahead of the first
+// such run. Specs that cannot run warm are ignored.
+func (c *Container) Prewarm(spec Spec) {
+	if req, ok := c.warmRequest(spec); ok {
+		c.warm.demand(req)
+	}
+}
+
+// AwaitWarm waits up to d for a ready container of kind (WarmPython) and
+// returns its kind's state; false if none became ready.
+func (c *Container) AwaitWarm(kind string, d time.Duration) (PoolStat, bool) {
+	return c.warm.await(kind, d)
+}
+
+// PoolStats returns the state of the warm containers.
+func (c *Container) PoolStats() []PoolStat { return c.warm.stats() }
+
+// PoolTallies returns how many runs of each kind were served warm and cold.
+func (c *Container) PoolTallies() []PoolTally { return c.warm.tallies() }
+
+// Close stops the warm containers. The backend must not be used afterwards.
+func (c *Container) Close() error {
+	c.warm.close()
+	c.cleanups.Wait()
+	if c.warmRoot != "" {
+		return os.RemoveAll(c.warmRoot)
+	}
+	return nil
+}
