@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -90,7 +91,7 @@ func Doctor(ctx context.Context, cfg config.Config, env HostEnv, w io.Writer) in
 	fmt.Fprintf(w, "configured mode: %s\n", cfg.SandboxMode)
 	fmt.Fprintln(w, "subprocess: available (NO isolation: host filesystem, network, no resource limits)")
 	nsErr := doctorNamespace(ctx, cfg, env, langs, w)
-	ctErr := doctorContainer(ctx, cfg, w)
+	ctErr := doctorContainer(ctx, cfg, langs, w)
 	doctorDisks(cfg, w)
 	doctorUpstreams(ctx, cfg, env, w)
 	var err error
@@ -120,13 +121,20 @@ func doctorNamespace(ctx context.Context, cfg config.Config, env HostEnv, langs 
 		return err
 	}
 	fmt.Fprintf(w, "namespace: available (bubblewrap, user/pid/net/ipc/uts/mount namespaces, seccomp, Landlock where the kernel has it, %s)\n", b.CgroupInfo())
-	doctorWarm(cfg, langs, b, w)
+	doctorWarm(cfg, langs, b, w, runtime.Python, runtime.Node)
 	return b.Close()
 }
 
-// doctorWarm prints the warm runner settings and starts one runner per
-// language to show that they work, how long one takes and what it holds.
-func doctorWarm(cfg config.Config, langs *runtime.Set, b *sandbox.Namespace, w io.Writer) {
+// warmBackend is a backend that keeps warm runners.
+type warmBackend interface {
+	Prewarm(sandbox.Spec)
+	AwaitWarm(kind string, d time.Duration) (sandbox.PoolStat, bool)
+}
+
+// doctorWarm prints the warm runner settings and starts one runner for
+// each of the languages to show that they work, how long one takes and what
+// it holds.
+func doctorWarm(cfg config.Config, langs *runtime.Set, b warmBackend, w io.Writer, warmLangs ...string) {
 	fmt.Fprintf(w, "warm runners: %d per language (CODEXEC_POOL_SIZE), idle expiry %s, memory cap %d MiB\n",
 		cfg.PoolSize, cfg.PoolIdle, cfg.PoolMemoryBytes>>20)
 	if cfg.PoolSize == 0 {
@@ -134,7 +142,7 @@ func doctorWarm(cfg config.Config, langs *runtime.Set, b *sandbox.Namespace, w i
 	}
 	for _, l := range []struct{ lang, kind, flag string }{{runtime.Python, sandbox.WarmPython, "-c"}, {runtime.Node, sandbox.WarmNode, "-e"}} {
 		in := langs.Get(l.lang)
-		if in.Err != nil {
+		if in.Err != nil || !slices.Contains(warmLangs, l.lang) {
 			continue
 		}
 		t0 := time.Now()
@@ -144,7 +152,7 @@ func doctorWarm(cfg config.Config, langs *runtime.Set, b *sandbox.Namespace, w i
 	}
 }
 
-func awaitWarm(b *sandbox.Namespace, kind string, t0 time.Time) string {
+func awaitWarm(b warmBackend, kind string, t0 time.Time) string {
 	s, ok := b.AwaitWarm(kind, 20*time.Second)
 	if !ok {
 		return "NO runner became ready within 20 s (runs start cold; see the server log)"
@@ -152,12 +160,16 @@ func awaitWarm(b *sandbox.Namespace, kind string, t0 time.Time) string {
 	return fmt.Sprintf("runner ready in %d ms, holding %.1f MiB", time.Since(t0).Milliseconds(), float64(s.MemoryBytes)/(1<<20))
 }
 
-func doctorContainer(ctx context.Context, cfg config.Config, w io.Writer) error {
-	_, err := sandbox.NewContainer(ctx, containerOptions(cfg))
+func doctorContainer(ctx context.Context, cfg config.Config, langs *runtime.Set, w io.Writer) error {
+	c, err := sandbox.NewContainer(ctx, containerOptions(cfg))
 	if err != nil {
 		fmt.Fprintf(w, "docker: UNAVAILABLE: %v\n", err)
 		return err
 	}
 	fmt.Fprintf(w, "docker: available (%s, image %s, network %s)\n", cfg.DockerCLI, cfg.DockerImage, cfg.DockerNetwork)
-	return nil
+	if cfg.SandboxMode == config.ModeDocker {
+		// Warm containers are python only.
+		doctorWarm(cfg, langs, c, w, runtime.Python)
+	}
+	return c.Close()
 }
