@@ -235,7 +235,25 @@ func (ct *ctRunner) inspect(r *runner, pid int) error {
 	if b, err := os.ReadFile(mem); err == nil {
 		r.mem, _ = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 	}
+	// The attached CLI is part of what a ready container costs (tens of
+	// MiB with podman), so the pool's memory cap counts it.
+	r.mem += residentBytes(r.cmd.Process.Pid)
 	return nil
+}
+
+// residentBytes is a process's resident memory (VmRSS), or 0.
+func residentBytes(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 // cpuWeight is a cgroup file holding a CPU share and the default value a
