@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,16 +105,8 @@ func (c *Container) Start(_ context.Context, spec Spec) (Process, error) {
 		return nil, errors.New("sandbox: the container backend does not grant host networking")
 	}
 	if req, ok := c.warmRequest(spec); ok {
-		return c.warm.counted(func() (*HostProc, error) {
-			if r := c.warm.take(req); r != nil {
-				p, err := c.startWarm(spec, req, r)
-				if err == nil {
-					return p, nil
-				}
-				slog.Debug("warm container unusable for this run; starting cold", "err", err)
-			}
-			return c.startCold(spec)
-		})
+		return c.warm.serve(req, func(r *runner) (*HostProc, error) { return c.startWarm(spec, req, r) },
+			func() (*HostProc, error) { return c.startCold(spec) })
 	}
 	p, err := c.startCold(spec)
 	if err != nil {

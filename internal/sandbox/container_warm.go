@@ -347,15 +347,11 @@ func drainCLIOutput(r *runner) {
 // bindContainerWorkspace mounts a clone of the host directory dir over
 // /workspace in r's container (nosuid, nodev).
 func bindContainerWorkspace(r *runner, dir string) error {
-	tree, err := unix.OpenTree(unix.AT_FDCWD, dir, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	tree, err := cloneTree(dir)
 	if err != nil {
-		return fmt.Errorf("open_tree %s: %w", dir, err)
+		return err
 	}
 	defer unix.Close(tree)
-	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
-	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
-		return fmt.Errorf("mount_setattr: %w", err)
-	}
 	return inMountNS(r.mntns, func() error {
 		return unix.MoveMount(tree, "", unix.AT_FDCWD, WorkspacePath, unix.MOVE_MOUNT_F_EMPTY_PATH)
 	})

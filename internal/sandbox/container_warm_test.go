@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -128,31 +127,12 @@ func TestContainerWarmSoak(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("CODEXEC_SOAK_RUNS")); err == nil && n > 0 {
 		runs = n
 	}
-	dir := t.TempDir()
 	fdsBefore := countFDs(t)
 	c := newTestContainer(t, PoolOptions{Size: 2})
-	var wg sync.WaitGroup
-	jobs := make(chan int)
-	for w := 0; w < 2; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				ws := filepath.Join(dir, strconv.Itoa(i))
-				_ = os.Mkdir(ws, 0o755)
-				c.AwaitWarm(WarmPython, 5*time.Second)
-				r := runSpec(t, c, warmSpec(WarmPython, ws, fmt.Sprintf("print(%d)", i)))
-				if r.exit.Code != 0 || strings.TrimSpace(r.stdout) != strconv.Itoa(i) {
-					t.Errorf("run %d: %+v %q %q", i, r.exit, r.stdout, r.stderr)
-				}
-			}
-		}()
-	}
-	for i := 0; i < runs; i++ {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
+	soakRuns(t, runs, 2, func(i int, ws string) runResult {
+		c.AwaitWarm(WarmPython, 5*time.Second)
+		return runSpec(t, c, warmSpec(WarmPython, ws, fmt.Sprintf("print(%d)", i)))
+	})
 	warm := containerHits(c)
 	t.Logf("%d runs, %d served warm", runs, warm)
 	if warm < uint64(runs)/2 {

@@ -237,18 +237,8 @@ func (n *Namespace) Start(_ context.Context, spec Spec) (Process, error) {
 // startCounted starts a run that a warm runner can serve (warm if one is
 // ready), counted in flight until released so refills wait for its end.
 func (n *Namespace) startCounted(spec Spec, req warmRequest) (Process, error) {
-	return n.warm.counted(func() (*HostProc, error) { return n.startWarmOrCold(spec, req) })
-}
-
-func (n *Namespace) startWarmOrCold(spec Spec, req warmRequest) (*HostProc, error) {
-	if r := n.warm.take(req); r != nil {
-		p, err := n.startWarm(spec, req, r)
-		if err == nil {
-			return p, nil
-		}
-		slog.Debug("warm runner unusable for this run; starting cold", "err", err)
-	}
-	return n.startCold(spec)
+	return n.warm.serve(req, func(r *runner) (*HostProc, error) { return n.startWarm(spec, req, r) },
+		func() (*HostProc, error) { return n.startCold(spec) })
 }
 
 // startCold starts spec without a warm runner.

@@ -551,15 +551,27 @@ func (p *warmPool) await(kind string, d time.Duration) (PoolStat, bool) {
 	}
 }
 
-// counted starts a run that a warm runner can serve with start, counted in
-// flight until released so that refills wait for its end.
-func (p *warmPool) counted(start func() (*HostProc, error)) (Process, error) {
+// serve starts a run that a runner of req can serve: in a taken runner
+// (warm) if one is ready and takes the run, else with cold. The run counts
+// as in flight until released, so that refills wait for its end.
+func (p *warmPool) serve(req warmRequest, warm func(*runner) (*HostProc, error), cold func() (*HostProc, error)) (Process, error) {
 	gate := p.gate()
 	gate.begin()
-	proc, err := start()
+	proc, err := p.warmOrCold(req, warm, cold)
 	if err != nil {
 		gate.end()
 		return nil, err
 	}
 	return &countedProc{Process: proc, end: gate.end}, nil
+}
+
+func (p *warmPool) warmOrCold(req warmRequest, warm func(*runner) (*HostProc, error), cold func() (*HostProc, error)) (*HostProc, error) {
+	if r := p.take(req); r != nil {
+		proc, err := warm(r)
+		if err == nil {
+			return proc, nil
+		}
+		slog.Debug("warm runner unusable for this run; starting cold", "err", err)
+	}
+	return cold()
 }

@@ -37,15 +37,11 @@ func (n *Namespace) bindWorkspace(r *runner, dir string) error {
 	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir || filepath.Dir(dir) == "/" || dir == "/tmp" {
 		return errWarmPlace
 	}
-	tree, err := unix.OpenTree(unix.AT_FDCWD, dir, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	tree, err := cloneTree(dir)
 	if err != nil {
-		return fmt.Errorf("open_tree %s: %w", dir, err)
+		return err
 	}
 	defer unix.Close(tree)
-	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
-	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
-		return fmt.Errorf("mount_setattr: %w", err)
-	}
 	masks := n.masksBelow(dir)
 	passwd := passwdData(n.opts.UID, n.opts.GID, dir)
 	return inMountNS(r.mntns, func() error {
@@ -73,6 +69,21 @@ func (n *Namespace) bindWorkspace(r *runner, dir string) error {
 		}
 		return replaceFile("/etc/passwd", passwd, scratch)
 	})
+}
+
+// cloneTree returns a detached clone of the mount tree at dir (open_tree),
+// nosuid and nodev, to be attached with move_mount; the caller closes it.
+func cloneTree(dir string) (int, error) {
+	tree, err := unix.OpenTree(unix.AT_FDCWD, dir, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	if err != nil {
+		return -1, fmt.Errorf("open_tree %s: %w", dir, err)
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+		unix.Close(tree)
+		return -1, fmt.Errorf("mount_setattr: %w", err)
+	}
+	return tree, nil
 }
 
 // placeForked creates the mount point for dir in a forked runner's private

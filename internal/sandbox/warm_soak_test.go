@@ -30,43 +30,20 @@ func soak(t *testing.T, fork bool) {
 	if n, err := strconv.Atoi(os.Getenv("CODEXEC_SOAK_RUNS")); err == nil && n > 0 {
 		runs = n
 	}
-	dir := t.TempDir()
 	fdsBefore := countFDs(t)
 	n := newPoolNamespace(t, PoolOptions{Size: 4, Idle: time.Minute, Fork: fork})
 	if fork && !n.forkEnabled() {
 		t.Skip("python fork-servers need Landlock ABI 6")
 	}
-	var warm, wrong int64
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	jobs := make(chan int)
-	for w := 0; w < 4; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				ws := filepath.Join(dir, strconv.Itoa(i))
-				_ = os.Mkdir(ws, 0o755)
-				kind, code := WarmPython, fmt.Sprintf("print(%d)", i)
-				if i%5 == 0 {
-					kind, code = WarmNode, fmt.Sprintf("console.log(%d)", i)
-				}
-				n.AwaitWarm(kind, 2*time.Second) // most runs served warm (refills run at low CPU weight)
-				r := runSpec(t, n, warmSpec(kind, ws, code))
-				mu.Lock()
-				if r.exit.Code != 0 || strings.TrimSpace(r.stdout) != strconv.Itoa(i) {
-					wrong++
-					t.Errorf("run %d: %+v %q %q", i, r.exit, r.stdout, r.stderr)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	for i := 0; i < runs; i++ {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
+	var warm int64
+	wrong := soakRuns(t, runs, 4, func(i int, ws string) runResult {
+		kind, code := WarmPython, fmt.Sprintf("print(%d)", i)
+		if i%5 == 0 {
+			kind, code = WarmNode, fmt.Sprintf("console.log(%d)", i)
+		}
+		n.AwaitWarm(kind, 2*time.Second) // most runs served warm (refills run at low CPU weight)
+		return runSpec(t, n, warmSpec(kind, ws, code))
+	})
 	for _, s := range n.PoolStats() {
 		warm += int64(s.Hits)
 	}
@@ -82,6 +59,39 @@ func soak(t *testing.T, fork bool) {
 		t.Fatal(err)
 	}
 	checkNoLeaks(t, fdsBefore)
+}
+
+// soakRuns makes runs calls of run with workers at once, each with its
+// own workspace, and returns how many did not print their index.
+func soakRuns(t *testing.T, runs, workers int, run func(i int, ws string) runResult) int {
+	dir := t.TempDir()
+	var wrong int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	jobs := make(chan int)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				ws := filepath.Join(dir, strconv.Itoa(i))
+				_ = os.Mkdir(ws, 0o755)
+				r := run(i, ws)
+				if r.exit.Code != 0 || strings.TrimSpace(r.stdout) != strconv.Itoa(i) {
+					mu.Lock()
+					wrong++
+					mu.Unlock()
+					t.Errorf("run %d: %+v %q %q", i, r.exit, r.stdout, r.stderr)
+				}
+			}
+		}()
+	}
+	for i := 0; i < runs; i++ {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	return wrong
 }
 
 func countFDs(t *testing.T) int {
