@@ -27,7 +27,7 @@ func SelectBackend(ctx context.Context, cfg config.Config, env HostEnv, langs *r
 	switch cfg.SandboxMode {
 	case config.ModeSubprocess:
 		slog.Warn("SANDBOX MODE subprocess: " + subprocessWarning)
-		return sandbox.NewSubprocess(), nil
+		return sandbox.NewSubprocess(poolOptions(cfg)), nil
 	case config.ModeNamespace:
 		b, err := sandbox.NewNamespace(ctx, namespaceOptions(cfg, env, langs, prewarm))
 		if err != nil {
@@ -46,7 +46,7 @@ func SelectBackend(ctx context.Context, cfg config.Config, env HostEnv, langs *r
 			return b, nil
 		}
 		slog.Warn("!!! SANDBOX MODE auto FELL BACK TO subprocess: the namespace sandbox is unavailable (" + err.Error() + "); " + subprocessWarning + "; run `codexec doctor`")
-		return sandbox.NewSubprocess(), nil
+		return sandbox.NewSubprocess(poolOptions(cfg)), nil
 	}
 	return nil, fmt.Errorf("unknown CODEXEC_SANDBOX_MODE %q", cfg.SandboxMode)
 }
@@ -54,7 +54,7 @@ func SelectBackend(ctx context.Context, cfg config.Config, env HostEnv, langs *r
 func namespaceOptions(cfg config.Config, env HostEnv, langs *runtime.Set, prewarm []sandbox.Spec) sandbox.NamespaceOptions {
 	mask := pathguard.DefaultForbidden(env.Home, cfg.DataDir, cfg.LogDir, cfg.ScriptsDir, cfg.PackagesDir, cfg.SandboxDir)
 	return sandbox.NamespaceOptions{OwnedRoot: cfg.SandboxDir, Mask: mask, ReadOnly: interpreterPrefixes(langs),
-		Pool:    sandbox.PoolOptions{Size: cfg.PoolSize, Idle: cfg.PoolIdle, MemoryBytes: cfg.PoolMemoryBytes, Fork: cfg.PoolFork == "on"},
+		Pool:    poolOptions(cfg),
 		Prewarm: prewarm}
 }
 
@@ -79,9 +79,14 @@ func interpreterPrefixes(langs *runtime.Set) []string {
 	return out
 }
 
+// poolOptions are the warm runner settings (CODEXEC_POOL_*).
+func poolOptions(cfg config.Config) sandbox.PoolOptions {
+	return sandbox.PoolOptions{Size: cfg.PoolSize, Idle: cfg.PoolIdle, MemoryBytes: cfg.PoolMemoryBytes, Fork: cfg.PoolFork == "on"}
+}
+
 func containerOptions(cfg config.Config) sandbox.ContainerOptions {
 	return sandbox.ContainerOptions{CLI: cfg.DockerCLI, Image: cfg.DockerImage, Network: cfg.DockerNetwork,
-		Pool: sandbox.PoolOptions{Size: cfg.PoolSize, Idle: cfg.PoolIdle, MemoryBytes: cfg.PoolMemoryBytes}}
+		Pool: poolOptions(cfg)}
 }
 
 // Doctor prints which sandbox modes work on this host and why not, and

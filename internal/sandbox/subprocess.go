@@ -15,18 +15,31 @@ import (
 // access (see SECURITY.md). Children that escape the process group
 // (setsid, double fork) are found through the child-subreaper mechanism and
 // killed when the run ends.
-type Subprocess struct{}
+//
+// With pool options, python and node runs are served by warm runners
+// (subprocess_warm.go).
+type Subprocess struct {
+	// warm keeps ready runners (nil: none); cleanups counts background
+	// teardowns.
+	warm     *warmPool
+	cleanups sync.WaitGroup
+}
 
 var subreaperOnce sync.Once
 
 // NewSubprocess returns the subprocess backend and makes the server a child
 // subreaper so that orphaned descendants of runs are re-parented to it.
-func NewSubprocess() *Subprocess {
+// pool configures warm runners; a zero Size disables them.
+func NewSubprocess(pool PoolOptions) *Subprocess {
 	subreaperOnce.Do(func() {
 		const prSetChildSubreaper = 36
 		_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
 	})
-	return &Subprocess{}
+	s := &Subprocess{}
+	if pool.Size > 0 {
+		s.warm = newWarmPool(pool, s.newRunner)
+	}
+	return s
 }
 
 // Name returns "subprocess".
@@ -35,37 +48,55 @@ func (*Subprocess) Name() string { return "subprocess" }
 // Isolated returns false: subprocess mode confines nothing but the environment.
 func (*Subprocess) Isolated() bool { return false }
 
-// Start starts spec as a host process in its own process group.
+// Start starts spec as a host process in its own process group, or in a
+// warm runner when spec can run in one and one is ready.
 func (s *Subprocess) Start(_ context.Context, spec Spec) (Process, error) {
 	if len(spec.Argv) == 0 {
 		return nil, fmt.Errorf("sandbox: empty argv")
 	}
+	if req, ok := parseWarm(spec); ok && s.warm != nil {
+		return s.warm.serve(req, func(r *runner) (*HostProc, error) { return s.startWarm(spec, req, r) },
+			func() (*HostProc, error) { return s.startCold(spec) })
+	}
+	p, err := s.startCold(spec)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// startCold starts spec as a new process.
+func (s *Subprocess) startCold(spec Spec) (*HostProc, error) {
 	argv := rewriteProgramPath(spec.Argv, spec.ProgramDir)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = spec.Dir
 	cmd.Env = spec.Env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	marker := "HOME=" + envValue(spec.Env, "HOME")
-	var p *HostProc
-	hooks := Hooks{
-		Signal: func(sig syscall.Signal) error {
-			err := syscall.Kill(-p.Pid(), sig)
-			if sig == syscall.SIGKILL {
-				sweepOrphans(marker)
-			}
-			if err == syscall.ESRCH {
-				return nil
-			}
-			return err
-		},
-	}
-	var err error
-	p, err = StartHostProc(cmd, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
+	p, err := StartHostProc(cmd, spec.Stdin, spec.Stdout, spec.Stderr, Hooks{Signal: groupSignal(cmd, spec.Env)})
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: start %s: %w", argv[0], err)
 	}
 	limitFileSize(p.Pid(), spec.Limits.DiskBytes)
 	return p, nil
+}
+
+// groupSignal signals cmd's process group; a SIGKILL also kills the
+// orphans of the run whose environment is env (their HOME marks them), and
+// those whose environment carries any of the extra markers.
+func groupSignal(cmd *exec.Cmd, env []string, markers ...string) func(syscall.Signal) error {
+	markers = append(markers, "HOME="+envValue(env, "HOME"))
+	return func(sig syscall.Signal) error {
+		err := syscall.Kill(-cmd.Process.Pid, sig)
+		if sig == syscall.SIGKILL {
+			for _, m := range markers {
+				sweepOrphans(m)
+			}
+		}
+		if err == syscall.ESRCH {
+			return nil
+		}
+		return err
+	}
 }
 
 // rewriteProgramPath maps ProgramPath-prefixed arguments to the host dir.

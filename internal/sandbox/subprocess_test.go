@@ -19,7 +19,7 @@ func runSub(t *testing.T, script string, stdin string) (Exit, string, string) {
 	if stdin != "" {
 		spec.Stdin = strings.NewReader(stdin)
 	}
-	p, err := NewSubprocess().Start(context.Background(), spec)
+	p, err := NewSubprocess(PoolOptions{}).Start(context.Background(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestSubprocessFileSizeLimit(t *testing.T) {
 	spec := Spec{ID: "t", Dir: dir, Env: []string{"HOME=" + dir, "PATH=/usr/bin:/bin"}, Stdout: &out, Stderr: &errb,
 		Argv:   []string{"/bin/bash", "-c", "head -c 3000000 /dev/zero > f; echo status=$?; stat -c size=%s f"},
 		Limits: Limits{DiskBytes: 1 << 20}}
-	p, err := NewSubprocess().Start(context.Background(), spec)
+	p, err := NewSubprocess(PoolOptions{}).Start(context.Background(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,4 +105,13 @@ func TestSubprocessFileSizeLimit(t *testing.T) {
 	if out.String() != want {
 		t.Fatalf("got %q (stderr %q), want %q", out.String(), errb.String(), want)
 	}
+}
+
+// TestSubprocessWarm checks that runs served by subprocess warm runners
+// keep the semantics of cold ones (testWarmSemantics).
+func TestSubprocessWarm(t *testing.T) {
+	s := NewSubprocess(PoolOptions{Size: 1})
+	t.Cleanup(func() { _ = s.Close() })
+	dir := t.TempDir()
+	testWarmSemantics(t, s, dir, dir, os.Getuid())
 }

@@ -131,7 +131,9 @@ func startEarly(p *HostProc, r *runner, cleanups *sync.WaitGroup, kill func()) *
 			defer cleanups.Done()
 			e.awaitReaped()
 			_ = r.ctl.Close()
-			_ = cleanup()
+			if cleanup != nil {
+				_ = cleanup()
+			}
 		}()
 		return nil
 	}

@@ -1,0 +1,120 @@
+package sandbox
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Warm runners in subprocess mode: the interpreter and its stub (warm.go)
+// started ahead as a plain host process in its own process group, with the
+// run's file size cap, waiting on fd 3 for one run; the run's cwd and
+// environment are applied by the stub. Nothing is isolated here, as for
+// any subprocess run (SECURITY.md); the runner only saves the start-up.
+
+// newRunner starts a subprocess runner for req and waits until it is ready.
+func (s *Subprocess) newRunner(req warmRequest) (*runner, error) {
+	rp, err := newRunnerPipes()
+	if err != nil {
+		return nil, err
+	}
+	defer rp.closeChild()
+	argv := req.base.Argv
+	cmd := exec.Command(argv[0], argv[1:]...)
+	// Children a run forks without exec keep the runner's start-up
+	// environment (the stub changes only its copy): a HOME of its own
+	// marks them for the sweep of orphans.
+	home := fmt.Sprintf("/nonexistent/codexec-warm-%d-%d", os.Getpid(), runSeq.Add(1))
+	cmd.Dir, cmd.Env = "/", append(slices.DeleteFunc(slices.Clone(req.base.Env), func(kv string) bool {
+		return strings.HasPrefix(kv, "HOME=")
+	}), "HOME="+home)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = rp.child[0], rp.child[1], rp.child[2]
+	cmd.ExtraFiles = []*os.File{rp.child[3]}
+	wait, err := StartTracked(cmd)
+	if err != nil {
+		rp.close()
+		return nil, err
+	}
+	rp.closeChild()
+	r := &rp.r
+	r.cmd, r.wait, r.home = cmd, wait, home
+	limitFileSize(cmd.Process.Pid, req.base.Limits.DiskBytes)
+	if err := r.awaitReady(); err != nil {
+		r.destroy()
+		return nil, err
+	}
+	r.mem = residentBytes(cmd.Process.Pid)
+	return r, nil
+}
+
+// startWarm runs spec in the taken runner r: output attached (python: fresh
+// pipes handed over, status reported early), then the run handed over.
+func (s *Subprocess) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc, error) {
+	early := req.kind == WarmPython
+	stdout, stderr := r.stdout, r.stderr
+	if early {
+		var err error
+		if stdout, stderr, err = r.handOverStdio(); err != nil {
+			s.destroyLater(r)
+			return nil, err
+		}
+	}
+	signal := groupSignal(r.cmd, spec.Env, "HOME="+r.home)
+	// A run that reported its status early is not killed by Release: the
+	// cleanup kills what it left (as Release does for a cold run).
+	kill := func() error { return signal(syscall.SIGKILL) }
+	hooks := Hooks{Signal: signal, Cleanup: kill}
+	p := adoptHostProc(r.cmd, r.wait, r.stdin, stdout, stderr, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
+	if early {
+		startEarly(p, r, &s.cleanups, func() { _ = kill() })
+	}
+	_, err := r.ctl.Write(encodeRun(spec.Dir, spec.Env, req.code, req.args))
+	if !early {
+		_ = r.ctl.Close()
+	}
+	slog.Debug("warm run", "id", spec.ID, "kind", req.kind, "mode", "subprocess")
+	if err != nil {
+		_, _ = p.Wait()
+		_ = p.Release(time.Second)
+		return nil, fmt.Errorf("sandbox: warm runner: %w", err)
+	}
+	return p, nil
+}
+
+func (s *Subprocess) destroyLater(r *runner) {
+	s.cleanups.Add(1)
+	go func() { defer s.cleanups.Done(); r.destroy() }()
+}
+
+// Prewarm starts a warm runner for runs like spec ahead of the first such
+// run. Specs that cannot run warm are ignored.
+func (s *Subprocess) Prewarm(spec Spec) {
+	if req, ok := parseWarm(spec); ok {
+		s.warm.demand(req)
+	}
+}
+
+// AwaitWarm waits up to d for a ready runner of kind and returns its
+// kind's state; false if none became ready.
+func (s *Subprocess) AwaitWarm(kind string, d time.Duration) (PoolStat, bool) {
+	return s.warm.await(kind, d)
+}
+
+// PoolStats returns the state of the warm runners.
+func (s *Subprocess) PoolStats() []PoolStat { return s.warm.stats() }
+
+// PoolTallies returns how many runs of each kind were served warm and cold.
+func (s *Subprocess) PoolTallies() []PoolTally { return s.warm.tallies() }
+
+// Close stops the warm runners. The backend must not be used afterwards.
+func (s *Subprocess) Close() error {
+	s.warm.close()
+	s.cleanups.Wait()
+	return nil
+}

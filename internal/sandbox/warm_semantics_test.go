@@ -1,0 +1,104 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// pooledBackend is a backend with warm runners.
+type pooledBackend interface {
+	Backend
+	Pooled
+	Prewarm(Spec)
+	AwaitWarm(kind string, d time.Duration) (PoolStat, bool)
+}
+
+// testWarmSemantics checks that python runs served by b's warm runners
+// keep the semantics of cold ones: output, exit status, stdin, arguments,
+// the workspace dir (seen by the program as ws), environment, user (uid)
+// and kills; each run must be served warm.
+func testWarmSemantics(t *testing.T, b pooledBackend, dir, ws string, uid int) {
+	cases := []struct {
+		name, code, stdin string
+		args              []string
+		want              runResult
+	}{
+		{name: "output", code: "import sys; print('out'); print('err', file=sys.stderr)",
+			want: runResult{stdout: "out\n", stderr: "err\n"}},
+		{name: "exit status", code: "import sys; sys.exit(3)", want: runResult{exit: Exit{Code: 3}}},
+		{name: "exit status above 128", code: "import sys; sys.exit(137)", want: runResult{exit: Exit{Code: 137}}},
+		{name: "os._exit", code: "import os, sys; sys.stdout.flush(); os._exit(7)", want: runResult{exit: Exit{Code: 7}}},
+		{name: "stdin", code: "import sys; print(sys.stdin.read().upper())", stdin: "abc",
+			want: runResult{stdout: "ABC\n"}},
+		{name: "no stdin", code: "import sys; print(repr(sys.stdin.read()))", want: runResult{stdout: "''\n"}},
+		{name: "arguments", code: "import sys; print(sys.argv[1:])", args: []string{"a", dir + "/f"},
+			want: runResult{stdout: fmt.Sprintf("['a', '%s/f']\n", ws)}},
+		{name: "workspace, cwd, home, user", code: "import os; open('made', 'w').write('x'); print(os.getcwd(), os.environ['HOME'], os.getuid(), 'PATH' in os.environ)",
+			want: runResult{stdout: fmt.Sprintf("%s %s %d True\n", ws, ws, uid)}},
+		// The status socket at 1023 is the only one (python_run.py).
+		{name: "no control socket left", code: "import os; print(sorted(os.listdir('.')), [f for f in os.listdir('/proc/self/fd') if os.path.exists('/proc/self/fd/' + f) and os.readlink('/proc/self/fd/' + f).startswith('socket:')])",
+			want: runResult{stdout: "['made'] ['1023']\n"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b.Prewarm(warmSpec(WarmPython, dir, ""))
+			if _, ok := b.AwaitWarm(WarmPython, 20*time.Second); !ok {
+				t.Fatal("no warm runner became ready")
+			}
+			hits := poolHits(b)
+			spec := warmSpec(WarmPython, dir, tc.code, tc.args...)
+			spec.Env = append(spec.Env, "HOME="+dir)
+			if tc.stdin != "" {
+				spec.Stdin = strings.NewReader(tc.stdin)
+			}
+			got := runSpec(t, b, spec)
+			if got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+			if poolHits(b) != hits+1 {
+				t.Errorf("the run was not served warm")
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "made")); err != nil {
+		t.Errorf("file written in the workspace: %v", err)
+	}
+	t.Run("kill", func(t *testing.T) { testWarmKill(t, b, dir) })
+}
+
+func testWarmKill(t *testing.T, b pooledBackend, dir string) {
+	b.AwaitWarm(WarmPython, 20*time.Second)
+	hits := poolHits(b)
+	p, err := b.Start(context.Background(), warmSpec(WarmPython, dir, "import time; time.sleep(60)"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	t0 := time.Now()
+	_ = p.Kill()
+	ex, err := p.Wait()
+	if err != nil || ex.Signal != 9 || ex.OOMKilled {
+		t.Errorf("killed run: %+v %v", ex, err)
+	}
+	if d := time.Since(t0); d > 10*time.Second {
+		t.Errorf("kill took %v", d)
+	}
+	_ = p.Release(time.Second)
+	if poolHits(b) != hits+1 {
+		t.Errorf("the run was not served warm")
+	}
+}
+
+// poolHits is how many runs b's warm runners served.
+func poolHits(b Pooled) uint64 {
+	var n uint64
+	for _, s := range b.PoolStats() {
+		n += s.Hits
+	}
+	return n
+}
