@@ -173,8 +173,7 @@ func doctorContainer(ctx context.Context, cfg config.Config, langs *runtime.Set,
 	}
 	fmt.Fprintf(w, "docker: available (%s, image %s, network %s)\n", cfg.DockerCLI, cfg.DockerImage, cfg.DockerNetwork)
 	if cfg.SandboxMode == config.ModeDocker {
-		// Warm containers are python only.
-		doctorWarm(cfg, langs, c, w, runtime.Python)
+		doctorWarm(cfg, langs, c, w, runtime.Python, runtime.Node)
 	}
 	return c.Close()
 }

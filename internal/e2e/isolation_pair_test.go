@@ -52,16 +52,12 @@ func TestIsolationPairs(t *testing.T) {
 			}
 			env := append([]string{"CODEXEC_SANDBOX_MODE=" + m.name, "CODEXEC_POOL_SIZE=2", "CODEXEC_MEMORY_LIMIT=256m"}, m.env...)
 			s := start(t, env...)
-			// Docker mode keeps warm containers for python only.
-			pooled := func(lang string) bool { return m.name == "namespace" || lang == "python" }
 			s.awaitWarm("python")
 			baseline, _ := s.exec(map[string]any{"language": "python", "code": "import os; print('FDS', sorted(os.listdir('/proc/self/fd')))"})
 			warm, forked := 0, 0
 			for _, p := range isolationPairs {
 				t.Run(p.name, func(t *testing.T) {
-					if pooled(p.lang) {
-						s.awaitWarm(p.lang)
-					}
+					s.awaitWarm(p.lang)
 					first, _ := s.exec(map[string]any{"language": p.lang, "code": p.leave})
 					if first.Status == "setup_error" && strings.Contains(deref(first.ErrorMessage), "unavailable") {
 						t.Skipf("%s unavailable in this mode: %s", p.lang, deref(first.ErrorMessage))
@@ -69,9 +65,7 @@ func TestIsolationPairs(t *testing.T) {
 					if first.Status != "success" {
 						t.Fatalf("leave run: %s %s %s", first.Status, deref(first.ErrorMessage), first.Stderr)
 					}
-					if pooled(p.lang) {
-						s.awaitWarm(p.lang)
-					}
+					s.awaitWarm(p.lang)
 					second, _ := s.exec(map[string]any{"language": p.lang, "code": p.probe})
 					want := "CLEAN"
 					if strings.HasPrefix(second.Stdout, "FDS") {

@@ -36,8 +36,8 @@ import (
 //
 // Entering the container's mount namespace needs the server to be root
 // beside a rootful engine; where it cannot (rootless engines) the runner is
-// destroyed and runs start cold, as they do for node (whose stub cannot take
-// its output pipes over a socket).
+// destroyed and runs start cold. Node runners use FIFOs instead of the
+// socket (container_warm_node.go).
 
 // ctlName is the control socket's name in a container runner's directory.
 const ctlName = ".codexec-ctl"
@@ -49,14 +49,17 @@ type ctRunner struct {
 	cpu  cpuWeight // restored at take
 	env  []string
 	free func()
+	// node runners: their FIFOs and the attached CLI's stdin.
+	node  *nodeFIFOs
+	cliIn *os.File
 }
 
 // warmRequest returns the warm request serving spec, if a container runner
-// can: python `-c` programs. As in namespace mode (parseWarm), a warm run
+// can: python `-c` and node `-e` programs. As in namespace mode (parseWarm), a warm run
 // keeps the runner's own size-limited tmpfs /tmp instead of spec.TmpDir.
 func (c *Container) warmRequest(spec Spec) (warmRequest, bool) {
 	req, ok := parseWarm(spec)
-	if !ok || c.warm == nil || req.kind != WarmPython {
+	if !ok || c.warm == nil {
 		return warmRequest{}, false
 	}
 	return req, true
@@ -75,10 +78,18 @@ func (c *Container) newRunner(req warmRequest) (*runner, error) {
 	name := "codexec-warm-" + strconv.FormatInt(c.seq.Add(1), 10) + "-" + strconv.Itoa(os.Getpid())
 	ct := &ctRunner{name: name, dir: dir}
 	ct.free = func() {
+		if ct.node != nil {
+			ct.node.close()
+			_ = ct.cliIn.Close()
+		}
 		_ = c.cliQuiet("rm", "-f", name)
 		_ = os.RemoveAll(dir)
 	}
-	r, err := c.launchRunner(req, ct)
+	launch := c.launchRunner
+	if req.kind == WarmNode {
+		launch = c.launchNodeRunner
+	}
+	r, err := launch(req, ct)
 	if err != nil {
 		ct.free()
 		return nil, err
@@ -303,7 +314,12 @@ func (c *Container) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc,
 		err = os.WriteFile(r.ct.cpu.file, []byte(r.ct.cpu.normal), 0)
 	}
 	var stdout, stderr *os.File
-	if err == nil {
+	msg := r.ctl
+	switch {
+	case err != nil:
+	case r.ct.node != nil:
+		stdout, stderr, msg = r.ct.node.out, r.ct.node.err, r.ct.node.msg
+	default:
 		drainCLIOutput(r)
 		stdout, stderr, err = r.handOverStdio()
 	}
@@ -325,7 +341,10 @@ func (c *Container) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc,
 		}
 	}
 	_ = r.mntns.Close()
-	_, err = r.ctl.Write(encodeRun(WorkspacePath, r.ct.env, req.code, containerArgs(req.args, spec.Dir)))
+	_, err = msg.Write(encodeRun(WorkspacePath, r.ct.env, req.code, containerArgs(req.args, spec.Dir)))
+	if msg != r.ctl {
+		_ = msg.Close()
+	}
 	slog.Debug("warm run", "id", spec.ID, "kind", req.kind, "container", name)
 	if err != nil {
 		_, _ = p.Wait()

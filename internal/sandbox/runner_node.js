@@ -7,7 +7,10 @@
   // modules); create them now, on the same descriptors the run will use.
   process.stdout;
   process.stderr;
-  fs.writeSync(3, 'R');
+  // A container runner (container_warm_node.go) is given a descriptor for
+  // "R" and its exit status; others say "R" on fd 3.
+  const statusFd = process.argv.length > 1 ? Number(process.argv[1]) : -1;
+  fs.writeSync(statusFd >= 0 ? statusFd : 3, 'R');
   let buf = Buffer.alloc(0);
   const chunk = Buffer.alloc(65536);
   const more = () => {
@@ -30,6 +33,13 @@
     process.env[kv.slice(0, i)] = kv.slice(i + 1);
   }
   process.argv = [process.argv[0], ...rest.slice(1)];
+  if (statusFd >= 0) {
+    // First of the exit listeners: output written so far is in its pipes
+    // (synchronous for pipes); the server also waits for their end.
+    process.on('exit', (code) => {
+      try { fs.writeSync(statusFd, 'X' + (code & 0xff) + '\n'); } catch (e) { }
+    });
+  }
   Module._initPaths();
   const name = '[eval]', m = new Module(name);
   m.filename = path.join(cwd, name);
