@@ -67,16 +67,18 @@ func (s *Subprocess) Start(_ context.Context, spec Spec) (Process, error) {
 
 // startCold starts spec as a new process.
 func (s *Subprocess) startCold(spec Spec) (*HostProc, error) {
-	argv := rewriteProgramPath(spec.Argv, spec.ProgramDir)
+	argv, err := fsizeArgv(rewriteProgramPath(spec.Argv, spec.ProgramDir), spec.Limits.DiskBytes)
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = spec.Dir
 	cmd.Env = spec.Env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	p, err := StartHostProc(cmd, spec.Stdin, spec.Stdout, spec.Stderr, Hooks{Signal: groupSignal(cmd, spec.Env)})
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: start %s: %w", argv[0], err)
+		return nil, fmt.Errorf("sandbox: start %s: %w", spec.Argv[0], err)
 	}
-	limitFileSize(p.Pid(), spec.Limits.DiskBytes)
 	return p, nil
 }
 
