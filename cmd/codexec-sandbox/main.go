@@ -2,7 +2,8 @@
 // on every run: `sandbox-init` (join the run's cgroups, drop privileges,
 // exec bubblewrap) and `sandbox-landlock` (restrict itself with Landlock
 // inside the sandbox, then exec the program), and in subprocess mode
-// `sandbox-fsize` (set the file size cap, then exec the program). It lives
+// `sandbox-fsize` (set the file size cap, then exec the program; handled by
+// the sandbox package's init). It lives
 // next to the codexec binary; codexec falls back to re-executing itself when
 // it is missing.
 //
@@ -28,8 +29,6 @@ func main() {
 		os.Exit(sandbox.RunInit(os.Args[2:]))
 	case sandbox.LandlockCommand:
 		os.Exit(sandbox.RunLandlock(os.Args[2:]))
-	case sandbox.FsizeCommand:
-		os.Exit(sandbox.RunFsize(os.Args[2:]))
 	}
 	fmt.Fprintf(os.Stderr, "codexec-sandbox: unknown command %q\n", os.Args[1])
 	os.Exit(2)

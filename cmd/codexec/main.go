@@ -35,9 +35,6 @@ func run(args []string) int {
 	if len(args) > 0 && args[0] == sandbox.LandlockCommand {
 		return sandbox.RunLandlock(args[1:])
 	}
-	if len(args) > 0 && args[0] == sandbox.FsizeCommand {
-		return sandbox.RunFsize(args[1:])
-	}
 	cmd := "serve"
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		cmd, args = args[0], args[1:]

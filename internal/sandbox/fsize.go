@@ -20,10 +20,18 @@ import (
 // and execs the program; a warm runner gets it right after its start, as it
 // runs nothing of the user's before it is handed a run.
 
-// FsizeCommand is the hidden sub-command of the helper (and of codexec)
-// that runs a program with a file size cap:
-// `codexec sandbox-fsize BYTES -- PROGRAM ARGS…`.
+// FsizeCommand is the hidden sub-command that runs a program with a file
+// size cap: `codexec-sandbox sandbox-fsize BYTES -- PROGRAM ARGS…`. Every
+// binary that links this package understands it (init below): the helper,
+// codexec itself, which stands in when the helper is missing, and the test
+// binaries of the packages that run subprocess backends.
 const FsizeCommand = "sandbox-fsize"
+
+func init() {
+	if len(os.Args) > 1 && os.Args[1] == FsizeCommand {
+		os.Exit(RunFsize(os.Args[2:]))
+	}
+}
 
 // RunFsize is the body of the sandbox-fsize sub-command. It returns only on
 // failure (exit status 126).

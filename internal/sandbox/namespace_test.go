@@ -20,9 +20,6 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == LandlockCommand {
 		os.Exit(RunLandlock(os.Args[2:]))
 	}
-	if len(os.Args) > 1 && os.Args[1] == FsizeCommand {
-		os.Exit(RunFsize(os.Args[2:]))
-	}
 	os.Exit(m.Run())
 }
 
