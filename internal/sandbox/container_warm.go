@@ -389,8 +389,8 @@ func (c *Container) Prewarm(spec Spec) {
 	}
 }
 
-// AwaitWarm waits up to d for a ready container of kind (WarmPython) and
-// returns its kind's state; false if none became ready.
+// AwaitWarm waits up to d for a ready container of kind (WarmPython,
+// WarmNode) and returns its kind's state; false if none became ready.
 func (c *Container) AwaitWarm(kind string, d time.Duration) (PoolStat, bool) {
 	return c.warm.await(kind, d)
 }
