@@ -175,10 +175,14 @@ func waitMetric(b *testing.B, s *httpServer, series string, want float64) {
 }
 
 // rssMB reads VmRSS of pid from /proc.
-func rssMB(pid int) float64 {
+func rssMB(pid int) float64 { return statusMB(pid, "VmRSS") }
+
+// statusMB reads a kB field of /proc/pid/status (VmRSS, RssAnon…) in MB,
+// or -1 if there is none.
+func statusMB(pid int, field string) float64 {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
 			return kb / 1024
 		}

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -41,11 +40,10 @@ type Container struct {
 	opts ContainerOptions
 	cli  string
 	seq  atomic.Int64
-	// warm keeps ready containers (nil: none); warmRoot holds their
-	// control directories; cleanups counts background teardowns.
-	warm     *warmPool
+	// warmHost keeps ready containers; warmRoot holds their control
+	// directories.
+	warmHost
 	warmRoot string
-	cleanups sync.WaitGroup
 }
 
 // NewContainer checks that the CLI exists and the image is present locally.

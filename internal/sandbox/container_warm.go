@@ -376,11 +376,6 @@ func bindContainerWorkspace(r *runner, dir string) error {
 	})
 }
 
-func (c *Container) destroyLater(r *runner) {
-	c.cleanups.Add(1)
-	go func() { defer c.cleanups.Done(); r.destroy() }()
-}
-
 // Prewarm starts a warm container for runs like spec ahead of the first
 // such run. Specs that cannot run warm are ignored.
 func (c *Container) Prewarm(spec Spec) {
@@ -389,22 +384,9 @@ func (c *Container) Prewarm(spec Spec) {
 	}
 }
 
-// AwaitWarm waits up to d for a ready container of kind (WarmPython,
-// WarmNode) and returns its kind's state; false if none became ready.
-func (c *Container) AwaitWarm(kind string, d time.Duration) (PoolStat, bool) {
-	return c.warm.await(kind, d)
-}
-
-// PoolStats returns the state of the warm containers.
-func (c *Container) PoolStats() []PoolStat { return c.warm.stats() }
-
-// PoolTallies returns how many runs of each kind were served warm and cold.
-func (c *Container) PoolTallies() []PoolTally { return c.warm.tallies() }
-
 // Close stops the warm containers. The backend must not be used afterwards.
 func (c *Container) Close() error {
-	c.warm.close()
-	c.cleanups.Wait()
+	c.closeWarm()
 	if c.warmRoot != "" {
 		return os.RemoveAll(c.warmRoot)
 	}

@@ -44,7 +44,7 @@ func newTestContainer(t *testing.T, pool PoolOptions, extra ...string) *Containe
 // TestContainerWarm checks that runs served by warm containers keep the
 // semantics of cold ones (testWarmSemantics).
 func TestContainerWarm(t *testing.T) {
-	testWarmSemantics(t, newTestContainer(t, PoolOptions{Size: 1}), t.TempDir(), "/workspace", 65534)
+	testWarmSemantics(t, newTestContainer(t, PoolOptions{Size: 1}), WarmPython, t.TempDir(), "/workspace", 65534)
 }
 
 // TestContainerWarmSoak runs pooled runs at concurrency 2, then closes the
@@ -84,45 +84,5 @@ func TestContainerWarmSoak(t *testing.T) {
 
 // TestContainerWarmNode checks node runs served by warm containers.
 func TestContainerWarmNode(t *testing.T) {
-	c := newTestContainer(t, PoolOptions{Size: 1}, "node")
-	dir := t.TempDir()
-	cases := []struct {
-		name, code, stdin string
-		want              runResult
-	}{
-		{name: "output", code: "console.log('out'); console.error('err')", want: runResult{stdout: "out\n", stderr: "err\n"}},
-		{name: "exit status", code: "process.exitCode = 3", want: runResult{exit: Exit{Code: 3}}},
-		{name: "process.exit", code: "console.log('a'); process.exit(5)", want: runResult{stdout: "a\n", exit: Exit{Code: 5}}},
-		{name: "stdin", code: "console.log(require('fs').readFileSync(0, 'utf8').toUpperCase())", stdin: "abc", want: runResult{stdout: "ABC\n"}},
-		{name: "workspace, cwd, home, user", code: "require('fs').writeFileSync('made', 'x'); console.log(process.cwd(), process.env.HOME, process.getuid(), require('fs').readdirSync('.').join())",
-			want: runResult{stdout: "/workspace /workspace 65534 made\n"}},
-		{name: "late output", code: "setTimeout(() => console.log('later'), 100)", want: runResult{stdout: "later\n"}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c.Prewarm(warmSpec(WarmNode, dir, ""))
-			if _, ok := c.AwaitWarm(WarmNode, 20*time.Second); !ok {
-				t.Fatal("no warm container became ready")
-			}
-			hits := poolHits(c)
-			spec := warmSpec(WarmNode, dir, tc.code)
-			spec.Env = append(spec.Env, "HOME="+dir)
-			if tc.stdin != "" {
-				spec.Stdin = strings.NewReader(tc.stdin)
-			}
-			if got := runSpec(t, c, spec); got != tc.want {
-				t.Errorf("got %+v, want %+v", got, tc.want)
-			}
-			if poolHits(c) != hits+1 {
-				t.Errorf("the run was not served warm")
-			}
-		})
-	}
-	t.Run("uncaught error", func(t *testing.T) {
-		c.AwaitWarm(WarmNode, 20*time.Second)
-		got := runSpec(t, c, warmSpec(WarmNode, dir, "throw new Error('boom')"))
-		if got.exit.Code != 1 || !strings.Contains(got.stderr, "Error: boom") {
-			t.Errorf("got %+v", got)
-		}
-	})
+	testWarmSemantics(t, newTestContainer(t, PoolOptions{Size: 1}, "node"), WarmNode, t.TempDir(), "/workspace", 65534)
 }

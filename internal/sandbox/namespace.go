@@ -62,9 +62,9 @@ type Namespace struct {
 	cg      cgroup.Info
 	seccomp []byte
 	pool    *pool
-	warm    *warmPool
-	// cleanups tracks background removal of finished runs' cgroups.
-	cleanups sync.WaitGroup
+	// warmHost keeps warm runners; its cleanups also track background
+	// removal of finished runs' cgroups.
+	warmHost
 	// zygotes are the python fork-servers by warm key (zygote.go).
 	zygMu   sync.Mutex
 	zygotes map[string]*zygote
@@ -396,11 +396,6 @@ func (n *Namespace) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc,
 	return p, nil
 }
 
-func (n *Namespace) destroyLater(r *runner) {
-	n.cleanups.Add(1)
-	go func() { defer n.cleanups.Done(); r.destroy() }()
-}
-
 // Prewarm starts a warm runner for runs like spec (see Spec.Warm) ahead of
 // the first such run. Specs that cannot run warm are ignored.
 func (n *Namespace) Prewarm(spec Spec) {
@@ -411,18 +406,6 @@ func (n *Namespace) Prewarm(spec Spec) {
 		n.warm.demand(req)
 	}
 }
-
-// PoolStats returns the state of the warm runners.
-func (n *Namespace) PoolStats() []PoolStat { return n.warm.stats() }
-
-// AwaitWarm waits up to d for a ready runner of kind (WarmPython,
-// WarmNode) and returns its kind's state; false if none became ready.
-func (n *Namespace) AwaitWarm(kind string, d time.Duration) (PoolStat, bool) {
-	return n.warm.await(kind, d)
-}
-
-// PoolTallies returns how many runs of each kind were served warm and cold.
-func (n *Namespace) PoolTallies() []PoolTally { return n.warm.tallies() }
 
 // HelperName is the small helper binary (cmd/codexec-sandbox) that runs the
 // sandbox-init and sandbox-landlock steps when installed next to codexec.

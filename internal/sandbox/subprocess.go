@@ -19,10 +19,7 @@ import (
 // With pool options, python and node runs are served by warm runners
 // (subprocess_warm.go).
 type Subprocess struct {
-	// warm keeps ready runners (nil: none); cleanups counts background
-	// teardowns.
-	warm     *warmPool
-	cleanups sync.WaitGroup
+	warmHost
 }
 
 var subreaperOnce sync.Once

@@ -110,8 +110,15 @@ func TestSubprocessFileSizeLimit(t *testing.T) {
 // TestSubprocessWarm checks that runs served by subprocess warm runners
 // keep the semantics of cold ones (testWarmSemantics).
 func TestSubprocessWarm(t *testing.T) {
-	s := NewSubprocess(PoolOptions{Size: 1})
-	t.Cleanup(func() { _ = s.Close() })
-	dir := t.TempDir()
-	testWarmSemantics(t, s, dir, dir, os.Getuid())
+	for _, kind := range []string{WarmPython, WarmNode} {
+		t.Run(kind, func(t *testing.T) {
+			if _, err := os.Stat(warmSpec(kind, "", "").Argv[0]); err != nil {
+				t.Skipf("no %s interpreter: %v", kind, err)
+			}
+			s := NewSubprocess(PoolOptions{Size: 1})
+			t.Cleanup(func() { _ = s.Close() })
+			dir := t.TempDir()
+			testWarmSemantics(t, s, kind, dir, dir, os.Getuid())
+		})
+	}
 }

@@ -87,11 +87,6 @@ func (s *Subprocess) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc
 	return p, nil
 }
 
-func (s *Subprocess) destroyLater(r *runner) {
-	s.cleanups.Add(1)
-	go func() { defer s.cleanups.Done(); r.destroy() }()
-}
-
 // Prewarm starts a warm runner for runs like spec ahead of the first such
 // run. Specs that cannot run warm are ignored.
 func (s *Subprocess) Prewarm(spec Spec) {
@@ -100,21 +95,8 @@ func (s *Subprocess) Prewarm(spec Spec) {
 	}
 }
 
-// AwaitWarm waits up to d for a ready runner of kind and returns its
-// kind's state; false if none became ready.
-func (s *Subprocess) AwaitWarm(kind string, d time.Duration) (PoolStat, bool) {
-	return s.warm.await(kind, d)
-}
-
-// PoolStats returns the state of the warm runners.
-func (s *Subprocess) PoolStats() []PoolStat { return s.warm.stats() }
-
-// PoolTallies returns how many runs of each kind were served warm and cold.
-func (s *Subprocess) PoolTallies() []PoolTally { return s.warm.tallies() }
-
 // Close stops the warm runners. The backend must not be used afterwards.
 func (s *Subprocess) Close() error {
-	s.warm.close()
-	s.cleanups.Wait()
+	s.closeWarm()
 	return nil
 }

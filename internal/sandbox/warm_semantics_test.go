@@ -18,16 +18,31 @@ type pooledBackend interface {
 	AwaitWarm(kind string, d time.Duration) (PoolStat, bool)
 }
 
-// testWarmSemantics checks that python runs served by b's warm runners
-// keep the semantics of cold ones: output, exit status, stdin, arguments,
-// the workspace dir (seen by the program as ws), environment, user (uid)
-// and kills; each run must be served warm.
-func testWarmSemantics(t *testing.T, b pooledBackend, dir, ws string, uid int) {
-	cases := []struct {
-		name, code, stdin string
-		args              []string
-		want              runResult
-	}{
+// warmCase is one run of testWarmSemantics and what it must give.
+type warmCase struct {
+	name, code, stdin string
+	args              []string
+	want              runResult
+}
+
+// warmCases are the semantics checks for runners of kind, run in dir (the
+// program sees it as ws) as user uid. Runs go in order: a file written by
+// one is listed by a later one.
+func warmCases(kind, dir, ws string, uid int) []warmCase {
+	if kind == WarmNode {
+		return []warmCase{
+			{name: "output", code: "console.log('out'); console.error('err')", want: runResult{stdout: "out\n", stderr: "err\n"}},
+			{name: "exit status", code: "process.exitCode = 3", want: runResult{exit: Exit{Code: 3}}},
+			{name: "process.exit", code: "console.log('a'); process.exit(5)", want: runResult{stdout: "a\n", exit: Exit{Code: 5}}},
+			{name: "stdin", code: "console.log(require('fs').readFileSync(0, 'utf8').toUpperCase())", stdin: "abc", want: runResult{stdout: "ABC\n"}},
+			{name: "arguments", code: "console.log(process.argv.slice(1).join())", args: []string{"a", dir + "/f"},
+				want: runResult{stdout: "a," + ws + "/f\n"}},
+			{name: "workspace, cwd, home, user", code: "require('fs').writeFileSync('made', 'x'); console.log(process.cwd(), process.env.HOME, process.getuid(), require('fs').readdirSync('.').join())",
+				want: runResult{stdout: fmt.Sprintf("%s %s %d made\n", ws, ws, uid)}},
+			{name: "late output", code: "setTimeout(() => console.log('later'), 100)", want: runResult{stdout: "later\n"}},
+		}
+	}
+	return []warmCase{
 		{name: "output", code: "import sys; print('out'); print('err', file=sys.stderr)",
 			want: runResult{stdout: "out\n", stderr: "err\n"}},
 		{name: "exit status", code: "import sys; sys.exit(3)", want: runResult{exit: Exit{Code: 3}}},
@@ -44,14 +59,21 @@ func testWarmSemantics(t *testing.T, b pooledBackend, dir, ws string, uid int) {
 		{name: "no control socket left", code: "import os; print(sorted(os.listdir('.')), [f for f in os.listdir('/proc/self/fd') if os.path.exists('/proc/self/fd/' + f) and os.readlink('/proc/self/fd/' + f).startswith('socket:')])",
 			want: runResult{stdout: "['made'] ['1023']\n"}},
 	}
-	for _, tc := range cases {
+}
+
+// testWarmSemantics checks that runs of kind (WarmPython, WarmNode) served
+// by b's warm runners keep the semantics of cold ones: output, exit status,
+// stdin, arguments, the workspace dir (seen by the program as ws),
+// environment, user (uid) and kills; each run must be served warm.
+func testWarmSemantics(t *testing.T, b pooledBackend, kind, dir, ws string, uid int) {
+	for _, tc := range warmCases(kind, dir, ws, uid) {
 		t.Run(tc.name, func(t *testing.T) {
-			b.Prewarm(warmSpec(WarmPython, dir, ""))
-			if _, ok := b.AwaitWarm(WarmPython, 20*time.Second); !ok {
+			b.Prewarm(warmSpec(kind, dir, ""))
+			if _, ok := b.AwaitWarm(kind, 20*time.Second); !ok {
 				t.Fatal("no warm runner became ready")
 			}
 			hits := poolHits(b)
-			spec := warmSpec(WarmPython, dir, tc.code, tc.args...)
+			spec := warmSpec(kind, dir, tc.code, tc.args...)
 			spec.Env = append(spec.Env, "HOME="+dir)
 			if tc.stdin != "" {
 				spec.Stdin = strings.NewReader(tc.stdin)
@@ -68,13 +90,26 @@ func testWarmSemantics(t *testing.T, b pooledBackend, dir, ws string, uid int) {
 	if _, err := os.Stat(filepath.Join(dir, "made")); err != nil {
 		t.Errorf("file written in the workspace: %v", err)
 	}
-	t.Run("kill", func(t *testing.T) { testWarmKill(t, b, dir) })
+	if kind == WarmNode {
+		t.Run("uncaught error", func(t *testing.T) {
+			b.AwaitWarm(kind, 20*time.Second)
+			got := runSpec(t, b, warmSpec(kind, dir, "throw new Error('boom')"))
+			if got.exit.Code != 1 || !strings.Contains(got.stderr, "Error: boom") {
+				t.Errorf("got %+v", got)
+			}
+		})
+	}
+	t.Run("kill", func(t *testing.T) { testWarmKill(t, b, kind, dir) })
 }
 
-func testWarmKill(t *testing.T, b pooledBackend, dir string) {
-	b.AwaitWarm(WarmPython, 20*time.Second)
+func testWarmKill(t *testing.T, b pooledBackend, kind, dir string) {
+	b.AwaitWarm(kind, 20*time.Second)
 	hits := poolHits(b)
-	p, err := b.Start(context.Background(), warmSpec(WarmPython, dir, "import time; time.sleep(60)"))
+	code := "import time; time.sleep(60)"
+	if kind == WarmNode {
+		code = "setTimeout(() => {}, 60000)"
+	}
+	p, err := b.Start(context.Background(), warmSpec(kind, dir, code))
 	if err != nil {
 		t.Fatal(err)
 	}

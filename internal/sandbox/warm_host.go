@@ -1,0 +1,43 @@
+package sandbox
+
+import (
+	"sync"
+	"time"
+)
+
+// warmHost is the part of a backend that keeps warm runners; Namespace,
+// Container and Subprocess embed it, and it gives them AwaitWarm,
+// PoolStats and PoolTallies. Each backend sets warm when pools are on (nil
+// keeps none) and parses its own Prewarm requests. The zero value has no
+// pool; its methods are safe for concurrent use.
+type warmHost struct {
+	warm *warmPool
+	// cleanups counts background teardowns of taken runners and of runs
+	// that reported their status early (startEarly).
+	cleanups sync.WaitGroup
+}
+
+// destroyLater destroys r in the background, counted in cleanups.
+func (h *warmHost) destroyLater(r *runner) {
+	h.cleanups.Add(1)
+	go func() { defer h.cleanups.Done(); r.destroy() }()
+}
+
+// closeWarm stops the ready runners and waits for every background
+// teardown.
+func (h *warmHost) closeWarm() {
+	h.warm.close()
+	h.cleanups.Wait()
+}
+
+// AwaitWarm waits up to d for a ready runner of kind (WarmPython,
+// WarmNode) and returns its kind's state; false if none became ready.
+func (h *warmHost) AwaitWarm(kind string, d time.Duration) (PoolStat, bool) {
+	return h.warm.await(kind, d)
+}
+
+// PoolStats returns the state of the warm runners.
+func (h *warmHost) PoolStats() []PoolStat { return h.warm.stats() }
+
+// PoolTallies returns how many runs of each kind were served warm and cold.
+func (h *warmHost) PoolTallies() []PoolTally { return h.warm.tallies() }
