@@ -106,11 +106,7 @@ func (c *Container) Start(_ context.Context, spec Spec) (Process, error) {
 		return c.warm.serve(req, func(r *runner) (*HostProc, error) { return c.startWarm(spec, req, r) },
 			func() (*HostProc, error) { return c.startCold(spec) })
 	}
-	p, err := c.startCold(spec)
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
+	return asProcess(c.startCold(spec))
 }
 
 // startCold runs spec in a container started for it.

@@ -347,9 +347,7 @@ func (c *Container) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc,
 	}
 	slog.Debug("warm run", "id", spec.ID, "kind", req.kind, "container", name)
 	if err != nil {
-		_, _ = p.Wait()
-		_ = p.Release(time.Second)
-		return nil, fmt.Errorf("sandbox: warm container: %w", err)
+		return nil, failedHandOver(p, "warm container", err)
 	}
 	return p, nil
 }

@@ -227,11 +227,7 @@ func (n *Namespace) Start(_ context.Context, spec Spec) (Process, error) {
 		}
 		return n.startCounted(spec, req)
 	}
-	p, err := n.startCold(spec)
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
+	return asProcess(n.startCold(spec))
 }
 
 // startCounted starts a run that a warm runner can serve (warm if one is
@@ -388,10 +384,7 @@ func (n *Namespace) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc,
 	}
 	slog.Debug("warm run", "id", spec.ID, "kind", req.kind, "forked", r.forked)
 	if err != nil {
-		// The runner died before the run: report it as the run's failure.
-		_, _ = p.Wait()
-		_ = p.Release(time.Second)
-		return nil, fmt.Errorf("sandbox: warm runner: %w", err)
+		return nil, failedHandOver(p, "warm runner", err)
 	}
 	return p, nil
 }

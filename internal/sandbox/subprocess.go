@@ -55,11 +55,7 @@ func (s *Subprocess) Start(_ context.Context, spec Spec) (Process, error) {
 		return s.warm.serve(req, func(r *runner) (*HostProc, error) { return s.startWarm(spec, req, r) },
 			func() (*HostProc, error) { return s.startCold(spec) })
 	}
-	p, err := s.startCold(spec)
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
+	return asProcess(s.startCold(spec))
 }
 
 // startCold starts spec as a new process.

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-	"time"
 )
 
 // Warm runners in subprocess mode: the interpreter and its stub (warm.go)
@@ -80,9 +79,7 @@ func (s *Subprocess) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc
 	}
 	slog.Debug("warm run", "id", spec.ID, "kind", req.kind, "mode", "subprocess")
 	if err != nil {
-		_, _ = p.Wait()
-		_ = p.Release(time.Second)
-		return nil, fmt.Errorf("sandbox: warm runner: %w", err)
+		return nil, failedHandOver(p, "warm runner", err)
 	}
 	return p, nil
 }

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"sync"
 	"time"
 )
@@ -41,3 +42,20 @@ func (h *warmHost) PoolStats() []PoolStat { return h.warm.stats() }
 
 // PoolTallies returns how many runs of each kind were served warm and cold.
 func (h *warmHost) PoolTallies() []PoolTally { return h.warm.tallies() }
+
+// failedHandOver ends p, whose runner died before it took its run (what,
+// e.g. "warm runner"), and returns err as the run's failure.
+func failedHandOver(p *HostProc, what string, err error) error {
+	_, _ = p.Wait()
+	_ = p.Release(time.Second)
+	return fmt.Errorf("sandbox: %s: %w", what, err)
+}
+
+// asProcess returns p as a Process; a nil p gives a nil interface, not a
+// typed nil.
+func asProcess(p *HostProc, err error) (Process, error) {
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
