@@ -18,7 +18,6 @@ import (
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/mcpserver"
 	"github.com/codexec/codexec/internal/output"
-	"github.com/codexec/codexec/internal/pathguard"
 	"github.com/codexec/codexec/internal/quota"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
@@ -121,7 +120,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 		return nil, err
 	}
 	a.closers = append(a.closers, func() { _ = logger.Close() })
-	guard := pathguard.New(env.Home, pathguard.DefaultForbidden(env.Home, cfg.LogDir, cfg.ScriptsDir, cfg.PackagesDir, disksDir(cfg)))
+	guard := newGuard(cfg, env)
 	a.Engine, err = engine.New(opts, backend, langs, guard, logger)
 	if err != nil {
 		return nil, err

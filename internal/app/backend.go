@@ -35,7 +35,7 @@ func SelectBackend(ctx context.Context, cfg config.Config, env HostEnv, langs *r
 		}
 		return b, nil
 	case config.ModeDocker:
-		b, err := sandbox.NewContainer(ctx, containerOptions(cfg))
+		b, err := sandbox.NewContainer(ctx, containerOptions(cfg, env))
 		if err != nil {
 			return nil, fmt.Errorf("CODEXEC_SANDBOX_MODE=docker cannot run on this host: %w (run `codexec doctor`)", err)
 		}
@@ -51,8 +51,20 @@ func SelectBackend(ctx context.Context, cfg config.Config, env HostEnv, langs *r
 	return nil, fmt.Errorf("unknown CODEXEC_SANDBOX_MODE %q", cfg.SandboxMode)
 }
 
+// internalDirs are codexec's own state: no caller directory may lie in
+// them, and they are masked where a caller directory contains them.
+func internalDirs(cfg config.Config) []string {
+	return []string{cfg.DataDir, cfg.SandboxDir, cfg.LogDir, cfg.ScriptsDir, cfg.PackagesDir, disksDir(cfg)}
+}
+
+// newGuard is the policy for caller-supplied directories (working_dir, cwd).
+func newGuard(cfg config.Config, env HostEnv) *pathguard.Guard {
+	return pathguard.New(pathguard.Options{Home: env.Home, Forbidden: pathguard.DefaultForbidden(env.Home),
+		Internal: internalDirs(cfg), Writable: cfg.WritableRoots})
+}
+
 func namespaceOptions(cfg config.Config, env HostEnv, langs *runtime.Set, prewarm []sandbox.Spec) sandbox.NamespaceOptions {
-	mask := pathguard.DefaultForbidden(env.Home, cfg.DataDir, cfg.LogDir, cfg.ScriptsDir, cfg.PackagesDir, cfg.SandboxDir)
+	mask := append(pathguard.DefaultForbidden(env.Home), internalDirs(cfg)...)
 	return sandbox.NamespaceOptions{OwnedRoot: cfg.SandboxDir, Mask: mask, ReadOnly: interpreterPrefixes(langs),
 		Pool:    poolOptions(cfg),
 		Prewarm: prewarm}
@@ -84,9 +96,9 @@ func poolOptions(cfg config.Config) sandbox.PoolOptions {
 	return sandbox.PoolOptions{Size: cfg.PoolSize, Idle: cfg.PoolIdle, MemoryBytes: cfg.PoolMemoryBytes, Fork: cfg.PoolFork == "on"}
 }
 
-func containerOptions(cfg config.Config) sandbox.ContainerOptions {
+func containerOptions(cfg config.Config, env HostEnv) sandbox.ContainerOptions {
 	return sandbox.ContainerOptions{CLI: cfg.DockerCLI, Image: cfg.DockerImage, Network: cfg.DockerNetwork,
-		Pool: poolOptions(cfg)}
+		Pool: poolOptions(cfg), OwnedRoot: cfg.SandboxDir, Mask: append(pathguard.DefaultForbidden(env.Home), internalDirs(cfg)...)}
 }
 
 // Doctor prints which sandbox modes work on this host and why not, and
@@ -96,7 +108,7 @@ func Doctor(ctx context.Context, cfg config.Config, env HostEnv, w io.Writer) in
 	fmt.Fprintf(w, "configured mode: %s\n", cfg.SandboxMode)
 	fmt.Fprintln(w, "subprocess: available (NO isolation: host filesystem, network, no resource limits)")
 	nsErr := doctorNamespace(ctx, cfg, env, langs, w)
-	ctErr := doctorContainer(ctx, cfg, langs, w)
+	ctErr := doctorContainer(ctx, cfg, env, langs, w)
 	doctorDisks(cfg, w)
 	doctorUpstreams(ctx, cfg, env, w)
 	var err error
@@ -165,8 +177,8 @@ func awaitWarm(b warmBackend, kind string, t0 time.Time) string {
 	return fmt.Sprintf("runner ready in %d ms, holding %.1f MiB", time.Since(t0).Milliseconds(), float64(s.MemoryBytes)/(1<<20))
 }
 
-func doctorContainer(ctx context.Context, cfg config.Config, langs *runtime.Set, w io.Writer) error {
-	c, err := sandbox.NewContainer(ctx, containerOptions(cfg))
+func doctorContainer(ctx context.Context, cfg config.Config, env HostEnv, langs *runtime.Set, w io.Writer) error {
+	c, err := sandbox.NewContainer(ctx, containerOptions(cfg, env))
 	if err != nil {
 		fmt.Fprintf(w, "docker: UNAVAILABLE: %v\n", err)
 		return err

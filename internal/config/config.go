@@ -86,7 +86,11 @@ type Config struct {
 	// AllowedCommandsSet reports whether ALLOWED_COMMANDS was given at all.
 	AllowedCommandsSet bool
 	AllowedCwdRoots    []string
-	Toolsets           []string
+	// WritableRoots are the host directories below which a caller's
+	// working_dir or cwd is mounted writable in isolated modes (none by
+	// default: read-only).
+	WritableRoots []string
+	Toolsets      []string
 
 	PipIndexURL      string
 	NPMRegistry      string

@@ -50,6 +50,7 @@ var settings = []setting{
 	{"CODEXEC_BASH", "", "bash path (default: discovered at start-up)", str(func(c *Config) *string { return &c.Interpreters.Bash })},
 	{"ALLOWED_COMMANDS", "", "commands execute_command/execute_process may run: comma-separated names or *", commands},
 	{"ALLOWED_CWD_ROOTS", "", "comma-separated roots a cwd must lie within (unset = unrestricted)", list(func(c *Config) *[]string { return &c.AllowedCwdRoots })},
+	{"CODEXEC_WRITABLE_ROOTS", "", "comma-separated host directories below which a working_dir or cwd is writable by sandboxed code; elsewhere it is read-only (unset = none)", list(func(c *Config) *[]string { return &c.WritableRoots })},
 	{"CODEXEC_TOOLSETS", "exec,sessions,contexts,scripts,logs,packages,commands,files,codemode", "comma-separated toolsets to expose", list(func(c *Config) *[]string { return &c.Toolsets })},
 	{"CODEXEC_MAX_UPLOAD_BYTES", "32m", "largest file upload_file accepts", bytesize(func(c *Config) *int64 { return &c.MaxUploadBytes })},
 	{"CODEXEC_MAX_DOWNLOAD_BYTES", "8m", "most bytes one download_file or resources/read returns (read larger files in ranges)", bytesize(func(c *Config) *int64 { return &c.MaxDownloadBytes })},

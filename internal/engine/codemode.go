@@ -74,9 +74,9 @@ func (e *Engine) ExecuteCodeMode(ctx context.Context, req CodeModeRequest) (Resu
 		return Result{}, err
 	}
 	started := time.Now()
-	res := e.runCode(ctx, id, req.Language, dir, disk, Request{Code: src, Timeout: req.Timeout, io: cm.rio, Observe: req.Observe}, nil)
+	res := e.runCode(ctx, id, req.Language, dir.Path, disk, Request{Code: src, Timeout: req.Timeout, io: cm.rio, Observe: req.Observe, dirWritable: dir.Writable}, nil)
 	env, envErr := cm.finish()
-	res.WorkingDir = dir
+	res.WorkingDir, res.WorkingDirNote = dir.Path, e.WorkingDirNote(req.WorkingDir, dir)
 	res = fillCodeMode(res, req, env, envErr)
 	e.logExecution(ctx, res, Request{Language: req.Language, Code: req.Code, Tool: "execute_code", Context: req.Call, io: cm.rio}, started)
 	return res, nil

@@ -117,9 +117,6 @@ func (e *Engine) Languages() *runtime.Set { return e.langs }
 // Logger returns the execution logger (may be nil).
 func (e *Engine) Logger() *execlog.Logger { return e.log }
 
-// Guard returns the path guard.
-func (e *Engine) Guard() *pathguard.Guard { return e.guard }
-
 // Options returns the engine options.
 func (e *Engine) Options() Options { return e.opts }
 

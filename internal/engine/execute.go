@@ -17,6 +17,7 @@ import (
 	"github.com/codexec/codexec/internal/diskbound"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/output"
+	"github.com/codexec/codexec/internal/pathguard"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/tenant"
@@ -59,6 +60,9 @@ type Request struct {
 	Observe output.Observer
 	// io overrides stdin/stdout plumbing and limits (code mode's channel).
 	io *runIO
+	// dirWritable: the program may write its workspace (set from the
+	// workspace's placement; see Engine.workspace).
+	dirWritable bool
 }
 
 // runIO is what code mode changes about a run: its stdin is the channel's
@@ -107,6 +111,8 @@ type Result struct {
 	OOMKilled     bool     `json:"oom_killed,omitempty" jsonschema:"true when the memory limit killed the program"`
 	Artifacts     []string `json:"artifacts" jsonschema:"files created or modified in the working directory"`
 	SandboxMode   string   `json:"sandbox_mode" jsonschema:"isolation mode the code ran under"`
+	// WorkingDirNote says how the code could use a caller's working_dir.
+	WorkingDirNote string `json:"working_dir_note,omitempty" jsonschema:"how the code could use the given working_dir (read-only, or unconfined in subprocess mode)"`
 	// Code mode (seed 004) fields, set only for code-mode executions.
 	Value     any               `json:"result,omitempty" jsonschema:"code mode: the JSON value the code returned"`
 	Logs      []string          `json:"logs,omitempty" jsonschema:"code mode: console output of the code, one entry per call"`
@@ -141,8 +147,9 @@ func (e *Engine) Execute(ctx context.Context, req Request) (Result, error) {
 	defer e.later(cleanup)
 	id := execlog.NewID("exec_")
 	started := time.Now()
-	res := e.runCode(ctx, id, lang, dir, disk, req, nil)
-	res.WorkingDir = dir
+	req.dirWritable = dir.Writable
+	res := e.runCode(ctx, id, lang, dir.Path, disk, req, nil)
+	res.WorkingDir, res.WorkingDirNote = dir.Path, e.WorkingDirNote(req.WorkingDir, dir)
 	if !req.NoLog {
 		e.logExecution(ctx, res, req, started)
 	}
@@ -152,15 +159,15 @@ func (e *Engine) Execute(ctx context.Context, req Request) (Result, error) {
 // workspace returns the run's directory: the validated working_dir, or a
 // fresh directory under SandboxDir removed by cleanup; and its bounded disk
 // (nil when disks are not bounded), released by cleanup.
-func (e *Engine) workspace(workingDir string, probe bool) (string, *diskbound.Disk, func(), error) {
+func (e *Engine) workspace(workingDir string, probe bool) (pathguard.Dir, *diskbound.Disk, func(), error) {
 	if workingDir != "" {
-		dir, err := e.guard.CheckDir(workingDir, e.opts.BaseDir)
+		dir, err := e.ResolveDir(workingDir)
 		if err != nil {
-			return "", nil, nil, fmt.Errorf("working_dir rejected: %w", err)
+			return pathguard.Dir{}, nil, nil, fmt.Errorf("working_dir rejected: %w", err)
 		}
-		disk, err := e.BoundDisk(dir, false)
+		disk, err := e.BoundDisk(dir.Path, false)
 		if err != nil {
-			return "", nil, nil, err
+			return pathguard.Dir{}, nil, nil, err
 		}
 		return dir, disk, func() { releaseDisk(disk) }, nil
 	}
@@ -170,14 +177,35 @@ func (e *Engine) workspace(workingDir string, probe bool) (string, *diskbound.Di
 	}
 	dir, err := e.NewWorkspace(execlog.NewID(prefix))
 	if err != nil {
-		return "", nil, nil, err
+		return pathguard.Dir{}, nil, nil, err
 	}
 	disk, err := e.BoundDisk(dir, true)
 	if err != nil {
 		_ = os.Remove(dir)
-		return "", nil, nil, err
+		return pathguard.Dir{}, nil, nil, err
 	}
-	return dir, disk, func() { releaseDisk(disk); _ = os.RemoveAll(dir) }, nil
+	return pathguard.Dir{Path: dir, Writable: true}, disk, func() { releaseDisk(disk); _ = os.RemoveAll(dir) }, nil
+}
+
+// ResolveDir checks a caller's directory (working_dir, cwd) against the
+// server's policy (see pathguard) and says whether code may write it.
+func (e *Engine) ResolveDir(dir string) (pathguard.Dir, error) {
+	return e.guard.Resolve(dir, e.opts.BaseDir)
+}
+
+// WorkingDirNote is what a result says about a caller's directory: empty
+// for codexec's own workspaces (given is empty) and writable directories in
+// isolated modes.
+func (e *Engine) WorkingDirNote(given string, dir pathguard.Dir) string {
+	switch {
+	case given == "":
+		return ""
+	case !e.backend.Isolated():
+		return "subprocess mode: the code ran unconfined with the server's rights; " + dir.Path + " was not protected"
+	case !dir.Writable:
+		return dir.Path + " is read-only to the code; an operator can make it writable with CODEXEC_WRITABLE_ROOTS"
+	}
+	return ""
 }
 
 // runCode builds and runs the program; post, if non-nil, runs after the
@@ -229,7 +257,7 @@ func (e *Engine) buildAndRun(ctx context.Context, res Result, id, lang, dir stri
 		}
 	}
 	before := artifacts.Take(dir)
-	spec := ProcessSpec{ID: id, Argv: prog.Argv, Dir: dir, Env: e.Env(lang, dir),
+	spec := ProcessSpec{ID: id, Argv: prog.Argv, Dir: dir, DirWritable: req.dirWritable, Env: e.Env(lang, dir),
 		Stdin: stdinReader(req.Stdin), Timeout: req.Timeout, ProgramDir: progDir, Warm: warmKind(lang),
 		OnStdout: req.Observe.For("stdout"), OnStderr: req.Observe.For("stderr"), TmpDir: TmpDir(disk),
 		Background: req.Background}

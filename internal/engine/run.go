@@ -15,12 +15,14 @@ import (
 // backend with a timeout. It is the shared runner for code (Execute) and for
 // the shell tools; neither starts processes any other way.
 type ProcessSpec struct {
-	ID      string
-	Argv    []string
-	Dir     string
-	Env     []string
-	Stdin   io.Reader
-	Timeout time.Duration
+	ID   string
+	Argv []string
+	Dir  string
+	// DirWritable: the program may write Dir (sandbox.Spec.DirWritable).
+	DirWritable bool
+	Env         []string
+	Stdin       io.Reader
+	Timeout     time.Duration
 	// ProgramDir is exposed read-only at sandbox.ProgramPath (may be empty).
 	ProgramDir string
 	Mounts     []sandbox.Mount
@@ -99,7 +101,7 @@ func (e *Engine) sandboxSpec(spec ProcessSpec, limits sandbox.Limits) sandbox.Sp
 
 func sandboxSpec(opts Options, spec ProcessSpec, limits sandbox.Limits) sandbox.Spec {
 	return sandbox.Spec{
-		ID: spec.ID, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Stdin: spec.Stdin, ProgramDir: spec.ProgramDir,
+		ID: spec.ID, Argv: spec.Argv, Dir: spec.Dir, DirWritable: spec.DirWritable, Env: spec.Env, Stdin: spec.Stdin, ProgramDir: spec.ProgramDir,
 		Mounts: append(append([]sandbox.Mount(nil), opts.Mounts...), spec.Mounts...), Limits: limits,
 		Network: spec.Network, Warm: spec.Warm, TmpDir: spec.TmpDir, Background: spec.Background,
 	}

@@ -1,8 +1,19 @@
-// Package pathguard canonicalises caller-supplied directories and checks them
-// against forbidden paths (seed 000 "Forbidden Paths") and allowed roots (seed
-// 002 ALLOWED_CWD_ROOTS). All checks are done on canonical paths: absolute,
-// cleaned, with every symlink resolved, so "..", symlinks and double slashes
-// cannot be used to escape. A Guard is immutable and safe for concurrent use.
+// Package pathguard decides what a caller-supplied directory (working_dir,
+// cwd) may be used for. Every check runs on canonical paths — absolute,
+// cleaned, every symlink resolved — so "..", symlinks and double slashes
+// cannot be used to escape.
+//
+// A directory is refused when it lies in a forbidden path (the credential
+// and system directories every mode refuses: ~/.ssh, ~/.gnupg, ~/.aws,
+// ~/.config, /etc, /var, …), in codexec's own state (data, sandbox, log,
+// scripts, packages and disk directories, which hold other callers'
+// workspaces and files), or is the file-system root. Otherwise it is
+// accepted read-only, or read-write when it lies within one of the
+// operator's writable roots (CODEXEC_WRITABLE_ROOTS). pathguard only decides;
+// the sandbox backends enforce the decision (a read-only mount), and the
+// server never changes a caller directory's owner, mode or ACLs.
+//
+// A Guard is immutable and safe for concurrent use.
 package pathguard
 
 import (
@@ -13,34 +24,68 @@ import (
 	"strings"
 )
 
-// Guard holds canonical forbidden paths.
+// Options configure a Guard. The zero value refuses only the root and
+// grants no write access.
+type Options struct {
+	// Home expands "~" in paths.
+	Home string
+	// Forbidden paths are refused with everything below them (see
+	// DefaultForbidden).
+	Forbidden []string
+	// Internal paths are codexec's own state: refused like forbidden ones,
+	// with a message that says so.
+	Internal []string
+	// Writable roots: accepted directories within one of them are writable
+	// by sandboxed code; all others are read-only. Roots are resolved at
+	// each check, so a root created or re-pointed later is seen as it is.
+	Writable []string
+}
+
+// Guard applies Options to caller-supplied directories.
 type Guard struct {
 	home      string
 	forbidden []string
+	internal  []string
+	writable  []string
 }
 
-// DefaultForbidden returns seed 000's forbidden list for the given home and
-// the server's own data directories.
-func DefaultForbidden(home string, dataDirs ...string) []string {
-	out := []string{
+// Dir is an accepted directory.
+type Dir struct {
+	// Path is canonical.
+	Path string
+	// Writable is true when Path lies within a writable root.
+	Writable bool
+}
+
+// DefaultForbidden returns the credential and system directories refused
+// in every mode for the given home.
+func DefaultForbidden(home string) []string {
+	return []string{
 		filepath.Join(home, ".ssh"), filepath.Join(home, ".gnupg"), filepath.Join(home, ".aws"),
-		filepath.Join(home, ".config"), "/etc", "/var",
+		filepath.Join(home, ".config"), filepath.Join(home, ".annabelle", "data"), "/etc", "/var",
 	}
-	return append(out, dataDirs...)
 }
 
-// New returns a Guard that forbids the given paths and everything below them.
-// Paths that do not exist yet are kept in cleaned form; existing ones are
-// canonicalised so symlinked locations are caught too. home expands "~".
-func New(home string, forbidden []string) *Guard {
-	g := &Guard{home: home}
-	for _, f := range forbidden {
-		g.forbidden = append(g.forbidden, filepath.Clean(f))
-		if c, err := filepath.EvalSymlinks(f); err == nil && c != filepath.Clean(f) {
-			g.forbidden = append(g.forbidden, c)
+// New returns a Guard for o.
+func New(o Options) *Guard {
+	return &Guard{home: o.Home, forbidden: canonicalAll(o.Forbidden), internal: canonicalAll(o.Internal), writable: o.Writable}
+}
+
+// canonicalAll keeps each path in cleaned form and, when it exists and
+// resolves elsewhere, its canonical form too, so symlinked locations are
+// caught as well.
+func canonicalAll(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		out = append(out, filepath.Clean(p))
+		if c, err := filepath.EvalSymlinks(p); err == nil && c != filepath.Clean(p) {
+			out = append(out, c)
 		}
 	}
-	return g
+	return out
 }
 
 // Canonical expands "~", makes p absolute against base, resolves symlinks
@@ -66,19 +111,56 @@ func Canonical(p, base, home string) (string, error) {
 	return c, nil
 }
 
-// CheckDir canonicalises dir (relative to base) and rejects it if it lies in
-// a forbidden path. It returns the canonical path.
-func (g *Guard) CheckDir(dir, base string) (string, error) {
+// Resolve canonicalises dir (relative to base), refuses it if it is not
+// usable (see the package comment) and says whether it is writable.
+func (g *Guard) Resolve(dir, base string) (Dir, error) {
 	c, err := Canonical(dir, base, g.home)
 	if err != nil {
-		return "", err
+		return Dir{}, err
+	}
+	if err := g.Check(c); err != nil {
+		return Dir{}, err
+	}
+	return Dir{Path: c, Writable: g.writableDir(c)}, nil
+}
+
+// Check refuses the canonical directory c if it is the root, forbidden or
+// codexec's own state.
+func (g *Guard) Check(c string) error {
+	if c == "/" {
+		return errors.New("/ would expose the whole host file system; name a directory below it")
 	}
 	for _, f := range g.forbidden {
 		if Within(c, f) {
-			return "", fmt.Errorf("working_dir %s is inside the forbidden path %s", c, f)
+			return fmt.Errorf("%s is inside the forbidden path %s", c, f)
 		}
 	}
-	return c, nil
+	for _, f := range g.internal {
+		if Within(c, f) {
+			return fmt.Errorf("%s is inside codexec's own data (%s), which holds other runs' files; omit working_dir to get a fresh workspace", c, f)
+		}
+	}
+	return nil
+}
+
+// CheckDir is Resolve returning only the path.
+func (g *Guard) CheckDir(dir, base string) (string, error) {
+	d, err := g.Resolve(dir, base)
+	return d.Path, err
+}
+
+// Internal reports the canonical paths of codexec's own state (for masks).
+func (g *Guard) Internal() []string { return append([]string(nil), g.internal...) }
+
+// writableDir reports whether c lies within a writable root that resolves.
+func (g *Guard) writableDir(c string) bool {
+	for _, r := range g.writable {
+		root, err := filepath.EvalSymlinks(r)
+		if err == nil && Within(c, root) {
+			return true
+		}
+	}
+	return false
 }
 
 // Within reports whether path equals root or lies below it. Both must be

@@ -25,6 +25,13 @@ type ContainerOptions struct {
 	Network string
 	// UID is the uid programs run as inside the container (default 65534).
 	UID int
+	// OwnedRoot holds the workspaces codexec created itself (chowned to
+	// UID); any other workspace is a caller's directory, never changed and
+	// mounted read-only unless Spec.DirWritable (see workspace.go).
+	OwnedRoot string
+	// Mask lists host paths hidden (empty tmpfs or /dev/null) when they lie
+	// strictly below a workspace: ~/.ssh, the data directory, ….
+	Mask []string
 	// Pool configures warm containers for python runs (container_warm.go);
 	// a zero Size disables them.
 	Pool PoolOptions
@@ -111,7 +118,7 @@ func (c *Container) Start(_ context.Context, spec Spec) (Process, error) {
 
 // startCold runs spec in a container started for it.
 func (c *Container) startCold(spec Spec) (*HostProc, error) {
-	if err := c.grantWorkspace(spec.Dir); err != nil {
+	if err := c.grantWorkspace(spec); err != nil {
 		return nil, err
 	}
 	name := "codexec-" + sanitizeName(spec.ID) + "-" + strconv.FormatInt(c.seq.Add(1), 10)
@@ -126,14 +133,27 @@ func (c *Container) startCold(spec Spec) (*HostProc, error) {
 	return p, nil
 }
 
-// grantWorkspace lets the container user use dir.
-func (c *Container) grantWorkspace(dir string) error {
-	if err := grantACL(dir, c.opts.UID); err != nil {
-		if cerr := chownTree(dir, c.opts.UID, c.opts.UID); cerr != nil {
-			return err
+// grantWorkspace hands codexec's own workspace to the container user.
+func (c *Container) grantWorkspace(spec Spec) error {
+	return handOverWorkspace(spec, c.opts.OwnedRoot, c.opts.UID, c.opts.UID)
+}
+
+// workspaceArgs mount spec's workspace at WorkspacePath (read-only for a
+// caller's directory not made writable) and hide masked paths below it.
+func (c *Container) workspaceArgs(spec Spec) []string {
+	mode := ":rw"
+	if workspaceReadOnly(spec, c.opts.OwnedRoot) {
+		mode = ":ro"
+	}
+	a := []string{"-v", spec.Dir + ":" + WorkspacePath + mode}
+	for _, m := range masksBelow(c.opts.Mask, spec.Dir, WorkspacePath, c.opts.UID) {
+		if m.dir {
+			a = append(a, "--tmpfs", m.path+":ro,size=4k,mode=0000")
+		} else {
+			a = append(a, "-v", "/dev/null:"+m.path+":ro")
 		}
 	}
-	return nil
+	return a
 }
 
 // hooks signal and remove the container name and decode the CLI's exit;
@@ -164,8 +184,8 @@ func (c *Container) runArgs(spec Spec, name string, extra ...string) []string {
 	l := spec.Limits
 	a := []string{"run", "--rm", "-i", "--name", name, "--network", c.opts.Network,
 		"--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
-		"--user", fmt.Sprintf("%d:%d", c.opts.UID, c.opts.UID),
-		"-v", spec.Dir + ":" + WorkspacePath + ":rw", "-w", WorkspacePath}
+		"--user", fmt.Sprintf("%d:%d", c.opts.UID, c.opts.UID)}
+	a = append(append(a, c.workspaceArgs(spec)...), "-w", WorkspacePath)
 	if l.MemoryBytes > 0 {
 		m := strconv.FormatInt(l.MemoryBytes, 10)
 		a = append(a, "--memory", m, "--memory-swap", m)

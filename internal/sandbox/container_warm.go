@@ -306,9 +306,10 @@ func cgroupFiles(procCgroup string) (cpu cpuWeight, mem string) {
 // error the runner is destroyed in the background and the caller starts
 // cold.
 func (c *Container) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc, error) {
-	err := c.grantWorkspace(spec.Dir)
+	err := c.grantWorkspace(spec)
 	if err == nil {
-		err = bindContainerWorkspace(r, spec.Dir)
+		err = bindContainerWorkspace(r, spec.Dir, workspaceReadOnly(spec, c.opts.OwnedRoot),
+			masksBelow(c.opts.Mask, spec.Dir, WorkspacePath, c.opts.UID))
 	}
 	if err == nil {
 		err = os.WriteFile(r.ct.cpu.file, []byte(r.ct.cpu.normal), 0)
@@ -362,15 +363,24 @@ func drainCLIOutput(r *runner) {
 }
 
 // bindContainerWorkspace mounts a clone of the host directory dir over
-// /workspace in r's container (nosuid, nodev).
-func bindContainerWorkspace(r *runner, dir string) error {
-	tree, err := cloneTree(dir)
+// /workspace in r's container (nosuid, nodev, read-only if ro) and applies
+// masks below it.
+func bindContainerWorkspace(r *runner, dir string, ro bool, masks []mask) error {
+	tree, err := cloneTree(dir, ro)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(tree)
 	return inMountNS(r.mntns, func() error {
-		return unix.MoveMount(tree, "", unix.AT_FDCWD, WorkspacePath, unix.MOVE_MOUNT_F_EMPTY_PATH)
+		if err := unix.MoveMount(tree, "", unix.AT_FDCWD, WorkspacePath, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return err
+		}
+		for _, m := range masks {
+			if err := m.apply(); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 

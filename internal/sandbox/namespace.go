@@ -31,9 +31,8 @@ type NamespaceOptions struct {
 	UID, GID int
 	// OwnedRoot is the directory holding workspaces codexec created itself;
 	// workspaces below it are chowned to UID. Other workspaces (a caller's
-	// working_dir) only get an ACL entry on the directory itself, so the
-	// sandbox can create files there but cannot modify existing ones it
-	// does not own (their ownership is never changed).
+	// working_dir) are never changed: they are mounted read-only unless
+	// Spec.DirWritable (see workspace.go).
 	OwnedRoot string
 	// Mask lists host paths hidden (empty tmpfs or /dev/null) when they lie
 	// strictly below a workspace: ~/.ssh, the data directory, ….
@@ -280,7 +279,7 @@ func (n *Namespace) start(spec Spec, name string, cg *cgroup.Group, w *warm) (*H
 	if spec.Background {
 		_ = cg.SetCPUWeight(2)
 	}
-	if err := n.grantWorkspace(spec); err != nil {
+	if err := handOverWorkspace(spec, n.opts.OwnedRoot, n.opts.UID, n.opts.GID); err != nil {
 		return nil, err
 	}
 	st, err := newStage(name)
@@ -348,9 +347,9 @@ func (n *Namespace) runHooks(cg *cgroup.Group, st *stage, pp **HostProc) Hooks {
 // CPU weight restored, output attached, then the run handed over. On error
 // the runner is destroyed in the background and the caller starts cold.
 func (n *Namespace) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc, error) {
-	err := n.grantWorkspace(spec)
+	err := handOverWorkspace(spec, n.opts.OwnedRoot, n.opts.UID, n.opts.GID)
 	if err == nil {
-		err = n.bindWorkspace(r, spec.Dir)
+		err = n.bindWorkspace(r, spec.Dir, workspaceReadOnly(spec, n.opts.OwnedRoot))
 	}
 	if err == nil {
 		err = r.cg.SetCPUWeight(1024)

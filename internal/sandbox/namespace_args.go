@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 
-	"golang.org/x/sys/unix"
 )
 
 // rootLinks are the top-level entries that are symlinks into /usr on merged
@@ -95,7 +94,7 @@ func (b *bwrapArgs) build(spec Spec) error {
 		dir = warmDir
 		b.add("--perms", "0755", "--dir", warmDir)
 	default:
-		if err := b.workspace(spec.Dir); err != nil {
+		if err := b.workspace(spec.Dir, workspaceReadOnly(spec, b.n.opts.OwnedRoot)); err != nil {
 			return err
 		}
 	}
@@ -200,26 +199,24 @@ func passwdData(uid, gid int, home string) string {
 		":codexec sandbox:" + home + ":/bin/sh\n"
 }
 
-// workspace binds the workspace writable at its host path (through a
-// staging mount, since the sandbox uid may not be able to
+// workspace binds the workspace at its host path, writable unless ro
+// (through a staging mount, since the sandbox uid may not be able to
 // traverse its parents; see stage.go) and masks forbidden paths below it.
-func (b *bwrapArgs) workspace(dir string) error {
+func (b *bwrapArgs) workspace(dir string, ro bool) error {
 	p, err := b.stage.bind(dir)
 	if err != nil {
 		return fmt.Errorf("sandbox: workspace: %w", err)
 	}
-	b.add("--bind", p, dir)
-	for _, m := range b.n.opts.Mask {
-		if m == dir || !strings.HasPrefix(m, dir+"/") || !sandboxCanReach(dir, m, b.n.opts.UID) {
-			continue
-		}
-		fi, err := os.Stat(m)
-		switch {
-		case err != nil:
-		case fi.IsDir():
-			b.add("--perms", "0000", "--tmpfs", m)
-		default:
-			b.add("--ro-bind", "/dev/null", m)
+	if ro {
+		b.add("--ro-bind", p, dir)
+	} else {
+		b.add("--bind", p, dir)
+	}
+	for _, m := range masksBelow(b.n.opts.Mask, dir, dir, b.n.opts.UID) {
+		if m.dir {
+			b.add("--perms", "0000", "--tmpfs", m.path)
+		} else {
+			b.add("--ro-bind", "/dev/null", m.path)
 		}
 	}
 	return nil
@@ -286,28 +283,4 @@ func dataFile(data []byte) (*os.File, error) {
 		return nil, err
 	}
 	return r, nil
-}
-
-// grantWorkspace makes spec.Dir writable by the sandbox uid: codexec's own
-// workspaces are chowned (recursively, only entries not yet owned); other
-// directories get a POSIX ACL entry on the directory itself.
-func (n *Namespace) grantWorkspace(spec Spec) error {
-	root := n.opts.OwnedRoot
-	if root != "" && strings.HasPrefix(spec.Dir, filepath.Clean(root)+"/") {
-		return chownTree(spec.Dir, n.opts.UID, n.opts.GID)
-	}
-	return grantACL(spec.Dir, n.opts.UID)
-}
-
-func chownTree(dir string, uid, gid int) error {
-	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		var st unix.Stat_t
-		if unix.Lstat(p, &st) == nil && int(st.Uid) == uid {
-			return nil
-		}
-		return os.Lchown(p, uid, gid)
-	})
 }

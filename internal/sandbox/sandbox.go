@@ -51,8 +51,14 @@ type Spec struct {
 	ID   string
 	Argv []string
 	// Dir is the host workspace: the program's working directory and $HOME.
-	// It is the only writable host directory in isolated modes.
+	// In isolated modes it is the only host directory that can be writable:
+	// codexec's own workspaces (below the backend's owned root) are; a
+	// caller's directory is read-only unless DirWritable.
 	Dir string
+	// DirWritable makes a caller's Dir writable in isolated modes, with the
+	// rights its own owner, mode and ACLs give the sandbox user (the
+	// operator's writable roots; the server never changes them).
+	DirWritable bool
 	// ProgramDir, if set, is a host directory exposed read-only at
 	// ProgramPath; arguments beginning with ProgramPath refer to it.
 	ProgramDir string

@@ -33,16 +33,16 @@ import (
 var errWarmPlace = errors.New("workspace cannot be placed in a warm runner")
 
 // bindWorkspace makes dir the runner's workspace.
-func (n *Namespace) bindWorkspace(r *runner, dir string) error {
+func (n *Namespace) bindWorkspace(r *runner, dir string, ro bool) error {
 	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir || filepath.Dir(dir) == "/" || dir == "/tmp" {
 		return errWarmPlace
 	}
-	tree, err := cloneTree(dir)
+	tree, err := cloneTree(dir, ro)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(tree)
-	masks := n.masksBelow(dir)
+	masks := masksBelow(n.opts.Mask, dir, dir, n.opts.UID)
 	passwd := passwdData(n.opts.UID, n.opts.GID, dir)
 	return inMountNS(r.mntns, func() error {
 		// Inodes created in the sandbox's file systems must belong to an id
@@ -72,13 +72,17 @@ func (n *Namespace) bindWorkspace(r *runner, dir string) error {
 }
 
 // cloneTree returns a detached clone of the mount tree at dir (open_tree),
-// nosuid and nodev, to be attached with move_mount; the caller closes it.
-func cloneTree(dir string) (int, error) {
+// nosuid and nodev (and read-only if ro), to be attached with move_mount;
+// the caller closes it.
+func cloneTree(dir string, ro bool) (int, error) {
 	tree, err := unix.OpenTree(unix.AT_FDCWD, dir, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
 	if err != nil {
 		return -1, fmt.Errorf("open_tree %s: %w", dir, err)
 	}
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	if ro {
+		attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
+	}
 	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
 		unix.Close(tree)
 		return -1, fmt.Errorf("mount_setattr: %w", err)
@@ -133,16 +137,17 @@ func (m mask) apply() error {
 	return nil
 }
 
-// masksBelow lists the configured masks below dir that the sandbox could
-// reach (the same rule as bwrapArgs.workspace).
-func (n *Namespace) masksBelow(dir string) []mask {
+// masksBelow lists the paths of list strictly below dir that the sandbox
+// could reach (the same rule as bwrapArgs.workspace), as seen inside the
+// sandbox where dir is mounted at target.
+func masksBelow(list []string, dir, target string, uid int) []mask {
 	var out []mask
-	for _, m := range n.opts.Mask {
-		if m == dir || !strings.HasPrefix(m, dir+"/") || !sandboxCanReach(dir, m, n.opts.UID) {
+	for _, m := range list {
+		if m == dir || !strings.HasPrefix(m, dir+"/") || !sandboxCanReach(dir, m, uid) {
 			continue
 		}
 		if fi, err := os.Stat(m); err == nil {
-			out = append(out, mask{path: m, dir: fi.IsDir()})
+			out = append(out, mask{path: target + strings.TrimPrefix(m, dir), dir: fi.IsDir()})
 		}
 	}
 	return out

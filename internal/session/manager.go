@@ -209,13 +209,13 @@ func newID(kind string) string {
 // launch creates the workspace and starts the driver, waiting for it to be
 // ready.
 func (m *Manager) launch(ctx context.Context, k key, lang string, req StartRequest) (*Session, error) {
-	ws, owned, err := m.workspace(storageName(k), req.WorkingDir)
+	ws, owned, writable, err := m.workspace(storageName(k), req.WorkingDir)
 	if err != nil {
 		return nil, err
 	}
 	s := &Session{ID: k.id, Owner: k.owner, storage: storageName(k), Name: req.Name, Kind: req.Kind, Language: lang, Description: req.Description,
 		Workspace: ws, StartedAt: time.Now().UTC(), lastActivity: time.Now(), ready: make(chan reply, 1),
-		dead: make(chan struct{}), pkgDirs: map[string]string{}}
+		dead: make(chan struct{}), pkgDirs: map[string]string{}, writable: writable}
 	if !owned {
 		s.Workspace = ws
 	}
@@ -234,16 +234,18 @@ func (m *Manager) launch(ctx context.Context, k key, lang string, req StartReque
 	return s, nil
 }
 
-func (m *Manager) workspace(id, workingDir string) (string, bool, error) {
+// workspace returns the session's directory, whether codexec created it
+// (owned) and whether its code may write it.
+func (m *Manager) workspace(id, workingDir string) (dir string, owned, writable bool, err error) {
 	if workingDir != "" {
-		dir, err := m.eng.Guard().CheckDir(workingDir, m.eng.Options().BaseDir)
+		d, err := m.eng.ResolveDir(workingDir)
 		if err != nil {
-			return "", false, fmt.Errorf("working_dir rejected: %w", err)
+			return "", false, false, fmt.Errorf("working_dir rejected: %w", err)
 		}
-		return dir, false, nil
+		return d.Path, false, d.Writable, nil
 	}
-	dir, err := m.eng.NewWorkspace(id)
-	return dir, true, err
+	dir, err = m.eng.NewWorkspace(id)
+	return dir, true, true, err
 }
 
 func (m *Manager) startDriver(ctx context.Context, s *Session, ownedWS bool) error {
@@ -264,7 +266,7 @@ func (m *Manager) startDriver(ctx context.Context, s *Session, ownedWS bool) err
 	s.stdin = stdinW
 	s.outMux, s.errMux = newDemux(mark, s.onOut), newDemux(mark, s.onErr)
 	proc, err := m.eng.Backend().Start(ctx, sandbox.Spec{
-		ID: s.storage, Argv: argv, Dir: s.Workspace, Env: append(withoutKeys(m.eng.Env(s.Language, s.Workspace), "PYTHONPATH", "NODE_PATH"), pkgEnv...),
+		ID: s.storage, Argv: argv, Dir: s.Workspace, DirWritable: s.writable, Env: append(withoutKeys(m.eng.Env(s.Language, s.Workspace), "PYTHONPATH", "NODE_PATH"), pkgEnv...),
 		Stdin: stdinR, Stdout: s.outMux, Stderr: s.errMux, Mounts: append(m.eng.Options().Mounts, mounts...),
 		Limits: m.eng.Options().Limits, TmpDir: engine.TmpDir(s.disk),
 	})

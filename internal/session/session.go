@@ -51,6 +51,9 @@ type Session struct {
 	rssKB        int64
 	packages     []Package
 	pkgDirs      map[string]string
+	// writable: the session's code may write Workspace (false for a
+	// caller's directory outside the writable roots).
+	writable bool
 	// disk bounds the workspace and /tmp (nil when disks are not bounded);
 	// released by terminate once the interpreter is gone.
 	disk *diskbound.Disk

@@ -14,6 +14,7 @@ import (
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/output"
+	"github.com/codexec/codexec/internal/pathguard"
 )
 
 // Runner runs execute_command and execute_process requests through the
@@ -73,6 +74,7 @@ type Result struct {
 	DurationMs   int64   `json:"duration_ms" yaml:"duration_ms" jsonschema:"wall time in milliseconds"`
 	ExecutionID  string  `json:"execution_id" yaml:"execution_id" jsonschema:"id of this run in the execution log"`
 	SandboxMode  string  `json:"sandbox_mode" yaml:"sandbox_mode" jsonschema:"isolation mode the command ran under"`
+	CwdNote      string  `json:"cwd_note,omitempty" yaml:"cwd_note,omitempty" jsonschema:"how the command could use the given cwd (read-only, or unconfined in subprocess mode)"`
 }
 
 // Command checks req.Command against the allowlist and the cwd rules, then
@@ -94,7 +96,7 @@ func (r *Runner) Command(ctx context.Context, req CommandRequest) (Result, error
 	}
 	argv := []string{r.bash, "-c", req.Command}
 	log := engine.Request{Tool: "execute_command", Code: req.Command, Context: req.Context, Observe: req.Observe}
-	return r.run(ctx, "bash", argv, dir, nil, req.Timeout, log), nil
+	return r.noted(req.Cwd, dir, r.run(ctx, "bash", argv, dir, nil, req.Timeout, log)), nil
 }
 
 // Process checks req.File against the allowlist and the cwd rules, then runs
@@ -126,19 +128,40 @@ func (r *Runner) Process(ctx context.Context, req ProcessRequest) (Result, error
 	argv := append([]string{bin}, req.Args...)
 	log := engine.Request{Tool: "execute_process", Code: quoteArgv(append([]string{req.File}, req.Args...)),
 		Args: req.Args, Stdin: req.Input, Context: req.Context, Observe: req.Observe}
-	return r.run(ctx, "process", argv, dir, req.Input, req.Timeout, log), nil
+	return r.noted(req.Cwd, dir, r.run(ctx, "process", argv, dir, req.Input, req.Timeout, log)), nil
 }
 
-func (r *Runner) cwd(cwd string) (string, error) {
+// cwd resolves the command's directory: ALLOWED_CWD_ROOTS first, then the
+// server's policy for caller directories (forbidden and internal paths are
+// refused; writable only within CODEXEC_WRITABLE_ROOTS).
+func (r *Runner) cwd(cwd string) (pathguard.Dir, error) {
 	opts := r.eng.Options()
-	return r.roots.Resolve(cwd, opts.BaseDir, opts.Home)
+	c, err := r.roots.Resolve(cwd, opts.BaseDir, opts.Home)
+	if err != nil {
+		return pathguard.Dir{}, err
+	}
+	d, err := r.eng.ResolveDir(c)
+	if err != nil && cwd == "" {
+		return pathguard.Dir{}, &CwdError{Msg: fmt.Sprintf("the server's working directory cannot be used (%v); give cwd", err)}
+	}
+	if err != nil {
+		return pathguard.Dir{}, &CwdError{Msg: fmt.Sprintf("cwd %q is not allowed: %v", cwd, err)}
+	}
+	return d, nil
+}
+
+// noted adds what the result must say about a caller's cwd.
+func (r *Runner) noted(given string, dir pathguard.Dir, res Result) Result {
+	res.CwdNote = r.eng.WorkingDirNote(given, dir)
+	return res
 }
 
 // run executes argv in dir through engine.RunProcess. HOME is a fresh
 // per-run directory (removed afterwards): it keeps tools from writing into
 // the server's home and gives the run a unique environment marker, which the
 // subprocess backend uses to find and kill the run's escaped children.
-func (r *Runner) run(ctx context.Context, lang string, argv []string, dir string, stdin *string, timeout time.Duration, log engine.Request) Result {
+func (r *Runner) run(ctx context.Context, lang string, argv []string, wd pathguard.Dir, stdin *string, timeout time.Duration, log engine.Request) Result {
+	dir := wd.Path
 	if timeout == 0 {
 		timeout = r.eng.Options().DefaultTimeout
 	}
@@ -157,7 +180,7 @@ func (r *Runner) run(ctx context.Context, lang string, argv []string, dir string
 	if disk != nil {
 		defer disk.Release()
 	}
-	spec := engine.ProcessSpec{ID: id, Argv: argv, Dir: dir, Env: r.eng.Env(lang, home), Timeout: timeout,
+	spec := engine.ProcessSpec{ID: id, Argv: argv, Dir: dir, DirWritable: wd.Writable, Env: r.eng.Env(lang, home), Timeout: timeout,
 		Network: !r.eng.Backend().Isolated(), TmpDir: engine.TmpDir(disk),
 		OnStdout: log.Observe.For("stdout"), OnStderr: log.Observe.For("stderr")}
 	if stdin != nil {
