@@ -32,19 +32,14 @@ func (a *App) buildFiles(cfg config.Config, opts *engine.Options) (*files.DirSto
 }
 
 // keepArtifacts copies a run's created and modified files into the store
-// under its execution id, read from the host workspace without following
-// symlinks (files.Root), whichever backend or runner ran the code.
-func keepArtifacts(store files.Store) func(context.Context, string, *engine.Result) {
-	return func(ctx context.Context, dir string, res *engine.Result) {
+// under its execution id, read from the workspace without following
+// symlinks and with the sandbox user's rights (a file it could not read is
+// skipped), whichever backend or runner ran the code.
+func keepArtifacts(store files.Store) func(context.Context, *files.Root, *engine.Result) {
+	return func(ctx context.Context, root *files.Root, res *engine.Result) {
 		if len(res.Artifacts) == 0 {
 			return
 		}
-		root, err := files.OpenRoot(dir)
-		if err != nil {
-			slog.Warn("artifacts not kept", "execution_id", res.ExecutionID, "err", err)
-			return
-		}
-		defer root.Close()
 		it, err := store.Keep(ctx, res.ExecutionID, root, res.Artifacts)
 		if err != nil {
 			slog.Warn("artifacts not kept", "execution_id", res.ExecutionID, "err", err)

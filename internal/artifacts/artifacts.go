@@ -1,13 +1,11 @@
 // Package artifacts detects the files a run created, modified or deleted in
 // its working directory, by snapshotting names, sizes and mtimes before and
-// after (seed 000 "Artifact Tracking"). Snapshots are bounded: at most
+// after. Snapshots are bounded: at most
 // MaxEntries files and MaxDepth directory levels are walked, so pointing a run
 // at a huge tree costs a bounded amount of time; Snapshot.Partial reports it.
 package artifacts
 
 import (
-	"io/fs"
-	"path/filepath"
 	"slices"
 	"time"
 )
@@ -38,42 +36,33 @@ type Diff struct {
 	Deleted  []string `json:"deleted"`
 }
 
-// Take walks dir and records every regular file. A missing dir gives an
-// empty snapshot. Symlinks are recorded as entries but never followed.
-func Take(dir string) Snapshot {
-	s := Snapshot{files: map[string]fileInfo{}}
-	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		rel, _ := filepath.Rel(dir, path)
-		if d.IsDir() {
-			if rel != "." && depth(rel) >= MaxDepth {
-				s.Partial = true
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if len(s.files) >= MaxEntries {
-			s.Partial = true
-			return filepath.SkipAll
-		}
-		if info, err := d.Info(); err == nil {
-			s.files[filepath.ToSlash(rel)] = fileInfo{size: info.Size(), mtime: info.ModTime()}
-		}
-		return nil
-	})
-	return s
+// Tree is a directory tree that can be walked without following links:
+// internal/files.Root walks a workspace beneath its directory fd with the
+// sandbox user's rights.
+type Tree interface {
+	// Walk calls visit for every entry that is not a directory, entering
+	// directories down to maxDepth levels and never through a symlink; it
+	// stops when visit returns false. It reports whether it saw everything
+	// (false when it stopped early or left a directory out).
+	Walk(maxDepth int, visit func(rel string, size int64, mtime time.Time) bool) (complete bool)
 }
 
-func depth(rel string) int {
-	n := 1
-	for _, c := range rel {
-		if c == filepath.Separator {
-			n++
-		}
+// Take records every entry of t that is not a directory (symlinks are
+// entries, never followed). A nil t gives an empty snapshot.
+func Take(t Tree) Snapshot {
+	s := Snapshot{files: map[string]fileInfo{}}
+	if t == nil {
+		return s
 	}
-	return n
+	complete := t.Walk(MaxDepth, func(rel string, size int64, mtime time.Time) bool {
+		if len(s.files) >= MaxEntries {
+			return false
+		}
+		s.files[rel] = fileInfo{size: size, mtime: mtime}
+		return true
+	})
+	s.Partial = !complete
+	return s
 }
 
 // Compare returns what changed from before to after.

@@ -7,7 +7,20 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/codexec/codexec/internal/files"
 )
+
+// take snapshots dir through a files.Root, as the engine does.
+func take(t *testing.T, dir string) Snapshot {
+	t.Helper()
+	r, err := files.OpenRoot(dir)
+	if err != nil {
+		return Take(nil)
+	}
+	defer r.Close()
+	return Take(r)
+}
 
 func write(t *testing.T, path, data string) {
 	t.Helper()
@@ -25,7 +38,7 @@ func TestCompare(t *testing.T) {
 	write(t, filepath.Join(dir, "grow.txt"), "a")
 	write(t, filepath.Join(dir, "touch.txt"), "a")
 	write(t, filepath.Join(dir, "gone.txt"), "a")
-	before := Take(dir)
+	before := take(t, dir)
 	write(t, filepath.Join(dir, "grow.txt"), "ab")
 	future := time.Now().Add(time.Hour)
 	if err := os.Chtimes(filepath.Join(dir, "touch.txt"), future, future); err != nil {
@@ -34,7 +47,7 @@ func TestCompare(t *testing.T) {
 	_ = os.Remove(filepath.Join(dir, "gone.txt"))
 	write(t, filepath.Join(dir, "new", "deep", "out.csv"), "x")
 	_ = os.Symlink("/etc/passwd", filepath.Join(dir, "link"))
-	got := Compare(before, Take(dir))
+	got := Compare(before, take(t, dir))
 	want := Diff{Created: []string{"link", "new/deep/out.csv"}, Modified: []string{"grow.txt", "touch.txt"}, Deleted: []string{"gone.txt"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -48,10 +61,10 @@ func TestBounds(t *testing.T) {
 		deep = filepath.Join(deep, "d")
 	}
 	write(t, filepath.Join(deep, "f"), "x")
-	if s := Take(dir); !s.Partial || len(s.files) != 0 {
+	if s := take(t, dir); !s.Partial || len(s.files) != 0 {
 		t.Errorf("depth bound not applied: partial=%v files=%d", s.Partial, len(s.files))
 	}
-	if s := Take(filepath.Join(dir, "missing")); s.Partial || len(s.files) != 0 {
+	if s := take(t, filepath.Join(dir, "missing")); s.Partial || len(s.files) != 0 {
 		t.Error("missing dir should give an empty snapshot")
 	}
 	d := Compare(Snapshot{}, Snapshot{})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/codexec/codexec/internal/diskbound"
 	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/pathguard"
 	"github.com/codexec/codexec/internal/runtime"
@@ -52,9 +53,10 @@ type Options struct {
 	Disks *diskbound.Set
 	// AfterRun, if set, runs after every logged one-shot run (Execute and
 	// code mode), once artifacts are known and before a fresh workspace is
-	// removed: the files toolset keeps the artifacts there. It runs on the
-	// host workspace directory, whatever backend or runner ran the code.
-	AfterRun func(ctx context.Context, dir string, res *Result)
+	// removed: the files toolset keeps the artifacts there. It gets the
+	// workspace opened with the sandbox user's rights (OpenWorkspace),
+	// whatever backend or runner ran the code.
+	AfterRun func(ctx context.Context, ws *files.Root, res *Result)
 }
 
 // Engine runs code. Create it with New.

@@ -16,6 +16,7 @@ import (
 	"github.com/codexec/codexec/internal/codemode"
 	"github.com/codexec/codexec/internal/diskbound"
 	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/pathguard"
 	"github.com/codexec/codexec/internal/runtime"
@@ -83,12 +84,12 @@ type prepareKey struct{}
 // not an artifact); an error makes the run a setup_error. Staged uploads are
 // placed this way. It travels in ctx so that callers in between (run_script's
 // runner, code mode) need not carry it.
-func WithPrepare(ctx context.Context, fn func(dir string) error) context.Context {
+func WithPrepare(ctx context.Context, fn func(ws *files.Root) error) context.Context {
 	return context.WithValue(ctx, prepareKey{}, fn)
 }
 
-func prepareFrom(ctx context.Context) func(dir string) error {
-	fn, _ := ctx.Value(prepareKey{}).(func(dir string) error)
+func prepareFrom(ctx context.Context) func(ws *files.Root) error {
+	fn, _ := ctx.Value(prepareKey{}).(func(ws *files.Root) error)
 	return fn
 }
 
@@ -180,11 +181,36 @@ func (e *Engine) workspace(workingDir string, probe bool) (pathguard.Dir, *diskb
 		return pathguard.Dir{}, nil, nil, err
 	}
 	disk, err := e.BoundDisk(dir, true)
+	if err == nil {
+		err = e.handOver(dir)
+	}
 	if err != nil {
+		releaseDisk(disk)
 		_ = os.Remove(dir)
 		return pathguard.Dir{}, nil, nil, err
 	}
 	return pathguard.Dir{Path: dir, Writable: true}, disk, func() { releaseDisk(disk); _ = os.RemoveAll(dir) }, nil
+}
+
+// handOver gives a fresh workspace of codexec's own to the sandbox user, so
+// that uploads placed in it with that user's rights (WithPrepare) succeed.
+func (e *Engine) handOver(dir string) error {
+	u := e.backend.User()
+	if u.IsServer() {
+		return nil
+	}
+	uid, gid := u.IDs()
+	if err := os.Lchown(dir, uid, gid); err != nil {
+		return fmt.Errorf("create workspace: %w", err)
+	}
+	return nil
+}
+
+// OpenWorkspace opens a run's or session's workspace for the server to act
+// on with the sandbox user's rights (files.OpenWorkspace); writable says
+// whether its code may write there. The caller closes it.
+func (e *Engine) OpenWorkspace(dir string, writable bool) (*files.Root, error) {
+	return files.OpenWorkspace(dir, e.backend.User(), writable)
 }
 
 // ResolveDir checks a caller's directory (working_dir, cwd) against the
@@ -251,12 +277,17 @@ func (e *Engine) buildAndRun(ctx context.Context, res Result, id, lang, dir stri
 			_ = os.RemoveAll(progDir)
 		}
 	}()
+	ws, err := e.OpenWorkspace(dir, req.dirWritable)
+	if err != nil {
+		return setupError(res, err.Error())
+	}
+	defer ws.Close()
 	if prep := prepareFrom(ctx); prep != nil && !req.NoLog {
-		if err := prep(dir); err != nil {
+		if err := prep(ws); err != nil {
 			return setupError(res, "placing uploaded files: "+err.Error())
 		}
 	}
-	before := artifacts.Take(dir)
+	before := artifacts.Take(ws)
 	spec := ProcessSpec{ID: id, Argv: prog.Argv, Dir: dir, DirWritable: req.dirWritable, Env: e.Env(lang, dir),
 		Stdin: stdinReader(req.Stdin), Timeout: req.Timeout, ProgramDir: progDir, Warm: warmKind(lang),
 		OnStdout: req.Observe.For("stdout"), OnStderr: req.Observe.For("stderr"), TmpDir: TmpDir(disk),
@@ -277,11 +308,11 @@ func (e *Engine) buildAndRun(ctx context.Context, res Result, id, lang, dir stri
 	if post != nil {
 		post(dir)
 	}
-	res.Diff = artifacts.Compare(before, artifacts.Take(dir))
+	res.Diff = artifacts.Compare(before, artifacts.Take(ws))
 	res.Artifacts = append(append(res.Artifacts, res.Diff.Created...), res.Diff.Modified...)
 	res = NoteDiskFull(fillOutcome(res, oc, req.Timeout, e.opts.Limits.MemoryBytes), disk)
 	if e.opts.AfterRun != nil && !req.NoLog {
-		e.opts.AfterRun(ctx, dir, &res)
+		e.opts.AfterRun(ctx, ws, &res)
 	}
 	return res
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path"
 	"sort"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,6 +24,10 @@ type Listing struct {
 // symlink, at most MaxDepth levels). At most limit entries are returned.
 // Symlinks, FIFOs and the like are listed with their type but not followed.
 func (r *Root) List(p string, recursive bool, limit int) (Listing, error) {
+	return within(r, func() (Listing, error) { return r.list(p, recursive, limit) })
+}
+
+func (r *Root) list(p string, recursive bool, limit int) (Listing, error) {
 	rel, err := Clean(p)
 	if err != nil {
 		return Listing{}, err
@@ -88,4 +93,62 @@ func (r *Root) Usage(maxEntries int) (total int64, complete bool) {
 		}
 	}
 	return total, !l.Truncated
+}
+
+// Walk visits every entry beneath the root that is not a directory, with
+// its slash-separated path, size and mtime, entering directories (never
+// through a symlink, each opened beneath its parent's fd) down to maxDepth
+// levels. It stops when visit returns false, and reports whether it saw
+// everything. It runs with the root's identity, so it sees exactly what the
+// sandbox user can list. Errors (an entry removed meanwhile, a directory
+// the sandbox user cannot read) leave that part out.
+func (r *Root) Walk(maxDepth int, visit func(rel string, size int64, mtime time.Time) bool) (complete bool) {
+	complete, _ = within(r, func() (bool, error) {
+		fd, err := unix.Openat(r.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return false, nil
+		}
+		w := walker{maxDepth: maxDepth, visit: visit, complete: true}
+		w.dir(fd, "", 0)
+		return w.complete && !w.stopped, nil
+	})
+	return complete
+}
+
+// walker is the state of one Walk.
+type walker struct {
+	maxDepth          int
+	visit             func(string, int64, time.Time) bool
+	complete, stopped bool
+}
+
+// dir walks the directory fd (which it closes) whose path is rel. A
+// directory the identity cannot read is invisible to it, not a gap.
+func (w *walker) dir(fd int, rel string, depth int) {
+	d := os.NewFile(uintptr(fd), rel)
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return
+	}
+	for _, name := range names {
+		var st unix.Stat_t
+		if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+			continue // vanished meanwhile
+		}
+		p := path.Join(rel, name)
+		switch {
+		case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+			w.stopped = !w.visit(p, st.Size, time.Unix(st.Mtim.Unix()))
+		case depth+1 >= w.maxDepth:
+			w.complete = false
+		default:
+			if sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+				w.dir(sub, p, depth+1)
+			}
+		}
+		if w.stopped {
+			return
+		}
+	}
 }

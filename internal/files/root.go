@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/codexec/codexec/internal/confine"
 )
 
 // Errors callers can test with errors.Is.
@@ -48,6 +50,12 @@ type Root struct {
 	fd       int
 	dir      string
 	uid, gid int
+	// as is whose rights every operation beneath the root runs with (the
+	// zero Identity: the server's own).
+	as confine.Identity
+	// readOnly refuses writes (a caller's directory the sandbox may not
+	// write).
+	readOnly bool
 }
 
 // OpenRoot opens dir (which must be a real directory, not a symlink). Files
@@ -64,6 +72,34 @@ func OpenRoot(dir string) (*Root, error) {
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
 	return &Root{fd: fd, dir: dir, uid: int(st.Uid), gid: int(st.Gid)}, nil
+}
+
+// OpenWorkspace opens a run's or session's workspace dir for the server to
+// act on for the sandbox: every lookup, read, listing and write beneath it
+// runs with as's rights (see internal/confine), so nothing the sandbox user
+// could not read is read, and nothing it could not write is written.
+// Without writable, writes are refused outright (a caller's directory the
+// sandbox has read-only). The directory itself is opened with the server's
+// rights: its path was checked by the caller, and the sandbox reaches it
+// through a mount even when it could not traverse its parents.
+func OpenWorkspace(dir string, as confine.Identity, writable bool) (*Root, error) {
+	r, err := OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	r.as, r.readOnly = as, !writable
+	return r, nil
+}
+
+// within runs fn with the root's identity.
+func within[T any](r *Root, fn func() (T, error)) (T, error) {
+	var out T
+	err := r.as.Do(func() error {
+		var err error
+		out, err = fn()
+		return err
+	})
+	return out, err
 }
 
 // Close releases the directory fd.
@@ -174,6 +210,10 @@ type File struct {
 // (which could be another name for a file the sandbox could not otherwise
 // reach) are refused before a byte is read.
 func (r *Root) Open(p string) (*File, error) {
+	return within(r, func() (*File, error) { return r.open(p) })
+}
+
+func (r *Root) open(p string) (*File, error) {
 	rel, err := Clean(p)
 	if err != nil {
 		return nil, err
@@ -247,6 +287,10 @@ func (r *Root) Read(p string, offset, length, max int64) ([]byte, Entry, error) 
 
 // Stat describes rel without following a final symlink (for listings).
 func (r *Root) Stat(p string) (Entry, error) {
+	return within(r, func() (Entry, error) { return r.stat(p) })
+}
+
+func (r *Root) stat(p string) (Entry, error) {
 	rel, err := Clean(p)
 	if err != nil {
 		return Entry{}, err

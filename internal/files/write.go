@@ -41,6 +41,13 @@ type Written struct {
 // of that name is replaced (the link itself, never its target), a directory
 // never is.
 func (r *Root) Write(p string, src io.Reader, o WriteOptions) (Written, error) {
+	if r.readOnly {
+		return Written{}, fmt.Errorf("%s is read-only to sandboxed code, so nothing is written there; an operator can make it writable with CODEXEC_WRITABLE_ROOTS", r.dir)
+	}
+	return within(r, func() (Written, error) { return r.write(p, src, o) })
+}
+
+func (r *Root) write(p string, src io.Reader, o WriteOptions) (Written, error) {
 	rel, err := Clean(p)
 	if err != nil {
 		return Written{}, err

@@ -130,7 +130,7 @@ func (s *Server) sessionTarget(ctx context.Context, id string) (target, error) {
 	if err != nil {
 		return target{}, errors.New(sessionError(err))
 	}
-	root, err := files.OpenRoot(sess.Workspace)
+	root, err := s.deps.Engine.OpenWorkspace(sess.Workspace, sess.Writable())
 	if err != nil {
 		return target{}, err
 	}
@@ -286,14 +286,7 @@ func (s *Server) stageUploads(ctx context.Context, ids []string) (context.Contex
 			return ctx, fmt.Errorf("files: %w", err)
 		}
 	}
-	return engine.WithPrepare(ctx, func(dir string) error {
-		root, err := files.OpenRoot(dir)
-		if err != nil {
-			return err
-		}
-		defer root.Close()
-		return s.copyUploads(ctx, ids, root)
-	}), nil
+	return engine.WithPrepare(ctx, func(ws *files.Root) error { return s.copyUploads(ctx, ids, ws) }), nil
 }
 
 // copyUploads writes staged uploads into root (a session's workspace or a

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"github.com/codexec/codexec/internal/confine"
+
 	"context"
 	"errors"
 	"fmt"
@@ -99,6 +101,9 @@ func (*Container) Name() string { return "docker" }
 
 // Isolated returns true.
 func (*Container) Isolated() bool { return true }
+
+// User is the unprivileged host user programs run as.
+func (c *Container) User() confine.Identity { return confine.As(c.opts.UID, c.opts.UID) }
 
 // Start runs spec in a new container named after spec.ID, or in a warm
 // container when spec can run in one and one is ready.

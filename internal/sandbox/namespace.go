@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"github.com/codexec/codexec/internal/confine"
+
 	"context"
 	"errors"
 	"fmt"
@@ -208,6 +210,9 @@ func (*Namespace) Name() string { return "namespace" }
 
 // Isolated returns true.
 func (*Namespace) Isolated() bool { return true }
+
+// User is the unprivileged host user programs run as.
+func (n *Namespace) User() confine.Identity { return confine.As(n.opts.UID, n.opts.GID) }
 
 // Start starts spec in a fresh sandbox. spec.Network is refused. A warm
 // runner is used when spec.Warm asks for one and one is ready; else a pooled

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
 )
 
 // rootLinks are the top-level entries that are symlinks into /usr on merged

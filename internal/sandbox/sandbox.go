@@ -8,6 +8,8 @@
 package sandbox
 
 import (
+	"github.com/codexec/codexec/internal/confine"
+
 	"context"
 	"io"
 	"os"
@@ -131,6 +133,10 @@ type Backend interface {
 	// Isolated reports whether programs are confined (no host filesystem,
 	// no network, resource limits). Subprocess mode returns false.
 	Isolated() bool
+	// User is the identity programs' file access has on the host; the
+	// server acts on their files (artifacts, uploads, downloads) with
+	// exactly it. Subprocess mode's is the server's own.
+	User() confine.Identity
 }
 
 // pipeOut returns a writable *os.File for w and a function that copies what

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"github.com/codexec/codexec/internal/confine"
+
 	"context"
 	"fmt"
 	"os/exec"
@@ -44,6 +46,9 @@ func (*Subprocess) Name() string { return "subprocess" }
 
 // Isolated returns false: subprocess mode confines nothing but the environment.
 func (*Subprocess) Isolated() bool { return false }
+
+// User is the server's own identity: programs run with its rights.
+func (*Subprocess) User() confine.Identity { return confine.Identity{} }
 
 // Start starts spec as a host process in its own process group, or in a
 // warm runner when spec can run in one and one is ready.

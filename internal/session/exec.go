@@ -46,10 +46,15 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 		return engine.Result{}, fmt.Errorf("session %s was closed", s.ID)
 	}
 	started := time.Now()
-	before := artifacts.Take(s.Workspace)
+	ws, err := m.eng.OpenWorkspace(s.Workspace, s.writable)
+	if err != nil {
+		return engine.Result{}, fmt.Errorf("session %s: workspace: %w", s.ID, err)
+	}
+	defer ws.Close()
+	before := artifacts.Take(ws)
 	oc := s.exec(ctx, req.Code, req.Timeout, m.opts.KillGrace, m.eng.Options().Output, req.Observe)
 	res := engine.NoteDiskFull(m.result(s, oc, req.Timeout), s.disk)
-	res.Diff = artifacts.Compare(before, artifacts.Take(s.Workspace))
+	res.Diff = artifacts.Compare(before, artifacts.Take(ws))
 	res.Artifacts = append(append(res.Artifacts, res.Diff.Created...), res.Diff.Modified...)
 	if oc.lost {
 		m.lose(s, oc)

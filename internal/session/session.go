@@ -296,3 +296,7 @@ func (s *Session) info() Info {
 		Status: status, StartedAt: s.StartedAt, LastActivity: s.lastActivity, Executions: s.executions,
 		Pid: pid, MemoryMB: float64(s.rssKB) / 1024, Packages: pkgs}
 }
+
+// Writable reports whether the session's code may write its workspace
+// (false for a caller's working_dir outside the writable roots).
+func (s *Session) Writable() bool { return s.writable }

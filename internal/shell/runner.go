@@ -142,7 +142,9 @@ func (r *Runner) cwd(cwd string) (pathguard.Dir, error) {
 	}
 	d, err := r.eng.ResolveDir(c)
 	if err != nil && cwd == "" {
-		return pathguard.Dir{}, &CwdError{Msg: fmt.Sprintf("the server's working directory cannot be used (%v); give cwd", err)}
+		// The server's own directory is refused (e.g. it is the data
+		// directory): the command gets a fresh, empty one instead.
+		return pathguard.Dir{}, nil
 	}
 	if err != nil {
 		return pathguard.Dir{}, &CwdError{Msg: fmt.Sprintf("cwd %q is not allowed: %v", cwd, err)}
@@ -153,6 +155,9 @@ func (r *Runner) cwd(cwd string) (pathguard.Dir, error) {
 // noted adds what the result must say about a caller's cwd.
 func (r *Runner) noted(given string, dir pathguard.Dir, res Result) Result {
 	res.CwdNote = r.eng.WorkingDirNote(given, dir)
+	if dir.Path == "" {
+		res.CwdNote = "the server's working directory may not be used by commands, so this one ran in a fresh empty directory"
+	}
 	return res
 }
 
@@ -172,8 +177,16 @@ func (r *Runner) run(ctx context.Context, lang string, argv []string, wd pathgua
 		return r.failed(id, lang, dir, fmt.Sprintf("cannot create the run's home directory: %v", err))
 	}
 	defer cleanup()
-	// The caller's directory is a host directory; /tmp gets a bounded disk.
-	disk, err := r.eng.BoundDisk(dir, false)
+	// An empty wd is a fresh workspace of codexec's own (bounded as a
+	// whole); a caller's directory is a host directory, only /tmp is.
+	owned := dir == ""
+	if owned {
+		if dir, err = r.eng.NewWorkspace(id + "_cwd"); err != nil {
+			return r.failed(id, lang, dir, err.Error())
+		}
+		defer os.RemoveAll(dir)
+	}
+	disk, err := r.eng.BoundDisk(dir, owned)
 	if err != nil {
 		return r.failed(id, lang, dir, err.Error())
 	}
