@@ -1,7 +1,9 @@
 // Command codexec is an MCP server that runs code for AI agents in a sandbox.
 //
 //	codexec [serve] [flags]   serve MCP over stdio (the default)
-//	codexec doctor [flags]    report which sandbox modes work on this host
+//	codexec doctor [--repair-acls] [flags]
+//	                          report which sandbox modes work on this host and
+//	                          ACL grants earlier versions left (and remove them)
 //	codexec env               list every environment variable and its default
 //
 // main only parses configuration and wires the packages together; see
@@ -45,6 +47,10 @@ func run(args []string) int {
 		}
 		return 0
 	}
+	repairACLs := false
+	if cmd == "doctor" {
+		repairACLs, args = takeFlag(args, "--repair-acls")
+	}
 	home, _ := os.UserHomeDir()
 	cfg, err := config.Load(args, os.Getenv, home, os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -68,7 +74,7 @@ func run(args []string) int {
 	case "serve":
 		err = app.Serve(ctx, cfg, env)
 	case "doctor":
-		return app.Doctor(ctx, cfg, env, os.Stdout)
+		return app.Doctor(ctx, cfg, env, os.Stdout, repairACLs)
 	default:
 		err = fmt.Errorf("unknown command %q (serve, doctor, env)", cmd)
 	}
@@ -77,6 +83,21 @@ func run(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// takeFlag removes a boolean flag (also spelled with one dash) from args and
+// reports whether it was there.
+func takeFlag(args []string, name string) (bool, []string) {
+	var out []string
+	found := false
+	for _, a := range args {
+		if a == name || a == name[1:] {
+			found = true
+			continue
+		}
+		out = append(out, a)
+	}
+	return found, out
 }
 
 // startProfile writes a CPU profile of the whole run to path (a developer

@@ -102,8 +102,10 @@ func containerOptions(cfg config.Config, env HostEnv) sandbox.ContainerOptions {
 }
 
 // Doctor prints which sandbox modes work on this host and why not, and
-// returns a non-zero exit code when the configured mode cannot run.
-func Doctor(ctx context.Context, cfg config.Config, env HostEnv, w io.Writer) int {
+// returns a non-zero exit code when the configured mode cannot run. It also
+// reports ACL grants earlier versions left on host directories, and with
+// repairACLs removes the ones codexec made.
+func Doctor(ctx context.Context, cfg config.Config, env HostEnv, w io.Writer, repairACLs bool) int {
 	langs := runtime.Discover(ctx, runtime.Overrides(cfg.Interpreters), env.Path)
 	fmt.Fprintf(w, "configured mode: %s\n", cfg.SandboxMode)
 	fmt.Fprintln(w, "subprocess: available (NO isolation: host filesystem, network, no resource limits)")
@@ -111,6 +113,7 @@ func Doctor(ctx context.Context, cfg config.Config, env HostEnv, w io.Writer) in
 	ctErr := doctorContainer(ctx, cfg, env, langs, w)
 	doctorDisks(cfg, w)
 	doctorUpstreams(ctx, cfg, env, w)
+	doctorACLs(cfg, env, w, repairACLs)
 	var err error
 	switch cfg.SandboxMode {
 	case config.ModeNamespace:
