@@ -33,6 +33,8 @@ type execResult struct {
 	Artifacts     []string `json:"artifacts"`
 	SandboxMode   string   `json:"sandbox_mode"`
 	SessionID     *string  `json:"session_id"`
+	// WorkingDirNote says how the code could use a caller's working_dir.
+	WorkingDirNote string `json:"working_dir_note"`
 }
 
 func (s *server) exec(args map[string]any) (execResult, *mcp.CallToolResult) {

@@ -1,0 +1,337 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
+)
+
+// edgeFixture is host state that callers' directories point at. Everything
+// lives below one test directory standing in for system places (the tests
+// never touch real ones).
+type edgeFixture struct {
+	base     string
+	sysDir   string // root-owned 0755 with an executable, like /usr/local/bin
+	private  string // root-owned 0700 holding a 0600 secret
+	rwRoot   string // CODEXEC_WRITABLE_ROOTS
+	rwOpen   string // world-writable dir under the writable root, holding a root-only file
+	dataDir  string
+	otherWS  string // another session's workspace
+	mode     string
+	isolated bool
+}
+
+const (
+	edgeSecret     = "root-only-secret-4410"
+	edgeToolScript = "#!/bin/sh\necho genuine\n"
+)
+
+// edgeCase is one attack on the edge between a caller's arguments and the
+// host. refused: the call must be refused with a message containing it;
+// otherwise check inspects what happened.
+type edgeCase struct {
+	name         string
+	isolatedOnly bool
+	tool         string
+	args         func(f *edgeFixture) map[string]any
+	refused      string
+	check        func(t *testing.T, s *server, f *edgeFixture, res *mcp.CallToolResult)
+}
+
+func TestEdgeAttacks(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the edge attacks need a root server (as deployed) to mean anything")
+	}
+	for _, m := range sandboxModes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			if why := modeAvailable(t, m.name, m.env...); why != "" {
+				t.Skipf("%s mode unavailable on this host:\n%s", m.name, why)
+			}
+			f := newEdgeFixture(t)
+			f.mode, f.isolated = m.name, m.name != "subprocess"
+			env := append([]string{"CODEXEC_SANDBOX_MODE=" + m.name, "CODEXEC_WRITABLE_ROOTS=" + f.rwRoot,
+				"ALLOWED_COMMANDS=touch,echo,cat,mv,ls,sh"}, m.env...)
+			s := start(t, env...)
+			f.dataDir = s.DataDir
+			victim := s.startSession("python")
+			if r, isErr := s.send(victim.SessionID, "open('mine.txt','w').write('victim-data-9981')", nil); isErr || r.Status != "success" {
+				t.Fatalf("victim session: %+v", r)
+			}
+			f.otherWS = findFile(t, filepath.Join(f.dataDir, "sandbox"), "mine.txt")
+			if err := os.Symlink(filepath.Join(f.dataDir, "sandbox"), filepath.Join(f.base, "innocent")); err != nil {
+				t.Fatal(err)
+			}
+			before := metadata(t, f.base)
+			for _, c := range edgeCases() {
+				t.Run(c.name, func(t *testing.T) {
+					if c.isolatedOnly && !f.isolated {
+						t.Skip("subprocess mode runs code with the server's rights (SECURITY.md)")
+					}
+					res := s.call(c.tool, c.args(f))
+					if c.refused != "" {
+						if !res.IsError || !strings.Contains(text(res), c.refused) {
+							t.Fatalf("want a refusal containing %q, got: %s", c.refused, text(res))
+						}
+						return
+					}
+					c.check(t, s, f, res)
+				})
+			}
+			if f.isolated {
+				if diff := cmp.Diff(before, metadata(t, f.base)); diff != "" {
+					t.Errorf("host metadata changed (-before +after):\n%s", diff)
+				}
+			}
+			if b, err := os.ReadFile(filepath.Join(f.otherWS, "mine.txt")); err != nil || string(b) != "victim-data-9981" {
+				t.Errorf("another session's file changed: %q %v", b, err)
+			}
+		})
+	}
+}
+
+func edgeCases() []edgeCase {
+	code := func(dir, src string) func(*edgeFixture) map[string]any {
+		return func(f *edgeFixture) map[string]any {
+			return map[string]any{"language": "bash", "working_dir": f.pick(dir), "code": src}
+		}
+	}
+	refusedDir := func(name, dir, want string) edgeCase {
+		return edgeCase{name: name, tool: "execute_code", args: code(dir, "echo RAN"), refused: want}
+	}
+	return []edgeCase{
+		{name: "write_system_dir", isolatedOnly: true, tool: "execute_code",
+			args: code("sys", "touch x && echo WROTE; echo pwned > tool && echo REPLACED; mv tool t2 && echo RENAMED; echo done"),
+			check: func(t *testing.T, s *server, f *edgeFixture, res *mcp.CallToolResult) {
+				r := decodeExec(t, res)
+				if strings.Contains(r.Stdout, "WROTE") || strings.Contains(r.Stdout, "REPLACED") || strings.Contains(r.Stdout, "RENAMED") {
+					t.Errorf("the sandbox changed a read-only working_dir: %q", r.Stdout)
+				}
+				if b, _ := os.ReadFile(filepath.Join(f.sysDir, "tool")); string(b) != edgeToolScript {
+					t.Errorf("tool = %q", b)
+				}
+				if r.WorkingDirNote == "" || !strings.Contains(r.WorkingDirNote, "read-only") {
+					t.Errorf("working_dir_note = %q, want it to say read-only", r.WorkingDirNote)
+				}
+			}},
+		{name: "read_up_by_rename_private", isolatedOnly: true, tool: "execute_code",
+			args: code("private", "mv secret.txt stolen.txt; cat stolen.txt secret.txt; echo done"),
+			check: func(t *testing.T, s *server, f *edgeFixture, res *mcp.CallToolResult) {
+				r := decodeExec(t, res)
+				if strings.Contains(r.Stdout, edgeSecret) {
+					t.Errorf("the sandbox read a root-only file: %q", r.Stdout)
+				}
+				if _, err := os.Stat(filepath.Join(f.private, "secret.txt")); err != nil {
+					t.Errorf("the host file was renamed: %v", err)
+				}
+				noDownload(t, s, r.ExecutionID, "stolen.txt")
+			}},
+		{name: "read_up_by_rename_writable_root", isolatedOnly: true, tool: "execute_code",
+			args: code("rwopen", "mv root-secret stolen.txt && echo MOVED; cat stolen.txt; echo done"),
+			check: func(t *testing.T, s *server, f *edgeFixture, res *mcp.CallToolResult) {
+				r := decodeExec(t, res)
+				if strings.Contains(r.Stdout, edgeSecret) {
+					t.Errorf("the sandbox read a root-only file: %q", r.Stdout)
+				}
+				// The directory lets anyone rename in it; the server must
+				// still not copy what the sandbox user cannot read.
+				if !strings.Contains(r.Stdout, "MOVED") || !slices.Contains(r.Artifacts, "stolen.txt") {
+					t.Fatalf("the attack's rename did not happen, so nothing was tested: %+v", r)
+				}
+				noDownload(t, s, r.ExecutionID, "stolen.txt")
+				_ = os.Rename(filepath.Join(f.rwOpen, "stolen.txt"), filepath.Join(f.rwOpen, "root-secret"))
+			}},
+		{name: "writable_root_writes", isolatedOnly: true, tool: "execute_code",
+			args: code("rwopen", "echo hi > made.txt && cat made.txt"),
+			check: func(t *testing.T, s *server, f *edgeFixture, res *mcp.CallToolResult) {
+				r := decodeExec(t, res)
+				if r.Stdout != "hi\n" || r.WorkingDirNote != "" {
+					t.Errorf("a writable root is not writable: %+v", r)
+				}
+				if got := s.download(map[string]any{"execution_id": r.ExecutionID, "path": "made.txt"}); string(got) != "hi\n" {
+					t.Errorf("artifact = %q", got)
+				}
+				_ = os.Remove(filepath.Join(f.rwOpen, "made.txt"))
+			}},
+		refusedDir("sandbox_dir", "sandbox", "codexec's own data"),
+		refusedDir("data_dir", "data", "codexec's own data"),
+		refusedDir("log_dir", "logs", "codexec's own data"),
+		// Bounded disks exist in isolated modes only.
+		{name: "disks_dir", isolatedOnly: true, tool: "execute_code", args: code("disks", "echo RAN"), refused: "codexec's own data"},
+		refusedDir("other_session_workspace", "otherws", "codexec's own data"),
+		refusedDir("root_dir", "/", "whole host"),
+		refusedDir("etc", "/etc", "forbidden"),
+		refusedDir("symlink_to_sandbox_dir", "sandbox-link", "codexec's own data"),
+		{name: "session_in_other_workspace", tool: "start_session", refused: "codexec's own data",
+			args: func(f *edgeFixture) map[string]any {
+				return map[string]any{"language": "python", "working_dir": f.otherWS}
+			}},
+		{name: "command_cwd_data_dir", tool: "execute_command", refused: "codexec's own data",
+			args: func(f *edgeFixture) map[string]any {
+				return map[string]any{"command": "ls", "cwd": f.dataDir}
+			}},
+		{name: "command_writes_system_dir", isolatedOnly: true, tool: "execute_command",
+			args: func(f *edgeFixture) map[string]any {
+				return map[string]any{"command": "touch x; echo pwned > tool; echo done", "cwd": f.sysDir}
+			},
+			check: func(t *testing.T, s *server, f *edgeFixture, res *mcp.CallToolResult) {
+				if b, _ := os.ReadFile(filepath.Join(f.sysDir, "tool")); string(b) != edgeToolScript {
+					t.Errorf("tool = %q", b)
+				}
+				if _, err := os.Stat(filepath.Join(f.sysDir, "x")); err == nil {
+					t.Error("the command created a file in a read-only cwd")
+				}
+				if !strings.Contains(text(res), "cwd_note") {
+					t.Errorf("no cwd_note in %s", text(res))
+				}
+			}},
+		{name: "upload_into_read_only_session", isolatedOnly: true, tool: "start_session",
+			args: func(f *edgeFixture) map[string]any {
+				return map[string]any{"language": "python", "working_dir": f.sysDir}
+			},
+			check: func(t *testing.T, s *server, f *edgeFixture, res *mcp.CallToolResult) {
+				var out startOut
+				decodeStructured(t, res, &out)
+				_, up := s.upload(map[string]any{"session_id": out.SessionID, "path": "planted", "content": "x"})
+				if !up.IsError || !strings.Contains(text(up), "read-only") {
+					t.Errorf("upload into a read-only working_dir: %s", text(up))
+				}
+				if _, err := os.Stat(filepath.Join(f.sysDir, "planted")); err == nil {
+					t.Error("the server wrote into a read-only working_dir")
+				}
+				s.call("close_session", map[string]any{"session_id": out.SessionID})
+			}},
+	}
+}
+
+// pick names a fixture directory.
+func (f *edgeFixture) pick(name string) string {
+	switch name {
+	case "sys":
+		return f.sysDir
+	case "private":
+		return f.private
+	case "rwopen":
+		return f.rwOpen
+	case "sandbox":
+		return filepath.Join(f.dataDir, "sandbox")
+	case "data":
+		return f.dataDir
+	case "logs":
+		return filepath.Join(f.dataDir, "logs")
+	case "disks":
+		return filepath.Join(f.dataDir, "sandbox", ".disks")
+	case "otherws":
+		return f.otherWS
+	case "sandbox-link":
+		return filepath.Join(f.base, "innocent")
+	}
+	return name
+}
+
+func newEdgeFixture(t *testing.T) *edgeFixture {
+	base := t.TempDir()
+	f := &edgeFixture{base: base, sysDir: filepath.Join(base, "bin"), private: filepath.Join(base, "private"),
+		rwRoot: filepath.Join(base, "rw")}
+	f.rwOpen = filepath.Join(f.rwRoot, "open")
+	for _, d := range []struct {
+		path string
+		mode os.FileMode
+	}{{filepath.Dir(base), 0o755}, {base, 0o755}, {f.sysDir, 0o755}, {f.private, 0o700}, {f.rwRoot, 0o755}, {f.rwOpen, 0o777}} {
+		if err := os.MkdirAll(d.path, d.mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d.path, d.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, w := range []struct {
+		path, data string
+		mode       os.FileMode
+	}{{filepath.Join(f.sysDir, "tool"), edgeToolScript, 0o755}, {filepath.Join(f.private, "secret.txt"), edgeSecret, 0o600},
+		{filepath.Join(f.rwOpen, "root-secret"), edgeSecret, 0o600}} {
+		if err := os.WriteFile(w.path, []byte(w.data), w.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+// metadata lists every entry below base with its owner, mode and extended
+// attributes (ACLs among them).
+func metadata(t *testing.T, base string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	_ = filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		var st syscall.Stat_t
+		if syscall.Lstat(p, &st) != nil {
+			return nil
+		}
+		out[p] = fmt.Sprintf("uid=%d gid=%d mode=%o xattrs=%v", st.Uid, st.Gid, st.Mode, xattrs(p))
+		return nil
+	})
+	return out
+}
+
+func xattrs(p string) []string {
+	buf := make([]byte, 4096)
+	n, err := unix.Llistxattr(p, buf)
+	if err != nil || n == 0 {
+		return nil
+	}
+	names := strings.Split(strings.TrimRight(string(buf[:n]), "\x00"), "\x00")
+	slices.Sort(names)
+	return names
+}
+
+// findFile returns the directory below root holding a file named name.
+func findFile(t *testing.T, root, name string) string {
+	t.Helper()
+	var dir string
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Name() == name && !d.IsDir() {
+			dir = filepath.Dir(p)
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	if dir == "" {
+		t.Fatalf("no %s below %s", name, root)
+	}
+	return dir
+}
+
+func decodeExec(t *testing.T, res *mcp.CallToolResult) execResult {
+	t.Helper()
+	if res.IsError {
+		t.Fatalf("tool error: %s", text(res))
+	}
+	var r execResult
+	decodeStructured(t, res, &r)
+	return r
+}
+
+// noDownload asserts the run's file name was neither kept nor served.
+func noDownload(t *testing.T, s *server, execID, name string) {
+	t.Helper()
+	res := s.call("download_file", map[string]any{"execution_id": execID, "path": name})
+	if !res.IsError || strings.Contains(text(res), edgeSecret) {
+		t.Errorf("download of %s served: %s", name, text(res))
+	}
+	uri := "codexec://executions/" + execID + "/files/" + name
+	if rr, err := s.Session.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: uri}); err == nil {
+		t.Errorf("resources/read %s served %d contents", uri, len(rr.Contents))
+	}
+}
