@@ -162,6 +162,17 @@ func edgeCases() []edgeCase {
 				}
 				_ = os.Remove(filepath.Join(f.rwOpen, "made.txt"))
 			}},
+		{name: "writable_root_without_permission", isolatedOnly: true, tool: "execute_code",
+			args: code("rw", "touch y && echo WROTE; echo done"),
+			check: func(t *testing.T, s *server, f *edgeFixture, res *mcp.CallToolResult) {
+				r := decodeExec(t, res)
+				if strings.Contains(r.Stdout, "WROTE") {
+					t.Errorf("the sandbox wrote where the directory's permissions forbid it: %q", r.Stdout)
+				}
+				if !strings.Contains(r.WorkingDirNote, "never changes them") || !strings.Contains(r.WorkingDirNote, "setfacl") {
+					t.Errorf("working_dir_note = %q, want it to say how to grant access", r.WorkingDirNote)
+				}
+			}},
 		refusedDir("sandbox_dir", "sandbox", "codexec's own data"),
 		refusedDir("data_dir", "data", "codexec's own data"),
 		refusedDir("log_dir", "logs", "codexec's own data"),
@@ -222,6 +233,8 @@ func (f *edgeFixture) pick(name string) string {
 		return f.private
 	case "rwopen":
 		return f.rwOpen
+	case "rw":
+		return f.rwRoot
 	case "sandbox":
 		return filepath.Join(f.dataDir, "sandbox")
 	case "data":

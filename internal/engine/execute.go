@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/codexec/codexec/internal/artifacts"
 	"github.com/codexec/codexec/internal/codemode"
 	"github.com/codexec/codexec/internal/diskbound"
@@ -220,8 +222,8 @@ func (e *Engine) ResolveDir(dir string) (pathguard.Dir, error) {
 }
 
 // WorkingDirNote is what a result says about a caller's directory: empty
-// for codexec's own workspaces (given is empty) and writable directories in
-// isolated modes.
+// for codexec's own workspaces (given is empty) and for writable
+// directories the sandbox user may really write, in isolated modes.
 func (e *Engine) WorkingDirNote(given string, dir pathguard.Dir) string {
 	switch {
 	case given == "":
@@ -230,8 +232,24 @@ func (e *Engine) WorkingDirNote(given string, dir pathguard.Dir) string {
 		return "subprocess mode: the code ran unconfined with the server's rights; " + dir.Path + " was not protected"
 	case !dir.Writable:
 		return dir.Path + " is read-only to the code; an operator can make it writable with CODEXEC_WRITABLE_ROOTS"
+	case !e.userCanWrite(dir.Path):
+		uid, _ := e.backend.User().IDs()
+		return fmt.Sprintf("%s is in CODEXEC_WRITABLE_ROOTS, but its permissions do not let the sandbox user (uid %d) write it, "+
+			"and codexec never changes them: an operator can grant it (e.g. setfacl -m u:%d:rwx %s)", dir.Path, uid, uid, dir.Path)
 	}
 	return ""
+}
+
+// userCanWrite reports whether the sandbox user may create entries in dir
+// (write and search permission on the directory itself; the sandbox reaches
+// it through a mount, whatever its parents allow).
+func (e *Engine) userCanWrite(dir string) bool {
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	return e.backend.User().Do(func() error { return unix.Faccessat(fd, ".", unix.W_OK|unix.X_OK, unix.AT_EACCESS) }) == nil
 }
 
 // runCode builds and runs the program; post, if non-nil, runs after the
