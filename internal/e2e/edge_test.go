@@ -105,12 +105,18 @@ func edgeCases() []edgeCase {
 			return map[string]any{"language": "bash", "working_dir": f.pick(dir), "code": src}
 		}
 	}
+	// py runs python (the docker test image has no coreutils).
+	py := func(dir, src string) func(*edgeFixture) map[string]any {
+		return func(f *edgeFixture) map[string]any {
+			return map[string]any{"language": "python", "working_dir": f.pick(dir), "code": src}
+		}
+	}
 	refusedDir := func(name, dir, want string) edgeCase {
 		return edgeCase{name: name, tool: "execute_code", args: code(dir, "echo RAN"), refused: want}
 	}
 	return []edgeCase{
 		{name: "write_system_dir", isolatedOnly: true, tool: "execute_code",
-			args: code("sys", "touch x && echo WROTE; echo pwned > tool && echo REPLACED; mv tool t2 && echo RENAMED; echo done"),
+			args: code("sys", ": > x && echo WROTE; echo pwned > tool && echo REPLACED; echo done"),
 			check: func(t *testing.T, s *server, f *edgeFixture, res *mcp.CallToolResult) {
 				r := decodeExec(t, res)
 				if strings.Contains(r.Stdout, "WROTE") || strings.Contains(r.Stdout, "REPLACED") || strings.Contains(r.Stdout, "RENAMED") {
@@ -123,8 +129,25 @@ func edgeCases() []edgeCase {
 					t.Errorf("working_dir_note = %q, want it to say read-only", r.WorkingDirNote)
 				}
 			}},
+		// python runs are served by warm runners, which get the workspace
+		// bound in at take time: the same rule must hold there.
+		{name: "write_system_dir_warm_python", isolatedOnly: true, tool: "execute_code",
+			args: func(f *edgeFixture) map[string]any {
+				return map[string]any{"language": "python", "working_dir": f.sysDir, "code": "import os\n" +
+					"for op in (lambda: open('x','w'), lambda: open('tool','w'), lambda: os.rename('tool','t2'), lambda: os.chmod('tool', 0o777)):\n" +
+					"    try:\n        op(); print('CHANGED')\n    except OSError as e:\n        print(type(e).__name__)"}
+			},
+			check: func(t *testing.T, s *server, f *edgeFixture, res *mcp.CallToolResult) {
+				r := decodeExec(t, res)
+				if strings.Contains(r.Stdout, "CHANGED") || r.Status != "success" {
+					t.Errorf("the sandbox changed a read-only working_dir: %+v", r)
+				}
+				if b, _ := os.ReadFile(filepath.Join(f.sysDir, "tool")); string(b) != edgeToolScript {
+					t.Errorf("tool = %q", b)
+				}
+			}},
 		{name: "read_up_by_rename_private", isolatedOnly: true, tool: "execute_code",
-			args: code("private", "mv secret.txt stolen.txt; cat stolen.txt secret.txt; echo done"),
+			args: py("private", steal("secret.txt")),
 			check: func(t *testing.T, s *server, f *edgeFixture, res *mcp.CallToolResult) {
 				r := decodeExec(t, res)
 				if strings.Contains(r.Stdout, edgeSecret) {
@@ -136,7 +159,7 @@ func edgeCases() []edgeCase {
 				noDownload(t, s, r.ExecutionID, "stolen.txt")
 			}},
 		{name: "read_up_by_rename_writable_root", isolatedOnly: true, tool: "execute_code",
-			args: code("rwopen", "mv root-secret stolen.txt && echo MOVED; cat stolen.txt; echo done"),
+			args: py("rwopen", steal("root-secret")),
 			check: func(t *testing.T, s *server, f *edgeFixture, res *mcp.CallToolResult) {
 				r := decodeExec(t, res)
 				if strings.Contains(r.Stdout, edgeSecret) {
@@ -145,13 +168,13 @@ func edgeCases() []edgeCase {
 				// The directory lets anyone rename in it; the server must
 				// still not copy what the sandbox user cannot read.
 				if !strings.Contains(r.Stdout, "MOVED") || !slices.Contains(r.Artifacts, "stolen.txt") {
-					t.Fatalf("the attack's rename did not happen, so nothing was tested: %+v", r)
+					t.Fatalf("the attack's rename did not happen, so nothing was tested: %+v\nstderr: %s", r, r.Stderr)
 				}
 				noDownload(t, s, r.ExecutionID, "stolen.txt")
 				_ = os.Rename(filepath.Join(f.rwOpen, "stolen.txt"), filepath.Join(f.rwOpen, "root-secret"))
 			}},
 		{name: "writable_root_writes", isolatedOnly: true, tool: "execute_code",
-			args: code("rwopen", "echo hi > made.txt && cat made.txt"),
+			args: code("rwopen", "echo hi > made.txt && echo hi"),
 			check: func(t *testing.T, s *server, f *edgeFixture, res *mcp.CallToolResult) {
 				r := decodeExec(t, res)
 				if r.Stdout != "hi\n" || r.WorkingDirNote != "" {
@@ -163,7 +186,7 @@ func edgeCases() []edgeCase {
 				_ = os.Remove(filepath.Join(f.rwOpen, "made.txt"))
 			}},
 		{name: "writable_root_without_permission", isolatedOnly: true, tool: "execute_code",
-			args: code("rw", "touch y && echo WROTE; echo done"),
+			args: code("rw", ": > y && echo WROTE; echo done"),
 			check: func(t *testing.T, s *server, f *edgeFixture, res *mcp.CallToolResult) {
 				r := decodeExec(t, res)
 				if strings.Contains(r.Stdout, "WROTE") {
@@ -192,7 +215,7 @@ func edgeCases() []edgeCase {
 			}},
 		{name: "command_writes_system_dir", isolatedOnly: true, tool: "execute_command",
 			args: func(f *edgeFixture) map[string]any {
-				return map[string]any{"command": "touch x; echo pwned > tool; echo done", "cwd": f.sysDir}
+				return map[string]any{"command": "echo x > x; echo pwned > tool; echo done", "cwd": f.sysDir}
 			},
 			check: func(t *testing.T, s *server, f *edgeFixture, res *mcp.CallToolResult) {
 				if b, _ := os.ReadFile(filepath.Join(f.sysDir, "tool")); string(b) != edgeToolScript {
@@ -222,6 +245,12 @@ func edgeCases() []edgeCase {
 				s.call("close_session", map[string]any{"session_id": out.SessionID})
 			}},
 	}
+}
+
+// steal renames name to stolen.txt and tries to read it.
+func steal(name string) string {
+	return "import os\ntry:\n    os.rename(" + pyQuote(name) + ", 'stolen.txt'); print('MOVED')\nexcept OSError as e:\n    print(e)\n" +
+		"for n in ('stolen.txt', " + pyQuote(name) + "):\n    try:\n        print(open(n).read())\n    except OSError as e:\n        print(e)\n"
 }
 
 // pick names a fixture directory.

@@ -180,10 +180,11 @@ func TestExecuteEnvironmentStripped(t *testing.T) {
 }
 
 func TestExecuteArtifactsAndLog(t *testing.T) {
-	s := start(t)
 	wd := t.TempDir()
-	// Isolated modes run as an unprivileged uid that may write only where
-	// the directory's permissions allow (see SECURITY.md).
+	// Isolated modes write a caller's directory only under the operator's
+	// writable roots, and there only where the directory's own permissions
+	// let the unprivileged sandbox user write (see SECURITY.md).
+	s := start(t, "CODEXEC_WRITABLE_ROOTS="+wd)
 	if err := os.Chmod(wd, 0o777); err != nil {
 		t.Fatal(err)
 	}

@@ -18,12 +18,12 @@ import (
 //
 //	go test ./internal/sandbox/ -run '^$' -bench NamespaceStages -benchtime 30x
 func BenchmarkNamespaceStages(b *testing.B) {
-	n, err := NewNamespace(context.Background(), NamespaceOptions{})
+	n, err := NewNamespace(context.Background(), NamespaceOptions{OwnedRoot: testOwnedRoot})
 	if err != nil {
 		b.Skip(err)
 	}
 	defer n.Close()
-	nl, err := NewNamespace(context.Background(), NamespaceOptions{NoLandlock: true})
+	nl, err := NewNamespace(context.Background(), NamespaceOptions{NoLandlock: true, OwnedRoot: testOwnedRoot})
 	if err != nil {
 		b.Skip(err)
 	}

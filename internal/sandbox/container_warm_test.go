@@ -33,7 +33,7 @@ func newTestContainer(t *testing.T, pool PoolOptions, extra ...string) *Containe
 	if out, err := exec.Command("bash", append([]string{"../../scripts/sandbox-test-image.sh", cli, image}, extra...)...).CombinedOutput(); err != nil {
 		t.Skipf("building %s: %v\n%s", image, err, out)
 	}
-	c, err := NewContainer(context.Background(), ContainerOptions{CLI: cli, Image: image, Pool: pool})
+	c, err := NewContainer(context.Background(), ContainerOptions{CLI: cli, Image: image, Pool: pool, OwnedRoot: testOwnedRoot})
 	if err != nil {
 		t.Skip(err)
 	}

@@ -23,9 +23,15 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// testOwnedRoot makes the tests' workspaces (t.TempDir()s) codexec's own:
+// handed to the sandbox user and writable, as the engine's fresh
+// workspaces are. Callers' read-only directories are tested end to end
+// (internal/e2e/edge_test.go).
+var testOwnedRoot = os.TempDir()
+
 func newTestNamespace(t *testing.T) *Namespace {
 	t.Helper()
-	n, err := NewNamespace(context.Background(), NamespaceOptions{})
+	n, err := NewNamespace(context.Background(), NamespaceOptions{OwnedRoot: testOwnedRoot})
 	if err != nil {
 		t.Skipf("namespace backend unavailable: %v", err)
 	}

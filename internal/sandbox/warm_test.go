@@ -29,7 +29,7 @@ func newForkNamespace(t *testing.T, size int) *Namespace {
 
 func newPoolNamespace(t *testing.T, o PoolOptions) *Namespace {
 	t.Helper()
-	n, err := NewNamespace(context.Background(), NamespaceOptions{Pool: o})
+	n, err := NewNamespace(context.Background(), NamespaceOptions{Pool: o, OwnedRoot: testOwnedRoot})
 	if err != nil {
 		t.Skipf("namespace backend unavailable: %v", err)
 	}
