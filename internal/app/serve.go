@@ -61,7 +61,8 @@ func (a *App) serveHTTP(ctx context.Context, cfg config.Config) error {
 	o := httpserve.Options{
 		Addr: r.HTTPAddr, TLSCert: r.TLSCert, TLSKey: r.TLSKey, Resource: r.Resource(), Scopes: r.OAuthScopes,
 		AllowedOrigins: r.AllowedOrigins, AllowedHosts: r.AllowedHosts, Metrics: m, Grace: r.ShutdownGrace,
-		MCP:   a.Server.HTTPHandler(mcpserver.HTTPOptions{MaxBodyBytes: r.MaxBodyBytes, SessionTimeout: cfg.SessionIdleTimeout}),
+		MCP: a.Server.HTTPHandler(mcpserver.HTTPOptions{MaxBodyBytes: r.MaxBodyBytes, SessionTimeout: cfg.SessionIdleTimeout,
+			MaxSessionsPerPrincipal: r.MaxMCPSessionsPerPrincipal}),
 		Ready: a.ready,
 		Drain: func(ctx context.Context) int { return a.Server.Shutdown(ctx, killWait) },
 	}
