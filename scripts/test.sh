@@ -11,3 +11,7 @@ go test -race -count=1 -timeout 20m ./... "$@"
 # The end-to-end suite again with the light subprocess backend (the run above
 # uses the default auto mode, which picks the namespace sandbox where it works).
 CODEXEC_TEST_SANDBOX_MODE=subprocess go test -count=1 -timeout 20m ./internal/e2e/ "$@"
+# A short fuzz run of the stdio wire: every malformed line gets one JSON-RPC
+# error and the server behind it keeps answering (the seeds run in the suite
+# above; this explores beyond them).
+go test -run '^$' -fuzz '^FuzzStream$' -fuzztime 20s -fuzzminimizetime 100x ./internal/stdiowire

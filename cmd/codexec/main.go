@@ -43,7 +43,7 @@ func run(args []string) int {
 	}
 	if cmd == "env" {
 		for _, e := range config.Env() {
-			fmt.Printf("%-36s default %-12q %s\n", e[0], e[1], e[2])
+			fmt.Printf("%-38s default %-12q %s\n", e[0], e[1], e[2])
 		}
 		return 0
 	}

@@ -7,10 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/authn"
 	"github.com/codexec/codexec/internal/config"
@@ -20,6 +19,7 @@ import (
 	"github.com/codexec/codexec/internal/metrics"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/stdiowire"
 	"github.com/codexec/codexec/internal/upstream"
 )
 
@@ -34,7 +34,8 @@ func (a *App) serveStdio(ctx context.Context, cfg config.Config) error {
 		slog.Info("shutting down: refusing new calls, waiting for running ones", "running", a.Server.Running(), "grace", cfg.Remote.ShutdownGrace)
 	})
 	defer stop()
-	n, err := a.Server.ServeUntil(ctx, &mcp.StdioTransport{}, cfg.Remote.ShutdownGrace, killWait)
+	wire := stdiowire.New(os.Stdin, os.Stdout, stdiowire.Options{MaxLineBytes: stdioMaxLine(cfg), Logger: slog.Default()})
+	n, err := a.Server.ServeUntil(ctx, wire.Transport(), cfg.Remote.ShutdownGrace, killWait)
 	if n > 0 {
 		slog.Warn("shutdown grace expired: running calls were killed", "killed", n)
 	}
@@ -42,6 +43,14 @@ func (a *App) serveStdio(ctx context.Context, cfg config.Config) error {
 		return nil
 	}
 	return err
+}
+
+// stdioMaxLine is the longest message line the stdio transport takes: the
+// HTTP body cap, or more when an upload_file of CODEXEC_MAX_UPLOAD_BYTES
+// needs more in base64 (stdio has one client, so one such buffer).
+func stdioMaxLine(cfg config.Config) int {
+	upload := (cfg.MaxUploadBytes+2)/3*4 + 1<<20
+	return int(max(cfg.Remote.MaxBodyBytes, upload))
 }
 
 // serveHTTP serves MCP Streamable HTTP with auth, probes and metrics.
@@ -52,7 +61,8 @@ func (a *App) serveHTTP(ctx context.Context, cfg config.Config) error {
 	o := httpserve.Options{
 		Addr: r.HTTPAddr, TLSCert: r.TLSCert, TLSKey: r.TLSKey, Resource: r.Resource(), Scopes: r.OAuthScopes,
 		AllowedOrigins: r.AllowedOrigins, AllowedHosts: r.AllowedHosts, Metrics: m, Grace: r.ShutdownGrace,
-		MCP:   a.Server.HTTPHandler(mcpserver.HTTPOptions{MaxBodyBytes: r.MaxBodyBytes, SessionTimeout: cfg.SessionIdleTimeout}),
+		MCP: a.Server.HTTPHandler(mcpserver.HTTPOptions{MaxBodyBytes: r.MaxBodyBytes, SessionTimeout: cfg.SessionIdleTimeout,
+			MaxSessionsPerPrincipal: r.MaxMCPSessionsPerPrincipal}),
 		Ready: a.ready,
 		Drain: func(ctx context.Context) int { return a.Server.Shutdown(ctx, killWait) },
 	}

@@ -64,6 +64,8 @@ func TestInvalidNamesVariable(t *testing.T) {
 		{map[string]string{"CODEXEC_MEMORY_LIMIT": "huge"}, "CODEXEC_MEMORY_LIMIT"},
 		{map[string]string{"CODEXEC_LOG_DIR": "relative/logs"}, "CODEXEC_LOG_DIR"},
 		{map[string]string{"LOG_LEVEL": "loud"}, "LOG_LEVEL"},
+		{map[string]string{"CODEXEC_MAX_TIMEOUT_MS": "9223372036854775807"}, "CODEXEC_MAX_TIMEOUT_MS"},
+		{map[string]string{"CODEXEC_ARTIFACT_TTL": "9223372036854775807"}, "CODEXEC_ARTIFACT_TTL"},
 	}
 	for _, c := range cases {
 		_, err := load(t, nil, c.env)

@@ -29,6 +29,9 @@ type Remote struct {
 	AllowedOrigins, AllowedHosts []string
 	// MaxBodyBytes bounds one HTTP request body.
 	MaxBodyBytes int64
+	// MaxMCPSessionsPerPrincipal bounds the MCP sessions one principal
+	// holds open over HTTP (0 = unlimited).
+	MaxMCPSessionsPerPrincipal int
 	// ShutdownGrace is how long running calls may finish after SIGTERM
 	// before they are killed.
 	ShutdownGrace time.Duration
@@ -53,6 +56,7 @@ var remoteSettings = []setting{
 	{"CODEXEC_ALLOWED_ORIGINS", "", "comma-separated browser origins allowed to call /mcp cross-origin", list(func(c *Config) *[]string { return &c.Remote.AllowedOrigins })},
 	{"CODEXEC_ALLOWED_HOSTS", "", "comma-separated Host header values accepted (unset = any; loopback binds always check)", list(func(c *Config) *[]string { return &c.Remote.AllowedHosts })},
 	{"CODEXEC_HTTP_MAX_BODY", "4m", "largest HTTP request body", bytesize(func(c *Config) *int64 { return &c.Remote.MaxBodyBytes })},
+	{"CODEXEC_MAX_MCP_SESSIONS_PER_PRINCIPAL", "64", "MCP sessions (Mcp-Session-Id) one principal may hold open over HTTP; beyond, initialize gets 429 (0 = unlimited)", nonNegative(func(c *Config) *int { return &c.Remote.MaxMCPSessionsPerPrincipal })},
 	{"CODEXEC_SHUTDOWN_GRACE_MS", "30000", "on SIGTERM, time running calls get to finish before they are killed, in milliseconds", millis(func(c *Config) *time.Duration { return &c.Remote.ShutdownGrace })},
 }
 

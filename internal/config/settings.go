@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -105,9 +106,16 @@ func nonNegative(field func(*Config) *int) func(*Config, string) error {
 	return func(c *Config, v string) (err error) { *field(c), err = parseInt(v, 0); return err }
 }
 
+// maxMillis is the largest millisecond count a time.Duration holds (~292
+// years); a larger one would overflow into a negative or tiny duration.
+const maxMillis = math.MaxInt64 / int64(time.Millisecond)
+
 func millis(field func(*Config) *time.Duration) func(*Config, string) error {
 	return func(c *Config, v string) error {
 		n, err := parseInt(v, 1)
+		if err == nil && int64(n) > maxMillis {
+			err = fmt.Errorf("must be between 1 and %d milliseconds, got %q", maxMillis, v)
+		}
 		*field(c) = time.Duration(n) * time.Millisecond
 		return err
 	}
@@ -117,7 +125,7 @@ func millis(field func(*Config) *time.Duration) func(*Config, string) error {
 func duration(field func(*Config) *time.Duration) func(*Config, string) error {
 	return func(c *Config, v string) error {
 		v = strings.TrimSpace(v)
-		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 && int64(n) <= math.MaxInt64/int64(time.Second) {
 			*field(c) = time.Duration(n) * time.Second
 			return nil
 		}

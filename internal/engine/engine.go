@@ -179,30 +179,45 @@ func (e *Engine) NewWorkspace(id string) (string, error) {
 }
 
 // ResolveTimeout turns the request's timeout fields into a duration: at most
-// one of timeoutMs (seed 000) and timeoutSec (seed 003, 1–300) may be set.
+// one of timeoutMs (seed 000) and timeoutSec (seed 003, 1–300) may be set,
+// and neither may exceed CODEXEC_MAX_TIMEOUT_MS. Values are range-checked
+// before they become a Duration, so no value can overflow into a negative
+// or tiny timeout.
 func (e *Engine) ResolveTimeout(timeoutMs, timeoutSec *int) (time.Duration, error) {
+	return resolveTimeout(timeoutMs, timeoutSec, e.opts.DefaultTimeout, e.opts.MaxTimeout)
+}
+
+// maxTimeoutSeconds is the largest timeout in seconds (seed 003).
+const maxTimeoutSeconds = 300
+
+func resolveTimeout(timeoutMs, timeoutSec *int, def, max time.Duration) (time.Duration, error) {
 	switch {
 	case timeoutMs != nil && timeoutSec != nil:
 		return 0, fmt.Errorf("give either timeout_ms (milliseconds) or timeout (seconds), not both")
 	case timeoutSec != nil:
-		if *timeoutSec < 1 || *timeoutSec > 300 {
-			return 0, fmt.Errorf("timeout must be between 1 and 300 seconds, got %d", *timeoutSec)
+		hi := min(maxTimeoutSeconds, int64(max/time.Second))
+		if hi < 1 {
+			return 0, fmt.Errorf("timeout (seconds) cannot be used: the server maximum is %d ms (CODEXEC_MAX_TIMEOUT_MS); give timeout_ms", max.Milliseconds())
 		}
-		return e.capTimeout(time.Duration(*timeoutSec) * time.Second)
+		if n := int64(*timeoutSec); n < 1 || n > hi {
+			return 0, fmt.Errorf("timeout must be between 1 and %d seconds%s, got %d", hi, maxNote(hi < maxTimeoutSeconds), n)
+		}
+		return time.Duration(*timeoutSec) * time.Second, nil
 	case timeoutMs != nil:
-		if *timeoutMs < 1 {
-			return 0, fmt.Errorf("timeout_ms must be at least 1, got %d", *timeoutMs)
+		if n, hi := int64(*timeoutMs), max.Milliseconds(); n < 1 || n > hi {
+			return 0, fmt.Errorf("timeout_ms must be between 1 and %d (CODEXEC_MAX_TIMEOUT_MS), got %d", hi, n)
 		}
-		return e.capTimeout(time.Duration(*timeoutMs) * time.Millisecond)
+		return time.Duration(*timeoutMs) * time.Millisecond, nil
 	}
-	return e.opts.DefaultTimeout, nil
+	return def, nil
 }
 
-func (e *Engine) capTimeout(d time.Duration) (time.Duration, error) {
-	if d > e.opts.MaxTimeout {
-		return 0, fmt.Errorf("timeout %v exceeds the server maximum %v (CODEXEC_MAX_TIMEOUT_MS)", d, e.opts.MaxTimeout)
+// maxNote names the setting that lowered a bound below its usual value.
+func maxNote(lowered bool) string {
+	if lowered {
+		return " (CODEXEC_MAX_TIMEOUT_MS)"
 	}
-	return d, nil
+	return ""
 }
 
 func deref(s *string) string {

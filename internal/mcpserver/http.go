@@ -15,6 +15,9 @@ type HTTPOptions struct {
 	// SessionTimeout closes MCP sessions that made no request for this
 	// long, so clients that vanish without DELETE do not pile up (0 = never).
 	SessionTimeout time.Duration
+	// MaxSessionsPerPrincipal bounds the MCP sessions one principal holds
+	// open; a request that would open one more gets 429 (0 = unlimited).
+	MaxSessionsPerPrincipal int
 }
 
 // HTTPHandler returns the MCP Streamable HTTP endpoint (mount it at /mcp):
@@ -24,14 +27,25 @@ type HTTPOptions struct {
 // must carry a loopback Host. A request carrying an auth.TokenInfo (from
 // auth.RequireBearerToken) binds its session to TokenInfo.UserID: another
 // principal cannot use that session id, and tool handlers see the TokenInfo
-// as req.Extra.TokenInfo.
+// as req.Extra.TokenInfo. A principal holds at most
+// o.MaxSessionsPerPrincipal sessions at once (see sessionCap).
 func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		EventStore:          mcp.NewMemoryEventStore(nil),
 		Logger:              slog.Default(),
 		MaxRequestBodyBytes: o.MaxBodyBytes,
 		SessionTimeout:      o.SessionTimeout,
 	})
+	return newSessionCap(o.MaxSessionsPerPrincipal, s.liveSessionIDs).wrap(h)
+}
+
+// liveSessionIDs is the set of the ids of the connected MCP sessions.
+func (s *Server) liveSessionIDs() map[string]bool {
+	ids := map[string]bool{}
+	for ss := range s.mcp.Sessions() {
+		ids[ss.ID()] = true
+	}
+	return ids
 }
 
 // LiveSessions is the number of connected MCP sessions (clients).

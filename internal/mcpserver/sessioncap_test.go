@@ -1,0 +1,77 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/codexec/codexec/internal/app"
+	"github.com/codexec/codexec/internal/config"
+	"github.com/codexec/codexec/internal/mcpserver"
+)
+
+const initBody = `{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+// post sends one Streamable HTTP request and returns its status, the
+// session id it names and the JSON-RPC error code of a JSON body (0: none).
+func post(t *testing.T, method, url, sessionID, body string) (int, string, int) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sessionID != "" {
+		req.Header.Set("Mcp-Session-Id", sessionID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	var r struct{ Error struct{ Code int } }
+	_ = json.Unmarshal(data, &r)
+	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), r.Error.Code
+}
+
+// TestHTTPSessionCap: with a cap of 1, a request that opens no session
+// (a ping without initialize) leaves the slot free, a second initialize is
+// refused with 429 and -32000, and a DELETE frees the slot.
+func TestHTTPSessionCap(t *testing.T) {
+	dir := t.TempDir()
+	cfg := config.Defaults(dir)
+	cfg.SandboxMode = config.ModeSubprocess
+	a, err := app.Build(context.Background(), cfg, app.HostEnv{Home: dir, Path: os.Getenv("PATH"), Cwd: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	srv := httptest.NewServer(a.Server.HTTPHandler(mcpserver.HTTPOptions{MaxSessionsPerPrincipal: 1}))
+	t.Cleanup(srv.Close)
+
+	type step struct{ Status, Code int }
+	var got []step
+	do := func(method, sid, body string) string {
+		st, id, code := post(t, method, srv.URL, sid, body)
+		got = append(got, step{st, code})
+		return id
+	}
+	do("POST", "", `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	first := do("POST", "", initBody)
+	do("POST", "", initBody)
+	do("DELETE", first, "")
+	do("POST", "", initBody)
+	want := []step{{200, 0}, {200, 0}, {429, -32000}, {204, 0}, {200, 0}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+}
