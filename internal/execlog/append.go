@@ -1,0 +1,119 @@
+package execlog
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// WriteError reports an entry that was not recorded: the log file is as it
+// was before the attempt. Its message is meant for users, e.g.
+// "execution log not written: no space left on device (/logs/executions-2026-02-09.jsonl)".
+type WriteError struct {
+	Path string // the log file (or directory) that could not be written
+	Err  error
+}
+
+func (e *WriteError) Error() string {
+	return "execution log not written: " + reason(e.Err) + " (" + e.Path + ")"
+}
+
+func (e *WriteError) Unwrap() error { return e.Err }
+
+// reason is the system's word for err (e.g. "no space left on device")
+// without the operation and path that *PathError repeats.
+func reason(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	return err.Error()
+}
+
+// write appends line to name and returns the offset the entry starts at.
+// On error the file is truncated back to its size before the write. l.mu
+// must be held.
+func (l *Logger) write(name string, line []byte) (int64, error) {
+	path := filepath.Join(l.dir, name)
+	f, err := l.open(name)
+	if err != nil {
+		return 0, &WriteError{Path: path, Err: err}
+	}
+	unlock := lockFile(f)
+	defer unlock()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, &WriteError{Path: path, Err: err}
+	}
+	before := fi.Size()
+	off := before
+	if before > 0 && !endsLine(f, before) {
+		line = append([]byte{'\n'}, line...) // end the torn line first
+		off++
+	}
+	if _, err := f.Write(line); err != nil {
+		if terr := f.Truncate(before); terr != nil {
+			// The fragment stays; the next append starts on a new line.
+			slog.Error("execution log: cannot remove a partly written entry", "file", path, "err", terr)
+		}
+		return 0, &WriteError{Path: path, Err: err}
+	}
+	return off, nil
+}
+
+// endsLine reports whether the file of the given size ends with a newline.
+// A read error counts as no: an extra newline only adds an empty line.
+func endsLine(f *os.File, size int64) bool {
+	var b [1]byte
+	_, err := f.ReadAt(b[:], size-1)
+	return err == nil && b[0] == '\n'
+}
+
+// lockFile takes an exclusive flock on f, so that the size check, the write
+// and a truncation back are one step for every server appending to the
+// file. A file system without flock gets no lock: within one server l.mu
+// already serialises appends.
+func lockFile(f *os.File) (unlock func()) {
+	fd := int(f.Fd())
+	if err := flock(fd, syscall.LOCK_EX); err != nil {
+		return func() {}
+	}
+	return func() { _ = flock(fd, syscall.LOCK_UN) }
+}
+
+// flock retries when a signal interrupts the wait.
+func flock(fd, how int) error {
+	for {
+		err := syscall.Flock(fd, how)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}
+
+// open returns the cached append handle of name, reopening it when the
+// file was removed or replaced (by retention) since it was opened. l.mu
+// must be held.
+func (l *Logger) open(name string) (*os.File, error) {
+	path := filepath.Join(l.dir, name)
+	if f, ok := l.files[name]; ok {
+		cur, err := os.Stat(path)
+		if held, herr := f.Stat(); err == nil && herr == nil && os.SameFile(cur, held) {
+			return f, nil
+		}
+		_ = f.Close()
+		delete(l.files, name)
+	}
+	if len(l.files) > 64 {
+		l.closeAll()
+	}
+	// Read as well as append: write checks the last byte for a torn line.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	l.files[name] = f
+	return f, nil
+}
