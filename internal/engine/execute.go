@@ -107,6 +107,7 @@ type Result struct {
 	OOMKilled     bool     `json:"oom_killed,omitempty" jsonschema:"true when the memory limit killed the program"`
 	Artifacts     []string `json:"artifacts" jsonschema:"files created or modified in the working directory"`
 	SandboxMode   string   `json:"sandbox_mode" jsonschema:"isolation mode the code ran under"`
+	LogError      string   `json:"log_error,omitempty" jsonschema:"set when this execution could not be recorded in the execution log, and why; the result itself is complete"`
 	// Code mode (seed 004) fields, set only for code-mode executions.
 	Value     any               `json:"result,omitempty" jsonschema:"code mode: the JSON value the code returned"`
 	Logs      []string          `json:"logs,omitempty" jsonschema:"code mode: console output of the code, one entry per call"`
@@ -144,7 +145,7 @@ func (e *Engine) Execute(ctx context.Context, req Request) (Result, error) {
 	res := e.runCode(ctx, id, lang, dir, disk, req, nil)
 	res.WorkingDir = dir
 	if !req.NoLog {
-		e.logExecution(ctx, res, req, started)
+		res.LogError = e.logExecution(ctx, res, req, started)
 	}
 	return res, nil
 }
@@ -359,9 +360,11 @@ func signalName(sig int) string {
 	return fmt.Sprintf("%d (%s)", sig, syscall.Signal(sig).String())
 }
 
-func (e *Engine) logExecution(ctx context.Context, res Result, req Request, started time.Time) {
+// logExecution appends res to the execution log and returns "" or, when
+// the entry could not be written, the error for the result's log_error.
+func (e *Engine) logExecution(ctx context.Context, res Result, req Request, started time.Time) string {
 	if e.log == nil {
-		return
+		return ""
 	}
 	entry := execlog.Entry{
 		ExecutionID: res.ExecutionID, SessionID: res.SessionID, Tool: req.Tool, Language: res.Language,
@@ -379,5 +382,7 @@ func (e *Engine) logExecution(ctx context.Context, res Result, req Request, star
 	}
 	if err := e.log.AppendExecution(entry); err != nil {
 		slog.Error("execution log write failed; result still returned", "execution_id", res.ExecutionID, "err", err)
+		return err.Error()
 	}
+	return ""
 }

@@ -96,6 +96,8 @@ type Logger struct {
 	onAppend func(file string, offset int64, line []byte)
 	// observers see every execution entry after it is written (metrics).
 	observers []func(Entry)
+	// lastErr is the outcome of the latest append (nil: it was written).
+	lastErr error
 }
 
 // New returns a Logger writing into dir, creating it if needed.
@@ -108,6 +110,14 @@ func New(dir string) (*Logger, error) {
 
 // Dir is the log directory.
 func (l *Logger) Dir() string { return l.dir }
+
+// Err is the *WriteError of the latest append, or nil when that append was
+// written: whether the log is being written right now, for status reports.
+func (l *Logger) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastErr
+}
 
 // OnAppend registers a callback invoked (under the logger's lock, in write
 // order) with each appended line, its file name and its byte offset.
@@ -168,6 +178,7 @@ func (l *Logger) Append(name string, v any) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	off, err := l.write(name, line)
+	l.lastErr = err
 	if err != nil {
 		return err
 	}

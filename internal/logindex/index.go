@@ -56,8 +56,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS execs_fts USING fts5(
 
 // Index is an open log index. Create it with Open; Close it when done.
 type Index struct {
-	dir string
-	db  *sql.DB
+	dir, dbPath string
+	db          *sql.DB
 
 	mu       sync.Mutex // serialises catch-up, retention and writes
 	dirty    map[string]bool
@@ -78,7 +78,7 @@ func Open(dir, dbPath string) (*Index, error) {
 			return nil, fmt.Errorf("logindex: %w", err)
 		}
 	}
-	return &Index{dir: dir, db: db, dirty: map[string]bool{}, tornSize: map[string]int64{}}, nil
+	return &Index{dir: dir, dbPath: dbPath, db: db, dirty: map[string]bool{}, tornSize: map[string]int64{}}, nil
 }
 
 func openDB(path string) (*sql.DB, error) {
@@ -119,6 +119,9 @@ func migrate(db *sql.DB) error {
 	return err
 }
 
+// conn returns the open database, for queries outside x.mu.
+func (x *Index) conn() (*sql.DB, error) { return x.db, nil }
+
 // Close closes the database.
 func (x *Index) Close() error { return x.db.Close() }
 
@@ -152,7 +155,7 @@ func (x *Index) Sync(ctx context.Context, force bool) error {
 	}
 	for f := range files {
 		if err := x.catchUp(ctx, f); err != nil {
-			return fmt.Errorf("logindex: %s: %w", f, err)
+			return fmt.Errorf("indexing %s: %w", f, err)
 		}
 	}
 	return nil
