@@ -2,10 +2,13 @@ package execlog
 
 import (
 	"errors"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/codexec/codexec/internal/atomicfile"
 )
 
 // WriteError reports an entry that was not recorded: the log file is as it
@@ -63,6 +66,38 @@ func (l *Logger) write(name string, line []byte) (int64, error) {
 	return off, nil
 }
 
+// Probe checks that an entry could be written now, by writing one byte to
+// a temporary file in the log directory and removing it (an empty file
+// would not notice a full disk: it needs no data block). It returns nil or
+// a *WriteError naming the directory, which Err reports until the next
+// successful append.
+func (l *Logger) Probe() error {
+	err := probe(l.dir)
+	if err != nil {
+		err = &WriteError{Path: l.dir, Err: err}
+	}
+	l.mu.Lock()
+	l.lastErr = err
+	l.mu.Unlock()
+	return err
+}
+
+func probe(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := atomicfile.CreateTemp(dir)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write([]byte{'\n'})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // endsLine reports whether the file of the given size ends with a newline.
 // A read error counts as no: an extra newline only adds an empty line.
 func endsLine(f *os.File, size int64) bool {
@@ -111,6 +146,12 @@ func (l *Logger) open(name string) (*os.File, error) {
 	}
 	// Read as well as append: write checks the last byte for a torn line.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The directory could not be created at start-up, or was removed.
+		if err = os.MkdirAll(l.dir, 0o700); err == nil {
+			f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

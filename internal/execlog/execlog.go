@@ -23,6 +23,7 @@ package execlog
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -100,11 +101,16 @@ type Logger struct {
 	lastErr error
 }
 
-// New returns a Logger writing into dir, creating it if needed.
+// New returns a Logger writing into dir, creating it if needed. A directory
+// that cannot be written now (full disk, read-only file system) is not an
+// error here: the server keeps running, every append tries again and fails
+// with a *WriteError until the cause is gone, and Probe reports it up
+// front. Only an empty dir is refused.
 func New(dir string) (*Logger, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("execlog: %w", err)
+	if dir == "" {
+		return nil, errors.New("execlog: no log directory given")
 	}
+	_ = os.MkdirAll(dir, 0o700) // open retries; Probe reports
 	return &Logger{dir: dir, files: map[string]*os.File{}}, nil
 }
 

@@ -27,6 +27,9 @@ type Retention struct {
 func (x *Index) ApplyRetention(ctx context.Context, now time.Time, r Retention) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if err := x.open(); err != nil {
+		return x.unavailable(err)
+	}
 	ents, err := os.ReadDir(x.dir)
 	if err != nil {
 		return err
