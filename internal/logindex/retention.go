@@ -121,9 +121,10 @@ func (x *Index) Run(ctx context.Context, r Retention, interval time.Duration) {
 	start := time.Now()
 	x.removeStaleTemps()
 	if err := x.Sync(ctx, true); err != nil {
-		slog.Error("log index catch-up failed", "err", err)
+		slog.Warn("log index catch-up failed; retried on every search", "err", x.unavailable(err))
+	} else {
+		slog.Info("log index ready", "ms", time.Since(start).Milliseconds())
 	}
-	slog.Info("log index ready", "ms", time.Since(start).Milliseconds())
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	fresh := time.NewTicker(time.Second)
@@ -163,7 +164,7 @@ func (x *Index) removeStaleTemps() {
 
 func (x *Index) retain(ctx context.Context, r Retention) {
 	if err := x.ApplyRetention(ctx, time.Now(), r); err != nil && ctx.Err() == nil {
-		slog.Error("log retention failed", "err", err)
+		slog.Warn("log retention failed; retried at the next pass", "err", err)
 	}
 }
 
