@@ -1,5 +1,6 @@
 // Package fulldisk gives tests a small file system of their own that they
-// can fill to the last byte and free again: a size-limited tmpfs mounted on
+// can fill to the last byte and free again, or make read-only and writable
+// again: a size-limited tmpfs mounted on
 // a temporary directory and unmounted at the test's end. Tests of code that
 // must survive a full disk (the execution log, atomic file writes) use it;
 // where mounting is not permitted (not root, no CAP_SYS_ADMIN) the test is
@@ -73,5 +74,13 @@ func (d *Disk) Free() {
 	d.t.Helper()
 	if err := os.Remove(d.filler); err != nil && !errors.Is(err, os.ErrNotExist) {
 		d.t.Fatal(err)
+	}
+}
+
+// ReadOnly remounts the disk read-only (true) or read-write (false).
+func (d *Disk) ReadOnly(ro bool) {
+	d.t.Helper()
+	if err := remount(d.Dir, ro); err != nil {
+		d.t.Fatalf("remount %s: %v", d.Dir, err)
 	}
 }
