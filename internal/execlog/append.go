@@ -40,29 +40,28 @@ func reason(err error) string {
 // must be held.
 func (l *Logger) write(name string, line []byte) (int64, error) {
 	path := filepath.Join(l.dir, name)
-	f, err := l.open(name)
+	h, fi, unlock, err := l.lockedOpen(name, path)
 	if err != nil {
 		return 0, &WriteError{Path: path, Err: err}
 	}
-	unlock := lockFile(f)
 	defer unlock()
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, &WriteError{Path: path, Err: err}
-	}
 	before := fi.Size()
 	off := before
-	if before > 0 && !endsLine(f, before) {
+	// A file that ends where this logger's last append ended is known to
+	// end in a newline; any other is checked.
+	if before > 0 && before != h.end && !endsLine(h.f, before) {
 		line = append([]byte{'\n'}, line...) // end the torn line first
 		off++
 	}
-	if _, err := f.Write(line); err != nil {
-		if terr := f.Truncate(before); terr != nil {
+	if _, err := h.f.Write(line); err != nil {
+		h.end = -1
+		if terr := h.f.Truncate(before); terr != nil {
 			// The fragment stays; the next append starts on a new line.
 			slog.Error("execution log: cannot remove a partly written entry", "file", path, "err", terr)
 		}
 		return 0, &WriteError{Path: path, Err: err}
 	}
+	h.end = before + int64(len(line))
 	return off, nil
 }
 
@@ -106,6 +105,41 @@ func endsLine(f *os.File, size int64) bool {
 	return err == nil && b[0] == '\n'
 }
 
+// logFile is a cached append handle.
+type logFile struct {
+	f *os.File
+	// end is the file's size after this logger's latest append to it, -1
+	// when unknown.
+	end int64
+}
+
+// lockedOpen returns name's append handle, flock'ed, with the file's
+// current FileInfo. A cached handle whose file was removed or replaced
+// (by retention) since it was opened is reopened. l.mu must be held.
+func (l *Logger) lockedOpen(name, path string) (*logFile, os.FileInfo, func(), error) {
+	for {
+		h, fresh, err := l.open(name, path)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		unlock := lockFile(h.f)
+		fi, err := h.f.Stat()
+		if err != nil {
+			unlock()
+			return nil, nil, nil, err
+		}
+		if fresh {
+			return h, fi, unlock, nil
+		}
+		if cur, err := os.Stat(path); err == nil && os.SameFile(cur, fi) {
+			return h, fi, unlock, nil
+		}
+		unlock()
+		_ = h.f.Close()
+		delete(l.files, name)
+	}
+}
+
 // lockFile takes an exclusive flock on f, so that the size check, the write
 // and a truncation back are one step for every server appending to the
 // file. A file system without flock gets no lock: within one server l.mu
@@ -128,18 +162,11 @@ func flock(fd, how int) error {
 	}
 }
 
-// open returns the cached append handle of name, reopening it when the
-// file was removed or replaced (by retention) since it was opened. l.mu
-// must be held.
-func (l *Logger) open(name string) (*os.File, error) {
-	path := filepath.Join(l.dir, name)
-	if f, ok := l.files[name]; ok {
-		cur, err := os.Stat(path)
-		if held, herr := f.Stat(); err == nil && herr == nil && os.SameFile(cur, held) {
-			return f, nil
-		}
-		_ = f.Close()
-		delete(l.files, name)
+// open returns name's cached handle, or opens one (fresh). l.mu must be
+// held.
+func (l *Logger) open(name, path string) (h *logFile, fresh bool, err error) {
+	if h, ok := l.files[name]; ok {
+		return h, false, nil
 	}
 	if len(l.files) > 64 {
 		l.closeAll()
@@ -153,8 +180,9 @@ func (l *Logger) open(name string) (*os.File, error) {
 		}
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	l.files[name] = f
-	return f, nil
+	h = &logFile{f: f, end: -1}
+	l.files[name] = h
+	return h, true, nil
 }

@@ -174,7 +174,7 @@ func TestWriteErrorNamesCauseAndPath(t *testing.T) {
 	if err := os.WriteFile(notDir, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l := &Logger{dir: notDir, files: map[string]*os.File{}}
+	l := &Logger{dir: notDir, files: map[string]*logFile{}}
 	err := l.Append("x.jsonl", map[string]string{"type": "t"})
 	want := "execution log not written: not a directory (" + filepath.Join(notDir, "x.jsonl") + ")"
 	if err == nil || err.Error() != want {

@@ -92,7 +92,7 @@ type Logger struct {
 	dir string
 	mu  sync.Mutex
 	// files caches open append handles by name.
-	files map[string]*os.File
+	files map[string]*logFile
 	// onAppend, if set, observes every line written (for the search index).
 	onAppend func(file string, offset int64, line []byte)
 	// observers see every execution entry after it is written (metrics).
@@ -111,7 +111,7 @@ func New(dir string) (*Logger, error) {
 		return nil, errors.New("execlog: no log directory given")
 	}
 	_ = os.MkdirAll(dir, 0o700) // open retries; Probe reports
-	return &Logger{dir: dir, files: map[string]*os.File{}}, nil
+	return &Logger{dir: dir, files: map[string]*logFile{}}, nil
 }
 
 // Dir is the log directory.
@@ -195,8 +195,8 @@ func (l *Logger) Append(name string, v any) error {
 }
 
 func (l *Logger) closeAll() {
-	for n, f := range l.files {
-		_ = f.Close()
+	for n, h := range l.files {
+		_ = h.f.Close()
 		delete(l.files, n)
 	}
 }
