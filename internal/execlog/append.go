@@ -19,10 +19,12 @@ type WriteError struct {
 	Err  error
 }
 
+// Error says that the entry was not written, why, and where.
 func (e *WriteError) Error() string {
 	return "execution log not written: " + reason(e.Err) + " (" + e.Path + ")"
 }
 
+// Unwrap returns the system error, so errors.Is(err, syscall.ENOSPC) works.
 func (e *WriteError) Unwrap() error { return e.Err }
 
 // reason is the system's word for err (e.g. "no space left on device")
