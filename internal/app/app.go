@@ -83,7 +83,9 @@ func (a *App) Close() {
 // health check.
 func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	a := &App{}
-	for _, d := range []string{cfg.DataDir, cfg.SandboxDir, cfg.LogDir, cfg.ScriptsDir} {
+	// The log directory is not among them: a log that cannot be written
+	// degrades the server (warnLogUnwritable) instead of stopping it.
+	for _, d := range []string{cfg.DataDir, cfg.SandboxDir, cfg.ScriptsDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("create %s: %w", d, err)
 		}
@@ -120,6 +122,9 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 		return nil, err
 	}
 	a.closers = append(a.closers, func() { _ = logger.Close() })
+	if err := logger.Probe(); err != nil {
+		warnLogUnwritable(err)
+	}
 	guard := newGuard(cfg, env)
 	a.Engine, err = engine.New(opts, backend, langs, guard, logger)
 	if err != nil {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -14,6 +15,15 @@ import (
 // retentionEvery is how often the log retention timer runs.
 const retentionEvery = time.Hour
 
+// warnLogUnwritable says loudly, at start-up, that the server runs without
+// recording its history: tools work, their results carry log_error, and
+// search_execution_logs answers LOG_UNAVAILABLE until the cause is fixed;
+// nothing needs a restart then.
+func warnLogUnwritable(err error) {
+	slog.Error("EXECUTION LOG UNAVAILABLE: serving anyway, but executions are not recorded (or not searchable) "+
+		"until this is fixed; logging resumes by itself, no restart needed", "err", err)
+}
+
 // buildHistory opens the script library and the execution-log index, hooks
 // the index to the logger, and starts the index's catch-up and retention
 // loop (stopped by App.Close).
@@ -24,9 +34,9 @@ func (a *App) buildHistory(ctx context.Context, cfg config.Config, deps *mcpserv
 	}
 	deps.Scripts = &scripts.Runner{Store: store, Engine: a.Engine}
 	logger := a.Engine.Logger()
-	idx, err := logindex.Open(logger.Dir(), filepath.Join(logger.Dir(), logindex.FileName))
-	if err != nil {
-		return err
+	idx := logindex.New(logger.Dir(), filepath.Join(logger.Dir(), logindex.FileName))
+	if err := idx.Ready(); err != nil {
+		warnLogUnwritable(err)
 	}
 	logger.OnAppend(func(file string, _ int64, _ []byte) { idx.Notify(file) })
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))

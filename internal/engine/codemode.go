@@ -78,7 +78,7 @@ func (e *Engine) ExecuteCodeMode(ctx context.Context, req CodeModeRequest) (Resu
 	env, envErr := cm.finish()
 	res.WorkingDir, res.WorkingDirNote = dir.Path, e.WorkingDirNote(req.WorkingDir, dir)
 	res = fillCodeMode(res, req, env, envErr)
-	e.logExecution(ctx, res, Request{Language: req.Language, Code: req.Code, Tool: "execute_code", Context: req.Call, io: cm.rio}, started)
+	res.LogError = e.logExecution(ctx, res, Request{Language: req.Language, Code: req.Code, Tool: "execute_code", Context: req.Call, io: cm.rio}, started)
 	return res, nil
 }
 

@@ -116,6 +116,7 @@ type Result struct {
 	SandboxMode   string   `json:"sandbox_mode" jsonschema:"isolation mode the code ran under"`
 	// WorkingDirNote says how the code could use a caller's working_dir.
 	WorkingDirNote string `json:"working_dir_note,omitempty" jsonschema:"how the code could use the given working_dir (read-only, or unconfined in subprocess mode)"`
+	LogError       string `json:"log_error,omitempty" jsonschema:"set when this execution could not be recorded in the execution log, and why; the result itself is complete"`
 	// Code mode (seed 004) fields, set only for code-mode executions.
 	Value     any               `json:"result,omitempty" jsonschema:"code mode: the JSON value the code returned"`
 	Logs      []string          `json:"logs,omitempty" jsonschema:"code mode: console output of the code, one entry per call"`
@@ -154,7 +155,7 @@ func (e *Engine) Execute(ctx context.Context, req Request) (Result, error) {
 	res := e.runCode(ctx, id, lang, dir.Path, disk, req, nil)
 	res.WorkingDir, res.WorkingDirNote = dir.Path, e.WorkingDirNote(req.WorkingDir, dir)
 	if !req.NoLog {
-		e.logExecution(ctx, res, req, started)
+		res.LogError = e.logExecution(ctx, res, req, started)
 	}
 	return res, nil
 }
@@ -436,9 +437,11 @@ func signalName(sig int) string {
 	return fmt.Sprintf("%d (%s)", sig, syscall.Signal(sig).String())
 }
 
-func (e *Engine) logExecution(ctx context.Context, res Result, req Request, started time.Time) {
+// logExecution appends res to the execution log and returns "" or, when
+// the entry could not be written, the error for the result's log_error.
+func (e *Engine) logExecution(ctx context.Context, res Result, req Request, started time.Time) string {
 	if e.log == nil {
-		return
+		return ""
 	}
 	entry := execlog.Entry{
 		ExecutionID: res.ExecutionID, SessionID: res.SessionID, Tool: req.Tool, Language: res.Language,
@@ -456,5 +459,7 @@ func (e *Engine) logExecution(ctx context.Context, res Result, req Request, star
 	}
 	if err := e.log.AppendExecution(entry); err != nil {
 		slog.Error("execution log write failed; result still returned", "execution_id", res.ExecutionID, "err", err)
+		return err.Error()
 	}
+	return ""
 }

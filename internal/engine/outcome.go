@@ -16,9 +16,12 @@ func (e *Engine) OutcomeResult(id, lang string, oc Outcome, timeout time.Duratio
 
 // LogResult appends res to the execution log as Execute does; req supplies
 // the tool name, code (the command line), args, stdin and call context.
-// Nothing is logged when the engine has no logger or req.NoLog is set.
-func (e *Engine) LogResult(ctx context.Context, res Result, req Request, started time.Time) {
-	if !req.NoLog {
-		e.logExecution(ctx, res, req, started)
+// Nothing is logged when the engine has no logger or req.NoLog is set. It
+// returns "" or, when the entry could not be written, why (for the
+// result's log_error).
+func (e *Engine) LogResult(ctx context.Context, res Result, req Request, started time.Time) string {
+	if req.NoLog {
+		return ""
 	}
+	return e.logExecution(ctx, res, req, started)
 }

@@ -1,18 +1,31 @@
 // Package execlog writes the execution history as JSONL, the source of truth
 // of seed 000 "Execution Logging": one-shot runs go to
 // executions-YYYY-MM-DD.jsonl (UTC day of executed_at), session activity to
-// session-<id>.jsonl. Each entry is one line written with a single write(2)
-// on an O_APPEND file, so concurrent appends never interleave and a crash can
-// at worst leave a torn last line (readers skip it).
+// session-<id>.jsonl.
+//
+// An entry is appended whole or not at all. Each is one line written with a
+// single write(2) on an O_APPEND file under the Logger's mutex and an
+// exclusive flock(2) (so servers sharing the directory do not interleave
+// either). When the write fails — a full disk cuts it short, the file system
+// turned read-only — the file is truncated back to its size before the
+// write, so it is exactly as it was and the next entry cannot be glued to a
+// fragment; the error says the entry was not recorded and why (WriteError).
+//
+// A file may still end in a torn line that no one truncated: the process
+// was killed in the middle of a write, or the truncation itself failed.
+// Such a fragment is kept, not cut off (it is the only trace of what was
+// being written, and a hand-written line merely missing its final newline
+// is a whole entry): the next append first ends it with a newline, so every
+// entry starts on a line of its own. Readers skip lines that do not parse.
 //
 // A Logger is safe for concurrent use. Its zero value is not usable; use New.
 package execlog
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -79,23 +92,38 @@ type Logger struct {
 	dir string
 	mu  sync.Mutex
 	// files caches open append handles by name.
-	files map[string]*os.File
+	files map[string]*logFile
 	// onAppend, if set, observes every line written (for the search index).
 	onAppend func(file string, offset int64, line []byte)
 	// observers see every execution entry after it is written (metrics).
 	observers []func(Entry)
+	// lastErr is the outcome of the latest append (nil: it was written).
+	lastErr error
 }
 
-// New returns a Logger writing into dir, creating it if needed.
+// New returns a Logger writing into dir, creating it if needed. A directory
+// that cannot be written now (full disk, read-only file system) is not an
+// error here: the server keeps running, every append tries again and fails
+// with a *WriteError until the cause is gone, and Probe reports it up
+// front. Only an empty dir is refused.
 func New(dir string) (*Logger, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("execlog: %w", err)
+	if dir == "" {
+		return nil, errors.New("execlog: no log directory given")
 	}
-	return &Logger{dir: dir, files: map[string]*os.File{}}, nil
+	_ = os.MkdirAll(dir, 0o700) // open retries; Probe reports
+	return &Logger{dir: dir, files: map[string]*logFile{}}, nil
 }
 
 // Dir is the log directory.
 func (l *Logger) Dir() string { return l.dir }
+
+// Err is the *WriteError of the latest append, or nil when that append was
+// written: whether the log is being written right now, for status reports.
+func (l *Logger) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastErr
+}
 
 // OnAppend registers a callback invoked (under the logger's lock, in write
 // order) with each appended line, its file name and its byte offset.
@@ -145,7 +173,8 @@ func (l *Logger) AppendExecution(e Entry) error {
 	return nil
 }
 
-// Append writes v as one JSON line to the named file in the log directory.
+// Append writes v as one JSON line to the named file in the log directory:
+// whole, or not at all with a *WriteError.
 func (l *Logger) Append(name string, v any) error {
 	line, err := json.Marshal(v)
 	if err != nil {
@@ -154,16 +183,10 @@ func (l *Logger) Append(name string, v any) error {
 	line = append(line, '\n')
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	f, err := l.open(name)
+	off, err := l.write(name, line)
+	l.lastErr = err
 	if err != nil {
 		return err
-	}
-	off, err := f.Seek(0, 2)
-	if err != nil {
-		return fmt.Errorf("execlog: %w", err)
-	}
-	if _, err := f.Write(line); err != nil {
-		return fmt.Errorf("execlog: write %s: %w", name, err)
 	}
 	if l.onAppend != nil {
 		l.onAppend(name, off, line)
@@ -171,28 +194,9 @@ func (l *Logger) Append(name string, v any) error {
 	return nil
 }
 
-func (l *Logger) open(name string) (*os.File, error) {
-	if f, ok := l.files[name]; ok {
-		if _, err := os.Stat(f.Name()); err == nil {
-			return f, nil
-		}
-		_ = f.Close() // removed by retention: reopen
-		delete(l.files, name)
-	}
-	if len(l.files) > 64 {
-		l.closeAll()
-	}
-	f, err := os.OpenFile(filepath.Join(l.dir, name), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("execlog: %w", err)
-	}
-	l.files[name] = f
-	return f, nil
-}
-
 func (l *Logger) closeAll() {
-	for n, f := range l.files {
-		_ = f.Close()
+	for n, h := range l.files {
+		_ = h.f.Close()
 		delete(l.files, n)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codexec/codexec/internal/atomicfile"
 	"github.com/codexec/codexec/internal/tenant"
 )
 
@@ -180,11 +181,7 @@ func (s *DirStore) reserve(self string, n int64) bool {
 func (s *DirStore) commit(it *Item) error {
 	sort.Slice(it.Files, func(i, j int) bool { return it.Files[i].Path < it.Files[j].Path })
 	b, _ := json.Marshal(it)
-	tmp := filepath.Join(s.root, it.ID, "item.json.tmp")
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(s.root, it.ID, "item.json")); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(s.root, it.ID, "item.json"), b, 0o600); err != nil {
 		return err
 	}
 	s.mu.Lock()

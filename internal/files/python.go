@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/codexec/codexec/internal/atomicfile"
 )
 
 //go:embed python/codexec_mpl.py
@@ -30,11 +32,7 @@ func InstallPython(dir string) error {
 		return fmt.Errorf("python support: %w", err)
 	}
 	for name, data := range map[string][]byte{"codexec_mpl.py": mplBackend, "matplotlibrc": mplRC} {
-		tmp := filepath.Join(dir, "."+name+".tmp")
-		if err := os.WriteFile(tmp, data, 0o644); err != nil {
-			return fmt.Errorf("python support: %w", err)
-		}
-		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return fmt.Errorf("python support: %w", err)
 		}
 	}

@@ -18,13 +18,16 @@ package logindex
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
-	_ "modernc.org/sqlite" // pure-Go SQLite driver with FTS5
+	"modernc.org/sqlite" // pure-Go SQLite driver with FTS5
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // FileName is the index database's name inside the log directory.
@@ -54,12 +57,13 @@ CREATE VIRTUAL TABLE IF NOT EXISTS execs_fts USING fts5(
   code, output, meta, content='', contentless_delete=1, detail=none, tokenize="unicode61 tokenchars '_'");
 `
 
-// Index is an open log index. Create it with Open; Close it when done.
+// Index is a log index. Create it with New or Open; Close it when done.
 type Index struct {
-	dir string
-	db  *sql.DB
+	dir, dbPath string
 
-	mu       sync.Mutex // serialises catch-up, retention and writes
+	mu sync.Mutex // serialises opening, catch-up, retention and writes
+	// db is nil until the database could be opened (and after Close).
+	db       *sql.DB
 	dirty    map[string]bool
 	lastScan time.Time
 	// tornSize remembers each file's size at its last catch-up, so a file
@@ -67,24 +71,94 @@ type Index struct {
 	tornSize map[string]int64
 }
 
-// Open opens (or creates) the index for the log directory dir, stored at
-// dbPath. It does not catch up; call Sync.
+// New returns the index of the log directory dir, stored at dbPath, without
+// touching the disk: the database is opened on first use, and again on each
+// use after a failure, so an index that cannot be opened at start-up (a full
+// disk, a read-only directory) does not stop the server and starts working
+// once the cause is gone. Until then its methods return ErrUnavailable.
+func New(dir, dbPath string) *Index {
+	return &Index{dir: dir, dbPath: dbPath, dirty: map[string]bool{}, tornSize: map[string]int64{}}
+}
+
+// Open is New followed by Ready: it fails when the database cannot be opened
+// now. It does not catch up; call Sync.
 func Open(dir, dbPath string) (*Index, error) {
-	db, err := openDB(dbPath)
-	if err != nil {
-		// A corrupt cache is rebuilt rather than fatal.
-		_ = os.Remove(dbPath)
-		if db, err = openDB(dbPath); err != nil {
-			return nil, fmt.Errorf("logindex: %w", err)
-		}
+	x := New(dir, dbPath)
+	if err := x.Ready(); err != nil {
+		return nil, err
 	}
-	return &Index{dir: dir, db: db, dirty: map[string]bool{}, tornSize: map[string]int64{}}, nil
+	return x, nil
+}
+
+// Ready opens the database if it is not open yet and reports why it cannot
+// be (an ErrUnavailable error), e.g. for a warning at start-up.
+func (x *Index) Ready() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if err := x.open(); err != nil {
+		return x.unavailable(err)
+	}
+	return nil
+}
+
+// open opens the database unless it is open. A corrupt database is a cache
+// to rebuild, so it is removed and created anew; any other failure (full
+// disk, read-only or missing directory) leaves the file alone for the next
+// attempt. x.mu must be held.
+func (x *Index) open() error {
+	if x.db != nil {
+		return nil
+	}
+	db, err := openDB(x.dbPath)
+	if err != nil && corrupt(err) {
+		slog.Warn("log index: database unreadable, rebuilding it from the log files", "path", x.dbPath, "err", err)
+		_ = os.Remove(x.dbPath)
+		db, err = openDB(x.dbPath)
+	}
+	if err != nil {
+		return err
+	}
+	x.db = db
+	x.lastScan = time.Time{} // the first Sync scans every file
+	return nil
+}
+
+// corrupt reports whether err is SQLite's verdict that the file is not a
+// usable database (SQLITE_CORRUPT, SQLITE_NOTADB).
+func corrupt(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Code() & 0xff // primary result code
+	return code == sqlite3.SQLITE_CORRUPT || code == sqlite3.SQLITE_NOTADB
+}
+
+// conn returns the open database, for queries outside x.mu.
+func (x *Index) conn() (*sql.DB, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.db == nil {
+		return nil, errors.New("index closed")
+	}
+	return x.db, nil
 }
 
 func openDB(path string) (*sql.DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
+	// SQLite says only "unable to open database file"; opening the file
+	// ourselves tells why (e.g. "read-only file system").
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is in ErrUnavailable's message already
+		}
+		return nil, err
+	}
+	_ = f.Close()
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(5000)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -99,17 +173,19 @@ func openDB(path string) (*sql.DB, error) {
 }
 
 // migrate creates the schema, first dropping an index of another version
-// (it is a cache: the next Sync rebuilds it from the files).
+// (it is a cache: the next Sync rebuilds it from the files). An index of the
+// current version is not written to, so opening it works on a full disk.
 func migrate(db *sql.DB) error {
 	var v int
 	if err := db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil {
 		return err
 	}
-	if v != schemaVersion {
-		for _, t := range []string{"execs_fts", "execs", "files"} {
-			if _, err := db.Exec(`DROP TABLE IF EXISTS ` + t); err != nil {
-				return err
-			}
+	if v == schemaVersion {
+		return nil
+	}
+	for _, t := range []string{"execs_fts", "execs", "files"} {
+		if _, err := db.Exec(`DROP TABLE IF EXISTS ` + t); err != nil {
+			return err
 		}
 	}
 	if _, err := db.Exec(schema); err != nil {
@@ -120,7 +196,16 @@ func migrate(db *sql.DB) error {
 }
 
 // Close closes the database.
-func (x *Index) Close() error { return x.db.Close() }
+func (x *Index) Close() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.db == nil {
+		return nil
+	}
+	err := x.db.Close()
+	x.db = nil
+	return err
+}
 
 // Notify marks a log file as appended to; the next query catches it up. It
 // is cheap and safe to call from execlog.Logger.OnAppend.
@@ -136,15 +221,21 @@ const rescanEvery = 2 * time.Second
 
 // Sync catches the index up with the log directory: files appended to since
 // the last call, plus a full directory scan when the last one is older than
-// rescanEvery (or force is set).
+// rescanEvery (or force is set). It opens the database first if needed. A
+// failed catch-up leaves the next Sync to scan every file again, so nothing
+// written meanwhile is missed.
 func (x *Index) Sync(ctx context.Context, force bool) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if err := x.open(); err != nil {
+		return err
+	}
 	files := x.dirty
 	x.dirty = map[string]bool{}
 	if force || time.Since(x.lastScan) > rescanEvery {
 		all, err := x.scanDir()
 		if err != nil {
+			x.lastScan = time.Time{}
 			return err
 		}
 		files = all
@@ -152,7 +243,8 @@ func (x *Index) Sync(ctx context.Context, force bool) error {
 	}
 	for f := range files {
 		if err := x.catchUp(ctx, f); err != nil {
-			return fmt.Errorf("logindex: %s: %w", f, err)
+			x.lastScan = time.Time{}
+			return fmt.Errorf("indexing %s: %w", f, err)
 		}
 	}
 	return nil

@@ -2,8 +2,10 @@ package logindex
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,5 +161,33 @@ func TestRetention(t *testing.T) {
 	}
 	if e, err := x.Get(ctx, "exec_old_fail"); err != nil || e.Code != "2" {
 		t.Errorf("kept entry unreadable after rewrite: %+v %v", e, err)
+	}
+}
+
+func TestSearchErrorKinds(t *testing.T) {
+	x, _, _ := newIndex(t)
+	tests := []struct {
+		name string
+		q    Query
+	}{
+		{"unknown status", Query{Status: "weird"}},
+		{"no searchable words", Query{Text: "?!"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := x.Search(context.Background(), tc.q)
+			if !errors.Is(err, ErrInvalidQuery) || errors.Is(err, ErrUnavailable) {
+				t.Errorf("want ErrInvalidQuery, got %v", err)
+			}
+		})
+	}
+	// An index whose log directory is gone cannot catch up: unavailable,
+	// not a bad query.
+	if err := os.RemoveAll(x.dir); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := x.Search(context.Background(), Query{})
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), x.dbPath) {
+		t.Errorf("want ErrUnavailable naming the database, got %v", err)
 	}
 }

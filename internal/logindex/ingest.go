@@ -163,8 +163,12 @@ func (x *Index) catchUp(ctx context.Context, name string) error {
 	if st.known && fi.Size() == st.offset {
 		return nil
 	}
+	if err := x.ingest(ctx, f, name, st, ino); err != nil {
+		delete(x.tornSize, name) // not caught up: the next scan retries it
+		return err
+	}
 	x.tornSize[name] = fi.Size() // a torn tail is not re-read until the file changes
-	return x.ingest(ctx, f, name, st, ino)
+	return nil
 }
 
 func inode(fi os.FileInfo) uint64 {

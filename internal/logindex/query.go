@@ -19,6 +19,21 @@ import (
 // ErrNotFound is returned by Get for an unknown execution id.
 var ErrNotFound = errors.New("execution not found")
 
+// ErrInvalidQuery marks a Search error caused by the query itself (a bad
+// status, text without searchable words); nothing is wrong with the index.
+var ErrInvalidQuery = errors.New("invalid query")
+
+// ErrUnavailable marks errors of an index that cannot be opened, read or
+// brought up to date (a full disk, a read-only log directory). The message
+// says why and names the database; the index recovers by itself once the
+// cause is gone.
+var ErrUnavailable = errors.New("execution log index unavailable")
+
+// unavailable wraps err as ErrUnavailable.
+func (x *Index) unavailable(err error) error {
+	return fmt.Errorf("%w: %v (%s)", ErrUnavailable, err, x.dbPath)
+}
+
 // Query filters search_execution_logs. Zero fields do not filter. Limit
 // defaults to 20 and is capped at MaxLimit.
 type Query struct {
@@ -53,10 +68,23 @@ type Hit struct {
 // Search returns the newest matching executions of ctx's principal and the
 // total number of matches. The index is caught up first.
 func (x *Index) Search(ctx context.Context, q Query) ([]Hit, int, error) {
-	if err := x.Sync(ctx, false); err != nil {
+	from, where, args, err := q.where(tenant.From(ctx))
+	if err != nil {
 		return nil, 0, err
 	}
-	from, where, args, err := q.where(tenant.From(ctx))
+	if err := x.Sync(ctx, false); err != nil {
+		return nil, 0, x.unavailable(err)
+	}
+	hits, total, err := x.search(ctx, q, from, where, args)
+	if err != nil && ctx.Err() == nil {
+		return nil, 0, x.unavailable(err)
+	}
+	return hits, total, err
+}
+
+// search runs the count and the page query of Search.
+func (x *Index) search(ctx context.Context, q Query, from, where string, args []any) ([]Hit, int, error) {
+	db, err := x.conn()
 	if err != nil {
 		return nil, 0, err
 	}
@@ -69,7 +97,7 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, int, error) {
 		countFrom = "execs_fts f" // every condition is on the FTS table: skip the join
 	}
 	var total int
-	if err := x.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM `+countFrom+where+` LIMIT ?)`,
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM `+countFrom+where+` LIMIT ?)`,
 		append(args, CountCap+1)...).Scan(&total); err != nil {
 		return nil, 0, err
 	}
@@ -78,7 +106,7 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, int, error) {
 		limit = 20
 	}
 	limit = min(limit, MaxLimit)
-	rows, err := x.db.QueryContext(ctx, `SELECT id, session_id, language, code_preview, status, exit_code, error_preview,
+	rows, err := db.QueryContext(ctx, `SELECT id, session_id, language, code_preview, status, exit_code, error_preview,
 		duration_ms, executed_at FROM `+from+where+` ORDER BY `+order+` DESC LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, 0, err
@@ -105,11 +133,11 @@ func (q Query) where(owner string) (string, string, []any, error) {
 	switch q.Status {
 	case "", "success", "failed", "timeout", "cancelled":
 	default:
-		return "", "", nil, fmt.Errorf("status must be success, failed, timeout or cancelled, got %q", q.Status)
+		return "", "", nil, fmt.Errorf("%w: status must be success, failed, timeout or cancelled, got %q", ErrInvalidQuery, q.Status)
 	}
 	m := MatchExpr(q.Text)
 	if m == "" && strings.TrimSpace(q.Text) != "" {
-		return "", "", nil, fmt.Errorf("query %q has no searchable words", q.Text)
+		return "", "", nil, fmt.Errorf("%w: %q has no searchable words", ErrInvalidQuery, q.Text)
 	}
 	if m != "" {
 		return q.ftsWhere(m, owner)
@@ -161,7 +189,7 @@ func MatchExpr(text string) string {
 // is ErrNotFound. Session lines lacking a language get their session's.
 func (x *Index) Get(ctx context.Context, id string) (execlog.Entry, error) {
 	if err := x.Sync(ctx, false); err != nil {
-		return execlog.Entry{}, err
+		return execlog.Entry{}, x.unavailable(err)
 	}
 	// Under the lock, so a retention rewrite cannot move the line between
 	// the lookup and the read.
@@ -175,7 +203,7 @@ func (x *Index) Get(ctx context.Context, id string) (execlog.Entry, error) {
 		return execlog.Entry{}, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
 	if err != nil {
-		return execlog.Entry{}, err
+		return execlog.Entry{}, x.unavailable(err)
 	}
 	b, err := readAt(filepath.Join(x.dir, file), off, length)
 	if err != nil {

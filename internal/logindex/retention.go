@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/codexec/codexec/internal/atomicfile"
 )
 
 // Retention is seed 000's log retention table, in days.
@@ -25,6 +27,9 @@ type Retention struct {
 func (x *Index) ApplyRetention(ctx context.Context, now time.Time, r Retention) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if err := x.open(); err != nil {
+		return x.unavailable(err)
+	}
 	ents, err := os.ReadDir(x.dir)
 	if err != nil {
 		return err
@@ -96,7 +101,7 @@ func (x *Index) pruneDaily(name string, now time.Time, r Retention) (bool, error
 	if keep.Len() == 0 {
 		return true, os.Remove(path)
 	}
-	return true, replaceFile(path, keep.Bytes())
+	return true, atomicfile.WriteFile(path, keep.Bytes(), 0o600)
 }
 
 func expired(l line, now time.Time, r Retention) bool {
@@ -107,47 +112,19 @@ func expired(l line, now time.Time, r Retention) bool {
 	return l.when().Before(now.AddDate(0, 0, -days))
 }
 
-// replaceFile atomically replaces path: temp file, fsync, rename, fsync dir.
-func replaceFile(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".retention-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o600)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
-// Run keeps the index current until ctx ends: a full catch-up and retention
+// Run keeps the index current until ctx ends: removal of the temporary
+// files an interrupted retention rewrite left, a full catch-up and retention
 // pass now, then retention every interval; between them, files marked by
 // Notify are indexed within a second so queries rarely wait for it. Errors
 // are logged, not fatal.
 func (x *Index) Run(ctx context.Context, r Retention, interval time.Duration) {
 	start := time.Now()
+	x.removeStaleTemps()
 	if err := x.Sync(ctx, true); err != nil {
-		slog.Error("log index catch-up failed", "err", err)
+		slog.Warn("log index catch-up failed; retried on every search", "err", x.unavailable(err))
+	} else {
+		slog.Info("log index ready", "ms", time.Since(start).Milliseconds())
 	}
-	slog.Info("log index ready", "ms", time.Since(start).Milliseconds())
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	fresh := time.NewTicker(time.Second)
@@ -169,9 +146,25 @@ func (x *Index) Run(ctx context.Context, r Retention, interval time.Duration) {
 	}
 }
 
+// staleTempAge spares a retention rewrite of another server sharing the
+// log directory that is still in progress.
+const staleTempAge = time.Minute
+
+// removeStaleTemps deletes the temporary files a crash in the middle of a
+// retention rewrite left in the log directory.
+func (x *Index) removeStaleTemps() {
+	removed, err := atomicfile.RemoveStale(x.dir, staleTempAge)
+	if len(removed) > 0 {
+		slog.Info("log directory: removed temporary files left by an interrupted rewrite", "dir", x.dir, "files", removed)
+	}
+	if err != nil {
+		slog.Warn("log directory: cannot remove stale temporary files", "dir", x.dir, "err", err)
+	}
+}
+
 func (x *Index) retain(ctx context.Context, r Retention) {
 	if err := x.ApplyRetention(ctx, time.Now(), r); err != nil && ctx.Err() == nil {
-		slog.Error("log retention failed", "err", err)
+		slog.Warn("log retention failed; retried at the next pass", "err", err)
 	}
 }
 

@@ -61,6 +61,7 @@ type RunCodeOut struct {
 	Status        string  `json:"status"`
 	TimedOut      bool    `json:"timed_out"`
 	ErrorMessage  *string `json:"error_message,omitempty"`
+	LogError      string  `json:"log_error,omitempty" jsonschema:"set when this run could not be recorded in the execution log, and why"`
 }
 
 // ContextIDIn names one context.
@@ -164,7 +165,8 @@ func (s *Server) runCode(ctx context.Context, req *mcp.CallToolRequest, in RunCo
 		return nil, RunCodeOut{}, codedError(codeInvalidParams, "%v", err)
 	}
 	out := RunCodeOut{Stdout: res.Stdout, Stderr: res.Stderr, Success: res.Success, ExecutionTime: res.ExecutionTime,
-		ExecutionID: res.ExecutionID, Status: res.Status, TimedOut: res.TimedOut, ErrorMessage: res.ErrorMessage}
+		ExecutionID: res.ExecutionID, Status: res.Status, TimedOut: res.TimedOut, ErrorMessage: res.ErrorMessage,
+		LogError: res.LogError}
 	return s.withFiles(ctx, jsonText(out), res), out, nil
 }
 

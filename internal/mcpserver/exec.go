@@ -197,6 +197,9 @@ func resultText(r engine.Result) *mcp.CallToolResult {
 	if r.Truncated {
 		b.WriteString("(output truncated)\n")
 	}
+	if r.LogError != "" {
+		fmt.Fprintf(&b, "log_error: %s\n", r.LogError)
+	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}
 }
 

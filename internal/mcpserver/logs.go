@@ -30,6 +30,9 @@ type SearchLogsOut struct {
 	// TotalCountCapped is set when more than logindex.CountCap executions
 	// match: counting a million matches would make every broad search slow.
 	TotalCountCapped bool `json:"total_count_capped,omitempty"`
+	// LogError is set while new executions cannot be recorded (the latest
+	// append to the execution log failed): they are missing from results.
+	LogError string `json:"log_error,omitempty"`
 }
 
 // GetLogIn is get_execution_log's input.
@@ -101,14 +104,37 @@ func (s *Server) searchLogs(ctx context.Context, _ *mcp.CallToolRequest, in Sear
 		return nil, SearchLogsOut{}, codedError("INVALID_PARAMS", "limit must be positive, got %d", in.Limit)
 	}
 	hits, total, err := s.deps.Logs.Search(ctx, q)
-	if err != nil {
+	if errors.Is(err, logindex.ErrInvalidQuery) {
 		return nil, SearchLogsOut{}, codedError("INVALID_PARAMS", "%v", err)
 	}
-	out := SearchLogsOut{Results: hits, TotalCount: total}
+	if err != nil {
+		return nil, SearchLogsOut{}, s.logUnavailable(err)
+	}
+	out := SearchLogsOut{Results: hits, TotalCount: total, LogError: s.logWriteError()}
 	if total > logindex.CountCap {
 		out.TotalCount, out.TotalCountCapped = logindex.CountCap, true
 	}
 	return nil, out, nil
+}
+
+// logUnavailable is the tool error of a log search that cannot be
+// answered: the index's reason, plus the log writer's when it fails too.
+func (s *Server) logUnavailable(err error) error {
+	msg := err.Error()
+	if w := s.logWriteError(); w != "" {
+		msg += "; new executions are not being recorded either: " + w
+	}
+	return codedError("LOG_UNAVAILABLE", "%s", msg)
+}
+
+// logWriteError is why the latest execution could not be logged, or "".
+func (s *Server) logWriteError() string {
+	if l := s.deps.Engine.Logger(); l != nil {
+		if err := l.Err(); err != nil {
+			return err.Error()
+		}
+	}
+	return ""
 }
 
 func parseSince(v string) (time.Time, error) {
@@ -123,6 +149,9 @@ func (s *Server) getLog(ctx context.Context, _ *mcp.CallToolRequest, in GetLogIn
 	e, err := s.deps.Logs.Get(ctx, in.ExecutionID)
 	if errors.Is(err, logindex.ErrNotFound) {
 		return nil, GetLogOut{}, codedError("EXECUTION_NOT_FOUND", "%v", err)
+	}
+	if errors.Is(err, logindex.ErrUnavailable) {
+		return nil, GetLogOut{}, s.logUnavailable(err)
 	}
 	if err != nil {
 		return nil, GetLogOut{}, err

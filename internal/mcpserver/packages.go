@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/packages"
 	"github.com/codexec/codexec/internal/tenant"
 )
@@ -51,6 +52,7 @@ type InstallPackageOut struct {
 	InstallOutput string `json:"install_output"`       // head+tail trimmed
 	Error         string `json:"error,omitempty"`      // why the install failed
 	DurationMs    int64  `json:"duration_ms"`
+	LogError      string `json:"log_error,omitempty"` // the session log could not record the install, and why
 }
 
 // registerPackages registers install_package when an installer is wired.
@@ -90,13 +92,20 @@ func (s *Server) installPackage(ctx context.Context, req *mcp.CallToolRequest, i
 	if err != nil {
 		return nil, out, packageError(err)
 	}
+	var logErr string
 	if in.SessionID != "" {
-		if err := s.deps.SessionPackages.RecordPackage(ctx, in.SessionID, lang, res.Spec.Name, res.Version, res.Success); err != nil {
+		// A log that cannot be written (full disk) does not undo the
+		// install: the result says so instead of failing the call.
+		var we *execlog.WriteError
+		err := s.deps.SessionPackages.RecordPackage(ctx, in.SessionID, lang, res.Spec.Name, res.Version, res.Success)
+		if errors.As(err, &we) {
+			logErr = err.Error()
+		} else if err != nil {
 			return nil, out, codedError("INTERNAL_ERROR", "package installed but the session could not record it: %v", err)
 		}
 	}
 	out = InstallPackageOut{Success: res.Success, Package: res.Spec.Name, Version: res.Version, Language: lang,
-		SessionID: in.SessionID, InstallOutput: res.Output, Error: res.Error, DurationMs: res.Duration.Milliseconds()}
+		SessionID: in.SessionID, InstallOutput: res.Output, Error: res.Error, DurationMs: res.Duration.Milliseconds(), LogError: logErr}
 	return installText(out), out, nil
 }
 
@@ -153,5 +162,8 @@ func installText(o InstallPackageOut) *mcp.CallToolResult {
 		fmt.Fprintf(&b, "install of %s (%s) %s FAILED: %s\n", o.Package, o.Language, scope, o.Error)
 	}
 	section(&b, "install output", o.InstallOutput)
+	if o.LogError != "" {
+		fmt.Fprintf(&b, "log_error: %s\n", o.LogError)
+	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}
 }

@@ -3,10 +3,10 @@ package scripts
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/codexec/codexec/internal/atomicfile"
 )
 
 // MaxNameLen bounds script names so they stay valid directory names.
@@ -47,42 +47,8 @@ func nameError(name string) error {
 }
 
 // writeFileAtomic replaces path with data so that a crash leaves either the
-// old or the new content: temp file in the same directory, fsync, rename,
-// fsync of the directory.
+// old or the new content (atomicfile.WriteFile), readable by everyone: the
+// sandbox user runs saved scripts through a read-only mount.
 func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after a successful rename
-	if _, err := f.Write(data); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp, 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-// syncDir makes a rename or create in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return atomicfile.WriteFile(path, data, 0o644)
 }

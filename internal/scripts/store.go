@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codexec/codexec/internal/atomicfile"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/tenant"
@@ -209,7 +210,7 @@ func writeVersion(dir string, m Meta, code string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := syncDir(filepath.Dir(dir)); err != nil {
+	if err := atomicfile.SyncDir(filepath.Dir(dir)); err != nil {
 		return err
 	}
 	if err := writeFileAtomic(filepath.Join(dir, scriptPrefix+Ext(m.Language)), []byte(code)); err != nil {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/codexec/codexec/internal/atomicfile"
 )
 
 func TestValidateName(t *testing.T) {
@@ -48,7 +50,7 @@ func TestConcurrentSaves(t *testing.T) {
 		t.Fatalf("after 8 saves: version %d versions %v err %v", sc.Version, sc.Versions, err)
 	}
 	_ = filepath.Walk(st.Root(), func(p string, fi os.FileInfo, err error) error {
-		if err == nil && strings.HasPrefix(fi.Name(), ".tmp-") {
+		if err == nil && atomicfile.IsTemp(fi.Name()) {
 			t.Errorf("temp file left: %s", p)
 		}
 		return nil

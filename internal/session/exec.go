@@ -59,7 +59,7 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 	if oc.lost {
 		m.lose(s, oc)
 	}
-	m.logExec(s, req, res, started)
+	res.LogError = m.logExec(s, req, res, started)
 	return res, nil
 }
 
@@ -129,10 +129,12 @@ func splitLines(s string) []string {
 	return append(out, s[start:])
 }
 
-func (m *Manager) logExec(s *Session, req ExecRequest, res engine.Result, started time.Time) {
+// logExec appends the execution to the session's log and returns "" or,
+// when it could not be written, why (for the result's log_error).
+func (m *Manager) logExec(s *Session, req ExecRequest, res engine.Result, started time.Time) string {
 	log := m.eng.Logger()
 	if log == nil {
-		return
+		return ""
 	}
 	sid := s.ID
 	e := execlog.Entry{ExecutionID: res.ExecutionID, SessionID: &sid, Tool: req.Tool, Language: s.Language, Code: req.Code,
@@ -144,7 +146,9 @@ func (m *Manager) logExec(s *Session, req ExecRequest, res engine.Result, starte
 	}
 	if err := log.AppendExecution(e); err != nil {
 		slog.Error("session log write failed", "session_id", s.ID, "err", err)
+		return err.Error()
 	}
+	return ""
 }
 
 type startEntry struct {

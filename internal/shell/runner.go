@@ -75,6 +75,7 @@ type Result struct {
 	ExecutionID  string  `json:"execution_id" yaml:"execution_id" jsonschema:"id of this run in the execution log"`
 	SandboxMode  string  `json:"sandbox_mode" yaml:"sandbox_mode" jsonschema:"isolation mode the command ran under"`
 	CwdNote      string  `json:"cwd_note,omitempty" yaml:"cwd_note,omitempty" jsonschema:"how the command could use the given cwd (read-only, or unconfined in subprocess mode)"`
+	LogError     string  `json:"log_error,omitempty" yaml:"log_error,omitempty" jsonschema:"set when this run could not be recorded in the execution log, and why"`
 }
 
 // Command checks req.Command against the allowlist and the cwd rules, then
@@ -202,7 +203,7 @@ func (r *Runner) run(ctx context.Context, lang string, argv []string, wd pathgua
 	oc := r.eng.RunProcess(ctx, spec)
 	res := engine.NoteDiskFull(r.eng.OutcomeResult(id, lang, oc, timeout), disk)
 	res.WorkingDir = dir
-	r.eng.LogResult(ctx, res, log, started)
+	res.LogError = r.eng.LogResult(ctx, res, log, started)
 	return fromEngine(res)
 }
 
@@ -228,7 +229,7 @@ func (r *Runner) failed(id, lang, dir, msg string) Result {
 func fromEngine(res engine.Result) Result {
 	return Result{ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, Status: res.Status,
 		ErrorMessage: res.ErrorMessage, TimedOut: res.TimedOut, Truncated: res.Truncated, Cwd: res.WorkingDir,
-		DurationMs: res.DurationMs, ExecutionID: res.ExecutionID, SandboxMode: res.SandboxMode}
+		DurationMs: res.DurationMs, ExecutionID: res.ExecutionID, SandboxMode: res.SandboxMode, LogError: res.LogError}
 }
 
 // lookPath finds file on pathEnv (absolute paths are used as given). It is
