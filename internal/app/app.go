@@ -86,10 +86,11 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	// The log directory is not among them: a log that cannot be written
 	// degrades the server (warnLogUnwritable) instead of stopping it.
 	for _, d := range []string{cfg.DataDir, cfg.SandboxDir, cfg.ScriptsDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("create %s: %w", d, err)
 		}
 	}
+	privateDirs(internalDirs(cfg))
 	langs := runtime.Discover(ctx, runtime.Overrides(cfg.Interpreters), env.Path)
 	opts := engineOptions(cfg, env)
 	if err := addGlobalPackages(&opts, cfg.PackagesDir); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -55,6 +56,26 @@ func SelectBackend(ctx context.Context, cfg config.Config, env HostEnv, langs *r
 // them, and they are masked where a caller directory contains them.
 func internalDirs(cfg config.Config) []string {
 	return []string{cfg.DataDir, cfg.SandboxDir, cfg.LogDir, cfg.ScriptsDir, cfg.PackagesDir, disksDir(cfg)}
+}
+
+// privateDirs makes codexec's own state directories 0700. Other sessions'
+// workspaces, other principals' scripts and the disk images live there:
+// the sandbox user reaches its own workspace only through a mount, so it
+// needs no access to them, and the server, acting on a workspace with the
+// sandbox user's rights (a caller's working_dir may contain the data dir),
+// then cannot list or read them for it either.
+func privateDirs(dirs []string) {
+	for _, d := range dirs {
+		fi, err := os.Lstat(d)
+		if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o077 == 0 {
+			continue
+		}
+		if err := os.Chmod(d, fi.Mode().Perm()&0o700); err != nil {
+			slog.Warn("cannot make codexec's directory private", "dir", d, "err", err)
+			continue
+		}
+		slog.Info("made codexec's directory private (0700)", "dir", d, "was", fmt.Sprintf("%o", fi.Mode().Perm()))
+	}
 }
 
 // newGuard is the policy for caller-supplied directories (working_dir, cwd).

@@ -228,6 +228,31 @@ func edgeCases() []edgeCase {
 					t.Errorf("no cwd_note in %s", text(res))
 				}
 			}},
+		// A working_dir that contains codexec's data dir (like ~ holding
+		// ~/.codexec): neither the code nor the server acting for it may
+		// reach another session's files through it.
+		{name: "data_dir_below_working_dir", isolatedOnly: true, tool: "start_session",
+			args: func(f *edgeFixture) map[string]any {
+				return map[string]any{"language": "python", "working_dir": filepath.Dir(f.dataDir)}
+			},
+			check: func(t *testing.T, s *server, f *edgeFixture, res *mcp.CallToolResult) {
+				var out startOut
+				decodeStructured(t, res, &out)
+				defer s.call("close_session", map[string]any{"session_id": out.SessionID})
+				rel, _ := filepath.Rel(filepath.Dir(f.dataDir), filepath.Join(f.otherWS, "mine.txt"))
+				r, _ := s.send(out.SessionID, "try:\n    print(open("+pyQuote(rel)+").read())\nexcept OSError as e:\n    print(type(e).__name__)", nil)
+				if strings.Contains(r.Stdout, "victim-data") {
+					t.Errorf("the code read another session's file through its working_dir: %q", r.Stdout)
+				}
+				dl := s.call("download_file", map[string]any{"session_id": out.SessionID, "path": rel})
+				if !dl.IsError || strings.Contains(text(dl), "victim-data") {
+					t.Errorf("download of another session's file through a working_dir: %s", text(dl))
+				}
+				l := s.call("list_files", map[string]any{"session_id": out.SessionID, "recursive": true})
+				if strings.Contains(text(l), "mine.txt") {
+					t.Errorf("list_files shows another session's files: %s", text(l))
+				}
+			}},
 		{name: "upload_into_read_only_session", isolatedOnly: true, tool: "start_session",
 			args: func(f *edgeFixture) map[string]any {
 				return map[string]any{"language": "python", "working_dir": f.sysDir}

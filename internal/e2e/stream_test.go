@@ -427,7 +427,7 @@ func TestBusyAfterQueueWait(t *testing.T) {
 	}
 	cancel()
 	<-done
-	if r, _ := s.exec(map[string]any{"language": "bash", "code": "echo third"}); r.Stdout != "third\n" {
-		t.Errorf("after the first run ended: %+v", r)
+	if r, res := s.exec(map[string]any{"language": "bash", "code": "echo third"}); r.Stdout != "third\n" {
+		t.Errorf("after the first run ended: %+v %s", r, text(res))
 	}
 }

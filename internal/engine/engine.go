@@ -94,7 +94,7 @@ func (e *Engine) Close() {
 
 // New returns an Engine. log may be nil (nothing is logged).
 func New(opts Options, backend sandbox.Backend, langs *runtime.Set, guard *pathguard.Guard, log *execlog.Logger) (*Engine, error) {
-	if err := os.MkdirAll(opts.SandboxDir, 0o755); err != nil {
+	if err := os.MkdirAll(opts.SandboxDir, 0o700); err != nil {
 		return nil, fmt.Errorf("engine: sandbox dir: %w", err)
 	}
 	return &Engine{opts: opts, backend: backend, langs: langs, guard: guard, log: log, unavailable: map[string]error{},
