@@ -114,12 +114,11 @@ func TestFilesRoundTripAllModes(t *testing.T) {
 	}
 }
 
-// aclFreeDir returns a fresh directory without inherited POSIX ACLs. Docker
-// mode grants the sandbox user a workspace by ACL but leaves a directory
-// that already has one alone; a workspace under a parent with a default ACL
-// (this host's /tmp got one granting uid 65534) inherits an ACL whose mask
-// denies writing. That is a sandbox-layer bug reported separately; these
-// tests are about files, so they use a clean sandbox dir.
+// aclFreeDir returns a fresh directory without inherited POSIX ACLs. Earlier
+// versions gave the sandbox user a default ACL on any working_dir (a host's
+// /tmp could carry one, see `codexec doctor`); a workspace under such a
+// parent inherits an ACL whose mask denies writing. These tests are about
+// files, so they use a clean sandbox dir whatever the host's history.
 func aclFreeDir(t *testing.T) string {
 	dir := t.TempDir()
 	for _, name := range []string{"system.posix_acl_default", "system.posix_acl_access"} {

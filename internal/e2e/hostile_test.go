@@ -110,9 +110,16 @@ func sandboxModes(t *testing.T) []sandboxMode {
 }
 
 func runHostile(t *testing.T, mode string, env []string) {
-	env = append(append([]string{"CODEXEC_SANDBOX_MODE=" + mode}, hostileEnv...), env...)
+	// The working_dir cases need a directory sandboxed code may write: an
+	// operator's writable root that the sandbox user may write by its own
+	// permissions.
+	workDir := t.TempDir()
+	if err := os.Chown(workDir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	env = append(append([]string{"CODEXEC_SANDBOX_MODE=" + mode, "CODEXEC_WRITABLE_ROOTS=" + workDir}, hostileEnv...), env...)
 	s := start(t, env...)
-	h := newFixture(t, s)
+	h := newFixture(t, s, workDir)
 	h.mode = mode
 	for _, c := range hostileCases() {
 		t.Run(c.name, func(t *testing.T) {
@@ -135,9 +142,9 @@ func runHostile(t *testing.T, mode string, env []string) {
 	}
 }
 
-func newFixture(t *testing.T, s *server) *hostileFixture {
+func newFixture(t *testing.T, s *server, workDir string) *hostileFixture {
 	dir := t.TempDir()
-	h := &hostileFixture{secretFile: filepath.Join(dir, "secret.txt"), outsideDir: dir, workDir: t.TempDir(),
+	h := &hostileFixture{secretFile: filepath.Join(dir, "secret.txt"), outsideDir: dir, workDir: workDir,
 		accepted: &atomic.Int64{}, serverPid: s.Cmd.Process.Pid, disks: filepath.Join(s.DataDir, "sandbox", ".disks")}
 	if err := os.WriteFile(h.secretFile, []byte("host-secret-91c2"), 0o644); err != nil {
 		t.Fatal(err)
@@ -284,6 +291,9 @@ func hostileCases() []hostileCase {
 				p := filepath.Join(h.workDir, "daemon.txt")
 				time.Sleep(200 * time.Millisecond)
 				before, _ := os.ReadFile(p)
+				if len(before) == 0 {
+					t.Fatalf("the daemon never wrote %s, so the case tested nothing: %+v", p, r)
+				}
 				time.Sleep(500 * time.Millisecond)
 				after, _ := os.ReadFile(p)
 				if len(after) != len(before) {
