@@ -12,6 +12,13 @@ import (
 // sandboxUID is the host uid the isolated backends run code as.
 const sandboxUID = 65534
 
+// Depths of the ACL scan: codexec's own and configured roots, and the
+// common places a working_dir pointed at.
+const (
+	deepScan    = 16
+	shallowScan = 3
+)
+
 // aclRoot is one tree doctor examines for old ACL grants.
 type aclRoot struct {
 	path  string
@@ -26,11 +33,11 @@ func aclRoots(cfg config.Config, env HostEnv) []aclRoot {
 	var out []aclRoot
 	deep := append(append([]string{cfg.DataDir}, cfg.WritableRoots...), cfg.AllowedCwdRoots...)
 	for _, p := range deep {
-		out = append(out, aclRoot{p, 16})
+		out = append(out, aclRoot{p, deepScan})
 	}
 	for _, p := range []string{env.Cwd, env.Home, "/tmp", "/opt", "/srv", "/usr/local", "/root", "/"} {
 		if p != "" && !slices.ContainsFunc(out, func(r aclRoot) bool { return r.path == p }) {
-			out = append(out, aclRoot{p, 3})
+			out = append(out, aclRoot{p, shallowScan})
 		}
 	}
 	return out
@@ -43,7 +50,10 @@ func doctorACLs(cfg config.Config, env HostEnv, w io.Writer, repair bool) {
 	complete := true
 	for _, r := range aclRoots(cfg, env) {
 		f, c := hostacl.Scan(r.path, hostacl.Options{UID: sandboxUID, MaxDepth: r.depth, MaxDirs: 20000})
-		found, complete = append(found, f...), complete && c
+		found = append(found, f...)
+		// Common directories are looked at shallowly on purpose; only a
+		// deep scan that hit its bound is worth a word.
+		complete = complete && (c || r.depth < deepScan)
 	}
 	found = uniqueFindings(found)
 	if len(found) == 0 {
