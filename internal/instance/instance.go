@@ -19,7 +19,7 @@ import (
 
 // Self returns this process's name. It is computed once.
 func Self() string {
-	selfOnce.Do(func() { self = nameOf(pidSelf()) })
+	selfOnce.Do(func() { self = Of(pidSelf()) })
 	return self
 }
 
@@ -61,10 +61,10 @@ func Alive(id string) bool {
 	return ok && !Dead(id)
 }
 
-// nameOf builds the name of the process pid. When its start time or the
-// boot id cannot be read the name is malformed on purpose ("<pid>-0-unknown"):
-// no other server will ever judge it dead.
-func nameOf(pid int) string {
+// Of returns the name of the running process pid (Self is Of of this
+// process). When its start time or the boot id cannot be read the name is
+// malformed on purpose ("<pid>-0-unknown"): nothing will ever judge it dead.
+func Of(pid int) string {
 	st, state := startTime(pid)
 	boot, ok := bootID()
 	if state != procFound || !ok {

@@ -12,7 +12,7 @@ func TestDead(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	running := nameOf(cmd.Process.Pid)
+	running := Of(cmd.Process.Pid)
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	f := strings.Split(Self(), "-")
