@@ -169,8 +169,9 @@ func TestExecuteEnvironmentStripped(t *testing.T) {
 		// bubblewrap sets PWD (to the working directory, = HOME); PYTHONPATH
 		// points at globally installed packages and codexec's support module;
 		// the MPL*/MATPLOTLIBRC values are codexec's own (plots as images);
+		// CODEXEC_RUN marks a subprocess run's processes (no secret);
 		// nothing else may reach the program.
-		case "PATH", "HOME", "LANG", "TERM", "LC_CTYPE", "PWD", "PYTHONPATH", "MPLBACKEND", "MATPLOTLIBRC", "MPLCONFIGDIR":
+		case "PATH", "HOME", "LANG", "TERM", "LC_CTYPE", "PWD", "PYTHONPATH", "MPLBACKEND", "MATPLOTLIBRC", "MPLCONFIGDIR", "CODEXEC_RUN":
 		default:
 			t.Errorf("unexpected variable %s reached the program", k)
 		}

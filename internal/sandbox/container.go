@@ -69,6 +69,7 @@ func NewContainer(ctx context.Context, o ContainerOptions) (*Container, error) {
 	if out, err := combinedTracked(cmd); err != nil {
 		return nil, fmt.Errorf("image %q not available to %s (build it from Dockerfile.sandbox): %v %s", o.Image, o.CLI, err, strings.TrimSpace(out))
 	}
+	sweepDeadRunsOnce()
 	c := &Container{opts: o, cli: cli}
 	c.sweepAtStart(ctx)
 	if o.Pool.Size > 0 {
