@@ -212,7 +212,8 @@ func TestExecuteArtifactsAndLog(t *testing.T) {
 	}
 }
 
-// findLogEntry scans the daily JSONL logs for an execution id.
+// findLogEntry scans the daily JSONL logs for the execution entry of an id
+// (not its started record).
 func findLogEntry(t *testing.T, dataDir, id string) map[string]any {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(dataDir, "logs", "executions-*.jsonl"))
@@ -226,7 +227,7 @@ func findLogEntry(t *testing.T, dataDir, id string) map[string]any {
 		sc.Buffer(make([]byte, 1<<20), 64<<20)
 		for sc.Scan() {
 			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) == nil && m["execution_id"] == id {
+			if json.Unmarshal(sc.Bytes(), &m) == nil && m["execution_id"] == id && m["type"] == "execution" {
 				fh.Close()
 				return m
 			}

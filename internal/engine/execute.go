@@ -141,6 +141,7 @@ func (e *Engine) Execute(ctx context.Context, req Request) (Result, error) {
 	defer e.later(cleanup)
 	id := execlog.NewID("exec_")
 	started := time.Now()
+	e.LogStarted(ctx, id, lang, dir, req, started)
 	res := e.runCode(ctx, id, lang, dir, disk, req, nil)
 	res.WorkingDir = dir
 	if !req.NoLog {
@@ -174,10 +175,10 @@ func (e *Engine) workspace(workingDir string, probe bool) (string, *diskbound.Di
 	}
 	disk, err := e.BoundDisk(dir, true)
 	if err != nil {
-		_ = os.Remove(dir)
+		_ = e.RemoveDir(dir)
 		return "", nil, nil, err
 	}
-	return dir, disk, func() { releaseDisk(disk); _ = os.RemoveAll(dir) }, nil
+	return dir, disk, func() { releaseDisk(disk); _ = e.RemoveDir(dir) }, nil
 }
 
 // runCode builds and runs the program; post, if non-nil, runs after the
@@ -214,15 +215,15 @@ func (e *Engine) buildAndRun(ctx context.Context, res Result, id, lang, dir stri
 	if err != nil {
 		return setupError(res, err.Error())
 	}
-	progDir, err := writeProgram(e.opts.SandboxDir, id, prog.Files)
+	progDir, err := writeProgram(e.opts.SandboxDir, id, prog.Files, e.createdDir)
+	defer func() {
+		if progDir != "" {
+			_ = e.RemoveDir(progDir)
+		}
+	}()
 	if err != nil {
 		return setupError(res, err.Error())
 	}
-	defer func() {
-		if progDir != "" {
-			_ = os.RemoveAll(progDir)
-		}
-	}()
 	if prep := prepareFrom(ctx); prep != nil && !req.NoLog {
 		if err := prep(dir); err != nil {
 			return setupError(res, "placing uploaded files: "+err.Error())
@@ -270,8 +271,9 @@ func warmKind(lang string) string {
 }
 
 // writeProgram writes program files to a private directory outside the
-// workspace, so they never show up as artifacts.
-func writeProgram(sandboxDir, id string, files map[string][]byte) (string, error) {
+// workspace, so they never show up as artifacts; created sees the directory
+// once made. The directory is returned even when a write fails.
+func writeProgram(sandboxDir, id string, files map[string][]byte, created func(dir string)) (string, error) {
 	if len(files) == 0 {
 		return "", nil
 	}
@@ -279,6 +281,7 @@ func writeProgram(sandboxDir, id string, files map[string][]byte) (string, error
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
+	created(dir)
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return dir, err
@@ -380,4 +383,5 @@ func (e *Engine) logExecution(ctx context.Context, res Result, req Request, star
 	if err := e.log.AppendExecution(entry); err != nil {
 		slog.Error("execution log write failed; result still returned", "execution_id", res.ExecutionID, "err", err)
 	}
+	e.opts.Journal.RunEnded(res.ExecutionID, "")
 }

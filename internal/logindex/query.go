@@ -23,7 +23,7 @@ var ErrNotFound = errors.New("execution not found")
 // defaults to 20 and is capped at MaxLimit.
 type Query struct {
 	Language string
-	Status   string // success | failed | timeout | cancelled
+	Status   string // success | failed | timeout | cancelled | lost
 	Text     string // words that must all occur in the code or the output
 	Since    time.Time
 	Limit    int
@@ -103,9 +103,9 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, int, error) {
 // matches newest first.
 func (q Query) where(owner string) (string, string, []any, error) {
 	switch q.Status {
-	case "", "success", "failed", "timeout", "cancelled":
+	case "", "success", "failed", "timeout", "cancelled", "lost":
 	default:
-		return "", "", nil, fmt.Errorf("status must be success, failed, timeout or cancelled, got %q", q.Status)
+		return "", "", nil, fmt.Errorf("status must be success, failed, timeout, cancelled or lost, got %q", q.Status)
 	}
 	m := MatchExpr(q.Text)
 	if m == "" && strings.TrimSpace(q.Text) != "" {
