@@ -125,6 +125,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	// What killed servers left open is closed before this one records its
 	// own work, and after the backend killed what their runs left running.
 	recoverLeftovers(journalDir(cfg.LogDir), logger, cfg.SandboxDir)
+	removeStaleTemps(cfg.ScriptsDir, journalDir(cfg.LogDir))
 	if opts.Journal, err = inflight.Open(journalDir(cfg.LogDir)); err != nil {
 		return nil, err
 	}

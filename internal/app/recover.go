@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/inflight"
+	"github.com/codexec/codexec/internal/scripts"
 	"github.com/codexec/codexec/internal/session"
 )
 
@@ -41,6 +43,27 @@ func recoverLeftovers(dir string, log *execlog.Logger, sandboxDir string) {
 		}
 		slog.Info("closed what a dead codexec server left open", "server", l.Server, "lost_runs", len(l.Runs),
 			"ended_sessions", len(l.Sessions), "removed_dirs", removed)
+	}
+}
+
+// staleTempAge is how old a temporary file of the script library must be
+// to be removed at start while another live server shares the data
+// directory (its write may be in progress); with none, all are stale.
+const staleTempAge = time.Minute
+
+// removeStaleTemps removes the temporary files interrupted atomic writes
+// left in the script library.
+func removeStaleTemps(scriptsDir, journals string) {
+	age := staleTempAge
+	if !inflight.OthersAlive(journals) {
+		age = 0
+	}
+	n, err := scripts.RemoveStaleTemps(scriptsDir, age)
+	if err != nil {
+		slog.Warn("removing stale temporary files of the script library", "err", err)
+	}
+	if n > 0 {
+		slog.Info("removed temporary files of interrupted script writes", "count", n)
 	}
 }
 

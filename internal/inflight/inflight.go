@@ -292,6 +292,19 @@ func Leftovers(dir string) ([]Leftover, error) {
 	return out, nil
 }
 
+// OthersAlive reports whether a live server other than this one keeps its
+// journal in dir: whether another server shares this data directory now.
+func OthersAlive(dir string) bool {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		server, ok := strings.CutSuffix(e.Name(), fileExt)
+		if ok && server != instance.Self() && !instance.Dead(server) {
+			return true
+		}
+	}
+	return false
+}
+
 // readJournal replays a journal file; a line that does not parse (a torn
 // last line) is skipped.
 func readJournal(path string) (Leftover, error) {

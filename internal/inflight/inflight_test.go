@@ -95,6 +95,21 @@ func TestLeftovers(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, instance.Self()+fileExt)); err != nil {
 		t.Errorf("the live server's journal was touched: %v", err)
 	}
+	if OthersAlive(dir) {
+		t.Errorf("OthersAlive with only this server's journal and a dead one's")
+	}
+	// A live process other than this one, as another server.
+	other := exec.Command("sleep", "30")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = other.Process.Kill(); _ = other.Wait() }()
+	if err := os.WriteFile(filepath.Join(dir, instance.Of(other.Process.Pid)+fileExt), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !OthersAlive(dir) {
+		t.Errorf("OthersAlive missed another live server's journal")
+	}
 }
 
 func TestCloseRemovesJournal(t *testing.T) {

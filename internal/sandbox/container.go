@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/codexec/codexec/internal/instance"
 )
 
 // ContainerOptions configure the container backend.
@@ -72,8 +74,9 @@ func NewContainer(ctx context.Context, o ContainerOptions) (*Container, error) {
 	sweepDeadRunsOnce()
 	c := &Container{opts: o, cli: cli}
 	c.sweepAtStart(ctx)
+	sweepWarmRoots()
 	if o.Pool.Size > 0 {
-		if c.warmRoot, err = os.MkdirTemp("", "codexec-warm-containers-"); err != nil {
+		if c.warmRoot, err = os.MkdirTemp("", warmRootPrefix+instance.Self()+"-"); err != nil {
 			return nil, err
 		}
 		if err := os.Chmod(c.warmRoot, 0o711); err != nil {

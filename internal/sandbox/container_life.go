@@ -158,6 +158,23 @@ func (c *Container) sweep(ctx context.Context) (int, error) {
 	return len(dead), nil
 }
 
+// warmRootPrefix starts the name of the temporary directory holding a
+// server's warm container directories: its name follows (warmRootPrefix,
+// server name, "-", random).
+const warmRootPrefix = "codexec-warm-containers-"
+
+// sweepWarmRoots removes the warm container directories of servers that
+// are gone (their FIFOs and control sockets).
+func sweepWarmRoots() {
+	roots, _ := filepath.Glob(filepath.Join(os.TempDir(), warmRootPrefix+"*"))
+	for _, r := range roots {
+		f := strings.SplitN(strings.TrimPrefix(filepath.Base(r), warmRootPrefix), "-", 4)
+		if len(f) == 4 && instance.Dead(strings.Join(f[:3], "-")) {
+			_ = os.RemoveAll(r)
+		}
+	}
+}
+
 // sweepAtStart runs sweep and logs what it did.
 func (c *Container) sweepAtStart(ctx context.Context) {
 	n, err := c.sweep(ctx)

@@ -2,7 +2,9 @@ package sandbox
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -143,5 +145,41 @@ func TestContainerSweep(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("containers kept after the sweep (-want +got):\n%s", d)
+	}
+}
+
+// TestSweepWarmRoots checks that the warm container directories of dead
+// servers are removed, and those of live servers and unnamed ones kept.
+func TestSweepWarmRoots(t *testing.T) {
+	gone := exec.Command("true")
+	if err := gone.Start(); err != nil {
+		t.Fatal(err)
+	}
+	dead := instance.Of(gone.Process.Pid)
+	_ = gone.Wait()
+	want := map[string]bool{}
+	for prefix, kept := range map[string]bool{
+		warmRootPrefix + dead + "-":            false,
+		warmRootPrefix + instance.Self() + "-": true,
+		warmRootPrefix:                         true, // from before servers were named
+	} {
+		dir, err := os.MkdirTemp("", prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(dir) })
+		if err := os.Mkdir(filepath.Join(dir, "r-1"), 0o711); err != nil {
+			t.Fatal(err)
+		}
+		want[dir] = kept
+	}
+	sweepWarmRoots()
+	got := map[string]bool{}
+	for dir := range want {
+		_, err := os.Stat(dir)
+		got[dir] = err == nil
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("warm roots kept (-want +got):\n%s", d)
 	}
 }
