@@ -123,7 +123,8 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	}
 	a.closers = append(a.closers, func() { _ = logger.Close() })
 	// What killed servers left open is closed before this one records its
-	// own work, and after the backend killed what their runs left running.
+	// own work, and after the backend killed what their runs left running
+	// and openDisks detached their bounded disks (from their workspaces).
 	recoverLeftovers(journalDir(cfg.LogDir), logger, cfg.SandboxDir)
 	removeStaleTemps(cfg.ScriptsDir, journalDir(cfg.LogDir))
 	if opts.Journal, err = inflight.Open(journalDir(cfg.LogDir)); err != nil {

@@ -257,13 +257,19 @@ func (c *Container) cliQuiet(args ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out, err := combinedTracked(exec.CommandContext(ctx, c.cli, args...))
-	if low := strings.ToLower(out); err != nil && (strings.Contains(low, "no such container") || strings.Contains(low, "no container with")) {
+	if err != nil && noSuchContainer(out) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("%s %s: %v: %s", c.opts.CLI, args[0], err, strings.TrimSpace(out))
 	}
 	return nil
+}
+
+// noSuchContainer reports whether CLI output says a container is gone.
+func noSuchContainer(out string) bool {
+	low := strings.ToLower(out)
+	return strings.Contains(low, "no such container") || strings.Contains(low, "no container with")
 }
 
 func sanitizeName(s string) string {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -148,14 +149,22 @@ func (c *Container) sweep(ctx context.Context) (int, error) {
 	if len(dead) == 0 {
 		return 0, nil
 	}
-	// Killed first: `podman rm -f` stops a running container with SIGTERM
-	// and waits its stop timeout (10 s) before it kills.
-	_, _ = combinedTracked(exec.CommandContext(ctx, c.cli, append([]string{"kill", "--signal", "KILL"}, dead...)...))
-	out, err = combinedTracked(exec.CommandContext(ctx, c.cli, append([]string{"rm", "-f"}, dead...)...))
-	if err != nil {
-		return 0, fmt.Errorf("%s rm: %v: %s", c.opts.CLI, err, strings.TrimSpace(out))
+	// One container per command, all at once: given several, podman's kill
+	// and rm stop at the first that is gone (an --rm container that ended
+	// meanwhile), rm even with status 0. Killed first: `podman rm -f` stops
+	// a running container with SIGTERM and waits its stop timeout (10 s).
+	var wg sync.WaitGroup
+	errs := make([]error, len(dead))
+	for i, id := range dead {
+		wg.Go(func() {
+			_, _ = combinedTracked(exec.CommandContext(ctx, c.cli, "kill", "--signal", "KILL", id))
+			if out, err := combinedTracked(exec.CommandContext(ctx, c.cli, "rm", "-f", id)); err != nil && !noSuchContainer(out) {
+				errs[i] = fmt.Errorf("%s rm %s: %v: %s", c.opts.CLI, id, err, strings.TrimSpace(out))
+			}
+		})
 	}
-	return len(dead), nil
+	wg.Wait()
+	return len(dead), errors.Join(errs...)
 }
 
 // warmRootPrefix starts the name of the temporary directory holding a

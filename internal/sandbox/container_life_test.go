@@ -114,11 +114,15 @@ func TestContainerSweep(t *testing.T) {
 		name   string
 		labels []string
 		kept   bool
+		cmd    string
 	}{
-		{"dead", []string{labelManaged + "=true", labelInstance + "=" + deadName}, false},
-		{"alive", []string{labelManaged + "=true", labelInstance + "=" + instance.Self()}, true},
-		{"malformed", []string{labelManaged + "=true", labelInstance + "=nonsense"}, true},
-		{"unmanaged", []string{labelInstance + "=" + deadName}, true},
+		{"dead", []string{labelManaged + "=true", labelInstance + "=" + deadName}, false, "sleep"},
+		// Exited: podman's kill of several containers stops at one that
+		// is not running, which must not spare the others.
+		{"dead-exited", []string{labelManaged + "=true", labelInstance + "=" + deadName}, false, "echo"},
+		{"alive", []string{labelManaged + "=true", labelInstance + "=" + instance.Self()}, true, "sleep"},
+		{"malformed", []string{labelManaged + "=true", labelInstance + "=nonsense"}, true, "sleep"},
+		{"unmanaged", []string{labelInstance + "=" + deadName}, true, "sleep"},
 	}
 	want := map[string]bool{}
 	for _, ct := range containers {
@@ -126,7 +130,10 @@ func TestContainerSweep(t *testing.T) {
 		for _, l := range ct.labels {
 			args = append(args, "--label", l)
 		}
-		args = append(args, c.opts.Image, "sleep", "300")
+		args = append(args, c.opts.Image, ct.cmd)
+		if ct.cmd == "sleep" {
+			args = append(args, "300")
+		}
 		if out, err := exec.Command(c.cli, args...).CombinedOutput(); err != nil {
 			t.Fatalf("%s %v: %v %s", c.cli, args, err, out)
 		}
