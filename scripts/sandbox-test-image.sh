@@ -11,7 +11,10 @@ set -euo pipefail
 cli=${1:-podman}
 image=${2:-codexec-test-sandbox}
 extra=${3:-}
-if "$cli" image inspect "$image" >/dev/null 2>&1; then exit 0; fi
+# The image's contents version (bump it when the list below changes, so that
+# an image built by an older script is rebuilt).
+version=2
+if [ "$("$cli" image inspect --format '{{index .Config.Labels "codexec.test-image"}}' "$image" 2>/dev/null)" = "$version" ]; then exit 0; fi
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 mkdir -p "$root"/{etc,tmp,proc,dev,sys,workspace,usr/bin,usr/lib,usr/lib64,opt/codexec}
@@ -19,7 +22,8 @@ ln -s usr/bin "$root/bin"; ln -s usr/lib "$root/lib"; ln -s usr/lib64 "$root/lib
 chmod 1777 "$root/tmp"
 py=$(readlink -f /usr/bin/python3)
 bins=("$py" /usr/bin/bash /usr/bin/dash /usr/bin/cat /usr/bin/ls /usr/bin/echo /usr/bin/sleep /usr/bin/dd
-  /usr/bin/id /usr/bin/grep /usr/bin/env /usr/bin/rm /usr/bin/mkdir /usr/bin/head /usr/bin/wc)
+  /usr/bin/id /usr/bin/grep /usr/bin/env /usr/bin/rm /usr/bin/mkdir /usr/bin/head /usr/bin/wc
+  /usr/bin/timeout) # codexec runs programs under `timeout` (their deadline; sandbox/container_life.go)
 if [ "$extra" = node ]; then bins+=("$(readlink -f "$(command -v node)")"); fi
 for b in "${bins[@]}"; do
   cp -a "$b" "$root/usr/bin/"
@@ -56,5 +60,5 @@ if [ "$extra" = matplotlib ]; then
 fi
 printf 'root:x:0:0::/root:/bin/sh\nnobody:x:65534:65534::/workspace:/bin/sh\n' >"$root/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
-tar -C "$root" -c . | "$cli" import --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' - "$image" >/dev/null
+tar -C "$root" -c . | "$cli" import --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' --change "LABEL codexec.test-image=$version" - "$image" >/dev/null
 echo "built $image"

@@ -16,6 +16,7 @@ import (
 	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/inflight"
 	"github.com/codexec/codexec/internal/mcpserver"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/quota"
@@ -126,6 +127,17 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	if err := logger.Probe(); err != nil {
 		warnLogUnwritable(err)
 	}
+	// What killed servers left open is closed before this one records its
+	// own work, and after the backend killed what their runs left running
+	// and openDisks detached their bounded disks (from their workspaces).
+	recoverLeftovers(journalDir(cfg.LogDir), logger, cfg.SandboxDir)
+	removeStaleTemps(cfg.ScriptsDir, journalDir(cfg.LogDir))
+	if opts.Journal, err = inflight.Open(journalDir(cfg.LogDir)); err != nil {
+		return nil, err
+	}
+	// Closed (removed) last: a clean shutdown has ended every run and
+	// session by then.
+	a.closers = append(a.closers, func() { _ = opts.Journal.Close() })
 	guard := newGuard(cfg, env)
 	a.Engine, err = engine.New(opts, backend, langs, guard, logger)
 	if err != nil {

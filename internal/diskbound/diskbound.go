@@ -95,11 +95,13 @@ type extent struct {
 // unbounded workspaces.
 var ErrUnavailable = errors.New("bounded disks unavailable")
 
-// New checks cheaply that bounded disks can be made here and returns at
-// once; in the background it removes what earlier, dead codexec servers
-// left in o.Dir, formats the template (one mkfs.ext4, ~50 ms) and makes the
-// first disks. The first lending waits for that; if it failed, every
-// lending returns an error wrapping ErrUnavailable (see Ready).
+// New checks cheaply that bounded disks can be made here, removes what
+// earlier, dead codexec servers left in o.Dir (their disks' mounts, over
+// workspaces too: those workspaces can then be removed as soon as New
+// returns) and returns; in the background it formats the template (one
+// mkfs.ext4, ~50 ms) and makes the first disks. The first lending waits for
+// that; if it failed, every lending returns an error wrapping
+// ErrUnavailable (see Ready).
 func New(o Options) (*Set, error) {
 	if o.Bytes < MinBytes {
 		return nil, fmt.Errorf("disk limit %d bytes is below the %d MiB minimum", o.Bytes, MinBytes>>20)
@@ -111,6 +113,9 @@ func New(o Options) (*Set, error) {
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, err
 	}
+	if n := sweep(o.Dir); n > 0 {
+		slog.Info("removed bounded disks left by earlier codexec servers", "count", n)
+	}
 	s := &Set{opts: o, inodes: max(1024, o.Bytes/BytesPerInode), ready: make(chan struct{})}
 	s.bg.Add(1)
 	go func() {
@@ -121,11 +126,8 @@ func New(o Options) (*Set, error) {
 	return s, nil
 }
 
-// start sweeps, formats the template and makes one disk as a probe.
+// start formats the template and makes one disk as a probe.
 func (s *Set) start() error {
-	if n := sweep(s.opts.Dir); n > 0 {
-		slog.Info("removed bounded disks left by earlier codexec servers", "count", n)
-	}
 	var err error
 	if s.template, err = s.format(); err != nil {
 		return err

@@ -171,8 +171,9 @@ func TestExecuteEnvironmentStripped(t *testing.T) {
 		// bubblewrap sets PWD (to the working directory, = HOME); PYTHONPATH
 		// points at globally installed packages and codexec's support module;
 		// the MPL*/MATPLOTLIBRC values are codexec's own (plots as images);
+		// CODEXEC_RUN marks a subprocess run's processes (no secret);
 		// nothing else may reach the program.
-		case "PATH", "HOME", "LANG", "TERM", "LC_CTYPE", "PWD", "PYTHONPATH", "MPLBACKEND", "MATPLOTLIBRC", "MPLCONFIGDIR":
+		case "PATH", "HOME", "LANG", "TERM", "LC_CTYPE", "PWD", "PYTHONPATH", "MPLBACKEND", "MATPLOTLIBRC", "MPLCONFIGDIR", "CODEXEC_RUN":
 		default:
 			t.Errorf("unexpected variable %s reached the program", k)
 		}
@@ -214,7 +215,8 @@ func TestExecuteArtifactsAndLog(t *testing.T) {
 	}
 }
 
-// findLogEntry scans the daily JSONL logs for an execution id.
+// findLogEntry scans the daily JSONL logs for the execution entry of an id
+// (not its started record).
 func findLogEntry(t *testing.T, dataDir, id string) map[string]any {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(dataDir, "logs", "executions-*.jsonl"))
@@ -228,7 +230,7 @@ func findLogEntry(t *testing.T, dataDir, id string) map[string]any {
 		sc.Buffer(make([]byte, 1<<20), 64<<20)
 		for sc.Scan() {
 			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) == nil && m["execution_id"] == id {
+			if json.Unmarshal(sc.Bytes(), &m) == nil && m["execution_id"] == id && m["type"] == "execution" {
 				fh.Close()
 				return m
 			}

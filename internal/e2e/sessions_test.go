@@ -79,7 +79,9 @@ func TestSessionFlowSeed000(t *testing.T) {
 	}
 }
 
-// checkSessionLog reads session-<id>.jsonl and checks its lifecycle entries.
+// checkSessionLog reads session-<id>.jsonl and checks its lifecycle entries:
+// session_start, execs executions (each after its started record) and
+// session_end.
 func checkSessionLog(t *testing.T, dataDir, id string, execs int) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dataDir, "logs", "session-"+id+".jsonl"))
@@ -87,6 +89,7 @@ func checkSessionLog(t *testing.T, dataDir, id string, execs int) {
 		t.Fatal(err)
 	}
 	var types []string
+	started := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
@@ -95,9 +98,16 @@ func checkSessionLog(t *testing.T, dataDir, id string, execs int) {
 		if m["session_id"] != id {
 			t.Errorf("entry without session id: %v", m)
 		}
+		if m["type"] == "started" {
+			started[m["execution_id"].(string)] = true
+			continue
+		}
+		if m["type"] == "execution" && !started[m["execution_id"].(string)] {
+			t.Errorf("execution %v without a started record before it", m["execution_id"])
+		}
 		types = append(types, m["type"].(string))
 	}
-	if len(types) != execs+2 || types[0] != "session_start" || types[len(types)-1] != "session_end" {
+	if len(types) != execs+2 || len(started) != execs || types[0] != "session_start" || types[len(types)-1] != "session_end" {
 		t.Errorf("log entry types %v", types)
 	}
 }

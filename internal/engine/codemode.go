@@ -74,11 +74,13 @@ func (e *Engine) ExecuteCodeMode(ctx context.Context, req CodeModeRequest) (Resu
 		return Result{}, err
 	}
 	started := time.Now()
+	logReq := Request{Language: req.Language, Code: req.Code, Tool: "execute_code", Context: req.Call, io: cm.rio}
+	e.LogStarted(ctx, id, req.Language, dir.Path, logReq, started)
 	res := e.runCode(ctx, id, req.Language, dir.Path, disk, Request{Code: src, Timeout: req.Timeout, io: cm.rio, Observe: req.Observe, dirWritable: dir.Writable}, nil)
 	env, envErr := cm.finish()
 	res.WorkingDir, res.WorkingDirNote = dir.Path, e.WorkingDirNote(req.WorkingDir, dir)
 	res = fillCodeMode(res, req, env, envErr)
-	res.LogError = e.logExecution(ctx, res, Request{Language: req.Language, Code: req.Code, Tool: "execute_code", Context: req.Call, io: cm.rio}, started)
+	res.LogError = e.logExecution(ctx, res, logReq, started)
 	return res, nil
 }
 

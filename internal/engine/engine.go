@@ -19,6 +19,7 @@ import (
 	"github.com/codexec/codexec/internal/diskbound"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/files"
+	"github.com/codexec/codexec/internal/inflight"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/pathguard"
 	"github.com/codexec/codexec/internal/runtime"
@@ -57,6 +58,9 @@ type Options struct {
 	// workspace opened with the sandbox user's rights (OpenWorkspace),
 	// whatever backend or runner ran the code.
 	AfterRun func(ctx context.Context, ws *files.Root, res *Result)
+	// Journal, if set, records the runs in flight and the directories made
+	// for them (package inflight); nil records nothing.
+	Journal *inflight.Journal
 }
 
 // Engine runs code. Create it with New.
@@ -169,12 +173,14 @@ func runEnv(opts Options, lang, home string) []string {
 	return env
 }
 
-// NewWorkspace creates a fresh workspace directory named id.
+// NewWorkspace creates a fresh workspace directory named id; remove it
+// with RemoveDir.
 func (e *Engine) NewWorkspace(id string) (string, error) {
 	dir := filepath.Join(e.opts.SandboxDir, id)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return "", fmt.Errorf("create workspace: %w", err)
 	}
+	e.createdDir(dir)
 	return dir, nil
 }
 

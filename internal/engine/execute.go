@@ -152,6 +152,7 @@ func (e *Engine) Execute(ctx context.Context, req Request) (Result, error) {
 	id := execlog.NewID("exec_")
 	started := time.Now()
 	req.dirWritable = dir.Writable
+	e.LogStarted(ctx, id, lang, dir.Path, req, started)
 	res := e.runCode(ctx, id, lang, dir.Path, disk, req, nil)
 	res.WorkingDir, res.WorkingDirNote = dir.Path, e.WorkingDirNote(req.WorkingDir, dir)
 	if !req.NoLog {
@@ -189,10 +190,10 @@ func (e *Engine) workspace(workingDir string, probe bool) (pathguard.Dir, *diskb
 	}
 	if err != nil {
 		releaseDisk(disk)
-		_ = os.Remove(dir)
+		_ = e.RemoveDir(dir)
 		return pathguard.Dir{}, nil, nil, err
 	}
-	return pathguard.Dir{Path: dir, Writable: true}, disk, func() { releaseDisk(disk); _ = os.RemoveAll(dir) }, nil
+	return pathguard.Dir{Path: dir, Writable: true}, disk, func() { releaseDisk(disk); _ = e.RemoveDir(dir) }, nil
 }
 
 // handOver gives a fresh workspace of codexec's own to the sandbox user, so
@@ -287,15 +288,15 @@ func (e *Engine) buildAndRun(ctx context.Context, res Result, id, lang, dir stri
 	if err != nil {
 		return setupError(res, err.Error())
 	}
-	progDir, err := writeProgram(e.opts.SandboxDir, id, prog.Files)
+	progDir, err := writeProgram(e.opts.SandboxDir, id, prog.Files, e.createdDir)
+	defer func() {
+		if progDir != "" {
+			_ = e.RemoveDir(progDir)
+		}
+	}()
 	if err != nil {
 		return setupError(res, err.Error())
 	}
-	defer func() {
-		if progDir != "" {
-			_ = os.RemoveAll(progDir)
-		}
-	}()
 	ws, err := e.OpenWorkspace(dir, req.dirWritable)
 	if err != nil {
 		return setupError(res, err.Error())
@@ -348,8 +349,9 @@ func warmKind(lang string) string {
 }
 
 // writeProgram writes program files to a private directory outside the
-// workspace, so they never show up as artifacts.
-func writeProgram(sandboxDir, id string, files map[string][]byte) (string, error) {
+// workspace, so they never show up as artifacts; created sees the directory
+// once made. The directory is returned even when a write fails.
+func writeProgram(sandboxDir, id string, files map[string][]byte, created func(dir string)) (string, error) {
 	if len(files) == 0 {
 		return "", nil
 	}
@@ -357,6 +359,7 @@ func writeProgram(sandboxDir, id string, files map[string][]byte) (string, error
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
+	created(dir)
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return dir, err
@@ -461,5 +464,6 @@ func (e *Engine) logExecution(ctx context.Context, res Result, req Request, star
 		slog.Error("execution log write failed; result still returned", "execution_id", res.ExecutionID, "err", err)
 		return err.Error()
 	}
+	e.opts.Journal.RunEnded(res.ExecutionID, "")
 	return ""
 }

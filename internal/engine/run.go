@@ -100,12 +100,21 @@ func (e *Engine) sandboxSpec(spec ProcessSpec, limits sandbox.Limits) sandbox.Sp
 }
 
 func sandboxSpec(opts Options, spec ProcessSpec, limits sandbox.Limits) sandbox.Spec {
-	return sandbox.Spec{
+	s := sandbox.Spec{
 		ID: spec.ID, Argv: spec.Argv, Dir: spec.Dir, DirWritable: spec.DirWritable, Env: spec.Env, Stdin: spec.Stdin, ProgramDir: spec.ProgramDir,
 		Mounts: append(append([]sandbox.Mount(nil), opts.Mounts...), spec.Mounts...), Limits: limits,
 		Network: spec.Network, Warm: spec.Warm, TmpDir: spec.TmpDir, Background: spec.Background,
 	}
+	if spec.Timeout > 0 {
+		s.Deadline = spec.Timeout + opts.KillGrace + deadlineSlack
+	}
+	return s
 }
+
+// deadlineSlack is how long after the timeout and the kill grace a backend
+// ends a run by itself (sandbox.Spec.Deadline): the server, while it lives,
+// has always stopped the run by then; the bound matters when it died.
+const deadlineSlack = 2 * time.Second
 
 // PrewarmSpec is the spec whose warm runners serve one-shot runs of lang
 // under an Engine made with opts and langs (false: lang has none). It lets

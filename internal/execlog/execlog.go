@@ -1,7 +1,9 @@
 // Package execlog writes the execution history as JSONL, the source of truth
 // of seed 000 "Execution Logging": one-shot runs go to
 // executions-YYYY-MM-DD.jsonl (UTC day of executed_at), session activity to
-// session-<id>.jsonl.
+// session-<id>.jsonl. Before a run, a started record goes where its
+// execution entry will; a run whose server was killed is logged as lost
+// (started.go).
 //
 // An entry is appended whole or not at all. Each is one line written with a
 // single write(2) on an O_APPEND file under the Logger's mutex and an
@@ -155,9 +157,8 @@ func SessionFile(sessionID string) string { return "session-" + sessionID + ".js
 // e.SessionID is set.
 func (l *Logger) AppendExecution(e Entry) error {
 	e.Type = "execution"
-	name := DailyFile(e.ExecutedAt)
+	name := fileOf(e.SessionID, e.ExecutedAt)
 	if e.SessionID != nil && *e.SessionID != "" {
-		name = SessionFile(*e.SessionID)
 		at := e.ExecutedAt
 		e.At = &at
 	}

@@ -46,9 +46,9 @@ func (l *line) when() time.Time {
 }
 
 // SearchStatus maps an engine status onto search_execution_logs' values:
-// success, timeout, cancelled, failed (execution_error and setup_error).
-// Lines without a status (seed 000 session lines) are judged by timed_out
-// and exit_code.
+// success, timeout, cancelled, lost (the server died during the run),
+// failed (execution_error and setup_error). Lines without a status (seed
+// 000 session lines) are judged by timed_out and exit_code.
 func SearchStatus(status string, timedOut bool, exitCode *int) string {
 	switch {
 	case status == "success":
@@ -57,6 +57,8 @@ func SearchStatus(status string, timedOut bool, exitCode *int) string {
 		return "timeout"
 	case status == "cancelled":
 		return "cancelled"
+	case status == "lost":
+		return "lost"
 	case status == "" && exitCode != nil && *exitCode == 0:
 		return "success"
 	}

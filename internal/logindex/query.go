@@ -38,7 +38,7 @@ func (x *Index) unavailable(err error) error {
 // defaults to 20 and is capped at MaxLimit.
 type Query struct {
 	Language string
-	Status   string // success | failed | timeout | cancelled
+	Status   string // success | failed | timeout | cancelled | lost
 	Text     string // words that must all occur in the code or the output
 	Since    time.Time
 	Limit    int
@@ -131,9 +131,9 @@ func (x *Index) search(ctx context.Context, q Query, from, where string, args []
 // matches newest first.
 func (q Query) where(owner string) (string, string, []any, error) {
 	switch q.Status {
-	case "", "success", "failed", "timeout", "cancelled":
+	case "", "success", "failed", "timeout", "cancelled", "lost":
 	default:
-		return "", "", nil, fmt.Errorf("%w: status must be success, failed, timeout or cancelled, got %q", ErrInvalidQuery, q.Status)
+		return "", "", nil, fmt.Errorf("%w: status must be success, failed, timeout, cancelled or lost, got %q", ErrInvalidQuery, q.Status)
 	}
 	m := MatchExpr(q.Text)
 	if m == "" && strings.TrimSpace(q.Text) != "" {

@@ -17,7 +17,7 @@ import (
 // SearchLogsIn is search_execution_logs' input (seed 000).
 type SearchLogsIn struct {
 	Language string `json:"language,omitempty"`
-	Status   string `json:"status,omitempty" jsonschema:"success|failed|timeout|cancelled"`
+	Status   string `json:"status,omitempty" jsonschema:"success|failed|timeout|cancelled|lost (the server was killed while it ran)"`
 	Query    string `json:"query,omitempty" jsonschema:"all words, in code or output"`
 	Since    string `json:"since,omitempty" jsonschema:"YYYY-MM-DD or RFC 3339"`
 	Limit    int    `json:"limit,omitempty" jsonschema:"default 20, max 200"`

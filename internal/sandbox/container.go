@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/codexec/codexec/internal/instance"
 )
 
 // ContainerOptions configure the container backend.
@@ -44,7 +46,9 @@ type ContainerOptions struct {
 // no network, memory/CPU/pids limits, read-only root, size-limited /tmp
 // tmpfs, the workspace mounted at /workspace, all capabilities dropped and
 // no-new-privileges. One container lives exactly as long as its Process, so
-// sessions keep one container.
+// sessions keep one container; a run's container also ends by itself at the
+// run's deadline, and a server starting removes the containers of servers
+// that are gone (container_life.go).
 type Container struct {
 	opts ContainerOptions
 	cli  string
@@ -76,9 +80,12 @@ func NewContainer(ctx context.Context, o ContainerOptions) (*Container, error) {
 	if out, err := combinedTracked(cmd); err != nil {
 		return nil, fmt.Errorf("image %q not available to %s (build it from Dockerfile.sandbox): %v %s", o.Image, o.CLI, err, strings.TrimSpace(out))
 	}
+	sweepDeadRunsOnce()
 	c := &Container{opts: o, cli: cli}
+	c.sweepAtStart(ctx)
+	sweepWarmRoots()
 	if o.Pool.Size > 0 {
-		if c.warmRoot, err = os.MkdirTemp("", "codexec-warm-containers-"); err != nil {
+		if c.warmRoot, err = os.MkdirTemp("", warmRootPrefix+instance.Self()+"-"); err != nil {
 			return nil, err
 		}
 		if err := os.Chmod(c.warmRoot, 0o711); err != nil {
@@ -127,11 +134,11 @@ func (c *Container) startCold(spec Spec) (*HostProc, error) {
 		return nil, err
 	}
 	name := "codexec-" + sanitizeName(spec.ID) + "-" + strconv.FormatInt(c.seq.Add(1), 10)
-	cmd := exec.Command(c.cli, c.runArgs(spec, name)...)
+	cmd := exec.Command(c.cli, c.runArgs(spec, name, withDeadline(containerArgv(spec.Argv, spec.Dir), spec.Deadline))...)
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	var killed atomic.Bool
-	p, err := StartHostProc(cmd, spec.Stdin, spec.Stdout, spec.Stderr, c.hooks(name, spec.Limits, &killed))
+	p, err := StartHostProc(cmd, spec.Stdin, spec.Stdout, spec.Stderr, c.hooks(name, spec, &killed))
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: start %s: %w", c.opts.CLI, err)
 	}
@@ -161,9 +168,10 @@ func (c *Container) workspaceArgs(spec Spec) []string {
 	return a
 }
 
-// hooks signal and remove the container name and decode the CLI's exit;
-// killed records our own SIGKILL.
-func (c *Container) hooks(name string, l Limits, killed *atomic.Bool) Hooks {
+// hooks signal and remove the container name and decode the CLI's exit of
+// spec's run; killed records our own SIGKILL.
+func (c *Container) hooks(name string, spec Spec, killed *atomic.Bool) Hooks {
+	l, started := spec.Limits, time.Now()
 	return Hooks{
 		Signal: func(sig syscall.Signal) error {
 			if sig == syscall.SIGKILL {
@@ -172,20 +180,23 @@ func (c *Container) hooks(name string, l Limits, killed *atomic.Bool) Hooks {
 			return c.cliQuiet("kill", "--signal", strconv.Itoa(int(sig)), name)
 		},
 		AfterWait: func(e *Exit) {
-			// The CLI reports 128+signal; 137 without our own kill is the
-			// memory limit (podman never sets OOMKilled).
+			// The CLI reports 128+signal; 137 without our own kill, before
+			// the run's own deadline, is the memory limit (podman never sets
+			// OOMKilled).
 			if e.Signal == 0 && e.Code > 128 && e.Code <= 128+64 {
 				e.Signal, e.Code = e.Code-128, -1
-				e.OOMKilled = e.Signal == 9 && !killed.Load() && l.MemoryBytes > 0
+				e.OOMKilled = e.Signal == 9 && !killed.Load() && l.MemoryBytes > 0 &&
+					(spec.Deadline <= 0 || time.Since(started) < spec.Deadline)
 			}
 		},
 		Cleanup: func() error { return c.cliQuiet("rm", "-f", name) },
 	}
 }
 
-// runArgs is the CLI's run command for spec; extra options go before the
-// image.
-func (c *Container) runArgs(spec Spec, name string, extra ...string) []string {
+// runArgs is the CLI's run command for spec, running cmd (as the container
+// sees it) in a container labelled as this server's; extra options go
+// before the image.
+func (c *Container) runArgs(spec Spec, name string, cmd []string, extra ...string) []string {
 	l := spec.Limits
 	a := []string{"run", "--rm", "-i", "--name", name, "--network", c.opts.Network,
 		"--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
@@ -223,8 +234,8 @@ func (c *Container) runArgs(spec Spec, name string, extra ...string) []string {
 	for _, kv := range containerEnv(spec.Env) {
 		a = append(a, "-e", kv)
 	}
-	a = append(append(a, extra...), c.opts.Image)
-	return append(a, containerArgv(spec.Argv, spec.Dir)...)
+	a = append(append(append(a, labelArgs()...), extra...), c.opts.Image)
+	return append(a, cmd...)
 }
 
 // containerEnv keeps the run's variables except PATH (the image has its
@@ -271,13 +282,19 @@ func (c *Container) cliQuiet(args ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out, err := combinedTracked(exec.CommandContext(ctx, c.cli, args...))
-	if low := strings.ToLower(out); err != nil && (strings.Contains(low, "no such container") || strings.Contains(low, "no container with")) {
+	if err != nil && noSuchContainer(out) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("%s %s: %v: %s", c.opts.CLI, args[0], err, strings.TrimSpace(out))
 	}
 	return nil
+}
+
+// noSuchContainer reports whether CLI output says a container is gone.
+func noSuchContainer(out string) bool {
+	low := strings.ToLower(out)
+	return strings.Contains(low, "no such container") || strings.Contains(low, "no container with")
 }
 
 func sanitizeName(s string) string {

@@ -52,6 +52,9 @@ type ctRunner struct {
 	// node runners: their FIFOs and the attached CLI's stdin.
 	node  *nodeFIFOs
 	cliIn *os.File
+	// deadline is the server's end of the deadline FIFO (container_life.go),
+	// written and closed at take time.
+	deadline *os.File
 }
 
 // warmRequest returns the warm request serving spec, if a container runner
@@ -82,6 +85,9 @@ func (c *Container) newRunner(req warmRequest) (*runner, error) {
 			ct.node.close()
 			_ = ct.cliIn.Close()
 		}
+		if ct.deadline != nil {
+			_ = ct.deadline.Close()
+		}
 		_ = c.cliQuiet("rm", "-f", name)
 		_ = os.RemoveAll(dir)
 	}
@@ -89,7 +95,11 @@ func (c *Container) newRunner(req warmRequest) (*runner, error) {
 	if req.kind == WarmNode {
 		launch = c.launchNodeRunner
 	}
-	r, err := launch(req, ct)
+	ct.deadline, err = makeLifeFIFOs(dir)
+	var r *runner
+	if err == nil {
+		r, err = launch(req, ct)
+	}
 	if err != nil {
 		ct.free()
 		return nil, err
@@ -108,8 +118,8 @@ func (c *Container) launchRunner(req warmRequest, ct *ctRunner) (*runner, error)
 	}
 	spec := req.base
 	spec.Dir = ct.dir
-	spec.Argv = append(slices.Clip(spec.Argv), WorkspacePath+"/"+ctlName)
-	r, exited, err := c.startRunnerCLI(spec, ct)
+	cmd := warmEntry(containerArgv(append(slices.Clip(spec.Argv), WorkspacePath+"/"+ctlName), spec.Dir), "<&5")
+	r, exited, err := c.startRunnerCLI(spec, ct, cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -130,10 +140,11 @@ func (c *Container) launchRunner(req warmRequest, ct *ctRunner) (*runner, error)
 	return r, nil
 }
 
-// startRunnerCLI starts the CLI that runs the runner's container, with the
-// minimum CPU weight; exited is closed when the CLI has exited.
-func (c *Container) startRunnerCLI(spec Spec, ct *ctRunner) (*runner, chan struct{}, error) {
-	cmd := exec.Command(c.cli, c.runArgs(spec, ct.name, "--cpu-shares", "2")...)
+// startRunnerCLI starts the CLI that runs the runner's container (command
+// ctCmd), with the minimum CPU weight; exited is closed when the CLI has
+// exited.
+func (c *Container) startRunnerCLI(spec Spec, ct *ctRunner, ctCmd []string) (*runner, chan struct{}, error) {
+	cmd := exec.Command(c.cli, c.runArgs(spec, ct.name, ctCmd, "--cpu-shares", "2")...)
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	r := &runner{cmd: cmd}
@@ -314,6 +325,10 @@ func (c *Container) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc,
 	if err == nil {
 		err = os.WriteFile(r.ct.cpu.file, []byte(r.ct.cpu.normal), 0)
 	}
+	if err == nil {
+		err = armDeadline(r.ct.deadline, spec.Deadline)
+		r.ct.deadline = nil
+	}
 	var stdout, stderr *os.File
 	msg := r.ctl
 	switch {
@@ -330,7 +345,7 @@ func (c *Container) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc,
 	}
 	name := r.ct.name
 	var killed atomic.Bool
-	hooks := c.hooks(name, spec.Limits, &killed)
+	hooks := c.hooks(name, spec, &killed)
 	free := r.ct.free
 	hooks.Cleanup = func() error { free(); return nil }
 	p := adoptHostProc(r.cmd, r.wait, r.stdin, stdout, stderr, spec.Stdin, spec.Stdout, spec.Stderr, hooks)

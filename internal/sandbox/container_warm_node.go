@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -65,15 +66,12 @@ func (f *nodeFIFOs) close() {
 	}
 }
 
-// nodeRunnerArgv runs node's argv (node, flags, -e, stub) under the
-// image's shell with the FIFOs as its descriptors; "4" tells the stub its
-// status descriptor.
-func nodeRunnerArgv(argv []string) []string {
+// nodeRedirect gives node the FIFOs as its descriptors (see warmEntry).
+var nodeRedirect = func() string {
 	ws := WorkspacePath + "/"
-	script := fmt.Sprintf(`exec "$0" "$@" <%s%s >%s%s 2>%s%s 3<%s%s 4>%s%s`,
+	return fmt.Sprintf(`<%s%s >%s%s 2>%s%s 3<%s%s 4>%s%s`,
 		ws, fifoNames[0], ws, fifoNames[1], ws, fifoNames[2], ws, fifoNames[3], ws, fifoNames[4])
-	return append([]string{"/bin/sh", "-c", script, filepath.Base(argv[0])}, append(argv[1:len(argv):len(argv)], "4")...)
-}
+}()
 
 // launchNodeRunner starts a node container runner and waits until it is
 // ready.
@@ -84,8 +82,9 @@ func (c *Container) launchNodeRunner(req warmRequest, ct *ctRunner) (*runner, er
 	}
 	spec := req.base
 	spec.Dir = ct.dir
-	spec.Argv = nodeRunnerArgv(spec.Argv)
-	r, _, err := c.startRunnerCLI(spec, ct)
+	// "4" tells the stub its status descriptor.
+	cmd := warmEntry(containerArgv(append(slices.Clip(spec.Argv), "4"), spec.Dir), nodeRedirect)
+	r, _, err := c.startRunnerCLI(spec, ct, cmd)
 	if err != nil {
 		fifos.close()
 		return nil, err

@@ -117,6 +117,7 @@ func newNamespace(o NamespaceOptions) (*Namespace, error) {
 	if err := userNamespacesEnabled(); err != nil {
 		return nil, err
 	}
+	sweepDeadRunsOnce()
 	n := &Namespace{opts: o, cg: cgroup.Detect()}
 	n.pool = &pool{n: n}
 	n.warm = newWarmPool(o.Pool, n.newRunner)

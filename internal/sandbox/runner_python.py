@@ -10,7 +10,14 @@ def __codexec_runner():
     del sys.modules["_socket"]
     if len(sys.argv) > 1:
         # A container runner (container_warm.go) is given the path of its
-        # control socket instead of fd 3.
+        # control socket instead of fd 3. It runs as a background job of
+        # the container's shell (warmEntry), which starts it with SIGINT and
+        # SIGQUIT ignored: give it what a fresh interpreter has instead.
+        import _signal
+        if _signal.getsignal(_signal.SIGINT) == _signal.SIG_IGN:
+            _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+        if _signal.getsignal(_signal.SIGQUIT) == _signal.SIG_IGN:
+            _signal.signal(_signal.SIGQUIT, _signal.SIG_DFL)
         s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         s.connect(sys.argv[1])
         fd = s.detach()

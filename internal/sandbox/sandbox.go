@@ -87,6 +87,12 @@ type Spec struct {
 	// without runners, or without one ready, start the program as usual;
 	// either way the run's isolation and observable behaviour are the same.
 	Warm string
+	// Deadline, if positive, is the longest the run may live. The caller
+	// enforces its own timeout well before; backends whose runs could
+	// outlive a killed server (docker mode: the engine keeps containers)
+	// enforce Deadline inside the sandbox too, so that a run never outlives
+	// it. Zero: no such bound (sessions).
+	Deadline time.Duration
 	// Background asks for a low CPU weight (start-up checks), where the
 	// backend has a cgroup to weigh; others ignore it.
 	Background bool

@@ -16,7 +16,8 @@ import (
 // maximum file size (Limits.DiskBytes as RLIMIT_FSIZE) and full filesystem
 // access (see SECURITY.md). Children that escape the process group
 // (setsid, double fork) are found through the child-subreaper mechanism and
-// killed when the run ends.
+// their run marker (runmark.go) and killed when the run ends; if the server
+// is killed, the next server to start kills them.
 //
 // With pool options, python and node runs are served by warm runners
 // (subprocess_warm.go).
@@ -34,6 +35,7 @@ func NewSubprocess(pool PoolOptions) *Subprocess {
 		const prSetChildSubreaper = 36
 		_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
 	})
+	sweepDeadRunsOnce()
 	s := &Subprocess{}
 	if pool.Size > 0 {
 		s.warm = newWarmPool(pool, s.newRunner)
@@ -69,11 +71,12 @@ func (s *Subprocess) startCold(spec Spec) (*HostProc, error) {
 	if err != nil {
 		return nil, err
 	}
+	marker := newRunMarker(spec.ID)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = spec.Dir
-	cmd.Env = spec.Env
+	cmd.Env = markedEnv(spec.Env, marker)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	p, err := StartHostProc(cmd, spec.Stdin, spec.Stdout, spec.Stderr, Hooks{Signal: groupSignal(cmd, spec.Env)})
+	p, err := StartHostProc(cmd, spec.Stdin, spec.Stdout, spec.Stderr, Hooks{Signal: groupSignal(cmd, marker)})
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: start %s: %w", spec.Argv[0], err)
 	}
@@ -81,10 +84,9 @@ func (s *Subprocess) startCold(spec Spec) (*HostProc, error) {
 }
 
 // groupSignal signals cmd's process group; a SIGKILL also kills the
-// orphans of the run whose environment is env (their HOME marks them), and
-// those whose environment carries any of the extra markers.
-func groupSignal(cmd *exec.Cmd, env []string, markers ...string) func(syscall.Signal) error {
-	markers = append(markers, "HOME="+envValue(env, "HOME"))
+// orphans whose environment carries any of the run markers (runmark.go).
+// Markers, not HOME: runs in one working_dir share their HOME.
+func groupSignal(cmd *exec.Cmd, markers ...string) func(syscall.Signal) error {
 	return func(sig syscall.Signal) error {
 		err := syscall.Kill(-cmd.Process.Pid, sig)
 		if sig == syscall.SIGKILL {
@@ -112,13 +114,4 @@ func rewriteProgramPath(argv []string, hostDir string) []string {
 		out[i] = a
 	}
 	return out
-}
-
-func envValue(env []string, key string) string {
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, key+"="); ok {
-			return v
-		}
-	}
-	return ""
 }

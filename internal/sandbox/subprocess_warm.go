@@ -1,12 +1,9 @@
 package sandbox
 
 import (
-	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
-	"slices"
-	"strings"
 	"syscall"
 )
 
@@ -26,12 +23,10 @@ func (s *Subprocess) newRunner(req warmRequest) (*runner, error) {
 	argv := req.base.Argv
 	cmd := exec.Command(argv[0], argv[1:]...)
 	// Children a run forks without exec keep the runner's start-up
-	// environment (the stub changes only its copy): a HOME of its own
-	// marks them for the sweep of orphans.
-	home := fmt.Sprintf("/nonexistent/codexec-warm-%d-%d", os.Getpid(), runSeq.Add(1))
-	cmd.Dir, cmd.Env = "/", append(slices.DeleteFunc(slices.Clone(req.base.Env), func(kv string) bool {
-		return strings.HasPrefix(kv, "HOME=")
-	}), "HOME="+home)
+	// environment (the stub changes only its copy): a run marker of the
+	// runner's own marks them (runmark.go).
+	marker := newRunMarker("warm")
+	cmd.Dir, cmd.Env = "/", markedEnv(req.base.Env, marker)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = rp.child[0], rp.child[1], rp.child[2]
 	cmd.ExtraFiles = []*os.File{rp.child[3]}
@@ -42,7 +37,7 @@ func (s *Subprocess) newRunner(req warmRequest) (*runner, error) {
 	}
 	rp.closeChild()
 	r := &rp.r
-	r.cmd, r.wait, r.home = cmd, wait, home
+	r.cmd, r.wait, r.marker = cmd, wait, marker
 	limitFileSize(cmd.Process.Pid, req.base.Limits.DiskBytes)
 	if err := r.awaitReady(); err != nil {
 		r.destroy()
@@ -64,7 +59,8 @@ func (s *Subprocess) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc
 			return nil, err
 		}
 	}
-	signal := groupSignal(r.cmd, spec.Env, "HOME="+r.home)
+	runMarker := newRunMarker(spec.ID)
+	signal := groupSignal(r.cmd, runMarker, r.marker)
 	// A run that reported its status early is not killed by Release: the
 	// cleanup kills what it left (as Release does for a cold run).
 	kill := func() error { return signal(syscall.SIGKILL) }
@@ -73,7 +69,7 @@ func (s *Subprocess) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc
 	if early {
 		startEarly(p, r, &s.cleanups, func() { _ = kill() })
 	}
-	_, err := r.ctl.Write(encodeRun(spec.Dir, spec.Env, req.code, req.args))
+	_, err := r.ctl.Write(encodeRun(spec.Dir, markedEnv(spec.Env, runMarker), req.code, req.args))
 	if !early {
 		_ = r.ctl.Close()
 	}

@@ -41,9 +41,9 @@ type runner struct {
 	exit   Exit
 	// ct is set for a container runner (container_warm.go).
 	ct *ctRunner
-	// home is a subprocess runner's start-up HOME, which marks its
-	// orphans (subprocess_warm.go).
-	home string
+	// marker is a subprocess runner's start-up run marker, which marks
+	// the children a run forks without exec (runmark.go).
+	marker string
 }
 
 // destroy stops an unused runner and frees everything it holds.

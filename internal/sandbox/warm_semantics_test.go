@@ -51,6 +51,8 @@ func warmCases(kind, dir, ws string, uid int) []warmCase {
 		{name: "stdin", code: "import sys; print(sys.stdin.read().upper())", stdin: "abc",
 			want: runResult{stdout: "ABC\n"}},
 		{name: "no stdin", code: "import sys; print(repr(sys.stdin.read()))", want: runResult{stdout: "''\n"}},
+		{name: "signals as in a fresh interpreter", code: "import signal as s; print(s.getsignal(s.SIGINT) is s.default_int_handler, s.getsignal(s.SIGQUIT) == s.SIG_DFL)",
+			want: runResult{stdout: "True True\n"}},
 		{name: "arguments", code: "import sys; print(sys.argv[1:])", args: []string{"a", dir + "/f"},
 			want: runResult{stdout: fmt.Sprintf("['a', '%s/f']\n", ws)}},
 		{name: "workspace, cwd, home, user", code: "import os; open('made', 'w').write('x'); print(os.getcwd(), os.environ['HOME'], os.getuid(), 'PATH' in os.environ)",

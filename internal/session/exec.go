@@ -9,6 +9,7 @@ import (
 	"github.com/codexec/codexec/internal/artifacts"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/inflight"
 	"github.com/codexec/codexec/internal/output"
 )
 
@@ -51,9 +52,11 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 		return engine.Result{}, fmt.Errorf("session %s: workspace: %w", s.ID, err)
 	}
 	defer ws.Close()
+	id := execlog.NewID("exec_")
+	m.logStarted(s, req, id, started)
 	before := artifacts.Take(ws)
 	oc := s.exec(ctx, req.Code, req.Timeout, m.opts.KillGrace, m.eng.Options().Output, req.Observe)
-	res := engine.NoteDiskFull(m.result(s, oc, req.Timeout), s.disk)
+	res := engine.NoteDiskFull(m.result(s, oc, req.Timeout, id), s.disk)
 	res.Diff = artifacts.Compare(before, artifacts.Take(ws))
 	res.Artifacts = append(append(res.Artifacts, res.Diff.Created...), res.Diff.Modified...)
 	if oc.lost {
@@ -63,10 +66,11 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 	return res, nil
 }
 
-// result maps a session outcome onto the execute_code result shape.
-func (m *Manager) result(s *Session, oc execOutcome, timeout time.Duration) engine.Result {
+// result maps the outcome of execution id onto the execute_code result
+// shape.
+func (m *Manager) result(s *Session, oc execOutcome, timeout time.Duration, id string) engine.Result {
 	sid := s.ID
-	res := engine.Result{ExecutionID: execlog.NewID("exec_"), SessionID: &sid, Language: s.Language,
+	res := engine.Result{ExecutionID: id, SessionID: &sid, Language: s.Language,
 		Stdout: oc.stdout, Stderr: oc.stderr, Truncated: oc.truncated, DurationMs: oc.duration.Milliseconds(),
 		ExecutionTime: oc.duration.Seconds(), SandboxMode: m.eng.Backend().Name(), Artifacts: []string{}, WorkingDir: s.Workspace}
 	msg := ""
@@ -148,7 +152,24 @@ func (m *Manager) logExec(s *Session, req ExecRequest, res engine.Result, starte
 		slog.Error("session log write failed", "session_id", s.ID, "err", err)
 		return err.Error()
 	}
+	m.eng.Journal().RunEnded(res.ExecutionID, execlog.SessionFile(s.storage))
 	return ""
+}
+
+// logStarted writes the started record of execution id in s to the
+// session's log and the in-flight journal (see engine.LogStarted).
+func (m *Manager) logStarted(s *Session, req ExecRequest, id string, at time.Time) {
+	log := m.eng.Logger()
+	if log == nil {
+		return
+	}
+	sid := s.ID
+	st := execlog.Started{ExecutionID: id, SessionID: &sid, Tool: req.Tool, Language: s.Language, Code: req.Code,
+		SandboxMode: m.eng.Backend().Name(), WorkingDir: s.Workspace, Context: req.Call, ExecutedAt: at.UTC(), Owner: s.Owner}
+	m.eng.Journal().RunStarted(id, execlog.SessionFile(s.storage), st)
+	if err := log.AppendStarted(st); err != nil {
+		slog.Error("session log write failed (started record)", "session_id", s.ID, "err", err)
+	}
 }
 
 type startEntry struct {
@@ -178,6 +199,7 @@ type endEntry struct {
 
 func (m *Manager) logStart(s *Session, call execlog.CallContext) {
 	if log := m.eng.Logger(); log != nil {
+		m.eng.Journal().SessionStarted(inflight.Session{ID: s.ID, Owner: s.Owner, LogFile: execlog.SessionFile(s.storage), StartedAt: s.StartedAt})
 		_ = log.Append(execlog.SessionFile(s.storage), startEntry{Type: "session_start", SessionID: s.ID, Owner: s.Owner, Kind: s.Kind,
 			Language: s.Language, Name: s.Name, Description: s.Description, Pid: s.proc.Pid(), AgentID: call.AgentID,
 			WorkingDir: s.Workspace, SandboxMode: m.eng.Backend().Name(), StartedAt: s.StartedAt})
@@ -197,5 +219,19 @@ func (m *Manager) logEnd(s *Session, reason string) {
 	if log := m.eng.Logger(); log != nil {
 		_ = log.Append(execlog.SessionFile(s.storage), endEntry{Type: "session_end", SessionID: s.ID, Owner: s.Owner, Reason: reason,
 			TotalDurationMs: time.Since(s.StartedAt).Milliseconds(), ExecutionsCount: info.Executions, At: time.Now().UTC()})
+		m.eng.Journal().SessionEnded(execlog.SessionFile(s.storage))
 	}
+}
+
+// ReasonServerRestart is the session_end reason of a session whose server
+// was killed, logged when the next server starts.
+const ReasonServerRestart = "server_restart"
+
+// EndLeftover logs the session_end of a session a killed server left live
+// (from its in-flight journal): reason server_restart, the time since the
+// session started as its duration (when the server died is not known),
+// and lost more executions (those logged as lost) in its count.
+func EndLeftover(log *execlog.Logger, s inflight.Session, lost int) error {
+	return log.Append(s.LogFile, endEntry{Type: "session_end", SessionID: s.ID, Owner: s.Owner, Reason: ReasonServerRestart,
+		TotalDurationMs: time.Since(s.StartedAt).Milliseconds(), ExecutionsCount: s.Executions + lost, At: time.Now().UTC()})
 }

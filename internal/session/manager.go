@@ -227,8 +227,9 @@ func (m *Manager) launch(ctx context.Context, k key, lang string, req StartReque
 			_ = s.disk.Release()
 		}
 		if owned {
-			_ = os.RemoveAll(ws)
+			_ = m.eng.RemoveDir(ws)
 		}
+		_ = m.eng.RemoveDir(m.packagesBase(s))
 		return nil, err
 	}
 	return s, nil
@@ -295,8 +296,9 @@ func (m *Manager) awaitReady(s *Session) error {
 // install_package fills them) and returns the environment that puts them on
 // the import path plus read-only mounts for isolated backends.
 func (m *Manager) packageDirs(s *Session) ([]string, []sandbox.Mount, error) {
-	base := filepath.Join(m.eng.Options().SandboxDir, ".packages", s.storage)
+	base := m.packagesBase(s)
 	py, node := filepath.Join(base, "python"), filepath.Join(base, "node")
+	m.eng.Journal().DirCreated(base)
 	for _, d := range []string{py, filepath.Join(node, "node_modules")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, nil, err
@@ -306,6 +308,11 @@ func (m *Manager) packageDirs(s *Session) ([]string, []sandbox.Mount, error) {
 	env := []string{"PYTHONPATH=" + joinPath(py, m.engEnv(s.Language, "PYTHONPATH")),
 		"NODE_PATH=" + joinPath(filepath.Join(node, "node_modules"), m.engEnv(s.Language, "NODE_PATH"))}
 	return env, []sandbox.Mount{{Host: base, Target: base, ReadOnly: true}}, nil
+}
+
+// packagesBase is the directory of s's installed packages.
+func (m *Manager) packagesBase(s *Session) string {
+	return filepath.Join(m.eng.Options().SandboxDir, ".packages", s.storage)
 }
 
 // engEnv returns the value the engine would give key for lang, if any.
@@ -456,9 +463,9 @@ func (m *Manager) terminate(s *Session) {
 		}
 	}
 	if s.Workspace == filepath.Join(m.eng.Options().SandboxDir, s.storage) {
-		_ = os.RemoveAll(s.Workspace)
+		_ = m.eng.RemoveDir(s.Workspace)
 	}
-	_ = os.RemoveAll(filepath.Join(m.eng.Options().SandboxDir, ".packages", s.storage))
+	_ = m.eng.RemoveDir(m.packagesBase(s))
 }
 
 // onDeath logs a session whose interpreter died on its own.

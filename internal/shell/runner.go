@@ -200,6 +200,7 @@ func (r *Runner) run(ctx context.Context, lang string, argv []string, wd pathgua
 	if stdin != nil {
 		spec.Stdin = strings.NewReader(*stdin)
 	}
+	r.eng.LogStarted(ctx, id, lang, dir, log, started)
 	oc := r.eng.RunProcess(ctx, spec)
 	res := engine.NoteDiskFull(r.eng.OutcomeResult(id, lang, oc, timeout), disk)
 	res.WorkingDir = dir
@@ -219,7 +220,7 @@ func (r *Runner) home(id string) (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	return home, func() { _ = os.RemoveAll(home) }, nil
+	return home, func() { _ = r.eng.RemoveDir(home) }, nil
 }
 
 func (r *Runner) failed(id, lang, dir, msg string) Result {
