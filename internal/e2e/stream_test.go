@@ -408,7 +408,9 @@ func dropStdin(t *testing.T, serverPid int) {
 // execution queues CODEXEC_QUEUE_WAIT_MS and then gets a busy tool error;
 // once the first run ends the next call runs.
 func TestBusyAfterQueueWait(t *testing.T) {
-	s, pl := startStreaming(t, "CODEXEC_MAX_CONCURRENT=1", "CODEXEC_QUEUE_WAIT_MS=400")
+	// The queue wait must outlast a cancelled run's teardown on a loaded
+	// machine: the last call queues behind it.
+	s, pl := startStreaming(t, "CODEXEC_MAX_CONCURRENT=1", "CODEXEC_QUEUE_WAIT_MS=1500")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
@@ -422,8 +424,8 @@ func TestBusyAfterQueueWait(t *testing.T) {
 	if !res.IsError || !strings.Contains(text(res), "busy") || !strings.Contains(text(res), "CODEXEC_QUEUE_WAIT_MS") {
 		t.Fatalf("second call: %+v %s", r, text(res))
 	}
-	if waited := time.Since(begin); waited < 400*time.Millisecond {
-		t.Errorf("busy after %v, before the 400 ms queue wait", waited)
+	if waited := time.Since(begin); waited < 1500*time.Millisecond {
+		t.Errorf("busy after %v, before the 1500 ms queue wait", waited)
 	}
 	cancel()
 	<-done
