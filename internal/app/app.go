@@ -133,7 +133,10 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	recoverLeftovers(journalDir(cfg.LogDir), logger, cfg.SandboxDir)
 	removeStaleTemps(cfg.ScriptsDir, journalDir(cfg.LogDir))
 	if opts.Journal, err = inflight.Open(journalDir(cfg.LogDir)); err != nil {
-		return nil, err
+		// Like the log itself, an unwritable journal degrades the server:
+		// it serves, but a kill leaves its runs unreported as lost.
+		slog.Error("in-flight journal unavailable: serving anyway; runs in flight if this server is killed will not be logged as lost", "err", err)
+		opts.Journal = nil
 	}
 	// Closed (removed) last: a clean shutdown has ended every run and
 	// session by then.

@@ -176,8 +176,10 @@ func names(acl []entry, uid int) bool {
 	return false
 }
 
-// ours reports whether acl is exactly codexec's: user_obj, user:uid rwx,
-// group_obj, mask rwx, other — nothing else.
+// ours reports whether acl has exactly the entries codexec wrote:
+// user_obj, user:uid rwx, group_obj, mask, other — nothing else. The mask
+// is rwx where codexec set it, and narrowed by the creation mode in a
+// directory that inherited the grant from a default ACL.
 func ours(acl []entry, uid int) bool {
 	if len(acl) != 5 {
 		return false
@@ -188,12 +190,13 @@ func ours(acl []entry, uid int) bool {
 			return false
 		}
 	}
-	return acl[1].id == uint32(uid) && acl[1].perm == 7 && acl[3].perm == 7
+	return acl[1].id == uint32(uid) && acl[1].perm == 7
 }
 
 // Repair removes codexec's ACLs from f.Path (f.Ours must be true) and
-// restores the group permission bits the mask had replaced, from the
-// access ACL's group entry. The directory is re-examined first, so a
+// restores the group permission bits the mask had replaced: the access
+// ACL's group entry as limited by its mask (the creation mode's group bits,
+// for a directory that inherited the grant). The directory is re-examined first, so a
 // finding that changed since the scan is left alone; it is changed through
 // a descriptor opened without following links.
 func Repair(f Finding, uid int) error {
@@ -238,7 +241,7 @@ func repairAccess(fd int, p string) error {
 	if err := unix.Fremovexattr(fd, xattrAccess); err != nil {
 		return fmt.Errorf("%s: %w", p, err)
 	}
-	if err := unix.Fchmod(fd, st.Mode&0o7707|uint32(acl[2].perm)<<3); err != nil {
+	if err := unix.Fchmod(fd, st.Mode&0o7707|uint32(acl[2].perm&acl[3].perm)<<3); err != nil {
 		return fmt.Errorf("%s: %w", p, err)
 	}
 	return nil
