@@ -85,14 +85,19 @@ const (
 // inherited, when the runner starts). A background job starts with SIGINT
 // and SIGQUIT ignored; the python stub restores them (runner_python.py),
 // node resets every signal itself. Without a deadline (the FIFO ended, or an
-// empty line) the shell exits 125.
+// empty line) the shell exits 125. The deadline FIFO is opened read-write
+// first (fd 6) only so that opening its read end (fd 8) cannot block: a
+// plain read-only open waits for a writer, and a server killed before it
+// opened its end would leave the shell waiting forever. Once fd 6 is
+// closed, the server's end is the only writer, and its death ends the read.
 func warmEntry(cmd []string, redirect string) []string {
 	ws := WorkspacePath + "/"
-	script := `exec 5<&0 6<` + ws + deadlineFIFO + ` 7<>` + ws + exitFIFO + `
-(trap : TERM; "$@" ` + redirect + ` 5<&- 6<&- 7>&-; echo "$?" >&7) &
-exec 5<&-
-read -r d <&6 && [ -n "$d" ] || exit 125
+	script := `exec 5<&0 6<>` + ws + deadlineFIFO + ` 8<` + ws + deadlineFIFO + ` 7<>` + ws + exitFIFO + `
 exec 6<&-
+(trap : TERM; "$@" ` + redirect + ` 5<&- 8<&- 7>&-; echo "$?" >&7) &
+exec 5<&-
+read -r d <&8 && [ -n "$d" ] || exit 125
+exec 8<&-
 exec timeout -s KILL "$d" sh -c 'trap "" TERM INT; read -r s; exit "$s"' <&7 7<&-`
 	return append([]string{"sh", "-c", script, "sh"}, cmd...)
 }
