@@ -185,7 +185,7 @@ func (e *Engine) NewWorkspace(id string) (string, error) {
 }
 
 // ResolveTimeout turns the request's timeout fields into a duration: at most
-// one of timeoutMs (seed 000) and timeoutSec (seed 003, 1–300) may be set,
+// one of timeoutMs (milliseconds) and timeoutSec (seconds, 1–300) may be set,
 // and neither may exceed CODEXEC_MAX_TIMEOUT_MS. Values are range-checked
 // before they become a Duration, so no value can overflow into a negative
 // or tiny timeout.
@@ -193,7 +193,7 @@ func (e *Engine) ResolveTimeout(timeoutMs, timeoutSec *int) (time.Duration, erro
 	return resolveTimeout(timeoutMs, timeoutSec, e.opts.DefaultTimeout, e.opts.MaxTimeout)
 }
 
-// maxTimeoutSeconds is the largest timeout in seconds (seed 003).
+// maxTimeoutSeconds is the largest timeout in seconds.
 const maxTimeoutSeconds = 300
 
 func resolveTimeout(timeoutMs, timeoutSec *int, def, max time.Duration) (time.Duration, error) {

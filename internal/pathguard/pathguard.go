@@ -143,15 +143,6 @@ func (g *Guard) Check(c string) error {
 	return nil
 }
 
-// CheckDir is Resolve returning only the path.
-func (g *Guard) CheckDir(dir, base string) (string, error) {
-	d, err := g.Resolve(dir, base)
-	return d.Path, err
-}
-
-// Internal reports the canonical paths of codexec's own state (for masks).
-func (g *Guard) Internal() []string { return append([]string(nil), g.internal...) }
-
 // writableDir reports whether c lies within a writable root that resolves.
 func (g *Guard) writableDir(c string) bool {
 	for _, r := range g.writable {
