@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-
-	"golang.org/x/sys/unix"
 )
 
 // Disk is one bounded file system lent to a run or session. TmpDir, Limit,
@@ -48,7 +46,7 @@ func (d *Disk) BindWorkspace(dir string) error {
 	if d.workspace != "" {
 		return fmt.Errorf("bounded disk already bound to %s", d.workspace)
 	}
-	if err := unix.Mount(filepath.Join(d.mnt, "ws"), dir, "", unix.MS_BIND, ""); err != nil {
+	if err := bindMount(filepath.Join(d.mnt, "ws"), dir); err != nil {
 		return fmt.Errorf("bind bounded workspace onto %s: %w", dir, err)
 	}
 	d.workspace = dir
@@ -139,7 +137,7 @@ func (s *Set) make() (*Disk, error) {
 }
 
 func (s *Set) writeImage(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_CLOEXEC, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -161,25 +159,6 @@ func (s *Set) writeImage(path string) (*os.File, error) {
 	return f, nil
 }
 
-func mountExt4(dev, mnt string) error {
-	// discard punches the blocks of deleted files out of the image, so the
-	// host holds only what is on the disk now. The lazily initialised inode
-	// tables are never zeroed in the background (noinit_itable): that would
-	// write megabytes to the host for nothing.
-	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOATIME)
-	var err error
-	for range 3 {
-		// A just-configured loop device can briefly refuse to open.
-		if err = unix.Mount(dev, mnt, "ext4", flags, "discard,noinit_itable"); !errors.Is(err, unix.EBUSY) {
-			break
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("mount %s: %w", dev, err)
-	}
-	return nil
-}
-
 // TmpDir is the host directory to expose as the program's /tmp (mode 1777).
 func (d *Disk) TmpDir() string { return filepath.Join(d.mnt, "tmp") }
 
@@ -188,11 +167,11 @@ func (d *Disk) Limit() int64 { return d.set.opts.Bytes }
 
 // Usage reports the bytes and inodes in use (file system metadata included).
 func (d *Disk) Usage() (bytes, inodes int64, err error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(d.mnt, &st); err != nil {
+	st, err := statDisk(d.mnt)
+	if err != nil {
 		return 0, 0, err
 	}
-	return int64(st.Blocks-st.Bfree) * st.Bsize, int64(st.Files - st.Ffree), nil
+	return st.used, st.usedInodes, nil
 }
 
 // Full reports whether the disk has run out of space or inodes: less than
@@ -201,12 +180,11 @@ func (d *Disk) Usage() (bytes, inodes int64, err error) {
 // keeps a reserve), hence the margin. A program that got ENOSPC finds the
 // disk full when it ends, unless it deleted files since.
 func (d *Disk) Full() bool {
-	var st unix.Statfs_t
-	if err := unix.Statfs(d.mnt, &st); err != nil {
+	st, err := statDisk(d.mnt)
+	if err != nil {
 		return false
 	}
-	free := int64(st.Bavail) * st.Bsize
-	return free < max(1<<20, d.set.opts.Bytes/64) || st.Ffree == 0
+	return st.free < max(1<<20, d.set.opts.Bytes/64) || st.freeInodes == 0
 }
 
 // Release unbinds the workspace (which becomes an ordinary empty directory
@@ -277,17 +255,4 @@ func (d *Disk) reset() error {
 func (d *Disk) destroy() error {
 	_, err := unmount(d.mnt)
 	return errors.Join(err, os.Remove(d.mnt), os.Remove(d.image))
-}
-
-// unmount unmounts p, detaching it lazily (and reporting busy) if something
-// still holds it. p not being a mount point is not an error.
-func unmount(p string) (busy bool, err error) {
-	err = unix.Unmount(p, 0)
-	if errors.Is(err, unix.EBUSY) {
-		busy, err = true, unix.Unmount(p, unix.MNT_DETACH)
-	}
-	if err != nil && !errors.Is(err, unix.EINVAL) {
-		return busy, fmt.Errorf("unmount %s: %w", p, err)
-	}
-	return busy, nil
 }

@@ -175,6 +175,9 @@ func (s *Set) Close() error {
 // Available reports why bounded disks cannot be made on this host (not
 // root, no loop devices, no mkfs.ext4), or nil.
 func Available() error {
+	if err := available(); err != nil {
+		return err
+	}
 	if os.Geteuid() != 0 {
 		return errors.New("bounded disks need codexec to run as root (loop devices, mounts)")
 	}

@@ -79,7 +79,7 @@ func sweep(dir string) int {
 	// Innermost first, so a workspace bind below another disk goes before it.
 	for i := len(mounts) - 1; i >= 0; i-- {
 		if devs[mounts[i].dev] {
-			_ = unix.Unmount(mounts[i].point, unix.MNT_DETACH)
+			detach(mounts[i].point)
 		}
 	}
 	for name := range stale {

@@ -138,7 +138,7 @@ func (w *walker) dir(fd int, rel string, depth int) {
 		}
 		p := path.Join(rel, name)
 		switch {
-		case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		case uint32(st.Mode)&unix.S_IFMT != unix.S_IFDIR:
 			w.stopped = !w.visit(p, st.Size, time.Unix(st.Mtim.Unix()))
 		case depth+1 >= w.maxDepth:
 			w.complete = false

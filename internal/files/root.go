@@ -40,9 +40,6 @@ var (
 	ErrTooLarge = errors.New("too large")
 )
 
-// resolve flags for every lookup beneath a root.
-const resolveFlags = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
-
 // Root is a workspace directory opened for confined access. It holds an fd to
 // the directory; all paths are relative to it. Safe for concurrent use.
 // Close releases the fd.
@@ -62,7 +59,7 @@ type Root struct {
 // and directories created through the Root take dir's owner, so code in the
 // sandbox (which runs as that owner) can change what was uploaded.
 func OpenRoot(dir string) (*Root, error) {
-	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(dir, openPath|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
@@ -131,21 +128,6 @@ func Clean(p string) (string, error) {
 	return c, nil
 }
 
-// openBeneath opens rel (already Clean) beneath the root with flags.
-func (r *Root) openBeneath(rel string, flags uint64) (int, error) {
-	if rel == "" {
-		rel = "."
-	}
-	how := &unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Resolve: resolveFlags}
-	for {
-		fd, err := unix.Openat2(r.fd, rel, how)
-		if err == unix.EINTR || err == unix.EAGAIN {
-			continue
-		}
-		return fd, explain(rel, err)
-	}
-}
-
 // explain turns lookup errors into messages an agent can act on.
 func explain(rel string, err error) error {
 	switch {
@@ -195,7 +177,7 @@ func typeOf(mode uint32) string {
 }
 
 func entryOf(rel string, st *unix.Stat_t) Entry {
-	return Entry{Path: rel, Size: st.Size, MTime: time.Unix(st.Mtim.Unix()).UTC(), Type: typeOf(st.Mode),
+	return Entry{Path: rel, Size: st.Size, MTime: time.Unix(st.Mtim.Unix()).UTC(), Type: typeOf(uint32(st.Mode)),
 		Mode: fs.FileMode(st.Mode & 0o777)}
 }
 
@@ -220,7 +202,7 @@ func (r *Root) open(p string) (*File, error) {
 	}
 	// An O_PATH open first: it never opens the object itself, so a device or
 	// FIFO is refused without side effects.
-	pfd, err := r.openBeneath(rel, unix.O_PATH|unix.O_NOFOLLOW)
+	pfd, err := r.openBeneath(rel, openPath|unix.O_NOFOLLOW)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +230,7 @@ func regular(fd int, rel string) (*unix.Stat_t, error) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, err
 	}
-	if t := typeOf(st.Mode); t != "file" {
+	if t := typeOf(uint32(st.Mode)); t != "file" {
 		return nil, fmt.Errorf("%s: refused: it is a %s, not a regular file", rel, t)
 	}
 	if st.Nlink > 1 {
@@ -296,7 +278,7 @@ func (r *Root) stat(p string) (Entry, error) {
 		return Entry{}, err
 	}
 	dir, base := path.Split(rel)
-	dfd, err := r.openBeneath(strings.TrimSuffix(dir, "/"), unix.O_PATH|unix.O_DIRECTORY)
+	dfd, err := r.openBeneath(strings.TrimSuffix(dir, "/"), openPath|unix.O_DIRECTORY)
 	if err != nil {
 		return Entry{}, err
 	}

@@ -68,11 +68,7 @@ func (r *Root) write(p string, src io.Reader, o WriteOptions) (Written, error) {
 		return Written{}, err
 	}
 	w.Path = rel
-	flags := uint(unix.RENAME_NOREPLACE)
-	if o.Overwrite {
-		flags = 0
-	}
-	if err := unix.Renameat2(dfd, tmp, dfd, base, flags); err != nil {
+	if err := renameAt(dfd, tmp, base, o.Overwrite); err != nil {
 		_ = unix.Unlinkat(dfd, tmp, 0)
 		if errors.Is(err, unix.EEXIST) {
 			return Written{}, fmt.Errorf("%s: %w", rel, ErrExists)
@@ -118,9 +114,9 @@ func (r *Root) writeTemp(dfd int, name string, src io.Reader, o WriteOptions) (W
 // components one at a time beneath the root with the root's owner.
 func (r *Root) mkdirAll(rel string) (int, error) {
 	if rel == "" {
-		return r.openBeneath("", unix.O_PATH|unix.O_DIRECTORY)
+		return r.openBeneath("", openPath|unix.O_DIRECTORY)
 	}
-	fd, err := r.openBeneath(rel, unix.O_PATH|unix.O_DIRECTORY)
+	fd, err := r.openBeneath(rel, openPath|unix.O_DIRECTORY)
 	if !errors.Is(err, ErrNotFound) {
 		return fd, err
 	}
@@ -134,5 +130,5 @@ func (r *Root) mkdirAll(rel string) (int, error) {
 		return -1, explain(rel, err)
 	}
 	_ = unix.Fchownat(pfd, base, r.uid, r.gid, unix.AT_SYMLINK_NOFOLLOW)
-	return r.openBeneath(rel, unix.O_PATH|unix.O_DIRECTORY)
+	return r.openBeneath(rel, openPath|unix.O_DIRECTORY)
 }

@@ -241,7 +241,7 @@ func repairAccess(fd int, p string) error {
 	if err := unix.Fremovexattr(fd, xattrAccess); err != nil {
 		return fmt.Errorf("%s: %w", p, err)
 	}
-	if err := unix.Fchmod(fd, st.Mode&0o7707|uint32(acl[2].perm&acl[3].perm)<<3); err != nil {
+	if err := unix.Fchmod(fd, uint32(st.Mode)&0o7707|uint32(acl[2].perm&acl[3].perm)<<3); err != nil {
 		return fmt.Errorf("%s: %w", p, err)
 	}
 	return nil

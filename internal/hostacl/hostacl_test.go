@@ -68,7 +68,7 @@ func TestScanAndRepair(t *testing.T) {
 	}
 	for dir, mode := range map[string]uint32{"ours": 0o755, "ours/later": 0o700} {
 		var st unix.Stat_t
-		if err := unix.Stat(filepath.Join(root, dir), &st); err != nil || st.Mode&0o777 != mode {
+		if err := unix.Stat(filepath.Join(root, dir), &st); err != nil || uint32(st.Mode)&0o777 != mode {
 			t.Errorf("repaired %s mode %o, want %o (group bits restored)", dir, st.Mode&0o777, mode)
 		}
 	}
