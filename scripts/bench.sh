@@ -9,7 +9,7 @@ run() { echo "== $*"; "$@" 2>&1 | grep -E '^(Benchmark|ok|FAIL)'; }
 run env CODEXEC_TEST_SANDBOX_MODE=subprocess go test ./internal/e2e/ -run '^$' -bench ExecutePythonVsBare -benchtime 200x
 run go test ./internal/engine/ -run '^$' -bench EngineExecuteVsBare -benchtime 200x
 for mode in subprocess namespace docker; do
-  echo "== issue 13 targets (P1-P5), $mode mode"
+  echo "== latency and throughput targets (P1-P5), $mode mode"
   CODEXEC_TEST_SANDBOX_MODE=$mode go test ./internal/e2e/ -run '^$' -bench Targets -benchtime 1x -v 2>&1 | grep -E ' P[0-9]|FAIL|skip' || true
 done
 run go test ./internal/e2e/ -run '^$' -bench SandboxModes -benchtime 50x

@@ -118,7 +118,7 @@ type Config struct {
 	CodeMode CodeMode
 }
 
-// CodeMode holds seed 004's code-mode settings.
+// CodeMode holds the settings of code mode (execute_code with TypeScript and upstream tools).
 type CodeMode struct {
 	// Upstreams is the mcpServers file path; empty means no upstreams.
 	Upstreams string
@@ -132,7 +132,7 @@ type CodeMode struct {
 	MemoryBytes    int64
 }
 
-// Retention holds the log retention periods of seed 000, in days.
+// Retention holds how long each kind of log is kept, in days.
 type Retention struct {
 	Success, Failure, Session int
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Remote holds the settings of the Streamable HTTP transport (issue 12).
+// Remote holds the settings of the Streamable HTTP transport.
 // HTTPAddr empty means stdio, the default.
 type Remote struct {
 	// HTTPAddr is host:port to serve MCP over HTTP on (flag --http).

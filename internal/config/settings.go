@@ -69,8 +69,8 @@ var settings = []setting{
 	{"CODEXEC_CODEMODE_MAX_CALLS", "100", "code mode: upstream tool calls allowed per execution", positive(func(c *Config) *int { return &c.CodeMode.MaxCalls })},
 	{"CODEXEC_CODEMODE_CALL_TIMEOUT_MS", "60000", "code mode: timeout of one upstream tool call, in milliseconds", millis(func(c *Config) *time.Duration { return &c.CodeMode.CallTimeout })},
 	{"CODEXEC_CODEMODE_MAX_RESULT", "8m", "code mode: largest result of one upstream tool call", bytesize(func(c *Config) *int64 { return &c.CodeMode.MaxResultBytes })},
-	{"CODEXEC_CODEMODE_TIMEOUT_MS", "30000", "code mode: default execution timeout, in milliseconds (seed 004)", millis(func(c *Config) *time.Duration { return &c.CodeMode.Timeout })},
-	{"CODEXEC_CODEMODE_MEMORY", "512m", "code mode: memory limit per execution in isolated modes (seed 004)", bytesize(func(c *Config) *int64 { return &c.CodeMode.MemoryBytes })},
+	{"CODEXEC_CODEMODE_TIMEOUT_MS", "30000", "code mode: default execution timeout, in milliseconds", millis(func(c *Config) *time.Duration { return &c.CodeMode.Timeout })},
+	{"CODEXEC_CODEMODE_MEMORY", "512m", "code mode: memory limit per execution in isolated modes", bytesize(func(c *Config) *int64 { return &c.CodeMode.MemoryBytes })},
 }
 
 func str(field func(*Config) *string) func(*Config, string) error {

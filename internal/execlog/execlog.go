@@ -1,5 +1,5 @@
 // Package execlog writes the execution history as JSONL, the source of truth
-// of seed 000 "Execution Logging": one-shot runs go to
+// of execution logging: one-shot runs go to
 // executions-YYYY-MM-DD.jsonl (UTC day of executed_at), session activity to
 // session-<id>.jsonl. Before a run, a started record goes where its
 // execution entry will; a run whose server was killed is logged as lost
@@ -35,7 +35,7 @@ import (
 )
 
 // Entry is one execution (type "execution"), one-shot or in a session.
-// Pointer fields encode as null when unknown, as seed 000 shows.
+// Pointer fields encode as null when unknown, as the log format documents.
 type Entry struct {
 	Type         string         `json:"type"`
 	ExecutionID  string         `json:"execution_id"`
@@ -60,11 +60,11 @@ type Entry struct {
 	Artifacts    artifacts.Diff `json:"artifacts"`
 	Packages     []string       `json:"packages_installed,omitempty"`
 	Context      CallContext    `json:"context"`
-	// Intent and ToolCalls are set for code-mode executions (seed 004).
+	// Intent and ToolCalls are set for code-mode executions (TypeScript with upstream tools).
 	Intent     string     `json:"intent,omitempty"`
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
 	ExecutedAt time.Time  `json:"executed_at"`
-	// At duplicates ExecutedAt for session files, where seed 000 names it "at".
+	// At duplicates ExecutedAt for session files, where the format names it "at".
 	At *time.Time `json:"at,omitempty"`
 	// Owner is the principal the execution ran for (tenant.From); entries
 	// written before tenants existed have none and belong to tenant.Local.

@@ -17,7 +17,7 @@ import (
 )
 
 // line is the subset of a JSONL entry the index reads. It accepts both the
-// engine's entries and seed 000's session lines ("at" instead of
+// engine's entries and the session files' lines ("at" instead of
 // "executed_at", no status or language).
 type line struct {
 	Type         string     `json:"type"`

@@ -52,7 +52,7 @@ const MaxLimit = 200
 // CountCap means "more than CountCap".
 const CountCap = 10000
 
-// Hit is one search result with seed 000's fields.
+// Hit is one search result with the fields search_logs documents.
 type Hit struct {
 	ExecutionID  string    `json:"execution_id"`
 	SessionID    *string   `json:"session_id"`
@@ -221,7 +221,7 @@ func (x *Index) Get(ctx context.Context, id string) (execlog.Entry, error) {
 	return e, nil
 }
 
-// statusOrDerived keeps the engine's status, or derives one for seed 000
+// statusOrDerived keeps the engine's status, or derives one for
 // session lines that carry none.
 func statusOrDerived(e execlog.Entry) string {
 	if e.Status != "" {

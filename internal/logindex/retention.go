@@ -13,7 +13,7 @@ import (
 	"github.com/codexec/codexec/internal/atomicfile"
 )
 
-// Retention is seed 000's log retention table, in days.
+// Retention is how long each kind of log is kept, in days.
 type Retention struct {
 	Success, Failure, Session int
 }

@@ -39,7 +39,7 @@ func (x *Index) newWriter(ctx context.Context) (*writer, error) {
 
 // add indexes one complete line found at off in file. Lines that are not
 // executions are skipped, except session_start, which names the session's
-// language for the execution lines that follow (seed 000 omits it there).
+// language for the execution lines that follow (the session file format omits it there).
 func (w *writer) add(file string, off int64, b []byte, lang *string) error {
 	l, skip, ok := decodeLine(b)
 	if !ok {
@@ -151,7 +151,7 @@ func (w *writer) finish(file string, off int64, ino uint64, lang string) error {
 
 func (w *writer) abort() { _ = w.tx.Rollback() }
 
-// previewLen is seed 000's code_preview length ("first 200 chars").
+// previewLen is the code_preview length: the first 200 characters.
 const previewLen = 200
 
 func preview(s string) string {

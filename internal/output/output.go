@@ -1,5 +1,5 @@
 // Package output captures a program's output stream in bounded memory and
-// renders it with seed 000's head+tail truncation:
+// renders it with head+tail truncation:
 //
 //	first HEAD chars + "\n\n[... truncated N characters ...]\n\n" + last TAIL chars
 //

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Pre-flight support for run_script (seed 000): a script lists the packages
+// Pre-flight support for run_script: a script lists the packages
 // it needs; before running it, the caller runs CheckProgram through the
 // engine (the sandbox, with the same environment as the script, so it sees
 // exactly the global and session packages the script would) and turns the

@@ -1,4 +1,4 @@
-// Package scripts is the saved-script library of seed 000 (save_script,
+// Package scripts is the saved-script library (save_script,
 // get_script, list_scripts, search_scripts, run_script). Scripts live as
 // plain, human-editable directories under one root:
 //
