@@ -169,14 +169,6 @@ func (s *Server) executeInSession(ctx context.Context, req *mcp.CallToolRequest,
 	return resultText(res), res, nil
 }
 
-// invalid reports a request that was rejected before anything ran: a tool
-// error whose structured content still carries status setup_error, so both
-// seed 003 readers (status) and MCP clients (isError) see it.
-func invalid(msg string) (*mcp.CallToolResult, engine.Result, error) {
-	res := engine.Result{Status: engine.StatusSetupError, ErrorMessage: &msg, Artifacts: []string{}}
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "error: " + msg}}}, res, nil
-}
-
 // resultText renders a compact text version of a result for clients that
 // read only content.
 func resultText(r engine.Result) *mcp.CallToolResult {

@@ -15,7 +15,6 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -126,35 +125,9 @@ func callContext(req *mcp.CallToolRequest) execlog.CallContext {
 	return cc
 }
 
-// toolError is a tool-level error with seed 001's error code; its message is
-// the JSON object {"error": …, "code": …} that 001 shows.
-type toolError struct {
-	Message string `json:"error"`
-	Code    string `json:"code"`
-}
-
-func (e *toolError) Error() string {
-	b, _ := json.Marshal(e)
-	return string(b)
-}
-
-// codedError returns a tool error carrying code.
-func codedError(code, format string, args ...any) error {
-	return &toolError{Message: fmt.Sprintf(format, args...), Code: code}
-}
-
 // jsonText renders v as indented JSON text content (seed 001 shows its
 // results as JSON text).
 func jsonText(v any) *mcp.CallToolResult {
 	b, _ := json.MarshalIndent(v, "", "  ")
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
-}
-
-// errorCode returns the 001-style code of err, or "" if it has none.
-func errorCode(err error) string {
-	var te *toolError
-	if errors.As(err, &te) {
-		return te.Code
-	}
-	return ""
 }
