@@ -69,6 +69,11 @@ type App struct {
 	Engine  *engine.Engine
 	Server  *mcpserver.Server
 	closers []func()
+	// The parts the engine runs on, kept here so that nothing asks the
+	// engine for them.
+	backend sandbox.Backend
+	langs   *runtime.Set
+	logger  *execlog.Logger
 	// upstreams are code mode's upstream MCP servers (nil when none).
 	upstreams *upstream.Manager
 }
@@ -93,6 +98,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	}
 	privateDirs(internalDirs(cfg))
 	langs := runtime.Discover(ctx, runtime.Overrides(cfg.Interpreters), env.Path)
+	a.langs = langs
 	opts := engineOptions(cfg, env)
 	if err := addGlobalPackages(&opts, cfg.PackagesDir); err != nil {
 		return nil, err
@@ -111,6 +117,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.backend = backend
 	if c, ok := backend.(io.Closer); ok {
 		a.closers = append(a.closers, func() { _ = c.Close() })
 	}
@@ -123,6 +130,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.logger = logger
 	a.closers = append(a.closers, func() { _ = logger.Close() })
 	if err := logger.Probe(); err != nil {
 		warnLogUnwritable(err)
@@ -158,7 +166,8 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	sessions := session.NewManager(a.Engine, session.Options{MaxSessions: cfg.MaxSessions, IdleTimeout: cfg.SessionIdleTimeout, KillGrace: cfg.KillGrace,
 		MaxPerPrincipal: cfg.MaxSessionsPerPrincipal})
 	a.closers = append(a.closers, sessions.Close)
-	deps := mcpserver.Deps{Config: cfg, Engine: a.Engine, Sessions: sessions, Packages: installer, SessionPackages: sessions}
+	deps := mcpserver.Deps{Config: cfg, Engine: a.Engine, Sessions: sessions, Packages: installer, SessionPackages: sessions,
+		Isolated: backend.Isolated(), Path: runPath(env), Bash: langs.Get(runtime.Bash).Path, ExecLog: logger}
 	if l := quota.NewLocal(cfg.MaxConcurrent, cfg.QueueWait); l != nil {
 		deps.Limiter = l
 	}
@@ -194,10 +203,7 @@ func engineOptions(cfg config.Config, env HostEnv) engine.Options {
 // BaseEnv is what every run inherits besides HOME: PATH, LANG and TERM only
 // (seed 000 "Stripped environment"), with safe fallbacks.
 func BaseEnv(env HostEnv) []string {
-	path := env.Path
-	if path == "" {
-		path = "/usr/local/bin:/usr/bin:/bin"
-	}
+	path := runPath(env)
 	lang := env.Lang
 	if lang == "" {
 		lang = "C.UTF-8"
@@ -207,6 +213,14 @@ func BaseEnv(env HostEnv) []string {
 		term = "dumb"
 	}
 	return []string{"PATH=" + path, "LANG=" + lang, "TERM=" + term}
+}
+
+// runPath is the PATH every run inherits: the server's, or a safe default.
+func runPath(env HostEnv) string {
+	if env.Path == "" {
+		return "/usr/local/bin:/usr/bin:/bin"
+	}
+	return env.Path
 }
 
 // startupProbeDelay holds the background health probes back so that the
@@ -233,7 +247,7 @@ func (a *App) startHealthCheck(ctx context.Context, wait bool) {
 	logged := make(chan struct{})
 	go func() {
 		defer close(logged)
-		logHealth(a.Engine, <-results, start)
+		a.logHealth(<-results, start)
 	}()
 	if wait {
 		<-logged
@@ -241,10 +255,10 @@ func (a *App) startHealthCheck(ctx context.Context, wait bool) {
 	a.closers = append(a.closers, func() { cancel(); <-logged })
 }
 
-func logHealth(e *engine.Engine, res map[string]error, start time.Time) {
+func (a *App) logHealth(res map[string]error, start time.Time) {
 	var ok, bad []string
 	for _, lang := range []string{runtime.Python, runtime.Node, runtime.Bash} {
-		in := e.Languages().Get(lang)
+		in := a.langs.Get(lang)
 		if err := res[lang]; err != nil {
 			bad = append(bad, lang)
 			slog.Error("language unavailable", "language", lang, "err", err)
@@ -252,7 +266,7 @@ func logHealth(e *engine.Engine, res map[string]error, start time.Time) {
 		}
 		ok = append(ok, lang+"="+in.Path)
 	}
-	slog.Info("health check", "sandbox", e.Backend().Name(), "ok", strings.Join(ok, " "),
+	slog.Info("health check", "sandbox", a.backend.Name(), "ok", strings.Join(ok, " "),
 		"unavailable", strings.Join(bad, " "), "ms", time.Since(start).Milliseconds())
 }
 

@@ -8,7 +8,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/shell"
 )
 
@@ -32,12 +31,11 @@ type ExecuteProcessIn struct {
 // registered even when ALLOWED_COMMANDS is unset, so an agent gets the
 // explanation of how the operator enables them instead of a missing tool.
 func (s *Server) registerCommands() {
-	eng := s.deps.Engine
-	path := envValue(eng.Options().BaseEnv, "PATH")
+	eng, path := s.deps.Engine, s.deps.Path
 	allow := shell.NewAllowlist(s.deps.Config.AllowedCommands, path)
-	runner := shell.NewRunner(eng, allow, shell.NewRoots(s.deps.Config.AllowedCwdRoots), eng.Languages().Get(runtime.Bash).Path, path)
+	runner := shell.NewRunner(eng, allow, shell.NewRoots(s.deps.Config.AllowedCwdRoots), s.deps.Bash, path)
 	allowed := allowedText(allow)
-	ann := &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!eng.Backend().Isolated())}
+	ann := &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!s.deps.Isolated)}
 	addTool(s, &mcp.Tool{
 		Name: "execute_command", Annotations: ann,
 		Description: "Run a bash command line; YAML result, a non-zero exit is normal, a timeout an error. Programs it starts " +
@@ -95,13 +93,4 @@ func commandResult(res shell.Result, err error) (*mcp.CallToolResult, shell.Resu
 	}
 	isErr := res.TimedOut || res.Status == "setup_error"
 	return &mcp.CallToolResult{IsError: isErr, Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}, res, nil
-}
-
-func envValue(env []string, key string) string {
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, key+"="); ok {
-			return v
-		}
-	}
-	return ""
 }

@@ -88,7 +88,7 @@ func (s *Server) registerContexts() {
 	}
 	addTool(s, &mcp.Tool{Name: "run_code",
 		Description: "Run code in a context; state persists.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!s.deps.Engine.Backend().Isolated())}}, s.runCode)
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!s.deps.Isolated)}}, s.runCode)
 	addTool(s, &mcp.Tool{Name: "create_context",
 		Description: "Create a named persistent context.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}}, s.createContext)

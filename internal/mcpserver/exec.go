@@ -42,15 +42,15 @@ func (s *Server) registerExec() {
 		Name: "execute_code", OutputSchema: outputSchema[engine.Result](),
 		Description: "Run code in a fresh sandbox. A failing or timed-out program is a normal result (see status; exit_code null if killed). " +
 			s.timeoutText() + " No language, or intent/context: TypeScript code mode.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!s.deps.Engine.Backend().Isolated())},
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!s.deps.Isolated)},
 	}, s.executeCode)
 }
 
 // timeoutText states the timeout defaults once, for the tools that take
 // timeout_ms.
 func (s *Server) timeoutText() string {
-	o := s.deps.Engine.Options()
-	return fmt.Sprintf("timeout_ms default %d, max %d.", o.DefaultTimeout.Milliseconds(), o.MaxTimeout.Milliseconds())
+	c := s.deps.Config
+	return fmt.Sprintf("timeout_ms default %d, max %d.", c.DefaultTimeout.Milliseconds(), c.MaxTimeout.Milliseconds())
 }
 
 func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {

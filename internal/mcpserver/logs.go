@@ -129,7 +129,7 @@ func (s *Server) logUnavailable(err error) error {
 
 // logWriteError is why the latest execution could not be logged, or "".
 func (s *Server) logWriteError() string {
-	if l := s.deps.Engine.Logger(); l != nil {
+	if l := s.deps.ExecLog; l != nil {
 		if err := l.Err(); err != nil {
 			return err.Error()
 		}

@@ -116,7 +116,7 @@ func (s *Server) registerScripts() {
 	addTool(s, &mcp.Tool{Name: "run_script",
 		Description: "Run a saved script; result as execute_code.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true),
-			OpenWorldHint: ptr(!s.deps.Engine.Backend().Isolated())}}, s.runScript)
+			OpenWorldHint: ptr(!s.deps.Isolated)}}, s.runScript)
 }
 
 func (s *Server) saveScript(ctx context.Context, _ *mcp.CallToolRequest, in SaveScriptIn) (*mcp.CallToolResult, SaveScriptOut, error) {

@@ -54,6 +54,13 @@ type Deps struct {
 	Limiter         quota.Limiter     // per-principal execution slots; nil: unlimited
 	Files           files.Store       // files toolset, kept artifacts, resources; nil disables them
 	Upstreams       *upstream.Manager // code mode's upstream MCP servers; nil = none configured
+
+	// What the tools say about the sandbox and take from the host, filled
+	// by app from the parts it built.
+	Isolated bool            // the backend keeps runs off the host and the network: tools' openWorldHint is false
+	Path     string          // PATH every run inherits; execute_command resolves allowed programs on it
+	Bash     string          // the bash interpreter execute_command runs
+	ExecLog  *execlog.Logger // the execution log, whose write failure search_execution_logs reports; nil: none
 }
 
 // Server is the MCP server with every enabled tool registered.

@@ -84,7 +84,7 @@ func (s *Server) registerSessions() {
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}}, s.startSession)
 	addTool(s, &mcp.Tool{Name: "send_to_session",
 		Description: "Run code in a session or context; result as execute_code. A timeout interrupts the code and keeps state if it can.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!s.deps.Engine.Backend().Isolated())}}, s.sendToSession)
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!s.deps.Isolated)}}, s.sendToSession)
 	addTool(s, &mcp.Tool{Name: "close_session",
 		Description: "Stop a session now.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}}, s.closeSession)
