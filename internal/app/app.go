@@ -79,6 +79,8 @@ type App struct {
 }
 
 // Close stops sessions and closes logs, in reverse order of creation.
+// Build registers a closer as soon as it has started a part, so Close (and
+// Build's own rollback) releases exactly what was started.
 func (a *App) Close() {
 	for i := len(a.closers) - 1; i >= 0; i-- {
 		a.closers[i]()
@@ -86,9 +88,15 @@ func (a *App) Close() {
 }
 
 // Build assembles the server without serving it, running the start-up
-// health check.
-func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
+// health check. When it fails it first undoes what it did: everything it
+// started is closed again (warm runners, cgroups, disks, sessions, logs).
+func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr error) {
 	a := &App{}
+	defer func() {
+		if retErr != nil {
+			a.Close()
+		}
+	}()
 	// The log directory is not among them: a log that cannot be written
 	// degrades the server (warnLogUnwritable) instead of stopping it.
 	for _, d := range []string{cfg.DataDir, cfg.SandboxDir, cfg.ScriptsDir} {
