@@ -116,7 +116,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr 
 		return nil, err
 	}
 	// python's first warm runner starts with the backend, beside its
-	// start-up probe (cold start, issue 13 P5).
+	// start-up probe, so the first python run after a start finds it warm.
 	var first []sandbox.Spec
 	if spec, ok := engine.PrewarmSpec(opts, langs, runtime.Python); ok {
 		first = append(first, spec)
@@ -209,7 +209,8 @@ func engineOptions(cfg config.Config, env HostEnv) engine.Options {
 }
 
 // BaseEnv is what every run inherits besides HOME: PATH, LANG and TERM only
-// (seed 000 "Stripped environment"), with safe fallbacks.
+// (a stripped environment: nothing else of the server's leaks into runs),
+// with safe fallbacks.
 func BaseEnv(env HostEnv) []string {
 	path := runPath(env)
 	lang := env.Lang
@@ -232,18 +233,16 @@ func runPath(env HostEnv) string {
 }
 
 // startupProbeDelay holds the background health probes back so that the
-// first calls after a start have the CPU (cold start, issue 13 P5); a call
+// first calls after a start have the CPU; a call
 // that needs a result starts them at once.
 const startupProbeDelay = time.Second
 
-// startHealthCheck tries every language once through the sandbox (seed 001
-// "internal health check") in the background, so initialize is answered at
-// once; runs do not wait for it, a failed run or a session start does
-// (engine). The summary is logged when all are done. Failing languages are
-// marked unavailable by the engine; the rest keep working. wait makes Build
-// run it at once and wait for it (the CODEXEC_HEALTH_CHECK=startup
-// behaviour). Close cancels and awaits it.
-
+// startHealthCheck tries every language once through the sandbox, in the
+// background, so initialize is answered at once; runs do not wait for it, a
+// failed run or a session start does (engine). The summary is logged when
+// all are done. Failing languages are marked unavailable by the engine; the
+// rest keep working. wait makes Build run it at once and wait for it (the
+// CODEXEC_HEALTH_CHECK=startup behaviour). Close cancels and awaits it.
 func (a *App) startHealthCheck(ctx context.Context, wait bool) {
 	ctx, cancel := context.WithCancel(ctx)
 	start := time.Now()

@@ -11,14 +11,14 @@ import (
 	"github.com/codexec/codexec/internal/shell"
 )
 
-// ExecuteCommandIn is execute_command's input (seed 002).
+// ExecuteCommandIn is execute_command's input: a bash command line.
 type ExecuteCommandIn struct {
 	Command   string `json:"command" jsonschema:"bash command line"`
 	Cwd       string `json:"cwd,omitempty" jsonschema:"default: server cwd; relative to it"`
 	TimeoutMs *int   `json:"timeout_ms,omitempty"`
 }
 
-// ExecuteProcessIn is execute_process's input (seed 002): argv without a shell.
+// ExecuteProcessIn is execute_process's input: argv without a shell.
 type ExecuteProcessIn struct {
 	File      string   `json:"file"`
 	Args      []string `json:"args,omitempty"`
@@ -76,7 +76,8 @@ func allowedText(a *shell.Allowlist) string {
 	return "Allowed: " + strings.Join(a.Entries(), ", ")
 }
 
-// commandResult renders a run as seed 002's YAML text. Rejections (err) and
+// commandResult renders a run as YAML text (the command tools' documented
+// result). Rejections (err) and
 // timeouts are tool errors; any command that ran to an exit status, zero or
 // not, is a normal result.
 func commandResult(res shell.Result, err error) (*mcp.CallToolResult, shell.Result, error) {

@@ -12,7 +12,7 @@ import (
 	"github.com/codexec/codexec/internal/scripts"
 )
 
-// SaveScriptIn is save_script's input (seed 000).
+// SaveScriptIn is save_script's input.
 type SaveScriptIn struct {
 	Name              string   `json:"name"`
 	Description       string   `json:"description,omitempty"`
@@ -211,7 +211,8 @@ func (s *Server) runScript(ctx context.Context, req *mcp.CallToolRequest, in Run
 	return s.withFiles(ctx, resultText(res), res), res, nil
 }
 
-// scriptError labels library errors with seed 001-style codes.
+// scriptError labels library errors with error codes (codedError), so an
+// agent can tell a missing script from a storage failure.
 func scriptError(err error) error {
 	var mp *scripts.MissingPackagesError
 	switch {

@@ -111,7 +111,8 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 
 func ptr[T any](v T) *T { return &v }
 
-// callContext extracts seed 000's context fields from the call's _meta.
+// callContext extracts the caller's identifiers (agent, trace and chat id,
+// snake_case or camelCase) from the call's _meta, for the execution log.
 func callContext(req *mcp.CallToolRequest) execlog.CallContext {
 	var cc execlog.CallContext
 	if req == nil || req.Params == nil {
@@ -132,8 +133,8 @@ func callContext(req *mcp.CallToolRequest) execlog.CallContext {
 	return cc
 }
 
-// jsonText renders v as indented JSON text content (seed 001 shows its
-// results as JSON text).
+// jsonText renders v as indented JSON text content (the context tools'
+// documented results are JSON text).
 func jsonText(v any) *mcp.CallToolResult {
 	b, _ := json.MarshalIndent(v, "", "  ")
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}

@@ -15,7 +15,7 @@ import (
 	"github.com/codexec/codexec/internal/session"
 )
 
-// StartSessionIn is start_session's input (seed 000).
+// StartSessionIn is start_session's input.
 type StartSessionIn struct {
 	Language   string `json:"language" jsonschema:"python|node"`
 	Name       string `json:"name,omitempty"`
@@ -153,8 +153,8 @@ func (s *Server) sessionsExecutor() (sessionExecutor, bool) {
 
 type sessionRunner struct{ s *Server }
 
-// ExecuteInSession runs execute_code's code in a session (seed 003's
-// session_id). An unknown id that is a valid caller-chosen id creates the
+// ExecuteInSession runs execute_code's code in the session named by its
+// session_id. An unknown id that is a valid caller-chosen id creates the
 // session on first use, in the call's language; afterwards the session's
 // language wins and a different one is an error.
 func (r sessionRunner) ExecuteInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, obs output.Observer) (engine.Result, error) {
