@@ -69,11 +69,18 @@ type App struct {
 	Engine  *engine.Engine
 	Server  *mcpserver.Server
 	closers []func()
+	// The parts the engine runs on, kept here so that nothing asks the
+	// engine for them.
+	backend sandbox.Backend
+	langs   *runtime.Set
+	logger  *execlog.Logger
 	// upstreams are code mode's upstream MCP servers (nil when none).
 	upstreams *upstream.Manager
 }
 
 // Close stops sessions and closes logs, in reverse order of creation.
+// Build registers a closer as soon as it has started a part, so Close (and
+// Build's own rollback) releases exactly what was started.
 func (a *App) Close() {
 	for i := len(a.closers) - 1; i >= 0; i-- {
 		a.closers[i]()
@@ -81,9 +88,15 @@ func (a *App) Close() {
 }
 
 // Build assembles the server without serving it, running the start-up
-// health check.
-func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
+// health check. When it fails it first undoes what it did: everything it
+// started is closed again (warm runners, cgroups, disks, sessions, logs).
+func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr error) {
 	a := &App{}
+	defer func() {
+		if retErr != nil {
+			a.Close()
+		}
+	}()
 	// The log directory is not among them: a log that cannot be written
 	// degrades the server (warnLogUnwritable) instead of stopping it.
 	for _, d := range []string{cfg.DataDir, cfg.SandboxDir, cfg.ScriptsDir} {
@@ -93,6 +106,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	}
 	privateDirs(internalDirs(cfg))
 	langs := runtime.Discover(ctx, runtime.Overrides(cfg.Interpreters), env.Path)
+	a.langs = langs
 	opts := engineOptions(cfg, env)
 	if err := addGlobalPackages(&opts, cfg.PackagesDir); err != nil {
 		return nil, err
@@ -102,7 +116,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 		return nil, err
 	}
 	// python's first warm runner starts with the backend, beside its
-	// start-up probe (cold start, issue 13 P5).
+	// start-up probe, so the first python run after a start finds it warm.
 	var first []sandbox.Spec
 	if spec, ok := engine.PrewarmSpec(opts, langs, runtime.Python); ok {
 		first = append(first, spec)
@@ -111,6 +125,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.backend = backend
 	if c, ok := backend.(io.Closer); ok {
 		a.closers = append(a.closers, func() { _ = c.Close() })
 	}
@@ -123,6 +138,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.logger = logger
 	a.closers = append(a.closers, func() { _ = logger.Close() })
 	if err := logger.Probe(); err != nil {
 		warnLogUnwritable(err)
@@ -158,7 +174,8 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	sessions := session.NewManager(a.Engine, session.Options{MaxSessions: cfg.MaxSessions, IdleTimeout: cfg.SessionIdleTimeout, KillGrace: cfg.KillGrace,
 		MaxPerPrincipal: cfg.MaxSessionsPerPrincipal})
 	a.closers = append(a.closers, sessions.Close)
-	deps := mcpserver.Deps{Config: cfg, Engine: a.Engine, Sessions: sessions, Packages: installer, SessionPackages: sessions}
+	deps := mcpserver.Deps{Config: cfg, Engine: a.Engine, Sessions: sessions, Packages: installer, SessionPackages: sessions,
+		Isolated: backend.Isolated(), Path: runPath(env), Bash: langs.Get(runtime.Bash).Path, ExecLog: logger}
 	if l := quota.NewLocal(cfg.MaxConcurrent, cfg.QueueWait); l != nil {
 		deps.Limiter = l
 	}
@@ -192,12 +209,10 @@ func engineOptions(cfg config.Config, env HostEnv) engine.Options {
 }
 
 // BaseEnv is what every run inherits besides HOME: PATH, LANG and TERM only
-// (seed 000 "Stripped environment"), with safe fallbacks.
+// (a stripped environment: nothing else of the server's leaks into runs),
+// with safe fallbacks.
 func BaseEnv(env HostEnv) []string {
-	path := env.Path
-	if path == "" {
-		path = "/usr/local/bin:/usr/bin:/bin"
-	}
+	path := runPath(env)
 	lang := env.Lang
 	if lang == "" {
 		lang = "C.UTF-8"
@@ -209,19 +224,25 @@ func BaseEnv(env HostEnv) []string {
 	return []string{"PATH=" + path, "LANG=" + lang, "TERM=" + term}
 }
 
+// runPath is the PATH every run inherits: the server's, or a safe default.
+func runPath(env HostEnv) string {
+	if env.Path == "" {
+		return "/usr/local/bin:/usr/bin:/bin"
+	}
+	return env.Path
+}
+
 // startupProbeDelay holds the background health probes back so that the
-// first calls after a start have the CPU (cold start, issue 13 P5); a call
+// first calls after a start have the CPU; a call
 // that needs a result starts them at once.
 const startupProbeDelay = time.Second
 
-// startHealthCheck tries every language once through the sandbox (seed 001
-// "internal health check") in the background, so initialize is answered at
-// once; runs do not wait for it, a failed run or a session start does
-// (engine). The summary is logged when all are done. Failing languages are
-// marked unavailable by the engine; the rest keep working. wait makes Build
-// run it at once and wait for it (the CODEXEC_HEALTH_CHECK=startup
-// behaviour). Close cancels and awaits it.
-
+// startHealthCheck tries every language once through the sandbox, in the
+// background, so initialize is answered at once; runs do not wait for it, a
+// failed run or a session start does (engine). The summary is logged when
+// all are done. Failing languages are marked unavailable by the engine; the
+// rest keep working. wait makes Build run it at once and wait for it (the
+// CODEXEC_HEALTH_CHECK=startup behaviour). Close cancels and awaits it.
 func (a *App) startHealthCheck(ctx context.Context, wait bool) {
 	ctx, cancel := context.WithCancel(ctx)
 	start := time.Now()
@@ -233,7 +254,7 @@ func (a *App) startHealthCheck(ctx context.Context, wait bool) {
 	logged := make(chan struct{})
 	go func() {
 		defer close(logged)
-		logHealth(a.Engine, <-results, start)
+		a.logHealth(<-results, start)
 	}()
 	if wait {
 		<-logged
@@ -241,10 +262,10 @@ func (a *App) startHealthCheck(ctx context.Context, wait bool) {
 	a.closers = append(a.closers, func() { cancel(); <-logged })
 }
 
-func logHealth(e *engine.Engine, res map[string]error, start time.Time) {
+func (a *App) logHealth(res map[string]error, start time.Time) {
 	var ok, bad []string
 	for _, lang := range []string{runtime.Python, runtime.Node, runtime.Bash} {
-		in := e.Languages().Get(lang)
+		in := a.langs.Get(lang)
 		if err := res[lang]; err != nil {
 			bad = append(bad, lang)
 			slog.Error("language unavailable", "language", lang, "err", err)
@@ -252,7 +273,7 @@ func logHealth(e *engine.Engine, res map[string]error, start time.Time) {
 		}
 		ok = append(ok, lang+"="+in.Path)
 	}
-	slog.Info("health check", "sandbox", e.Backend().Name(), "ok", strings.Join(ok, " "),
+	slog.Info("health check", "sandbox", a.backend.Name(), "ok", strings.Join(ok, " "),
 		"unavailable", strings.Join(bad, " "), "ms", time.Since(start).Milliseconds())
 }
 

@@ -33,7 +33,7 @@ func (a *App) buildHistory(ctx context.Context, cfg config.Config, deps *mcpserv
 		return err
 	}
 	deps.Scripts = &scripts.Runner{Store: store, Engine: a.Engine}
-	logger := a.Engine.Logger()
+	logger := a.logger
 	idx := logindex.New(logger.Dir(), filepath.Join(logger.Dir(), logindex.FileName))
 	if err := idx.Ready(); err != nil {
 		warnLogUnwritable(err)

@@ -29,7 +29,7 @@ const killWait = 10 * time.Second
 // serveStdio serves one client on stdin/stdout. On SIGTERM/SIGINT (ctx)
 // running calls get the shutdown grace to finish, then are cancelled.
 func (a *App) serveStdio(ctx context.Context, cfg config.Config) error {
-	slog.Info("codexec serving on stdio", "version", mcpserver.Version, "sandbox", a.Engine.Backend().Name())
+	slog.Info("codexec serving on stdio", "version", mcpserver.Version, "sandbox", a.backend.Name())
 	stop := context.AfterFunc(ctx, func() {
 		slog.Info("shutting down: refusing new calls, waiting for running ones", "running", a.Server.Running(), "grace", cfg.Remote.ShutdownGrace)
 	})
@@ -70,7 +70,7 @@ func (a *App) serveHTTP(ctx context.Context, cfg config.Config) error {
 		return err
 	}
 	o.Listening = func(addr net.Addr) {
-		slog.Info("http listening", "addr", addr.String(), "version", mcpserver.Version, "sandbox", a.Engine.Backend().Name())
+		slog.Info("http listening", "addr", addr.String(), "version", mcpserver.Version, "sandbox", a.backend.Name())
 	}
 	return httpserve.Serve(ctx, o)
 }
@@ -105,8 +105,8 @@ func (a *App) authOptions(ctx context.Context, r config.Remote, m *metrics.Metri
 // packages add theirs with m.GaugeFunc / m.Counter (pool sizes, upstream
 // calls).
 func (a *App) instrument(m *metrics.Metrics) {
-	mode := a.Engine.Backend().Name()
-	if l := a.Engine.Logger(); l != nil {
+	mode := a.backend.Name()
+	if l := a.logger; l != nil {
 		l.ObserveExecutions(func(e execlog.Entry) {
 			sm := e.SandboxMode
 			if sm == "" {
@@ -117,7 +117,7 @@ func (a *App) instrument(m *metrics.Metrics) {
 	}
 	m.GaugeFunc("mcp_sessions", "Connected MCP sessions (clients).", func() float64 { return float64(a.Server.LiveSessions()) })
 	m.GaugeFunc("running_calls", "Tool calls in progress.", func() float64 { return float64(a.Server.Running()) })
-	if p, ok := a.Engine.Backend().(sandbox.Pooled); ok {
+	if p, ok := a.backend.(sandbox.Pooled); ok {
 		m.WarmPool(func() []metrics.PoolSample { return poolSamples(p) })
 	}
 	if a.upstreams != nil {
@@ -143,7 +143,7 @@ func (a *App) ready(context.Context) error {
 		}
 		errs = append(errs, lang+": "+err.Error())
 	}
-	return fmt.Errorf("sandbox %s cannot run any language (%s)", a.Engine.Backend().Name(), strings.Join(errs, "; "))
+	return fmt.Errorf("sandbox %s cannot run any language (%s)", a.backend.Name(), strings.Join(errs, "; "))
 }
 
 // poolSamples is the pool's state per language kind for /metrics: the

@@ -6,6 +6,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/codemode"
@@ -39,9 +40,13 @@ func (s *Server) registerCodeMode() {
 	if s.deps.Upstreams == nil {
 		return
 	}
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "search_tools",
+	// Its schemas are the full ones, additionalProperties false and an
+	// output schema with required lists, as clients have always seen them.
+	keep := func(*jsonschema.Schema) {}
+	addTool(s, &mcp.Tool{Name: "search_tools",
 		Description: "Find upstream MCP tools for execute_code code (bind via tools or intent); returns TS signatures.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
+		InputSchema: schemaOf[SearchToolsIn](keep), OutputSchema: schemaOf[SearchToolsOut](keep),
 	}, s.searchTools)
 }
 

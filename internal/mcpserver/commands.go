@@ -8,18 +8,17 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/shell"
 )
 
-// ExecuteCommandIn is execute_command's input (seed 002).
+// ExecuteCommandIn is execute_command's input: a bash command line.
 type ExecuteCommandIn struct {
 	Command   string `json:"command" jsonschema:"bash command line"`
 	Cwd       string `json:"cwd,omitempty" jsonschema:"default: server cwd; relative to it"`
 	TimeoutMs *int   `json:"timeout_ms,omitempty"`
 }
 
-// ExecuteProcessIn is execute_process's input (seed 002): argv without a shell.
+// ExecuteProcessIn is execute_process's input: argv without a shell.
 type ExecuteProcessIn struct {
 	File      string   `json:"file"`
 	Args      []string `json:"args,omitempty"`
@@ -32,12 +31,11 @@ type ExecuteProcessIn struct {
 // registered even when ALLOWED_COMMANDS is unset, so an agent gets the
 // explanation of how the operator enables them instead of a missing tool.
 func (s *Server) registerCommands() {
-	eng := s.deps.Engine
-	path := envValue(eng.Options().BaseEnv, "PATH")
+	eng, path := s.deps.Engine, s.deps.Path
 	allow := shell.NewAllowlist(s.deps.Config.AllowedCommands, path)
-	runner := shell.NewRunner(eng, allow, shell.NewRoots(s.deps.Config.AllowedCwdRoots), eng.Languages().Get(runtime.Bash).Path, path)
+	runner := shell.NewRunner(eng, allow, shell.NewRoots(s.deps.Config.AllowedCwdRoots), s.deps.Bash, path)
 	allowed := allowedText(allow)
-	ann := &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!eng.Backend().Isolated())}
+	ann := &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!s.deps.Isolated)}
 	addTool(s, &mcp.Tool{
 		Name: "execute_command", Annotations: ann,
 		Description: "Run a bash command line; YAML result, a non-zero exit is normal, a timeout an error. Programs it starts " +
@@ -78,7 +76,8 @@ func allowedText(a *shell.Allowlist) string {
 	return "Allowed: " + strings.Join(a.Entries(), ", ")
 }
 
-// commandResult renders a run as seed 002's YAML text. Rejections (err) and
+// commandResult renders a run as YAML text (the command tools' documented
+// result). Rejections (err) and
 // timeouts are tool errors; any command that ran to an exit status, zero or
 // not, is a normal result.
 func commandResult(res shell.Result, err error) (*mcp.CallToolResult, shell.Result, error) {
@@ -95,13 +94,4 @@ func commandResult(res shell.Result, err error) (*mcp.CallToolResult, shell.Resu
 	}
 	isErr := res.TimedOut || res.Status == "setup_error"
 	return &mcp.CallToolResult{IsError: isErr, Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}, res, nil
-}
-
-func envValue(env []string, key string) string {
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, key+"="); ok {
-			return v
-		}
-	}
-	return ""
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/codexec/codexec/internal/session"
 )
 
-// Seed 001 error codes.
+// Error codes of the context tools (codedError).
 const (
 	codeInvalidParams      = "INVALID_PARAMS"
 	codeContextNotFound    = "CONTEXT_NOT_FOUND"
@@ -24,7 +24,7 @@ const (
 	codeStopFailed         = "STOP_FAILED"
 )
 
-// CreateContextIn is create_context's input (seed 001).
+// CreateContextIn is create_context's input.
 type CreateContextIn struct {
 	Name        string `json:"name,omitempty" jsonschema:"required"`
 	Language    string `json:"language,omitempty" jsonschema:"python (default)|javascript"`
@@ -44,7 +44,7 @@ type ContextOut struct {
 }
 
 // RunCodeIn is run_code's input. Required fields are validated by the
-// handler rather than the schema so that a missing one gets seed 001's
+// handler rather than the schema so that a missing one gets the
 // INVALID_PARAMS error object instead of a generic validation message.
 type RunCodeIn struct {
 	Code      string `json:"code,omitempty" jsonschema:"required"`
@@ -88,7 +88,7 @@ func (s *Server) registerContexts() {
 	}
 	addTool(s, &mcp.Tool{Name: "run_code",
 		Description: "Run code in a context; state persists.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!s.deps.Engine.Backend().Isolated())}}, s.runCode)
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!s.deps.Isolated)}}, s.runCode)
 	addTool(s, &mcp.Tool{Name: "create_context",
 		Description: "Create a named persistent context.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}}, s.createContext)

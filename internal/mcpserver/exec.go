@@ -15,9 +15,9 @@ import (
 	"github.com/codexec/codexec/internal/runtime"
 )
 
-// ExecuteCodeIn accepts every documented shape of execute_code: seed 000
-// (language, code, timeout_ms, working_dir), seed 003 (language, code, stdin,
-// timeout in seconds, session_id) and seed 004 (code, intent, context).
+// ExecuteCodeIn accepts every documented shape of execute_code: language,
+// code, timeout_ms and working_dir; stdin, timeout in seconds and session_id;
+// and code mode's code, intent, context and tools.
 type ExecuteCodeIn struct {
 	Language   string         `json:"language,omitempty" jsonschema:"python|node|javascript|typescript|bash; omit for code mode"`
 	Code       string         `json:"code"`
@@ -42,15 +42,15 @@ func (s *Server) registerExec() {
 		Name: "execute_code", OutputSchema: outputSchema[engine.Result](),
 		Description: "Run code in a fresh sandbox. A failing or timed-out program is a normal result (see status; exit_code null if killed). " +
 			s.timeoutText() + " No language, or intent/context: TypeScript code mode.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!s.deps.Engine.Backend().Isolated())},
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!s.deps.Isolated)},
 	}, s.executeCode)
 }
 
 // timeoutText states the timeout defaults once, for the tools that take
 // timeout_ms.
 func (s *Server) timeoutText() string {
-	o := s.deps.Engine.Options()
-	return fmt.Sprintf("timeout_ms default %d, max %d.", o.DefaultTimeout.Milliseconds(), o.MaxTimeout.Milliseconds())
+	c := s.deps.Config
+	return fmt.Sprintf("timeout_ms default %d, max %d.", c.DefaultTimeout.Milliseconds(), c.MaxTimeout.Milliseconds())
 }
 
 func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {
@@ -86,7 +86,7 @@ func (s *Server) executeCodeWithFiles(ctx context.Context, req *mcp.CallToolRequ
 	return resultText(res), res, nil
 }
 
-// isCodeMode reports whether a call is seed 004's code mode: no language, or
+// isCodeMode reports whether a call runs in code mode: no language, or
 // an intent, context or tools, which TypeScript/JavaScript and Python code
 // can use.
 func isCodeMode(in ExecuteCodeIn) (bool, error) {
@@ -116,7 +116,7 @@ func codeModeLanguage(language string) (string, error) {
 	case runtime.Python:
 		return runtime.Python, nil
 	}
-	return "", fmt.Errorf("intent/context/tools (code mode, seed 004) run TypeScript/JavaScript or Python, not %s", lang)
+	return "", fmt.Errorf("intent/context/tools (code mode) run TypeScript/JavaScript or Python, not %s", lang)
 }
 
 func (s *Server) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, timeout time.Duration, obs output.Observer) (*mcp.CallToolResult, engine.Result, error) {
@@ -145,9 +145,9 @@ func (s *Server) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest, 
 	return codeModeText(res), res, nil
 }
 
-// codeModeText renders seed 004's {result, logs, metrics} (or error) as JSON
+// codeModeText renders code mode's {result, logs, metrics} (or error) as JSON
 // text, the form code-mode clients parse. A code error is an MCP tool error
-// (isError), as 004's "MCP-compliant error response" asks.
+// (isError), so MCP clients see a failed program as a failed call.
 func codeModeText(r engine.Result) *mcp.CallToolResult {
 	out := map[string]any{"result": r.Value, "logs": r.Logs, "metrics": r.Metrics}
 	if r.CodeError != nil {
@@ -167,14 +167,6 @@ func (s *Server) executeInSession(ctx context.Context, req *mcp.CallToolRequest,
 		return invalid(err.Error())
 	}
 	return resultText(res), res, nil
-}
-
-// invalid reports a request that was rejected before anything ran: a tool
-// error whose structured content still carries status setup_error, so both
-// seed 003 readers (status) and MCP clients (isError) see it.
-func invalid(msg string) (*mcp.CallToolResult, engine.Result, error) {
-	res := engine.Result{Status: engine.StatusSetupError, ErrorMessage: &msg, Artifacts: []string{}}
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "error: " + msg}}}, res, nil
 }
 
 // resultText renders a compact text version of a result for clients that

@@ -69,40 +69,6 @@ func (s *Server) readTarget(ctx context.Context, t target, p string, off, n int6
 	return s.deps.Files.Read(ctx, t.ItemID, p, off, n, max)
 }
 
-func (s *Server) downloadFile(ctx context.Context, _ *mcp.CallToolRequest, in DownloadIn) (*mcp.CallToolResult, DownloadOut, error) {
-	t, err := s.resolveTarget(ctx, in.SessionID, in.ContextID, in.ExecutionID)
-	if err != nil {
-		return nil, DownloadOut{}, err
-	}
-	defer t.close()
-	data, e, err := s.readTarget(ctx, t, in.Path, in.Offset, in.Length)
-	if err != nil {
-		return nil, DownloadOut{}, err
-	}
-	whole := in.Offset == 0 && int64(len(data)) == e.Size
-	if !whole {
-		data = trimPartialRune(data)
-	}
-	uri := t.uri(e.Path)
-	c, mt := fileContent(uri, e.Path, data, whole)
-	out := DownloadOut{URI: uri, Size: e.Size, Offset: in.Offset, Length: len(data), MIMEType: mt}
-	if next := in.Offset + int64(len(data)); next < e.Size {
-		out.NextOffset = &next
-	}
-	return &mcp.CallToolResult{Content: []mcp.Content{c}}, out, nil
-}
-
-// trimPartialRune drops an incomplete UTF-8 sequence cut off at the end of a
-// text range, so the range still reads as text (the next range starts there).
-func trimPartialRune(b []byte) []byte {
-	for i := 1; i <= 3 && i <= len(b); i++ {
-		if !utf8.Valid(b) && utf8.Valid(b[:len(b)-i]) {
-			return b[:len(b)-i]
-		}
-	}
-	return b
-}
-
 // fileContent renders file bytes as MCP content: an image (whole image files
 // only), text (valid UTF-8 without NUL bytes), or an embedded resource blob.
 func fileContent(uri, name string, data []byte, whole bool) (mcp.Content, string) {

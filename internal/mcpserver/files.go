@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -135,6 +136,40 @@ func (s *Server) sessionTarget(ctx context.Context, id string) (target, error) {
 		return target{}, err
 	}
 	return target{Root: root, Session: sess.ID, URIBase: uriBase("sessions", sess.ID)}, nil
+}
+
+func (s *Server) downloadFile(ctx context.Context, _ *mcp.CallToolRequest, in DownloadIn) (*mcp.CallToolResult, DownloadOut, error) {
+	t, err := s.resolveTarget(ctx, in.SessionID, in.ContextID, in.ExecutionID)
+	if err != nil {
+		return nil, DownloadOut{}, err
+	}
+	defer t.close()
+	data, e, err := s.readTarget(ctx, t, in.Path, in.Offset, in.Length)
+	if err != nil {
+		return nil, DownloadOut{}, err
+	}
+	whole := in.Offset == 0 && int64(len(data)) == e.Size
+	if !whole {
+		data = trimPartialRune(data)
+	}
+	uri := t.uri(e.Path)
+	c, mt := fileContent(uri, e.Path, data, whole)
+	out := DownloadOut{URI: uri, Size: e.Size, Offset: in.Offset, Length: len(data), MIMEType: mt}
+	if next := in.Offset + int64(len(data)); next < e.Size {
+		out.NextOffset = &next
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{c}}, out, nil
+}
+
+// trimPartialRune drops an incomplete UTF-8 sequence cut off at the end of a
+// text range, so the range still reads as text (the next range starts there).
+func trimPartialRune(b []byte) []byte {
+	for i := 1; i <= 3 && i <= len(b); i++ {
+		if !utf8.Valid(b) && utf8.Valid(b[:len(b)-i]) {
+			return b[:len(b)-i]
+		}
+	}
+	return b
 }
 
 func (s *Server) uploadFile(ctx context.Context, _ *mcp.CallToolRequest, in UploadIn) (*mcp.CallToolResult, UploadOut, error) {

@@ -14,7 +14,7 @@ import (
 	"github.com/codexec/codexec/internal/runtime"
 )
 
-// SearchLogsIn is search_execution_logs' input (seed 000).
+// SearchLogsIn is search_execution_logs' input.
 type SearchLogsIn struct {
 	Language string `json:"language,omitempty"`
 	Status   string `json:"status,omitempty" jsonschema:"success|failed|timeout|cancelled|lost (the server was killed while it ran)"`
@@ -40,8 +40,8 @@ type GetLogIn struct {
 	ExecutionID string `json:"execution_id"`
 }
 
-// GetLogOut is the full log entry of one execution (seed 000 shape plus
-// status fields).
+// GetLogOut is the full log entry of one execution: the execution log's
+// record plus status fields.
 type GetLogOut struct {
 	ExecutionID       string             `json:"execution_id"`
 	SessionID         *string            `json:"session_id"`
@@ -129,7 +129,7 @@ func (s *Server) logUnavailable(err error) error {
 
 // logWriteError is why the latest execution could not be logged, or "".
 func (s *Server) logWriteError() string {
-	if l := s.deps.Engine.Logger(); l != nil {
+	if l := s.deps.ExecLog; l != nil {
 		if err := l.Err(); err != nil {
 			return err.Error()
 		}

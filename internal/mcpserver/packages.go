@@ -29,12 +29,12 @@ type SessionPackages interface {
 	PackageTarget(ctx context.Context, sessionID, lang string) (dir string, err error)
 	// RecordPackage is called after every install attempt into the session:
 	// on success it adds name to the session's packages_installed; in all
-	// cases it appends seed 000's package_install entry (package, version,
+	// cases it appends a package_install entry (package, version,
 	// success) to the session log. version is empty when success is false.
 	RecordPackage(ctx context.Context, sessionID, lang, name, version string, success bool) error
 }
 
-// InstallPackageIn is install_package's input (seed 000).
+// InstallPackageIn is install_package's input.
 type InstallPackageIn struct {
 	SessionID string `json:"session_id,omitempty" jsonschema:"omit for all runs"`
 	Package   string `json:"package" jsonschema:"e.g. pandas==2.2.1, lodash@4"`

@@ -14,32 +14,40 @@ import (
 // test fails beyond it.
 const SurfaceBudget = 12000
 
-// addTool registers a typed tool. Its output schema is t.OutputSchema when
-// set (build it with outputSchema) and absent otherwise: the structured
-// result is still returned, but only results an agent must interpret field by
-// field (execute_code's, execute_command's) pay for a schema in every
-// tools/list; the others are small self-describing JSON objects, and tools
-// that return execute_code's shape say so instead of repeating it.
+// addTool registers a typed tool: every tool goes through here, and so
+// through mcp.AddTool, which validates the arguments against the input
+// schema and the result against the output schema. Its output schema is
+// t.OutputSchema when set (build it with outputSchema) and absent
+// otherwise: the structured result is still returned, but only results an
+// agent must interpret field by field (execute_code's) pay for a schema in
+// every tools/list; the others are small self-describing JSON objects, and
+// tools that return execute_code's shape say so instead of repeating it.
 //
-// The input schema is In's with additionalProperties dropped: unknown
-// arguments are ignored, as the seeds' reference implementation (zod objects)
-// does, instead of every tool paying for "additionalProperties": false.
-// Registration goes through registerTyped (typedtool.go), mcp.AddTool's
-// contract without its per-call cost.
+// The input schema is t.InputSchema when set, else In's with
+// additionalProperties dropped: unknown arguments are ignored, as
+// TypeScript MCP servers (zod objects) do, instead of every tool paying for
+// "additionalProperties": false.
+//
+// A handler's error becomes the call's isError result (errors.go).
 func addTool[In, Out any](s *Server, t *mcp.Tool, h func(context.Context, *mcp.CallToolRequest, In) (*mcp.CallToolResult, Out, error)) {
 	if t.InputSchema == nil {
 		t.InputSchema = schemaOf[In](func(s *jsonschema.Schema) { s.AdditionalProperties = nil })
 	}
+	run := func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		res, out, err := h(ctx, req, in)
+		if err != nil && setupError(err, &out) {
+			return errorResult(err), out, nil
+		}
+		return res, out, err
+	}
 	if t.OutputSchema != nil {
-		registerTyped(s.mcp, t, h)
+		mcp.AddTool(s.mcp, t, run)
 		return
 	}
-	registerTyped(s.mcp, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
-		res, out, err := h(ctx, req, in)
-		if err != nil {
-			return res, nil, err
-		}
-		return res, out, nil
+	// Out erased to any: the SDK infers no output schema for it.
+	mcp.AddTool(s.mcp, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
+		res, out, err := run(ctx, req, in)
+		return res, out, err
 	})
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/codexec/codexec/internal/scripts"
 )
 
-// SaveScriptIn is save_script's input (seed 000).
+// SaveScriptIn is save_script's input.
 type SaveScriptIn struct {
 	Name              string   `json:"name"`
 	Description       string   `json:"description,omitempty"`
@@ -116,7 +116,7 @@ func (s *Server) registerScripts() {
 	addTool(s, &mcp.Tool{Name: "run_script",
 		Description: "Run a saved script; result as execute_code.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true),
-			OpenWorldHint: ptr(!s.deps.Engine.Backend().Isolated())}}, s.runScript)
+			OpenWorldHint: ptr(!s.deps.Isolated)}}, s.runScript)
 }
 
 func (s *Server) saveScript(ctx context.Context, _ *mcp.CallToolRequest, in SaveScriptIn) (*mcp.CallToolResult, SaveScriptOut, error) {
@@ -211,7 +211,8 @@ func (s *Server) runScript(ctx context.Context, req *mcp.CallToolRequest, in Run
 	return s.withFiles(ctx, resultText(res), res), res, nil
 }
 
-// scriptError labels library errors with seed 001-style codes.
+// scriptError labels library errors with error codes (codedError), so an
+// agent can tell a missing script from a storage failure.
 func scriptError(err error) error {
 	var mp *scripts.MissingPackagesError
 	switch {

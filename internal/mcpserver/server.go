@@ -15,7 +15,6 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -55,6 +54,13 @@ type Deps struct {
 	Limiter         quota.Limiter     // per-principal execution slots; nil: unlimited
 	Files           files.Store       // files toolset, kept artifacts, resources; nil disables them
 	Upstreams       *upstream.Manager // code mode's upstream MCP servers; nil = none configured
+
+	// What the tools say about the sandbox and take from the host, filled
+	// by app from the parts it built.
+	Isolated bool            // the backend keeps runs off the host and the network: tools' openWorldHint is false
+	Path     string          // PATH every run inherits; execute_command resolves allowed programs on it
+	Bash     string          // the bash interpreter execute_command runs
+	ExecLog  *execlog.Logger // the execution log, whose write failure search_execution_logs reports; nil: none
 }
 
 // Server is the MCP server with every enabled tool registered.
@@ -105,7 +111,8 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 
 func ptr[T any](v T) *T { return &v }
 
-// callContext extracts seed 000's context fields from the call's _meta.
+// callContext extracts the caller's identifiers (agent, trace and chat id,
+// snake_case or camelCase) from the call's _meta, for the execution log.
 func callContext(req *mcp.CallToolRequest) execlog.CallContext {
 	var cc execlog.CallContext
 	if req == nil || req.Params == nil {
@@ -126,35 +133,9 @@ func callContext(req *mcp.CallToolRequest) execlog.CallContext {
 	return cc
 }
 
-// toolError is a tool-level error with seed 001's error code; its message is
-// the JSON object {"error": …, "code": …} that 001 shows.
-type toolError struct {
-	Message string `json:"error"`
-	Code    string `json:"code"`
-}
-
-func (e *toolError) Error() string {
-	b, _ := json.Marshal(e)
-	return string(b)
-}
-
-// codedError returns a tool error carrying code.
-func codedError(code, format string, args ...any) error {
-	return &toolError{Message: fmt.Sprintf(format, args...), Code: code}
-}
-
-// jsonText renders v as indented JSON text content (seed 001 shows its
-// results as JSON text).
+// jsonText renders v as indented JSON text content (the context tools'
+// documented results are JSON text).
 func jsonText(v any) *mcp.CallToolResult {
 	b, _ := json.MarshalIndent(v, "", "  ")
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
-}
-
-// errorCode returns the 001-style code of err, or "" if it has none.
-func errorCode(err error) string {
-	var te *toolError
-	if errors.As(err, &te) {
-		return te.Code
-	}
-	return ""
 }

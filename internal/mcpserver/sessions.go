@@ -15,7 +15,7 @@ import (
 	"github.com/codexec/codexec/internal/session"
 )
 
-// StartSessionIn is start_session's input (seed 000).
+// StartSessionIn is start_session's input.
 type StartSessionIn struct {
 	Language   string `json:"language" jsonschema:"python|node"`
 	Name       string `json:"name,omitempty"`
@@ -84,7 +84,7 @@ func (s *Server) registerSessions() {
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}}, s.startSession)
 	addTool(s, &mcp.Tool{Name: "send_to_session",
 		Description: "Run code in a session or context; result as execute_code. A timeout interrupts the code and keeps state if it can.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!s.deps.Engine.Backend().Isolated())}}, s.sendToSession)
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!s.deps.Isolated)}}, s.sendToSession)
 	addTool(s, &mcp.Tool{Name: "close_session",
 		Description: "Stop a session now.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}}, s.closeSession)
@@ -153,8 +153,8 @@ func (s *Server) sessionsExecutor() (sessionExecutor, bool) {
 
 type sessionRunner struct{ s *Server }
 
-// ExecuteInSession runs execute_code's code in a session (seed 003's
-// session_id). An unknown id that is a valid caller-chosen id creates the
+// ExecuteInSession runs execute_code's code in the session named by its
+// session_id. An unknown id that is a valid caller-chosen id creates the
 // session on first use, in the call's language; afterwards the session's
 // language wins and a different one is an error.
 func (r sessionRunner) ExecuteInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, obs output.Observer) (engine.Result, error) {

@@ -44,7 +44,7 @@ func (s *Server) tenancy(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		release, err := s.deps.Limiter.Acquire(ctx, p)
 		if err != nil {
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "error: " + err.Error()}}}, nil
+			return errorResult(refusedError(err.Error())), nil
 		}
 		defer release()
 		return next(ctx, method, req)

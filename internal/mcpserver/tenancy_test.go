@@ -206,7 +206,7 @@ func TestPrincipalsAreIsolated(t *testing.T) {
 		})
 	}
 
-	// A caller-chosen session id (seed 003) exists once per principal: bob's
+	// A caller-chosen session id (execute_code's session_id) exists once per principal: bob's
 	// "proj" is his own new session, not alice's.
 	alice.ok("execute_code", map[string]any{"session_id": "proj", "language": "python", "code": "v = 'alice'"})
 	out := bob.ok("execute_code", map[string]any{"session_id": "proj", "language": "python", "code": "print(globals().get('v'))"})

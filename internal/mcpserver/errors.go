@@ -1,0 +1,91 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codexec/codexec/internal/engine"
+)
+
+// A handler reports a failed call in one way: it returns a non-nil error,
+// and the SDK turns it into the call's result with isError set and the
+// error's text as content. What the client reads depends on the error,
+// never on the handler:
+//
+//   - codedError: the JSON object {"error": …, "code": …}, the form the
+//     context, script, log and package tools document, so an agent can
+//     branch on the code;
+//   - refusedError (invalid, for handlers of tools that return
+//     execute_code's shape: execute_code, send_to_session, run_script):
+//     "error: " and the message, the line such a result's text shows for a
+//     run that failed; it also gets that shape as structured content, with
+//     status setup_error (addTool, setupError), so readers of status and
+//     readers of isError both see that nothing ran. The quota refusal of
+//     every execution tool (tenancy) reads the same;
+//   - any other error: its message.
+//
+// A handler never builds an isError result itself for a failure; the
+// results that set isError on their own report a run that happened (a
+// command that timed out, a code-mode program that threw).
+
+// toolError is a tool failure made by codedError or refusedError.
+type toolError struct {
+	Message string `json:"error"`
+	Code    string `json:"code,omitempty"`
+	// refused: the call was rejected before anything ran.
+	refused bool
+}
+
+func (e *toolError) Error() string {
+	if e.Code != "" {
+		b, _ := json.Marshal(e)
+		return string(b)
+	}
+	if e.refused {
+		return "error: " + e.Message
+	}
+	return e.Message
+}
+
+// codedError returns a tool error carrying code (an UPPER_SNAKE name such
+// as CONTEXT_NOT_FOUND).
+func codedError(code, format string, args ...any) error {
+	return &toolError{Message: fmt.Sprintf(format, args...), Code: code}
+}
+
+// refusedError returns the tool error of a call of an execution tool
+// rejected before anything ran (bad arguments, unknown session, no slot).
+func refusedError(msg string) error {
+	return &toolError{Message: msg, refused: true}
+}
+
+// invalid is refusedError for the handlers of tools that return
+// execute_code's shape.
+func invalid(msg string) (*mcp.CallToolResult, engine.Result, error) {
+	return nil, engine.Result{}, refusedError(msg)
+}
+
+// setupError reports whether err is a refusal and out a tool result of
+// execute_code's shape; then it fills out with status setup_error and err's
+// message.
+func setupError(err error, out any) bool {
+	var te *toolError
+	r, ok := out.(*engine.Result)
+	if !ok || !errors.As(err, &te) || !te.refused {
+		return false
+	}
+	msg := te.Message
+	*r = engine.Result{Status: engine.StatusSetupError, ErrorMessage: &msg, Artifacts: []string{}}
+	return true
+}
+
+// errorResult is the isError result of err, as the SDK makes it for a
+// handler's error.
+func errorResult(err error) *mcp.CallToolResult {
+	var res mcp.CallToolResult
+	res.SetError(err)
+	return &res
+}
