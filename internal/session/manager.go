@@ -40,6 +40,7 @@ import (
 
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/frame"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/tenant"
@@ -264,7 +265,7 @@ func (m *Manager) startDriver(ctx context.Context, s *Session, ownedWS bool) err
 		return err
 	}
 	defer stdinR.Close()
-	s.stdin = stdinW
+	s.stdin, s.enc = stdinW, frame.NewEncoder(stdinW)
 	s.outMux, s.errMux = newDemux(mark, s.onOut), newDemux(mark, s.onErr)
 	proc, err := m.eng.Backend().Start(ctx, sandbox.Spec{
 		ID: s.storage, Argv: argv, Dir: s.Workspace, DirWritable: s.writable, Env: append(withoutKeys(m.eng.Env(s.Language, s.Workspace), "PYTHONPATH", "NODE_PATH"), pkgEnv...),

@@ -2,13 +2,13 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"sync"
 	"time"
 
 	"github.com/codexec/codexec/internal/diskbound"
+	"github.com/codexec/codexec/internal/frame"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/sandbox"
 )
@@ -34,8 +34,9 @@ type Session struct {
 
 	proc    sandbox.Process
 	stdin   *os.File
-	outMux  *demux
-	errMux  *demux
+	enc     *frame.Encoder // requests to the driver, on stdin
+	outMux  *frame.Demux
+	errMux  *frame.Demux
 	execMu  sync.Mutex
 	mu      sync.Mutex
 	nextID  int64
@@ -145,8 +146,8 @@ func (s *Session) begin(out, errw *output.Sink) *pending {
 	p := &pending{id: s.nextID, reply: make(chan reply, 1), end: make(chan struct{}, 1)}
 	s.waiting = p
 	s.lastActivity = time.Now()
-	s.outMux.setSink(out)
-	s.errMux.setSink(errw)
+	s.outMux.SetSink(out)
+	s.errMux.SetSink(errw)
 	return p
 }
 
@@ -154,8 +155,8 @@ func (s *Session) finish() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.waiting = nil
-	s.outMux.setSink(nil)
-	s.errMux.setSink(nil)
+	s.outMux.SetSink(nil)
+	s.errMux.SetSink(nil)
 	s.lastActivity = time.Now()
 	s.executions++
 }
@@ -213,14 +214,7 @@ func (s *Session) interrupt(p *pending, grace time.Duration, timedOut bool) exec
 	return execOutcome{timedOut: timedOut, lost: true, lostWhy: why}
 }
 
-func (s *Session) send(msg map[string]any) error {
-	b, err := json.Marshal(msg)
-	if err != nil {
-		return err
-	}
-	_, err = s.stdin.Write(append(b, '\n'))
-	return err
-}
+func (s *Session) send(msg map[string]any) error { return s.enc.Encode(msg) }
 
 // isDead reports whether the interpreter has exited.
 func (s *Session) isDead() bool {
