@@ -134,9 +134,9 @@ func (s *Server) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest, 
 	cm := s.deps.Config.CodeMode
 	creq := engine.CodeModeRequest{Language: lang, Code: in.Code, Intent: in.Intent, Context: in.Context, Stdin: in.Stdin,
 		Timeout: timeout, WorkingDir: in.WorkingDir, Call: callContext(req), Tools: tools, MemoryBytes: cm.MemoryBytes, Observe: obs,
-		Bridge: codemode.BridgeOptions{MaxCalls: cm.MaxCalls, CallTimeout: cm.CallTimeout, MaxResultBytes: int(cm.MaxResultBytes)}}
+		Bridge: codemode.BridgeOptions{MaxCalls: cm.MaxCalls}}
 	if up := s.deps.Upstreams; up != nil {
-		creq.Caller, creq.Bridge.Check = up, up.Allowed
+		creq.Caller = up
 	}
 	res, err := s.deps.Engine.ExecuteCodeMode(ctx, creq)
 	if err != nil {
