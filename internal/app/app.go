@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -142,7 +143,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	// session by then.
 	a.closers = append(a.closers, func() { _ = opts.Journal.Close() })
 	guard := newGuard(cfg, env)
-	a.Engine, err = engine.New(opts, backend, langs, guard, logger)
+	a.Engine, err = engine.New(opts, engine.Deps{Backend: backend, Languages: langs, Guard: guard, Log: logger})
 	if err != nil {
 		return nil, err
 	}
@@ -155,8 +156,10 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	sessions := session.NewManager(a.Engine, session.Options{MaxSessions: cfg.MaxSessions, IdleTimeout: cfg.SessionIdleTimeout, KillGrace: cfg.KillGrace,
-		MaxPerPrincipal: cfg.MaxSessionsPerPrincipal})
+	sessions := session.NewManager(session.Deps{Engine: a.Engine, Languages: langs, Log: logger, Journal: opts.Journal},
+		session.Options{MaxSessions: cfg.MaxSessions, IdleTimeout: cfg.SessionIdleTimeout, KillGrace: cfg.KillGrace,
+			MaxPerPrincipal: cfg.MaxSessionsPerPrincipal, DefaultTimeout: opts.DefaultTimeout, Output: opts.Output,
+			PackagesDir: filepath.Join(opts.SandboxDir, ".packages"), SandboxMode: backend.Name()})
 	a.closers = append(a.closers, sessions.Close)
 	deps := mcpserver.Deps{Config: cfg, Engine: a.Engine, Sessions: sessions, Packages: installer, SessionPackages: sessions}
 	if l := quota.NewLocal(cfg.MaxConcurrent, cfg.QueueWait); l != nil {

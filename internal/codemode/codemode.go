@@ -19,25 +19,16 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/codexec/codexec/internal/engine"
 )
 
-// Metrics are seed 004's execution metrics.
-type Metrics struct {
-	ExecutionTimeMs float64 `json:"executionTimeMs" jsonschema:"wall time of the execution in milliseconds"`
-	InputSizeBytes  int     `json:"inputSizeBytes" jsonschema:"size of the code in bytes"`
-	OutputSizeBytes int     `json:"outputSizeBytes" jsonschema:"size of the JSON-serialized result in bytes"`
-}
+// Metrics are a code-mode execution's metrics (part of engine.Result).
+type Metrics = engine.CodeModeMetrics
 
-// Error is seed 004's error object: type is SyntaxError, RuntimeError or
-// TimeoutError.
-type Error struct {
-	Type    string `json:"type" jsonschema:"SyntaxError | RuntimeError | TimeoutError"`
-	Name    string `json:"name,omitempty" jsonschema:"JavaScript error class for runtime errors (TypeError, …)"`
-	Message string `json:"message"`
-	Line    int    `json:"line,omitempty" jsonschema:"1-based line in the submitted code (syntax errors)"`
-	Column  int    `json:"column,omitempty" jsonschema:"1-based column in the submitted code (syntax errors)"`
-	Stack   string `json:"stack,omitempty"`
-}
+// Error is a code-mode execution's error object: type is SyntaxError,
+// RuntimeError or TimeoutError (part of engine.Result).
+type Error = engine.CodeModeError
 
 // Envelope is what the wrapper reports.
 type Envelope struct {

@@ -12,8 +12,9 @@ import (
 )
 
 // ProcessSpec is one program to run to completion under the engine's sandbox
-// backend with a timeout. It is the shared runner for code (Execute) and for
-// the shell tools; neither starts processes any other way.
+// backend with a timeout (runProcess). It is the shared runner for code
+// (Execute) and argv programs (RunProcess); neither starts processes any
+// other way.
 type ProcessSpec struct {
 	ID   string
 	Argv []string
@@ -58,10 +59,10 @@ type Outcome struct {
 	StartErr error
 }
 
-// RunProcess starts spec, enforces its timeout (SIGTERM to the whole run,
+// runProcess starts spec, enforces its timeout (SIGTERM to the whole run,
 // SIGKILL after the kill grace), and returns once every process of the run is
 // gone and output is drained. Cancelling ctx kills the run at once.
-func (e *Engine) RunProcess(ctx context.Context, spec ProcessSpec) Outcome {
+func (e *Engine) runProcess(ctx context.Context, spec ProcessSpec) Outcome {
 	outSink := output.NewSink(e.opts.Output, spec.OnStdout)
 	errSink := output.NewSink(e.opts.Output, spec.OnStderr)
 	var stdout io.Writer = outSink
@@ -73,7 +74,7 @@ func (e *Engine) RunProcess(ctx context.Context, spec ProcessSpec) Outcome {
 		limits = *spec.Limits
 	}
 	start := time.Now()
-	sspec := e.sandboxSpec(spec, limits)
+	sspec := sandboxSpec(e.opts, spec, limits)
 	sspec.Stdout, sspec.Stderr = stdout, errSink
 	proc, err := e.backend.Start(ctx, sspec)
 	if err != nil {
@@ -94,11 +95,9 @@ func (e *Engine) RunProcess(ctx context.Context, spec ProcessSpec) Outcome {
 	return oc
 }
 
-// sandboxSpec is spec as the backend takes it (no output writers).
-func (e *Engine) sandboxSpec(spec ProcessSpec, limits sandbox.Limits) sandbox.Spec {
-	return sandboxSpec(e.opts, spec, limits)
-}
-
+// sandboxSpec is spec as the backend takes it (no output writers): the
+// engine's mounts before the spec's own, and a deadline after which the
+// backend ends the run by itself when spec has a timeout.
 func sandboxSpec(opts Options, spec ProcessSpec, limits sandbox.Limits) sandbox.Spec {
 	s := sandbox.Spec{
 		ID: spec.ID, Argv: spec.Argv, Dir: spec.Dir, DirWritable: spec.DirWritable, Env: spec.Env, Stdin: spec.Stdin, ProgramDir: spec.ProgramDir,

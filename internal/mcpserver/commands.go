@@ -35,7 +35,10 @@ func (s *Server) registerCommands() {
 	eng := s.deps.Engine
 	path := envValue(eng.Options().BaseEnv, "PATH")
 	allow := shell.NewAllowlist(s.deps.Config.AllowedCommands, path)
-	runner := shell.NewRunner(eng, allow, shell.NewRoots(s.deps.Config.AllowedCwdRoots), eng.Languages().Get(runtime.Bash).Path, path)
+	o := eng.Options()
+	runner := shell.NewRunner(eng, shell.Options{Allow: allow, Roots: shell.NewRoots(s.deps.Config.AllowedCwdRoots),
+		Bash: eng.Languages().Get(runtime.Bash).Path, Path: path, BaseDir: o.BaseDir, Home: o.Home,
+		Isolated: eng.Backend().Isolated(), SandboxMode: eng.Backend().Name()})
 	allowed := allowedText(allow)
 	ann := &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!eng.Backend().Isolated())}
 	addTool(s, &mcp.Tool{

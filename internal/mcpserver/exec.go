@@ -132,13 +132,13 @@ func (s *Server) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest, 
 		return invalid(err.Error())
 	}
 	cm := s.deps.Config.CodeMode
-	creq := engine.CodeModeRequest{Language: lang, Code: in.Code, Intent: in.Intent, Context: in.Context, Stdin: in.Stdin,
+	creq := codemode.Request{Language: lang, Code: in.Code, Intent: in.Intent, Context: in.Context, Stdin: in.Stdin,
 		Timeout: timeout, WorkingDir: in.WorkingDir, Call: callContext(req), Tools: tools, MemoryBytes: cm.MemoryBytes, Observe: obs,
 		Bridge: codemode.BridgeOptions{MaxCalls: cm.MaxCalls}}
 	if up := s.deps.Upstreams; up != nil {
 		creq.Caller = up
 	}
-	res, err := s.deps.Engine.ExecuteCodeMode(ctx, creq)
+	res, err := codemode.Execute(ctx, s.deps.Engine, creq)
 	if err != nil {
 		return invalid(err.Error())
 	}

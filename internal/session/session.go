@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/codexec/codexec/internal/diskbound"
+	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/frame"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/sandbox"
@@ -55,9 +55,9 @@ type Session struct {
 	// writable: the session's code may write Workspace (false for a
 	// caller's directory outside the writable roots).
 	writable bool
-	// disk bounds the workspace and /tmp (nil when disks are not bounded);
-	// released by terminate once the interpreter is gone.
-	disk *diskbound.Disk
+	// ws is the workspace with its bounded disk; closed by terminate once
+	// the interpreter is gone.
+	ws *engine.Workspace
 }
 
 // Package is one package installed into a session.
