@@ -1,4 +1,4 @@
-// Package codemode implements seed 004's "code mode": TypeScript that runs as
+// Package codemode implements "code mode": TypeScript (or Python) that runs as
 // the body of an async function with an injected `context` (each of its
 // identifier-safe keys also bound as a variable), whose `return` value is the
 // result, whose console output is collected as logs, and whose outcome is
@@ -9,8 +9,8 @@
 // running program calls those tools and finally reports its outcome: one
 // JSON envelope sent as a "done" notification frame (output streams are
 // truncated for display, a result must not be; and the workspace may not be
-// writable, as in docker mode). The engine runs the program like any other
-// under the sandbox.
+// writable, as in docker mode), and the run loop (Execute) that hands the
+// wrapped program to the engine's run path with the channel attached.
 package codemode
 
 import (
@@ -90,9 +90,8 @@ func contextJSON(ctx map[string]any) ([]byte, error) {
 
 // Wrap returns the TypeScript program for code with ctx injected; the
 // envelope is sent as a "done" frame. The user's code starts on line
-// LineOffset+1. Each injected
-// server is bound to a variable (tools win over context keys of the same
-// name, as 004's "mixed mode" merges them).
+// LineOffset+1. Each injected server is bound to a variable (tools win
+// over context keys of the same name when a call mixes both).
 func Wrap(code string, ctx map[string]any, opts WrapOptions) (string, error) {
 	ctxJSON, err := contextJSON(ctx)
 	if err != nil {

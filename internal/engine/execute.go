@@ -281,10 +281,9 @@ func (e *Engine) buildAndRun(ctx context.Context, res Result, id, lang string, w
 			return setupError(res, "placing uploaded files: "+err.Error())
 		}
 	}
-	before := artifacts.Take(root)
+	changes := TrackChanges(root)
 	oc := e.runProcess(ctx, e.codeSpec(id, lang, prog.Argv, progDir, ws, req))
-	res.Diff = artifacts.Compare(before, artifacts.Take(root))
-	res.Artifacts = append(append(res.Artifacts, res.Diff.Created...), res.Diff.Modified...)
+	res = changes.Apply(res)
 	res = ws.NoteDiskFull(fillOutcome(res, oc, req.Timeout, e.opts.Limits.MemoryBytes))
 	if e.opts.AfterRun != nil && !req.NoLog {
 		e.opts.AfterRun(ctx, root, &res)

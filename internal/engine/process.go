@@ -22,7 +22,10 @@ type ProcessRequest struct {
 	// Dir is where it runs, already checked (ResolveDir). An empty Path
 	// runs it in a fresh empty directory of codexec's own, which it may
 	// not write.
-	Dir     pathguard.Dir
+	Dir pathguard.Dir
+	// Given is the directory as the caller gave it ("" for none), for
+	// the result's WorkingDirNote.
+	Given   string
 	Stdin   *string
 	Timeout time.Duration // zero: the default
 	// Log annotates the log entry (Tool, Code as the command line, Args,
@@ -40,7 +43,8 @@ func (e *Engine) RunProcess(ctx context.Context, req ProcessRequest) Result {
 	}
 	id := execlog.NewID("exec_")
 	started := time.Now()
-	res := Result{ExecutionID: id, Language: req.Lang, SandboxMode: e.backend.Name(), Artifacts: []string{}, WorkingDir: req.Dir.Path}
+	res := Result{ExecutionID: id, Language: req.Lang, SandboxMode: e.backend.Name(), Artifacts: []string{}, WorkingDir: req.Dir.Path,
+		WorkingDirNote: e.workingDirNote(req.Given, req.Dir)}
 	home, cleanup, err := e.runHome(id)
 	if err != nil {
 		return setupError(res, fmt.Sprintf("cannot create the run's home directory: %v", err))

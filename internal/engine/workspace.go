@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/codexec/codexec/internal/artifacts"
 	"github.com/codexec/codexec/internal/diskbound"
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/pathguard"
@@ -77,9 +78,10 @@ func (w *Workspace) Open() (*files.Root, error) {
 	return files.OpenWorkspace(w.Dir.Path, w.e.backend.User(), w.Dir.Writable)
 }
 
-// Note is what a result says about the caller's working_dir (see
-// WorkingDirNote); empty for an owned workspace.
-func (w *Workspace) Note() string { return w.e.WorkingDirNote(w.given, w.Dir) }
+// Note is what a result says about the caller's working_dir: empty for an
+// owned workspace and for a writable directory the sandbox user may really
+// write, in isolated modes; otherwise how the code could use it.
+func (w *Workspace) Note() string { return w.e.workingDirNote(w.given, w.Dir) }
 
 // NoteDiskFull tells a failed result why when the workspace's disk is full
 // (see NoteDiskFull).
@@ -87,6 +89,27 @@ func (w *Workspace) NoteDiskFull(res Result) Result { return noteDiskFull(res, w
 
 // tmpDir is the host directory the workspace's programs see as /tmp.
 func (w *Workspace) tmpDir() string { return tmpDir(w.disk) }
+
+// Changes is a snapshot of a workspace's files taken before its program
+// runs (TrackChanges); Apply, after the program, records what it created,
+// modified and deleted.
+type Changes struct {
+	root   *files.Root
+	before artifacts.Snapshot
+}
+
+// TrackChanges snapshots root, a workspace opened with Open.
+func TrackChanges(root *files.Root) Changes {
+	return Changes{root: root, before: artifacts.Take(root)}
+}
+
+// Apply sets res's Diff (for the log) and adds the created and modified
+// files to its Artifacts.
+func (c Changes) Apply(res Result) Result {
+	res.Diff = artifacts.Compare(c.before, artifacts.Take(c.root))
+	res.Artifacts = append(append(res.Artifacts, res.Diff.Created...), res.Diff.Modified...)
+	return res
+}
 
 // handOver gives a fresh workspace of codexec's own to the sandbox user, so
 // that uploads placed in it with that user's rights (Request.Prepare)
@@ -106,6 +129,8 @@ func (e *Engine) handOver(dir string) error {
 // OpenWorkspace opens a run's or session's workspace for the server to act
 // on with the sandbox user's rights (files.OpenWorkspace); writable says
 // whether its code may write there. The caller closes it.
+//
+// Deprecated: use Workspace.Open (a session's: session.Session.OpenWorkspace).
 func (e *Engine) OpenWorkspace(dir string, writable bool) (*files.Root, error) {
 	return files.OpenWorkspace(dir, e.backend.User(), writable)
 }
@@ -116,10 +141,10 @@ func (e *Engine) ResolveDir(dir string) (pathguard.Dir, error) {
 	return e.guard.Resolve(dir, e.opts.BaseDir)
 }
 
-// WorkingDirNote is what a result says about a caller's directory: empty
+// workingDirNote is what a result says about a caller's directory: empty
 // for codexec's own workspaces (given is empty) and for writable
 // directories the sandbox user may really write, in isolated modes.
-func (e *Engine) WorkingDirNote(given string, dir pathguard.Dir) string {
+func (e *Engine) workingDirNote(given string, dir pathguard.Dir) string {
 	switch {
 	case given == "":
 		return ""

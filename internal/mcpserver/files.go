@@ -130,7 +130,7 @@ func (s *Server) sessionTarget(ctx context.Context, id string) (target, error) {
 	if err != nil {
 		return target{}, errors.New(sessionError(err))
 	}
-	root, err := s.deps.Engine.OpenWorkspace(sess.Workspace, sess.Writable())
+	root, err := sess.OpenWorkspace()
 	if err != nil {
 		return target{}, err
 	}

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/codexec/codexec/internal/artifacts"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/inflight"
@@ -54,11 +53,9 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 	defer ws.Close()
 	id := execlog.NewID("exec_")
 	m.logStarted(s, req, id, started)
-	before := artifacts.Take(ws)
+	changes := engine.TrackChanges(ws)
 	oc := s.exec(ctx, req.Code, req.Timeout, m.opts.KillGrace, m.opts.Output, req.Observe)
-	res := s.ws.NoteDiskFull(m.result(s, oc, req.Timeout, id))
-	res.Diff = artifacts.Compare(before, artifacts.Take(ws))
-	res.Artifacts = append(append(res.Artifacts, res.Diff.Created...), res.Diff.Modified...)
+	res := changes.Apply(s.ws.NoteDiskFull(m.result(s, oc, req.Timeout, id)))
 	if oc.lost {
 		m.lose(s, oc)
 	}

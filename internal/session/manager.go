@@ -1,11 +1,12 @@
 // Package session keeps persistent interpreter sessions: one long-running
 // python or node process per session, started under the engine's sandbox
 // backend and driven by an embedded driver program over a framed protocol
-// (see protocol.go). Seed 000's sessions (start_session …) and seed 001's
-// contexts (create_context …) are one registry: a context is a session with
-// kind "context", an id of the form ctx-<uuid>, a required unique name and a
+// (see protocol.go). Sessions (start_session …) and contexts
+// (create_context …) are one registry: a context is a session with kind
+// "context", an id of the form ctx-<uuid>, a required unique name and a
 // description. Either id works with every tool; list_sessions shows both
-// kinds (with a kind field) and list_contexts shows both too, in 001's shape.
+// kinds (with a kind field) and list_contexts shows both too, in its own
+// shape.
 //
 // Timeouts interrupt the running code (KeyboardInterrupt in python, SIGINT
 // in node); if the interpreter answers, the session and its state survive
@@ -326,8 +327,8 @@ func (m *Manager) removeDir(dir string) {
 }
 
 // Get returns ctx's principal's session with the given id, or its context
-// with that unique name (seed 001 passes names as context ids in its
-// examples). Another principal's session is ErrNotFound.
+// with that unique name (clients pass a context's name where its id is
+// asked for). Another principal's session is ErrNotFound.
 func (m *Manager) Get(ctx context.Context, idOrName string) (*Session, error) {
 	owner := tenant.From(ctx)
 	m.mu.Lock()
@@ -384,9 +385,8 @@ type CloseInfo struct {
 }
 
 // Stop stops the interpreter, removes the session and its workspace, and
-// logs session_end with reason. With waitRunning (seed 001's stop_context)
-// running code may finish first; without it (seed 000's close_session, idle
-// reaping, shutdown) the interpreter is killed at once and the running call
+// logs session_end with reason. With waitRunning (stop_context) running
+// code may finish first; without it (close_session, idle reaping, shutdown) the interpreter is killed at once and the running call
 // reports that the session is gone.
 func (m *Manager) Stop(ctx context.Context, idOrName, reason string, waitRunning bool) (CloseInfo, error) {
 	s, err := m.Get(ctx, idOrName)

@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/frame"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/sandbox"
 )
 
-// Kinds of registry entries: sessions come from start_session (seed 000),
-// contexts from create_context (seed 001). Both are the same thing.
+// Kinds of registry entries: sessions come from start_session, contexts
+// from create_context. Both are the same thing.
 const (
 	KindSession = "session"
 	KindContext = "context"
@@ -290,6 +291,11 @@ func (s *Session) info() Info {
 		Status: status, StartedAt: s.StartedAt, LastActivity: s.lastActivity, Executions: s.executions,
 		Pid: pid, MemoryMB: float64(s.rssKB) / 1024, Packages: pkgs}
 }
+
+// OpenWorkspace opens the session's workspace for the server to act on
+// with the sandbox user's rights (placing uploads, reading artifacts); the
+// caller closes it.
+func (s *Session) OpenWorkspace() (*files.Root, error) { return s.ws.Open() }
 
 // Writable reports whether the session's code may write its workspace
 // (false for a caller's working_dir outside the writable roots).

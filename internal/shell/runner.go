@@ -115,7 +115,7 @@ func (r *Runner) Command(ctx context.Context, req CommandRequest) (Result, error
 	}
 	argv := []string{r.opts.Bash, "-c", req.Command}
 	log := engine.Request{Tool: "execute_command", Code: req.Command, Context: req.Context, Observe: req.Observe}
-	return r.noted(req.Cwd, dir, r.run(ctx, "bash", argv, dir, nil, req.Timeout, log)), nil
+	return noted(dir, r.run(ctx, "bash", argv, dir, req.Cwd, nil, req.Timeout, log)), nil
 }
 
 // Process checks req.File against the allowlist and the cwd rules, then runs
@@ -147,7 +147,7 @@ func (r *Runner) Process(ctx context.Context, req ProcessRequest) (Result, error
 	argv := append([]string{bin}, req.Args...)
 	log := engine.Request{Tool: "execute_process", Code: quoteArgv(append([]string{req.File}, req.Args...)),
 		Args: req.Args, Stdin: req.Input, Context: req.Context, Observe: req.Observe}
-	return r.noted(req.Cwd, dir, r.run(ctx, "process", argv, dir, req.Input, req.Timeout, log)), nil
+	return noted(dir, r.run(ctx, "process", argv, dir, req.Cwd, req.Input, req.Timeout, log)), nil
 }
 
 // cwd resolves the command's directory: ALLOWED_CWD_ROOTS first, then the
@@ -170,26 +170,28 @@ func (r *Runner) cwd(cwd string) (pathguard.Dir, error) {
 	return d, nil
 }
 
-// noted adds what the result must say about a caller's cwd.
-func (r *Runner) noted(given string, dir pathguard.Dir, res Result) Result {
-	res.CwdNote = r.eng.WorkingDirNote(given, dir)
+// noted says in the result when the command ran in a fresh directory
+// because the server's own was refused (the engine notes the rest).
+func noted(dir pathguard.Dir, res Result) Result {
 	if dir.Path == "" {
 		res.CwdNote = "the server's working directory may not be used by commands, so this one ran in a fresh empty directory"
 	}
 	return res
 }
 
-// run executes argv in wd (empty: a fresh empty directory) on the
-// engine's run path, which gives it a HOME of its own, logs it and maps
-// the outcome to the result.
-func (r *Runner) run(ctx context.Context, lang string, argv []string, wd pathguard.Dir, stdin *string, timeout time.Duration, log engine.Request) Result {
-	return fromEngine(r.eng.RunProcess(ctx, engine.ProcessRequest{Argv: argv, Lang: lang, Dir: wd, Stdin: stdin, Timeout: timeout, Log: log}))
+// run executes argv in wd (empty: a fresh empty directory; given is the
+// cwd as the caller wrote it) on the engine's run path, which gives it a
+// HOME of its own, logs it and maps the outcome to the result.
+func (r *Runner) run(ctx context.Context, lang string, argv []string, wd pathguard.Dir, given string, stdin *string, timeout time.Duration, log engine.Request) Result {
+	return fromEngine(r.eng.RunProcess(ctx, engine.ProcessRequest{Argv: argv, Lang: lang, Dir: wd, Given: given, Stdin: stdin,
+		Timeout: timeout, Log: log}))
 }
 
 func fromEngine(res engine.Result) Result {
 	return Result{ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, Status: res.Status,
 		ErrorMessage: res.ErrorMessage, TimedOut: res.TimedOut, Truncated: res.Truncated, Cwd: res.WorkingDir,
-		DurationMs: res.DurationMs, ExecutionID: res.ExecutionID, SandboxMode: res.SandboxMode, LogError: res.LogError}
+		DurationMs: res.DurationMs, ExecutionID: res.ExecutionID, SandboxMode: res.SandboxMode, LogError: res.LogError,
+		CwdNote: res.WorkingDirNote}
 }
 
 // lookPath finds file on pathEnv (absolute paths are used as given). It is
