@@ -292,9 +292,9 @@ func (e *Engine) buildAndRun(ctx context.Context, res Result, id, lang string, w
 }
 
 // codeSpec is the process that runs a code request's built program.
-func (e *Engine) codeSpec(id, lang string, argv []string, progDir string, ws *Workspace, req Request) ProcessSpec {
+func (e *Engine) codeSpec(id, lang string, argv []string, progDir string, ws *Workspace, req Request) processSpec {
 	dir := ws.Dir.Path
-	spec := ProcessSpec{ID: id, Argv: argv, Dir: dir, DirWritable: req.dirWritable, Env: runEnv(e.opts, lang, dir),
+	spec := processSpec{ID: id, Argv: argv, Dir: dir, DirWritable: req.dirWritable, Env: runEnv(e.opts, lang, dir),
 		Stdin: stdinReader(req.Stdin), Timeout: req.Timeout, ProgramDir: progDir, Warm: warmKind(lang),
 		OnStdout: req.Observe.For("stdout"), OnStderr: req.Observe.For("stderr"), TmpDir: ws.tmpDir(),
 		Background: req.Background}
@@ -369,7 +369,7 @@ func compileFailure(res Result, ce *runtime.CompileError) Result {
 }
 
 // fillOutcome maps a process outcome onto the result's status fields.
-func fillOutcome(res Result, oc Outcome, timeout time.Duration, memLimit int64) Result {
+func fillOutcome(res Result, oc outcome, timeout time.Duration, memLimit int64) Result {
 	res.Stdout, res.Stderr, res.Truncated = oc.Stdout, oc.Stderr, oc.Truncated
 	res.DurationMs = oc.Duration.Milliseconds()
 	res.ExecutionTime = oc.Duration.Seconds()

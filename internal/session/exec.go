@@ -154,7 +154,8 @@ func (m *Manager) logExec(s *Session, req ExecRequest, res engine.Result, starte
 }
 
 // logStarted writes the started record of execution id in s to the
-// session's log and the in-flight journal (see engine.LogStarted).
+// session's log and the in-flight journal, so that a server killed while
+// it runs has it logged as lost at the next start.
 func (m *Manager) logStarted(s *Session, req ExecRequest, id string, at time.Time) {
 	log := m.deps.Log
 	if log == nil {
