@@ -164,7 +164,7 @@ func (e *Engine) workingDirNote(given string, dir pathguard.Dir) string {
 // (write and search permission on the directory itself; the sandbox reaches
 // it through a mount, whatever its parents allow).
 func (e *Engine) userCanWrite(dir string) bool {
-	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(dir, openDirFlags, 0)
 	if err != nil {
 		return false
 	}
