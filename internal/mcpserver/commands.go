@@ -33,14 +33,14 @@ type ExecuteProcessIn struct {
 // explanation of how the operator enables them instead of a missing tool.
 func (s *Server) registerCommands() {
 	eng := s.deps.Engine
-	path := envValue(eng.Options().BaseEnv, "PATH")
+	o, backend := eng.Options(), eng.Backend()
+	path := envValue(o.BaseEnv, "PATH")
 	allow := shell.NewAllowlist(s.deps.Config.AllowedCommands, path)
-	o := eng.Options()
 	runner := shell.NewRunner(eng, shell.Options{Allow: allow, Roots: shell.NewRoots(s.deps.Config.AllowedCwdRoots),
 		Bash: eng.Languages().Get(runtime.Bash).Path, Path: path, BaseDir: o.BaseDir, Home: o.Home,
-		Isolated: eng.Backend().Isolated(), SandboxMode: eng.Backend().Name()})
+		Isolated: backend.Isolated(), SandboxMode: backend.Name()})
 	allowed := allowedText(allow)
-	ann := &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!eng.Backend().Isolated())}
+	ann := &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!backend.Isolated())}
 	addTool(s, &mcp.Tool{
 		Name: "execute_command", Annotations: ann,
 		Description: "Run a bash command line; YAML result, a non-zero exit is normal, a timeout an error. Programs it starts " +
