@@ -7,8 +7,9 @@
 // code mode), one-shot argv programs (RunProcess, the shell tools) and the
 // long-lived interpreters of sessions (StartProcess) all get their sandbox
 // spec (mounts, limits, environment, bounded disk) built here, the same way.
-// Everything else an Engine needs it is given at New (Options, Deps); it
-// hands none of it out.
+// Everything else an Engine needs it is given at New (Options, Deps); its
+// users get what they need from whoever made it, not from the Engine (the
+// getters that remain are deprecated and go with their last callers).
 //
 // An Engine is safe for concurrent use; each Execute call is independent.
 package engine
