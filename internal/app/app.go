@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/session"
+	"github.com/codexec/codexec/internal/shell"
 	"github.com/codexec/codexec/internal/upstream"
 )
 
@@ -158,7 +160,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr 
 	// session by then.
 	a.closers = append(a.closers, func() { _ = opts.Journal.Close() })
 	guard := newGuard(cfg, env)
-	a.Engine, err = engine.New(opts, backend, langs, guard, logger)
+	a.Engine, err = engine.New(opts, engine.Deps{Backend: backend, Languages: langs, Guard: guard, Log: logger})
 	if err != nil {
 		return nil, err
 	}
@@ -171,11 +173,13 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr 
 	if err != nil {
 		return nil, err
 	}
-	sessions := session.NewManager(a.Engine, session.Options{MaxSessions: cfg.MaxSessions, IdleTimeout: cfg.SessionIdleTimeout, KillGrace: cfg.KillGrace,
-		MaxPerPrincipal: cfg.MaxSessionsPerPrincipal})
+	sessions := session.NewManager(session.Deps{Engine: a.Engine, Languages: langs, Log: logger, Journal: opts.Journal},
+		session.Options{MaxSessions: cfg.MaxSessions, IdleTimeout: cfg.SessionIdleTimeout, KillGrace: cfg.KillGrace,
+			MaxPerPrincipal: cfg.MaxSessionsPerPrincipal, DefaultTimeout: opts.DefaultTimeout, Output: opts.Output,
+			PackagesDir: filepath.Join(opts.SandboxDir, ".packages"), SandboxMode: backend.Name()})
 	a.closers = append(a.closers, sessions.Close)
 	deps := mcpserver.Deps{Config: cfg, Engine: a.Engine, Sessions: sessions, Packages: installer, SessionPackages: sessions,
-		Isolated: backend.Isolated(), Path: runPath(env), Bash: langs.Get(runtime.Bash).Path, ExecLog: logger}
+		Isolated: backend.Isolated(), Shell: shellOptions(cfg, env, backend, langs), ExecLog: logger}
 	if l := quota.NewLocal(cfg.MaxConcurrent, cfg.QueueWait); l != nil {
 		deps.Limiter = l
 	}
@@ -291,4 +295,12 @@ func setupLogging(cfg config.Config) (func(), error) {
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
 	slog.SetDefault(slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})))
 	return closeFn, nil
+}
+
+// shellOptions configures execute_command and execute_process.
+func shellOptions(cfg config.Config, env HostEnv, backend sandbox.Backend, langs *runtime.Set) shell.Options {
+	path := runPath(env)
+	return shell.Options{Allow: shell.NewAllowlist(cfg.AllowedCommands, path), Roots: shell.NewRoots(cfg.AllowedCwdRoots),
+		Bash: langs.Get(runtime.Bash).Path, Path: path, BaseDir: env.Cwd, Home: env.Home,
+		Isolated: backend.Isolated(), SandboxMode: backend.Name()}
 }

@@ -6,20 +6,13 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+
+	"github.com/codexec/codexec/internal/upstream"
 )
 
-// Tool is one upstream tool injected into a program. It has the fields of
-// upstream.Tool so callers can convert between the two.
-type Tool struct {
-	Server      string
-	Name        string
-	Title       string
-	Description string
-	InputSchema json.RawMessage
-}
-
-// FullName is "server.tool", the name policies and logs use.
-func (t Tool) FullName() string { return t.Server + "." + t.Name }
+// Tool is one upstream tool injected into a program: an entry of the
+// upstream catalogue.
+type Tool = upstream.Tool
 
 // CamelName turns a name into a camelCase identifier: "list_commits",
 // "list-commits" and "ListCommits" give "listCommits".

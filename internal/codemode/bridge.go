@@ -12,9 +12,17 @@ import (
 	"github.com/codexec/codexec/internal/execlog"
 )
 
-// Caller calls an upstream tool; upstream.Manager implements it.
+// Caller calls upstream tools; upstream.Manager implements it. It owns
+// what holds for every call whoever makes it: the tool policy, the
+// per-call timeout and the result cap (CODEXEC_TOOL_POLICY,
+// CODEXEC_CODEMODE_CALL_TIMEOUT_MS, CODEXEC_CODEMODE_MAX_RESULT).
 type Caller interface {
+	// Call calls server.tool with args (a JSON object) and returns its
+	// result as JSON, or why the call was refused or failed.
 	Call(ctx context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error)
+	// Allowed reports whether the tool policy lets code call server.tool
+	// (nil) or why not.
+	Allowed(server, tool string) error
 }
 
 // BridgeOptions limit what one execution may do. Zero values select the
@@ -22,18 +30,12 @@ type Caller interface {
 type BridgeOptions struct {
 	// MaxCalls is the per-execution call budget (default 100).
 	MaxCalls int
-	// CallTimeout bounds each call (default 60s).
-	CallTimeout time.Duration
-	// MaxResultBytes caps one call's result (default 8 MiB).
-	MaxResultBytes int
-	// Check, if set, explains why a tool that was not injected may not be
-	// called (the tool policy) before the generic "not injected" error.
-	Check func(server, tool string) error
 }
 
 // Bridge answers the program's "call" requests: it checks that the tool was
-// injected, enforces the budget, timeout and result cap, calls the Caller,
-// and records every call for the execution log.
+// injected into this execution, enforces the execution's call budget, calls
+// the Caller (which applies the policy, timeout and result cap of every
+// upstream call), and records every call for the execution log.
 type Bridge struct {
 	caller  Caller
 	opts    BridgeOptions
@@ -49,12 +51,6 @@ type Bridge struct {
 func NewBridge(caller Caller, tools []Tool, opts BridgeOptions) *Bridge {
 	if opts.MaxCalls <= 0 {
 		opts.MaxCalls = 100
-	}
-	if opts.CallTimeout <= 0 {
-		opts.CallTimeout = 60 * time.Second
-	}
-	if opts.MaxResultBytes <= 0 {
-		opts.MaxResultBytes = 8 << 20
 	}
 	b := &Bridge{caller: caller, opts: opts, allowed: map[string]bool{}}
 	for _, t := range tools {
@@ -96,10 +92,10 @@ func (b *Bridge) Handle(ctx context.Context, op string, params json.RawMessage) 
 func (b *Bridge) call(ctx context.Context, p callParams) (json.RawMessage, error) {
 	full := p.Server + "." + p.Tool
 	if !b.allowed[full] {
-		if b.opts.Check != nil {
-			if err := b.opts.Check(p.Server, p.Tool); err != nil {
-				return nil, err
-			}
+		// The policy's reason, if it forbids the tool, says more than
+		// "not injected".
+		if err := b.caller.Allowed(p.Server, p.Tool); err != nil {
+			return nil, err
 		}
 		return nil, fmt.Errorf("tool %s is not available to this execution (injected: %s); name it in tools or describe it in intent", full, b.injected())
 	}
@@ -115,19 +111,7 @@ func (b *Bridge) call(ctx context.Context, p callParams) (json.RawMessage, error
 	} else if p.Args[0] != '{' {
 		return nil, fmt.Errorf("%s: arguments must be an object", full)
 	}
-	ctx, cancel := context.WithTimeout(ctx, b.opts.CallTimeout)
-	defer cancel()
-	res, err := b.caller.Call(ctx, p.Server, p.Tool, p.Args)
-	if err != nil {
-		if ctx.Err() == context.DeadlineExceeded {
-			return nil, fmt.Errorf("%s timed out after %v", full, b.opts.CallTimeout)
-		}
-		return nil, err
-	}
-	if len(res) > b.opts.MaxResultBytes {
-		return nil, fmt.Errorf("%s returned %d bytes, over the %d-byte result cap", full, len(res), b.opts.MaxResultBytes)
-	}
-	return res, nil
+	return b.caller.Call(ctx, p.Server, p.Tool, p.Args)
 }
 
 func (b *Bridge) injected() string {

@@ -1,38 +1,34 @@
 package codemode
 
-// The code-mode channel between codexec and one sandboxed program:
-//
-//	host ──program stdin──▶ program    one JSON frame per line (stdin carries nothing else)
-//	host ◀──program stdout── program   user output interleaved with MARK + JSON frame + "\n"
-//
-// Frames are requests {"id", "op", "params"} or responses {"id", "re": true,
-// "ok", "result" | "error"}; each side numbers its own requests from 1, so
-// requests flow both ways and many can be in flight at once (Promise.all).
-// A request with id 0 is a notification and gets no response (the program's
-// final {"op": "done", "params": envelope}). MARK is a
-// random per-run token, so ordinary output cannot be taken for a frame.
-// Only stdio is used: it works in every sandbox backend (containers pass
-// just stdio) and the sandbox needs no socket or network.
+// The code-mode channel between codexec and one sandboxed program runs over
+// the program's stdio as package frame describes. Frames are requests
+// {"id", "op", "params"} or responses {"id", "re": true, "ok", "result" |
+// "error"}; each side numbers its own requests from 1, so requests flow
+// both ways and many can be in flight at once (Promise.all). A request with
+// id 0 is a notification and gets no response (the program's final
+// {"op": "done", "params": envelope}).
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/codexec/codexec/internal/frame"
 )
 
 // MaxFrame bounds one frame from the program (and so the envelope); a
-// larger one breaks the channel (later frames are treated as output).
+// larger one breaks the channel: it and everything after are output
+// (frame.PassThrough), so a cut-off envelope is never taken for a result.
 const MaxFrame = 24 << 20
 
 // Handler answers one request from the program. A returned error becomes an
 // error response with its message. It runs on its own goroutine.
 type Handler func(ctx context.Context, op string, params json.RawMessage) (json.RawMessage, error)
 
-type frame struct {
+type message struct {
 	ID     int64           `json:"id"`
 	Op     string          `json:"op,omitempty"`
 	Params json.RawMessage `json:"params,omitempty"`
@@ -47,21 +43,13 @@ type frame struct {
 type Channel struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
-	mark    []byte
 	handler Handler
-
-	wmu    sync.Mutex
-	toProg io.Writer
-
-	mu      sync.Mutex
-	sink    io.Writer
-	buf     []byte
-	inFrame bool
-	broken  bool
+	demux   *frame.Demux
+	enc     *frame.Encoder
 
 	pmu     sync.Mutex
 	next    int64
-	pending map[int64]chan frame
+	pending map[int64]chan message
 	closed  bool
 
 	handlers sync.WaitGroup
@@ -71,65 +59,16 @@ type Channel struct {
 // nil) and whose requests are answered by h. ctx bounds the handlers.
 func NewChannel(ctx context.Context, mark string, toProgram io.Writer, sink io.Writer, h Handler) *Channel {
 	ctx, cancel := context.WithCancel(ctx)
-	return &Channel{ctx: ctx, cancel: cancel, mark: []byte(mark), handler: h, toProg: toProgram, sink: sink,
-		pending: map[int64]chan frame{}}
+	c := &Channel{ctx: ctx, cancel: cancel, handler: h, enc: frame.NewEncoder(toProgram), pending: map[int64]chan message{}}
+	c.demux = frame.NewDemux(frame.Options{Mark: mark, MaxFrame: MaxFrame, Overflow: frame.PassThrough, OnFrame: c.dispatch}, sink)
+	return c
 }
 
 // Write takes the program's stdout; it never fails or blocks on handlers.
-func (c *Channel) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.buf = append(c.buf, p...)
-	for c.step() {
-	}
-	return len(p), nil
-}
-
-func (c *Channel) step() bool {
-	if c.inFrame {
-		i := bytes.IndexByte(c.buf, '\n')
-		if i < 0 {
-			if len(c.buf) > MaxFrame {
-				c.broken, c.inFrame = true, false
-				c.emit(c.buf)
-				c.buf = c.buf[:0]
-			}
-			return false
-		}
-		c.dispatch(c.buf[:i])
-		c.buf, c.inFrame = c.buf[i+1:], false
-		return true
-	}
-	if i := bytes.Index(c.buf, c.mark); i >= 0 && !c.broken {
-		c.emit(c.buf[:i])
-		c.buf, c.inFrame = c.buf[i+len(c.mark):], true
-		return true
-	}
-	keep := partialSuffix(c.buf, c.mark)
-	c.emit(c.buf[:len(c.buf)-keep])
-	c.buf = append(c.buf[:0], c.buf[len(c.buf)-keep:]...)
-	return false
-}
-
-func (c *Channel) emit(b []byte) {
-	if len(b) > 0 && c.sink != nil {
-		_, _ = c.sink.Write(b)
-	}
-}
-
-// partialSuffix is the length of the longest suffix of b that is a proper
-// prefix of mark (a mark split across writes).
-func partialSuffix(b, mark []byte) int {
-	for n := min(len(mark)-1, len(b)); n > 0; n-- {
-		if bytes.Equal(b[len(b)-n:], mark[:n]) {
-			return n
-		}
-	}
-	return 0
-}
+func (c *Channel) Write(p []byte) (int, error) { return c.demux.Write(p) }
 
 func (c *Channel) dispatch(line []byte) {
-	var f frame
+	var f message
 	if err := json.Unmarshal(line, &f); err != nil {
 		return
 	}
@@ -150,26 +89,14 @@ func (c *Channel) dispatch(line []byte) {
 		if f.ID == 0 {
 			return
 		}
-		reply := frame{ID: f.ID, Re: true, OK: err == nil, Result: res}
+		reply := message{ID: f.ID, Re: true, OK: err == nil, Result: res}
 		if err != nil {
 			reply.Result, reply.Error = nil, err.Error()
 		}
-		if err := c.send(reply); err != nil && c.ctx.Err() == nil {
-			reply = frame{ID: f.ID, Re: true, Error: "reply could not be sent: " + err.Error()}
-			_ = c.send(reply)
+		if err := c.enc.Encode(reply); err != nil && c.ctx.Err() == nil {
+			_ = c.enc.Encode(message{ID: f.ID, Re: true, Error: "reply could not be sent: " + err.Error()})
 		}
 	}()
-}
-
-func (c *Channel) send(f frame) error {
-	b, err := json.Marshal(f)
-	if err != nil {
-		return err
-	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	_, err = c.toProg.Write(append(b, '\n'))
-	return err
 }
 
 // Request sends a request to the program and waits for its response.
@@ -178,7 +105,7 @@ func (c *Channel) Request(ctx context.Context, op string, params any) (json.RawM
 	if err != nil {
 		return nil, err
 	}
-	ch := make(chan frame, 1)
+	ch := make(chan message, 1)
 	c.pmu.Lock()
 	if c.closed {
 		c.pmu.Unlock()
@@ -188,7 +115,7 @@ func (c *Channel) Request(ctx context.Context, op string, params any) (json.RawM
 	id := c.next
 	c.pending[id] = ch
 	c.pmu.Unlock()
-	if err := c.send(frame{ID: id, Op: op, Params: p}); err != nil {
+	if err := c.enc.Encode(message{ID: id, Op: op, Params: p}); err != nil {
 		return nil, err
 	}
 	select {
@@ -217,10 +144,5 @@ func (c *Channel) Close() {
 		delete(c.pending, id)
 	}
 	c.pmu.Unlock()
-	c.mu.Lock()
-	if !c.inFrame {
-		c.emit(c.buf)
-	}
-	c.buf = nil
-	c.mu.Unlock()
+	c.demux.Flush()
 }

@@ -31,6 +31,8 @@ func (s sumCaller) Call(ctx context.Context, server, tool string, args json.RawM
 	return json.Marshal(a.A + a.B)
 }
 
+func (sumCaller) Allowed(server, tool string) error { return nil }
+
 func TestChannelWithNode(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -71,7 +73,7 @@ func TestChannelWithNode(t *testing.T) {
 			pinged <- fmt.Sprint(string(r), err)
 		})
 	}}
-	bridge := codemode.NewBridge(caller, tools, codemode.BridgeOptions{MaxCalls: 11, Check: func(s, tl string) error { return nil }})
+	bridge := codemode.NewBridge(caller, tools, codemode.BridgeOptions{MaxCalls: 11})
 	done := make(chan json.RawMessage, 1)
 	handle := func(ctx context.Context, op string, p json.RawMessage) (json.RawMessage, error) {
 		if op == "done" {

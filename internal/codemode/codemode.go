@@ -1,4 +1,4 @@
-// Package codemode implements seed 004's "code mode": TypeScript that runs as
+// Package codemode implements "code mode": TypeScript (or Python) that runs as
 // the body of an async function with an injected `context` (each of its
 // identifier-safe keys also bound as a variable), whose `return` value is the
 // result, whose console output is collected as logs, and whose outcome is
@@ -9,8 +9,8 @@
 // running program calls those tools and finally reports its outcome: one
 // JSON envelope sent as a "done" notification frame (output streams are
 // truncated for display, a result must not be; and the workspace may not be
-// writable, as in docker mode). The engine runs the program like any other
-// under the sandbox.
+// writable, as in docker mode), and the run loop (Execute) that hands the
+// wrapped program to the engine's run path with the channel attached.
 package codemode
 
 import (
@@ -19,25 +19,16 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/codexec/codexec/internal/engine"
 )
 
-// Metrics are seed 004's execution metrics.
-type Metrics struct {
-	ExecutionTimeMs float64 `json:"executionTimeMs" jsonschema:"wall time of the execution in milliseconds"`
-	InputSizeBytes  int     `json:"inputSizeBytes" jsonschema:"size of the code in bytes"`
-	OutputSizeBytes int     `json:"outputSizeBytes" jsonschema:"size of the JSON-serialized result in bytes"`
-}
+// Metrics are a code-mode execution's metrics (part of engine.Result).
+type Metrics = engine.CodeModeMetrics
 
-// Error is seed 004's error object: type is SyntaxError, RuntimeError or
-// TimeoutError.
-type Error struct {
-	Type    string `json:"type" jsonschema:"SyntaxError | RuntimeError | TimeoutError"`
-	Name    string `json:"name,omitempty" jsonschema:"JavaScript error class for runtime errors (TypeError, …)"`
-	Message string `json:"message"`
-	Line    int    `json:"line,omitempty" jsonschema:"1-based line in the submitted code (syntax errors)"`
-	Column  int    `json:"column,omitempty" jsonschema:"1-based column in the submitted code (syntax errors)"`
-	Stack   string `json:"stack,omitempty"`
-}
+// Error is a code-mode execution's error object: type is SyntaxError,
+// RuntimeError or TimeoutError (part of engine.Result).
+type Error = engine.CodeModeError
 
 // Envelope is what the wrapper reports.
 type Envelope struct {
@@ -99,9 +90,8 @@ func contextJSON(ctx map[string]any) ([]byte, error) {
 
 // Wrap returns the TypeScript program for code with ctx injected; the
 // envelope is sent as a "done" frame. The user's code starts on line
-// LineOffset+1. Each injected
-// server is bound to a variable (tools win over context keys of the same
-// name, as 004's "mixed mode" merges them).
+// LineOffset+1. Each injected server is bound to a variable (tools win
+// over context keys of the same name when a call mixes both).
 func Wrap(code string, ctx map[string]any, opts WrapOptions) (string, error) {
 	ctxJSON, err := contextJSON(ctx)
 	if err != nil {

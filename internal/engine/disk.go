@@ -8,13 +8,13 @@ import (
 	"github.com/codexec/codexec/internal/diskbound"
 )
 
-// BoundDisk lends the bounded disk of a workspace (Options.Disks): bound
+// boundDisk lends the bounded disk of a workspace (Options.Disks): bound
 // onto dir when codexec created dir (owned), so the workspace and /tmp
 // share the limit; for a caller's working_dir, a disk for /tmp only (a host
 // directory cannot be bounded). It returns nil and no error when disks are
 // not bounded (subprocess mode, or a host that cannot: the Set found out
 // while starting and said so loudly). Release the disk before removing dir.
-func (e *Engine) BoundDisk(dir string, owned bool) (*diskbound.Disk, error) {
+func (e *Engine) boundDisk(dir string, owned bool) (*diskbound.Disk, error) {
 	if e.opts.Disks == nil {
 		return nil, nil
 	}
@@ -34,19 +34,19 @@ func (e *Engine) BoundDisk(dir string, owned bool) (*diskbound.Disk, error) {
 	return d, nil
 }
 
-// TmpDir is the host directory a run on disk sees as /tmp ("" without a
+// tmpDir is the host directory a run on disk sees as /tmp ("" without a
 // bounded disk: the backend's own size-limited tmpfs).
-func TmpDir(disk *diskbound.Disk) string {
+func tmpDir(disk *diskbound.Disk) string {
 	if disk == nil {
 		return ""
 	}
 	return disk.TmpDir()
 }
 
-// NoteDiskFull tells a failed result why when its disk is full: "disk limit
+// noteDiskFull tells a failed result why when its disk is full: "disk limit
 // N MiB exceeded" leads the error message. Successful results and runs
 // without a bounded disk are returned unchanged.
-func NoteDiskFull(res Result, disk *diskbound.Disk) Result {
+func noteDiskFull(res Result, disk *diskbound.Disk) Result {
 	if res.Success || disk == nil || !disk.Full() {
 		return res
 	}

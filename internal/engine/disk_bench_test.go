@@ -48,7 +48,7 @@ func BenchmarkDiskBoundCost(b *testing.B) {
 			KillGrace: time.Second, Output: output.Limits{Max: 10000, Head: 4000, Tail: 4000},
 			Limits:  sandbox.Limits{MemoryBytes: 256 << 20, Pids: 64, DiskBytes: 256 << 20},
 			BaseEnv: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "TERM=dumb"}, Home: dir, BaseDir: dir, Disks: d,
-		}, ns, langs, pathguard.New(pathguard.Options{Home: dir}), nil)
+		}, Deps{Backend: ns, Languages: langs, Guard: pathguard.New(pathguard.Options{Home: dir})})
 		if err != nil {
 			b.Fatal(err)
 		}

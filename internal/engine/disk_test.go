@@ -46,18 +46,18 @@ func TestNoteDiskFull(t *testing.T) {
 	defer d.Release()
 	msg := "Process exited with code 1."
 	failed := Result{Status: StatusExecutionError, ErrorMessage: &msg}
-	if r := NoteDiskFull(failed, d); *r.ErrorMessage != msg {
+	if r := noteDiskFull(failed, d); *r.ErrorMessage != msg {
 		t.Fatalf("disk with room: %q", *r.ErrorMessage)
 	}
 	if err := os.WriteFile(filepath.Join(d.TmpDir(), "fill"), make([]byte, 9<<20), 0o644); err == nil {
 		t.Fatal("9 MiB fit on an 8 MiB disk")
 	}
-	got := NoteDiskFull(failed, d)
+	got := noteDiskFull(failed, d)
 	if want := "disk limit 8 MiB exceeded (workspace and /tmp together): " + msg; *got.ErrorMessage != want {
 		t.Fatalf("got %q, want %q", *got.ErrorMessage, want)
 	}
 	ok := Result{Success: true, Status: StatusSuccess}
-	if r := NoteDiskFull(ok, d); r.ErrorMessage != nil {
+	if r := noteDiskFull(ok, d); r.ErrorMessage != nil {
 		t.Fatalf("success got a message: %q", *r.ErrorMessage)
 	}
 }

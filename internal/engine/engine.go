@@ -3,9 +3,15 @@
 // sandbox backend with a timeout and bounded output capture, diff the
 // workspace for artifacts, and append the result to the execution log.
 //
+// It is the one run path: one-shot code (Execute, with a side channel for
+// code mode), one-shot argv programs (RunProcess, the shell tools) and the
+// long-lived interpreters of sessions (StartProcess) all get their sandbox
+// spec (mounts, limits, environment, bounded disk) built here, the same way.
+// Everything else an Engine needs it is given at New (Options, Deps); its
+// users get what they need from whoever made it, not from the Engine: it
+// has no getters.
+//
 // An Engine is safe for concurrent use; each Execute call is independent.
-// Runners are acquired per call (today: started fresh by the backend), so a
-// later warm pool can slot in behind RunProcess without changing callers.
 package engine
 
 import (
@@ -63,6 +69,18 @@ type Options struct {
 	Journal *inflight.Journal
 }
 
+// Deps are what an Engine runs on, made by the caller (the app).
+type Deps struct {
+	// Backend starts the sandboxed processes.
+	Backend sandbox.Backend
+	// Languages are the interpreters found on the host.
+	Languages *runtime.Set
+	// Guard checks callers' directories (working_dir, cwd).
+	Guard *pathguard.Guard
+	// Log is the execution log; nil logs nothing.
+	Log *execlog.Logger
+}
+
 // Engine runs code. Create it with New.
 type Engine struct {
 	opts    Options
@@ -96,35 +114,14 @@ func (e *Engine) Close() {
 	e.cleanups.Wait()
 }
 
-// New returns an Engine. log may be nil (nothing is logged).
-func New(opts Options, backend sandbox.Backend, langs *runtime.Set, guard *pathguard.Guard, log *execlog.Logger) (*Engine, error) {
+// New returns an Engine; it creates opts.SandboxDir if missing.
+func New(opts Options, deps Deps) (*Engine, error) {
 	if err := os.MkdirAll(opts.SandboxDir, 0o700); err != nil {
 		return nil, fmt.Errorf("engine: sandbox dir: %w", err)
 	}
-	return &Engine{opts: opts, backend: backend, langs: langs, guard: guard, log: log, unavailable: map[string]error{},
-		kickCheck: make(chan struct{})}, nil
+	return &Engine{opts: opts, backend: deps.Backend, langs: deps.Languages, guard: deps.Guard, log: deps.Log,
+		unavailable: map[string]error{}, kickCheck: make(chan struct{})}, nil
 }
-
-// Backend returns the sandbox backend in use.
-func (e *Engine) Backend() sandbox.Backend { return e.backend }
-
-// PoolStats returns the state of the backend's warm runners (nil when the
-// backend keeps none), for doctor, logs and metrics.
-func (e *Engine) PoolStats() []sandbox.PoolStat {
-	if p, ok := e.backend.(sandbox.Pooled); ok {
-		return p.PoolStats()
-	}
-	return nil
-}
-
-// Languages returns the interpreter set.
-func (e *Engine) Languages() *runtime.Set { return e.langs }
-
-// Logger returns the execution logger (may be nil).
-func (e *Engine) Logger() *execlog.Logger { return e.log }
-
-// Options returns the engine options.
-func (e *Engine) Options() Options { return e.opts }
 
 // LanguageError reports why a canonical language cannot run, or nil. While
 // the language's start-up health check is still running it waits for it.
@@ -162,9 +159,6 @@ func (e *Engine) languageErrorNow(lang string) (pending bool, err error) {
 	return false, e.unavailable[lang]
 }
 
-// Env builds the environment of a run whose HOME is home.
-func (e *Engine) Env(lang, home string) []string { return runEnv(e.opts, lang, home) }
-
 func runEnv(opts Options, lang, home string) []string {
 	env := append([]string{"HOME=" + home}, opts.BaseEnv...)
 	if opts.ExtraEnv != nil {
@@ -173,9 +167,9 @@ func runEnv(opts Options, lang, home string) []string {
 	return env
 }
 
-// NewWorkspace creates a fresh workspace directory named id; remove it
-// with RemoveDir.
-func (e *Engine) NewWorkspace(id string) (string, error) {
+// newDir creates a fresh directory named id under SandboxDir (a workspace,
+// a run's HOME); remove it with removeDir.
+func (e *Engine) newDir(id string) (string, error) {
 	dir := filepath.Join(e.opts.SandboxDir, id)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return "", fmt.Errorf("create workspace: %w", err)

@@ -27,7 +27,7 @@ func newTestEngine(tb testing.TB) *Engine {
 		SandboxDir: filepath.Join(dir, "sandbox"), DefaultTimeout: 30 * time.Second, MaxTimeout: time.Minute,
 		KillGrace: time.Second, Output: output.Limits{Max: 10000, Head: 4000, Tail: 4000},
 		BaseEnv: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "TERM=dumb"}, Home: dir, BaseDir: dir,
-	}, sandbox.NewSubprocess(sandbox.PoolOptions{}), langs, pathguard.New(pathguard.Options{Home: dir}), log)
+	}, Deps{Backend: sandbox.NewSubprocess(sandbox.PoolOptions{}), Languages: langs, Guard: pathguard.New(pathguard.Options{Home: dir}), Log: log})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func newTestEngine(tb testing.TB) *Engine {
 //	go test ./internal/engine/ -run '^$' -bench EngineExecuteVsBare -benchtime 100x
 func BenchmarkEngineExecuteVsBare(b *testing.B) {
 	e := newTestEngine(b)
-	py := e.Languages().Get(runtime.Python).Path
+	py := e.langs.Get(runtime.Python).Path
 	if py == "" {
 		b.Skip("python unavailable")
 	}

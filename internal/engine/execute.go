@@ -12,21 +12,16 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/codexec/codexec/internal/artifacts"
-	"github.com/codexec/codexec/internal/codemode"
-	"github.com/codexec/codexec/internal/diskbound"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/output"
-	"github.com/codexec/codexec/internal/pathguard"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/tenant"
 )
 
-// Statuses of seed 003.
+// Statuses of a run (the status field of execute_code's result).
 const (
 	StatusSuccess        = "success"
 	StatusExecutionError = "execution_error"
@@ -51,7 +46,7 @@ type Request struct {
 	ScriptName string
 	Context    execlog.CallContext
 	// NoLog marks internal runs (health checks, package probes): no log
-	// entry, no Options.AfterRun, no WithPrepare step.
+	// entry, no Options.AfterRun, no Prepare step.
 	NoLog bool
 	// Background runs the program at a low CPU weight where the backend
 	// can (start-up checks), so it does not slow the first real runs.
@@ -61,42 +56,47 @@ type Request struct {
 	Cold bool
 	// Observe, if set, sees the program's stdout/stderr as it runs.
 	Observe output.Observer
-	// io overrides stdin/stdout plumbing and limits (code mode's channel).
-	io *runIO
+	// Prepare, if set, runs after the workspace exists, before the program
+	// starts and before the artifact snapshot (so what it writes is not an
+	// artifact), with the workspace opened with the sandbox user's rights;
+	// an error makes the run a setup_error. Staged uploads are placed this
+	// way. Not run for NoLog runs.
+	Prepare func(ws *files.Root) error
+	// Program, if set, is the source built and run instead of Code; Code
+	// is still what the log records (code mode runs Code inside a wrapper).
+	Program string
+	// Intent is the caller's statement of the task, for the log.
+	Intent string
+	// MemoryBytes, if positive, replaces the engine's memory limit.
+	MemoryBytes int64
+	// Channel, if set, carries the run's side channel on its stdin and
+	// stdout (code mode's tool calls and result).
+	Channel Channel
 	// dirWritable: the program may write its workspace (set from the
-	// workspace's placement; see Engine.workspace).
+	// workspace's placement; see Engine.Workspace).
 	dirWritable bool
 }
 
-// runIO is what code mode changes about a run: its stdin is the channel's
-// pipe, its stdout goes through the channel, and its limits may differ.
-type runIO struct {
-	stdin      io.Reader
-	wrapStdout func(io.Writer) io.Writer
-	limits     *sandbox.Limits
-	intent     string
-	toolCalls  func() []execlog.ToolCall
+// Channel is a side channel between the server and one run's program over
+// its stdio (code mode: tool calls and the result envelope, see package
+// codemode). A run with a channel never uses a warm runner, whose pipes
+// would not carry it.
+type Channel interface {
+	// Stdin is the program's stdin.
+	Stdin() io.Reader
+	// Stdout returns the writer that gets the program's stdout; what is
+	// ordinary output it passes on to sink.
+	Stdout(sink io.Writer) io.Writer
+	// Finish is called once the program is gone and its output drained,
+	// before the result is logged, with the run's timeout (the default
+	// when the request had none): it closes the channel and returns res
+	// completed from what came over it, and the calls made through it for
+	// the log entry.
+	Finish(res Result, timeout time.Duration) (Result, []execlog.ToolCall)
 }
 
-type prepareKey struct{}
-
-// WithPrepare returns ctx carrying a preparation step for the workspace of
-// the one-shot run made with it: fn runs after the workspace exists, before
-// the program starts and before the artifact snapshot (so what it writes is
-// not an artifact); an error makes the run a setup_error. Staged uploads are
-// placed this way. It travels in ctx so that callers in between (run_script's
-// runner, code mode) need not carry it.
-func WithPrepare(ctx context.Context, fn func(ws *files.Root) error) context.Context {
-	return context.WithValue(ctx, prepareKey{}, fn)
-}
-
-func prepareFrom(ctx context.Context) func(ws *files.Root) error {
-	fn, _ := ctx.Value(prepareKey{}).(func(ws *files.Root) error)
-	return fn
-}
-
-// Result is the outcome of one execution, with the fields of seeds 000 and
-// 003. It is also the structured output of the execute_code tool.
+// Result is the outcome of one execution. It is also the structured output
+// of the execute_code tool.
 type Result struct {
 	Success       bool     `json:"success" jsonschema:"true when the program ran and exited with status 0"`
 	ExecutionID   string   `json:"execution_id" jsonschema:"id of this execution in the execution log (exec_…)"`
@@ -117,16 +117,37 @@ type Result struct {
 	// WorkingDirNote says how the code could use a caller's working_dir.
 	WorkingDirNote string `json:"working_dir_note,omitempty" jsonschema:"how the code could use the given working_dir (read-only, or unconfined in subprocess mode)"`
 	LogError       string `json:"log_error,omitempty" jsonschema:"set when this execution could not be recorded in the execution log, and why; the result itself is complete"`
-	// Code mode (seed 004) fields, set only for code-mode executions.
-	Value     any               `json:"result,omitempty" jsonschema:"code mode: the JSON value the code returned"`
-	Logs      []string          `json:"logs,omitempty" jsonschema:"code mode: console output of the code, one entry per call"`
-	Metrics   *codemode.Metrics `json:"metrics,omitempty" jsonschema:"code mode: execution metrics"`
-	CodeError *codemode.Error   `json:"error,omitempty" jsonschema:"code mode: SyntaxError, RuntimeError or TimeoutError details"`
+	// Code-mode fields, set only for code-mode executions (package
+	// codemode).
+	Value     any              `json:"result,omitempty" jsonschema:"code mode: the JSON value the code returned"`
+	Logs      []string         `json:"logs,omitempty" jsonschema:"code mode: console output of the code, one entry per call"`
+	Metrics   *CodeModeMetrics `json:"metrics,omitempty" jsonschema:"code mode: execution metrics"`
+	CodeError *CodeModeError   `json:"error,omitempty" jsonschema:"code mode: SyntaxError, RuntimeError or TimeoutError details"`
 	// Diff is the full artifact diff (created/modified/deleted) for the log.
 	Diff         artifacts.Diff `json:"-"`
 	MemoryPeakMB *float64       `json:"-"`
 	WorkingDir   string         `json:"-"`
-	compileErr   *runtime.CompileError
+	// CompileError is set when TypeScript did not compile (status
+	// execution_error); nothing ran.
+	CompileError *runtime.CompileError `json:"-"`
+}
+
+// CodeModeMetrics are a code-mode execution's metrics.
+type CodeModeMetrics struct {
+	ExecutionTimeMs float64 `json:"executionTimeMs" jsonschema:"wall time of the execution in milliseconds"`
+	InputSizeBytes  int     `json:"inputSizeBytes" jsonschema:"size of the code in bytes"`
+	OutputSizeBytes int     `json:"outputSizeBytes" jsonschema:"size of the JSON-serialized result in bytes"`
+}
+
+// CodeModeError is a code-mode execution's error: type is SyntaxError,
+// RuntimeError or TimeoutError.
+type CodeModeError struct {
+	Type    string `json:"type" jsonschema:"SyntaxError | RuntimeError | TimeoutError"`
+	Name    string `json:"name,omitempty" jsonschema:"JavaScript error class for runtime errors (TypeError, …)"`
+	Message string `json:"message"`
+	Line    int    `json:"line,omitempty" jsonschema:"1-based line in the submitted code (syntax errors)"`
+	Column  int    `json:"column,omitempty" jsonschema:"1-based column in the submitted code (syntax errors)"`
+	Stack   string `json:"stack,omitempty"`
 }
 
 // Execute runs one request. Invalid requests (unknown language, forbidden
@@ -142,124 +163,52 @@ func (e *Engine) Execute(ctx context.Context, req Request) (Result, error) {
 	if req.Timeout == 0 {
 		req.Timeout = e.opts.DefaultTimeout
 	}
-	dir, disk, cleanup, err := e.workspace(req.WorkingDir, req.NoLog)
+	ws, err := e.runWorkspace(req.WorkingDir, req.NoLog)
 	if err != nil {
 		return Result{}, err
 	}
 	// The workspace goes after the result: its disk reset and removal
 	// (~1–2 ms) are not the caller's wait. Close waits for them.
-	defer e.later(cleanup)
+	defer e.later(ws.Close)
 	id := execlog.NewID("exec_")
 	started := time.Now()
-	req.dirWritable = dir.Writable
-	e.LogStarted(ctx, id, lang, dir.Path, req, started)
-	res := e.runCode(ctx, id, lang, dir.Path, disk, req, nil)
-	res.WorkingDir, res.WorkingDirNote = dir.Path, e.WorkingDirNote(req.WorkingDir, dir)
+	req.dirWritable = ws.Dir.Writable
+	e.logStarted(ctx, id, lang, ws.Dir.Path, req, started)
+	res := e.runCode(ctx, id, lang, ws, req)
+	res.WorkingDir, res.WorkingDirNote = ws.Dir.Path, ws.Note()
+	var calls []execlog.ToolCall
+	if req.Channel != nil {
+		res, calls = req.Channel.Finish(res, req.Timeout)
+	}
 	if !req.NoLog {
-		res.LogError = e.logExecution(ctx, res, req, started)
+		res.LogError = e.logExecution(ctx, res, req, calls, started)
 	}
 	return res, nil
 }
 
-// workspace returns the run's directory: the validated working_dir, or a
-// fresh directory under SandboxDir removed by cleanup; and its bounded disk
-// (nil when disks are not bounded), released by cleanup.
-func (e *Engine) workspace(workingDir string, probe bool) (pathguard.Dir, *diskbound.Disk, func(), error) {
-	if workingDir != "" {
-		dir, err := e.ResolveDir(workingDir)
-		if err != nil {
-			return pathguard.Dir{}, nil, nil, fmt.Errorf("working_dir rejected: %w", err)
-		}
-		disk, err := e.BoundDisk(dir.Path, false)
-		if err != nil {
-			return pathguard.Dir{}, nil, nil, err
-		}
-		return dir, disk, func() { releaseDisk(disk) }, nil
-	}
+// runWorkspace is a one-shot run's workspace: a fresh one (named for a
+// health probe when probe) is handed to the sandbox user.
+func (e *Engine) runWorkspace(workingDir string, probe bool) (*Workspace, error) {
 	prefix := "exec_"
 	if probe {
 		prefix = "health_"
 	}
-	dir, err := e.NewWorkspace(execlog.NewID(prefix))
-	if err != nil {
-		return pathguard.Dir{}, nil, nil, err
+	ws, err := e.Workspace(execlog.NewID(prefix), workingDir)
+	if err != nil || !ws.Owned {
+		return ws, err
 	}
-	disk, err := e.BoundDisk(dir, true)
-	if err == nil {
-		err = e.handOver(dir)
+	if err := e.handOver(ws.Dir.Path); err != nil {
+		ws.Close()
+		return nil, err
 	}
-	if err != nil {
-		releaseDisk(disk)
-		_ = e.RemoveDir(dir)
-		return pathguard.Dir{}, nil, nil, err
-	}
-	return pathguard.Dir{Path: dir, Writable: true}, disk, func() { releaseDisk(disk); _ = e.RemoveDir(dir) }, nil
+	return ws, nil
 }
 
-// handOver gives a fresh workspace of codexec's own to the sandbox user, so
-// that uploads placed in it with that user's rights (WithPrepare) succeed.
-func (e *Engine) handOver(dir string) error {
-	u := e.backend.User()
-	if u.IsServer() {
-		return nil
-	}
-	uid, gid := u.IDs()
-	if err := os.Lchown(dir, uid, gid); err != nil {
-		return fmt.Errorf("create workspace: %w", err)
-	}
-	return nil
-}
-
-// OpenWorkspace opens a run's or session's workspace for the server to act
-// on with the sandbox user's rights (files.OpenWorkspace); writable says
-// whether its code may write there. The caller closes it.
-func (e *Engine) OpenWorkspace(dir string, writable bool) (*files.Root, error) {
-	return files.OpenWorkspace(dir, e.backend.User(), writable)
-}
-
-// ResolveDir checks a caller's directory (working_dir, cwd) against the
-// server's policy (see pathguard) and says whether code may write it.
-func (e *Engine) ResolveDir(dir string) (pathguard.Dir, error) {
-	return e.guard.Resolve(dir, e.opts.BaseDir)
-}
-
-// WorkingDirNote is what a result says about a caller's directory: empty
-// for codexec's own workspaces (given is empty) and for writable
-// directories the sandbox user may really write, in isolated modes.
-func (e *Engine) WorkingDirNote(given string, dir pathguard.Dir) string {
-	switch {
-	case given == "":
-		return ""
-	case !e.backend.Isolated():
-		return "subprocess mode: the code ran unconfined with the server's rights; " + dir.Path + " was not protected"
-	case !dir.Writable:
-		return dir.Path + " is read-only to the code; an operator can make it writable with CODEXEC_WRITABLE_ROOTS"
-	case !e.userCanWrite(dir.Path):
-		uid, _ := e.backend.User().IDs()
-		return fmt.Sprintf("%s is in CODEXEC_WRITABLE_ROOTS, but its permissions do not let the sandbox user (uid %d) write it, "+
-			"and codexec never changes them: an operator can grant it (e.g. setfacl -m u:%d:rwx %s)", dir.Path, uid, uid, dir.Path)
-	}
-	return ""
-}
-
-// userCanWrite reports whether the sandbox user may create entries in dir
-// (write and search permission on the directory itself; the sandbox reaches
-// it through a mount, whatever its parents allow).
-func (e *Engine) userCanWrite(dir string) bool {
-	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return false
-	}
-	defer unix.Close(fd)
-	return e.backend.User().Do(func() error { return unix.Faccessat(fd, ".", unix.W_OK|unix.X_OK, unix.AT_EACCESS) }) == nil
-}
-
-// runCode builds and runs the program; post, if non-nil, runs after the
-// program ends and before the workspace is diffed. A run that arrives while
+// runCode builds and runs the program. A run that arrives while
 // its language's start-up check is still going does not wait for it: it
 // runs at once (so the first result comes as fast as any), and only if it
 // fails is the check awaited, to report a broken language as unavailable.
-func (e *Engine) runCode(ctx context.Context, id, lang, dir string, disk *diskbound.Disk, req Request, post func(dir string)) Result {
+func (e *Engine) runCode(ctx context.Context, id, lang string, ws *Workspace, req Request) Result {
 	res := Result{ExecutionID: id, Language: lang, SandboxMode: e.backend.Name(), Artifacts: []string{}}
 	pending := false
 	if !req.NoLog { // health probes (NoLog) must not wait for themselves
@@ -268,7 +217,7 @@ func (e *Engine) runCode(ctx context.Context, id, lang, dir string, disk *diskbo
 			return setupError(res, fmt.Sprintf("%s is unavailable on this server: %v", lang, err))
 		}
 	}
-	out := e.buildAndRun(ctx, res, id, lang, dir, disk, req, post)
+	out := e.buildAndRun(ctx, res, id, lang, ws, req)
 	if pending && out.Status != StatusSuccess {
 		if err := e.LanguageError(lang); err != nil {
 			return setupError(res, fmt.Sprintf("%s is unavailable on this server: %v", lang, err))
@@ -277,12 +226,16 @@ func (e *Engine) runCode(ctx context.Context, id, lang, dir string, disk *diskbo
 	return out
 }
 
-func (e *Engine) buildAndRun(ctx context.Context, res Result, id, lang, dir string, disk *diskbound.Disk, req Request, post func(dir string)) Result {
-	prog, err := e.langs.Build(lang, req.Code, req.Args)
+func (e *Engine) buildAndRun(ctx context.Context, res Result, id, lang string, ws *Workspace, req Request) Result {
+	source := req.Code
+	if req.Program != "" {
+		source = req.Program
+	}
+	prog, err := e.langs.Build(lang, source, req.Args)
 	var ce *runtime.CompileError
 	if errors.As(err, &ce) {
 		res = compileFailure(res, ce)
-		res.compileErr = ce
+		res.CompileError = ce
 		return res
 	}
 	if err != nil {
@@ -291,50 +244,54 @@ func (e *Engine) buildAndRun(ctx context.Context, res Result, id, lang, dir stri
 	progDir, err := writeProgram(e.opts.SandboxDir, id, prog.Files, e.createdDir)
 	defer func() {
 		if progDir != "" {
-			_ = e.RemoveDir(progDir)
+			_ = e.removeDir(progDir)
 		}
 	}()
 	if err != nil {
 		return setupError(res, err.Error())
 	}
-	ws, err := e.OpenWorkspace(dir, req.dirWritable)
+	root, err := ws.Open()
 	if err != nil {
 		return setupError(res, err.Error())
 	}
-	defer ws.Close()
-	if prep := prepareFrom(ctx); prep != nil && !req.NoLog {
-		if err := prep(ws); err != nil {
+	defer root.Close()
+	if prep := req.Prepare; prep != nil && !req.NoLog {
+		if err := prep(root); err != nil {
 			return setupError(res, "placing uploaded files: "+err.Error())
 		}
 	}
-	before := artifacts.Take(ws)
-	spec := ProcessSpec{ID: id, Argv: prog.Argv, Dir: dir, DirWritable: req.dirWritable, Env: e.Env(lang, dir),
+	changes := TrackChanges(root)
+	oc := e.runProcess(ctx, e.codeSpec(id, lang, prog.Argv, progDir, ws, req))
+	res = changes.Apply(res)
+	res = ws.NoteDiskFull(fillOutcome(res, oc, req.Timeout, e.opts.Limits.MemoryBytes))
+	if e.opts.AfterRun != nil && !req.NoLog {
+		e.opts.AfterRun(ctx, root, &res)
+	}
+	return res
+}
+
+// codeSpec is the process that runs a code request's built program.
+func (e *Engine) codeSpec(id, lang string, argv []string, progDir string, ws *Workspace, req Request) processSpec {
+	dir := ws.Dir.Path
+	spec := processSpec{ID: id, Argv: argv, Dir: dir, DirWritable: req.dirWritable, Env: runEnv(e.opts, lang, dir),
 		Stdin: stdinReader(req.Stdin), Timeout: req.Timeout, ProgramDir: progDir, Warm: warmKind(lang),
-		OnStdout: req.Observe.For("stdout"), OnStderr: req.Observe.For("stderr"), TmpDir: TmpDir(disk),
+		OnStdout: req.Observe.For("stdout"), OnStderr: req.Observe.For("stderr"), TmpDir: ws.tmpDir(),
 		Background: req.Background}
 	if req.Cold {
 		spec.Warm = ""
 	}
-	if req.io != nil {
-		// Code mode stays on the cold path: its stdin and stdout are the
-		// channel, which a warm runner's pipes do not carry.
+	if req.MemoryBytes > 0 {
+		l := e.opts.Limits
+		l.MemoryBytes = req.MemoryBytes
+		spec.Limits = &l
+	}
+	if req.Channel != nil {
+		// Stays on the cold path: a warm runner's pipes do not carry the
+		// channel.
 		spec.Warm = ""
-		spec.WrapStdout, spec.Limits = req.io.wrapStdout, req.io.limits
-		if req.io.stdin != nil {
-			spec.Stdin = req.io.stdin
-		}
+		spec.Stdin, spec.WrapStdout = req.Channel.Stdin(), req.Channel.Stdout
 	}
-	oc := e.RunProcess(ctx, spec)
-	if post != nil {
-		post(dir)
-	}
-	res.Diff = artifacts.Compare(before, artifacts.Take(ws))
-	res.Artifacts = append(append(res.Artifacts, res.Diff.Created...), res.Diff.Modified...)
-	res = NoteDiskFull(fillOutcome(res, oc, req.Timeout, e.opts.Limits.MemoryBytes), disk)
-	if e.opts.AfterRun != nil && !req.NoLog {
-		e.opts.AfterRun(ctx, ws, &res)
-	}
-	return res
+	return spec
 }
 
 // warmKind is the warm runner kind that can run lang's programs.
@@ -391,7 +348,7 @@ func compileFailure(res Result, ce *runtime.CompileError) Result {
 }
 
 // fillOutcome maps a process outcome onto the result's status fields.
-func fillOutcome(res Result, oc Outcome, timeout time.Duration, memLimit int64) Result {
+func fillOutcome(res Result, oc outcome, timeout time.Duration, memLimit int64) Result {
 	res.Stdout, res.Stderr, res.Truncated = oc.Stdout, oc.Stderr, oc.Truncated
 	res.DurationMs = oc.Duration.Milliseconds()
 	res.ExecutionTime = oc.Duration.Seconds()
@@ -407,7 +364,7 @@ func fillOutcome(res Result, oc Outcome, timeout time.Duration, memLimit int64) 
 		res.Status, msg = StatusSetupError, "sandbox could not start the program: "+oc.StartErr.Error()
 	case oc.TimedOut:
 		res.Status, res.TimedOut = StatusTimeout, true
-		msg = fmt.Sprintf("Execution timed out after %s.", formatSeconds(timeout))
+		msg = fmt.Sprintf("Execution timed out after %s.", FormatSeconds(timeout))
 	case oc.Exit.OOMKilled:
 		res.Status, res.OOMKilled = StatusExecutionError, true
 		msg = fmt.Sprintf("memory limit %d MiB exceeded: the program was killed", memLimit>>20)
@@ -425,7 +382,9 @@ func fillOutcome(res Result, oc Outcome, timeout time.Duration, memLimit int64) 
 	return res
 }
 
-func formatSeconds(d time.Duration) string {
+// FormatSeconds renders a timeout for messages: "1 second", "30 seconds",
+// "0.5 seconds".
+func FormatSeconds(d time.Duration) string {
 	if d%time.Second == 0 {
 		n := int(d / time.Second)
 		if n == 1 {
@@ -440,9 +399,10 @@ func signalName(sig int) string {
 	return fmt.Sprintf("%d (%s)", sig, syscall.Signal(sig).String())
 }
 
-// logExecution appends res to the execution log and returns "" or, when
-// the entry could not be written, the error for the result's log_error.
-func (e *Engine) logExecution(ctx context.Context, res Result, req Request, started time.Time) string {
+// logExecution appends res to the execution log, with the tool calls made
+// through the run's channel, and returns "" or, when the entry could not be
+// written, the error for the result's log_error.
+func (e *Engine) logExecution(ctx context.Context, res Result, req Request, calls []execlog.ToolCall, started time.Time) string {
 	if e.log == nil {
 		return ""
 	}
@@ -452,13 +412,7 @@ func (e *Engine) logExecution(ctx context.Context, res Result, req Request, star
 		Stderr: res.Stderr, ExitCode: res.ExitCode, Status: res.Status, ErrorMessage: deref(res.ErrorMessage),
 		TimedOut: res.TimedOut, Truncated: res.Truncated, DurationMs: res.DurationMs, MemoryPeakMB: res.MemoryPeakMB,
 		SandboxMode: res.SandboxMode, WorkingDir: res.WorkingDir, Artifacts: res.Diff, Context: req.Context,
-		ExecutedAt: started.UTC(), Owner: tenant.From(ctx),
-	}
-	if req.io != nil {
-		entry.Intent = req.io.intent
-		if req.io.toolCalls != nil {
-			entry.ToolCalls = req.io.toolCalls()
-		}
+		ExecutedAt: started.UTC(), Owner: tenant.From(ctx), Intent: req.Intent, ToolCalls: calls,
 	}
 	if err := e.log.AppendExecution(entry); err != nil {
 		slog.Error("execution log write failed; result still returned", "execution_id", res.ExecutionID, "err", err)

@@ -73,11 +73,6 @@ func (e *Engine) runProbes(ctx context.Context, done map[string]chan struct{}) m
 	return res
 }
 
-// HealthCheck is StartHealthCheck at once, waited for.
-func (e *Engine) HealthCheck(ctx context.Context) map[string]error {
-	return <-e.StartHealthCheck(ctx, 0)
-}
-
 func (e *Engine) record(lang string, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -7,30 +7,23 @@ import (
 	"time"
 
 	"github.com/codexec/codexec/internal/execlog"
-	"github.com/codexec/codexec/internal/inflight"
 	"github.com/codexec/codexec/internal/tenant"
 )
 
-// Journal is the engine's in-flight journal (Options.Journal; nil records
-// nothing). Callers running their own work (sessions) record it there too.
-func (e *Engine) Journal() *inflight.Journal { return e.opts.Journal }
-
-// LogStarted writes the started record of a run about to start (execution
+// logStarted writes the started record of a run about to start (execution
 // id, canonical language lang, directory dir, started at at) to the log and
 // the in-flight journal, so that a server killed while it runs has it
 // logged as lost at the next start. Nothing is written for req.NoLog or
 // without a logger. The run's end is recorded by its execution entry
 // (logExecution, LogResult).
-func (e *Engine) LogStarted(ctx context.Context, id, lang, dir string, req Request, at time.Time) {
+func (e *Engine) logStarted(ctx context.Context, id, lang, dir string, req Request, at time.Time) {
 	if e.log == nil || req.NoLog {
 		return
 	}
 	s := execlog.Started{ExecutionID: id, Tool: req.Tool, Language: lang, Code: req.Code, Args: req.Args,
 		ScriptName: req.ScriptName, Stdin: req.Stdin, SandboxMode: e.backend.Name(), WorkingDir: dir,
 		Context: req.Context, ExecutedAt: at.UTC(), Owner: tenant.From(ctx)}
-	if req.io != nil {
-		s.Intent = req.io.intent
-	}
+	s.Intent = req.Intent
 	e.opts.Journal.RunStarted(id, "", s)
 	if err := e.log.AppendStarted(s); err != nil {
 		slog.Error("execution log write failed (started record)", "execution_id", id, "err", err)
@@ -41,9 +34,9 @@ func (e *Engine) LogStarted(ctx context.Context, id, lang, dir string, req Reque
 // killed server's is removed at the next start.
 func (e *Engine) createdDir(dir string) { e.opts.Journal.DirCreated(dir) }
 
-// RemoveDir removes a directory created by NewWorkspace (or for a run) and
+// removeDir removes a directory created by newDir (or for a run) and
 // records its removal.
-func (e *Engine) RemoveDir(dir string) error {
+func (e *Engine) removeDir(dir string) error {
 	err := os.RemoveAll(dir)
 	if err == nil {
 		e.opts.Journal.DirRemoved(dir)

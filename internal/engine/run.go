@@ -11,10 +11,11 @@ import (
 	"github.com/codexec/codexec/internal/sandbox"
 )
 
-// ProcessSpec is one program to run to completion under the engine's sandbox
-// backend with a timeout. It is the shared runner for code (Execute) and for
-// the shell tools; neither starts processes any other way.
-type ProcessSpec struct {
+// processSpec is one program to run to completion under the engine's sandbox
+// backend with a timeout (runProcess). It is the shared runner for code
+// (Execute) and argv programs (RunProcess); neither starts processes any
+// other way.
+type processSpec struct {
 	ID   string
 	Argv []string
 	Dir  string
@@ -45,9 +46,9 @@ type ProcessSpec struct {
 	Background bool
 }
 
-// Outcome is how a process run ended. Stdout and Stderr are already
+// outcome is how a process run ended. Stdout and Stderr are already
 // truncated per the output limits.
-type Outcome struct {
+type outcome struct {
 	Stdout, Stderr string
 	Truncated      bool
 	Exit           sandbox.Exit
@@ -58,10 +59,10 @@ type Outcome struct {
 	StartErr error
 }
 
-// RunProcess starts spec, enforces its timeout (SIGTERM to the whole run,
+// runProcess starts spec, enforces its timeout (SIGTERM to the whole run,
 // SIGKILL after the kill grace), and returns once every process of the run is
 // gone and output is drained. Cancelling ctx kills the run at once.
-func (e *Engine) RunProcess(ctx context.Context, spec ProcessSpec) Outcome {
+func (e *Engine) runProcess(ctx context.Context, spec processSpec) outcome {
 	outSink := output.NewSink(e.opts.Output, spec.OnStdout)
 	errSink := output.NewSink(e.opts.Output, spec.OnStderr)
 	var stdout io.Writer = outSink
@@ -73,12 +74,12 @@ func (e *Engine) RunProcess(ctx context.Context, spec ProcessSpec) Outcome {
 		limits = *spec.Limits
 	}
 	start := time.Now()
-	sspec := e.sandboxSpec(spec, limits)
+	sspec := sandboxSpec(e.opts, spec, limits)
 	sspec.Stdout, sspec.Stderr = stdout, errSink
 	proc, err := e.backend.Start(ctx, sspec)
 	if err != nil {
 		// A start that failed because the call was cancelled is a cancellation.
-		return Outcome{StartErr: err, Cancelled: ctx.Err() != nil, Duration: time.Since(start)}
+		return outcome{StartErr: err, Cancelled: ctx.Err() != nil, Duration: time.Since(start)}
 	}
 	started := time.Since(start)
 	oc := e.waitWithTimeout(ctx, proc, spec.Timeout)
@@ -94,12 +95,10 @@ func (e *Engine) RunProcess(ctx context.Context, spec ProcessSpec) Outcome {
 	return oc
 }
 
-// sandboxSpec is spec as the backend takes it (no output writers).
-func (e *Engine) sandboxSpec(spec ProcessSpec, limits sandbox.Limits) sandbox.Spec {
-	return sandboxSpec(e.opts, spec, limits)
-}
-
-func sandboxSpec(opts Options, spec ProcessSpec, limits sandbox.Limits) sandbox.Spec {
+// sandboxSpec is spec as the backend takes it (no output writers): the
+// engine's mounts before the spec's own, and a deadline after which the
+// backend ends the run by itself when spec has a timeout.
+func sandboxSpec(opts Options, spec processSpec, limits sandbox.Limits) sandbox.Spec {
 	s := sandbox.Spec{
 		ID: spec.ID, Argv: spec.Argv, Dir: spec.Dir, DirWritable: spec.DirWritable, Env: spec.Env, Stdin: spec.Stdin, ProgramDir: spec.ProgramDir,
 		Mounts: append(append([]sandbox.Mount(nil), opts.Mounts...), spec.Mounts...), Limits: limits,
@@ -126,7 +125,7 @@ func PrewarmSpec(opts Options, langs *runtime.Set, lang string) (sandbox.Spec, b
 		return sandbox.Spec{}, false
 	}
 	env := runEnv(opts, lang, "/nonexistent")
-	return sandboxSpec(opts, ProcessSpec{ID: "prewarm", Argv: prog.Argv, Env: env, Warm: kind}, opts.Limits), true
+	return sandboxSpec(opts, processSpec{ID: "prewarm", Argv: prog.Argv, Env: env, Warm: kind}, opts.Limits), true
 }
 
 // Prewarm asks the backend, if it keeps warm runners, to start runners for
@@ -160,12 +159,12 @@ type waitResult struct {
 	err  error
 }
 
-func (e *Engine) waitWithTimeout(ctx context.Context, proc sandbox.Process, timeout time.Duration) Outcome {
+func (e *Engine) waitWithTimeout(ctx context.Context, proc sandbox.Process, timeout time.Duration) outcome {
 	done := make(chan waitResult, 1)
 	go func() { ex, err := proc.Wait(); done <- waitResult{ex, err} }()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	var oc Outcome
+	var oc outcome
 	var r waitResult
 	select {
 	case r = <-done:

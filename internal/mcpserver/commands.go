@@ -31,10 +31,9 @@ type ExecuteProcessIn struct {
 // registered even when ALLOWED_COMMANDS is unset, so an agent gets the
 // explanation of how the operator enables them instead of a missing tool.
 func (s *Server) registerCommands() {
-	eng, path := s.deps.Engine, s.deps.Path
-	allow := shell.NewAllowlist(s.deps.Config.AllowedCommands, path)
-	runner := shell.NewRunner(eng, allow, shell.NewRoots(s.deps.Config.AllowedCwdRoots), s.deps.Bash, path)
-	allowed := allowedText(allow)
+	eng := s.deps.Engine
+	runner := shell.NewRunner(eng, s.deps.Shell)
+	allowed := allowedText(s.deps.Shell.Allow)
 	ann := &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!s.deps.Isolated)}
 	addTool(s, &mcp.Tool{
 		Name: "execute_command", Annotations: ann,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/codexec/codexec/internal/codemode"
 	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runtime"
 )
@@ -68,17 +69,18 @@ func (s *Server) executeCodeWithFiles(ctx context.Context, req *mcp.CallToolRequ
 	if err != nil {
 		return invalid(err.Error())
 	}
-	if ctx, err = s.stageUploads(ctx, in.Files); err != nil {
+	prepare, err := s.stageUploads(ctx, in.Files)
+	if err != nil {
 		return invalid(err.Error())
 	}
 	if codeMode, err := isCodeMode(in); err != nil {
 		return invalid(err.Error())
 	} else if codeMode {
-		return s.executeCodeMode(ctx, req, in, timeout, obs)
+		return s.executeCodeMode(ctx, req, in, timeout, obs, prepare)
 	}
 	res, err := s.deps.Engine.Execute(ctx, engine.Request{
 		Language: in.Language, Code: in.Code, Stdin: in.Stdin, Timeout: timeout, WorkingDir: in.WorkingDir,
-		Tool: "execute_code", Context: callContext(req), Observe: obs,
+		Tool: "execute_code", Context: callContext(req), Observe: obs, Prepare: prepare,
 	})
 	if err != nil {
 		return invalid(err.Error())
@@ -119,7 +121,8 @@ func codeModeLanguage(language string) (string, error) {
 	return "", fmt.Errorf("intent/context/tools (code mode) run TypeScript/JavaScript or Python, not %s", lang)
 }
 
-func (s *Server) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, timeout time.Duration, obs output.Observer) (*mcp.CallToolResult, engine.Result, error) {
+func (s *Server) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, timeout time.Duration, obs output.Observer,
+	prepare func(*files.Root) error) (*mcp.CallToolResult, engine.Result, error) {
 	lang, err := codeModeLanguage(in.Language)
 	if err != nil {
 		return invalid(err.Error())
@@ -132,13 +135,13 @@ func (s *Server) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest, 
 		return invalid(err.Error())
 	}
 	cm := s.deps.Config.CodeMode
-	creq := engine.CodeModeRequest{Language: lang, Code: in.Code, Intent: in.Intent, Context: in.Context, Stdin: in.Stdin,
+	creq := codemode.Request{Language: lang, Code: in.Code, Intent: in.Intent, Context: in.Context, Stdin: in.Stdin,
 		Timeout: timeout, WorkingDir: in.WorkingDir, Call: callContext(req), Tools: tools, MemoryBytes: cm.MemoryBytes, Observe: obs,
-		Bridge: codemode.BridgeOptions{MaxCalls: cm.MaxCalls, CallTimeout: cm.CallTimeout, MaxResultBytes: int(cm.MaxResultBytes)}}
+		Prepare: prepare, Bridge: codemode.BridgeOptions{MaxCalls: cm.MaxCalls}}
 	if up := s.deps.Upstreams; up != nil {
-		creq.Caller, creq.Bridge.Check = up, up.Allowed
+		creq.Caller = up
 	}
-	res, err := s.deps.Engine.ExecuteCodeMode(ctx, creq)
+	res, err := codemode.Execute(ctx, s.deps.Engine, creq)
 	if err != nil {
 		return invalid(err.Error())
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/files"
 )
@@ -131,7 +130,7 @@ func (s *Server) sessionTarget(ctx context.Context, id string) (target, error) {
 	if err != nil {
 		return target{}, errors.New(sessionError(err))
 	}
-	root, err := s.deps.Engine.OpenWorkspace(sess.Workspace, sess.Writable())
+	root, err := sess.OpenWorkspace()
 	if err != nil {
 		return target{}, err
 	}
@@ -307,21 +306,21 @@ func (s *Server) listKept(ctx context.Context, limit int) files.Listing {
 }
 
 // stageUploads checks that every upload id is a live upload of the caller
-// and returns ctx carrying the step that copies them into the one-shot run's
-// workspace before it starts (engine.WithPrepare).
-func (s *Server) stageUploads(ctx context.Context, ids []string) (context.Context, error) {
+// and returns the step that copies them into the one-shot run's workspace
+// before it starts (engine.Request.Prepare); nil when there are none.
+func (s *Server) stageUploads(ctx context.Context, ids []string) (func(*files.Root) error, error) {
 	if len(ids) == 0 {
-		return ctx, nil
+		return nil, nil
 	}
 	if s.deps.Files == nil {
-		return ctx, errors.New("files are not enabled on this server")
+		return nil, errors.New("files are not enabled on this server")
 	}
 	for _, id := range ids {
 		if _, err := s.deps.Files.Get(ctx, id); err != nil {
-			return ctx, fmt.Errorf("files: %w", err)
+			return nil, fmt.Errorf("files: %w", err)
 		}
 	}
-	return engine.WithPrepare(ctx, func(ws *files.Root) error { return s.copyUploads(ctx, ids, ws) }), nil
+	return func(ws *files.Root) error { return s.copyUploads(ctx, ids, ws) }, nil
 }
 
 // copyUploads writes staged uploads into root (a session's workspace or a

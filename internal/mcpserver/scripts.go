@@ -199,12 +199,14 @@ func (s *Server) runScript(ctx context.Context, req *mcp.CallToolRequest, in Run
 	if err != nil {
 		return invalid(err.Error())
 	}
-	if ctx, err = s.stageUploads(ctx, in.Files); err != nil {
+	prepare, err := s.stageUploads(ctx, in.Files)
+	if err != nil {
 		return invalid(err.Error())
 	}
 	obs, finish := streamOutput(ctx, req)
 	defer finish()
-	res, err := s.deps.Scripts.Run(ctx, in.Name, in.Args, timeout, callContext(req), obs)
+	res, err := s.deps.Scripts.Run(ctx, scripts.RunRequest{Name: in.Name, Args: in.Args, Timeout: timeout,
+		Context: callContext(req), Observe: obs, Prepare: prepare})
 	if err != nil {
 		return invalid(scriptError(err).Error())
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/codexec/codexec/internal/quota"
 	"github.com/codexec/codexec/internal/scripts"
 	"github.com/codexec/codexec/internal/session"
+	"github.com/codexec/codexec/internal/shell"
 	"github.com/codexec/codexec/internal/upstream"
 )
 
@@ -58,8 +59,7 @@ type Deps struct {
 	// What the tools say about the sandbox and take from the host, filled
 	// by app from the parts it built.
 	Isolated bool            // the backend keeps runs off the host and the network: tools' openWorldHint is false
-	Path     string          // PATH every run inherits; execute_command resolves allowed programs on it
-	Bash     string          // the bash interpreter execute_command runs
+	Shell    shell.Options   // execute_command and execute_process: allowlist, cwd roots, bash, PATH
 	ExecLog  *execlog.Logger // the execution log, whose write failure search_execution_logs reports; nil: none
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/codexec/codexec/internal/files"
 	"log/slog"
 	"strings"
 	"time"
@@ -48,12 +49,26 @@ func installLanguage(lang string) string {
 	return lang
 }
 
-// Run executes the current version of name from ctx's principal's library
-// with args as its argv after the package pre-flight, records the run in the
-// script's metadata, and returns the engine's result. Unknown scripts and
-// missing packages are errors (nothing ran); a failing program is a Result
-// with its status. obs, if set, sees the output as it runs.
-func (r *Runner) Run(ctx context.Context, name string, args []string, timeout time.Duration, cc execlog.CallContext, obs output.Observer) (engine.Result, error) {
+// RunRequest is one run of a saved script.
+type RunRequest struct {
+	Name    string
+	Args    []string // the program's argv after its name
+	Timeout time.Duration
+	Context execlog.CallContext
+	// Observe, if set, sees the output as it runs.
+	Observe output.Observer
+	// Prepare, if set, places files in the run's workspace before it starts
+	// (engine.Request.Prepare).
+	Prepare func(ws *files.Root) error
+}
+
+// Run executes the current version of req.Name from ctx's principal's
+// library with req.Args as its argv after the package pre-flight, records
+// the run in the script's metadata, and returns the engine's result.
+// Unknown scripts and missing packages are errors (nothing ran); a failing
+// program is a Result with its status.
+func (r *Runner) Run(ctx context.Context, req RunRequest) (engine.Result, error) {
+	name := req.Name
 	store, err := r.Store.For(ctx)
 	if err != nil {
 		return engine.Result{}, err
@@ -69,8 +84,9 @@ func (r *Runner) Run(ctx context.Context, name string, args []string, timeout ti
 	if len(missing) > 0 {
 		return engine.Result{}, &MissingPackagesError{Script: name, Language: sc.Language, Missing: missing}
 	}
-	res, err := r.Engine.Execute(ctx, engine.Request{Language: sc.Language, Code: sc.Code, Args: nonNil(args),
-		Timeout: timeout, Tool: "run_script", ScriptName: name, Context: cc, Observe: obs})
+	res, err := r.Engine.Execute(ctx, engine.Request{Language: sc.Language, Code: sc.Code, Args: nonNil(req.Args),
+		Timeout: req.Timeout, Tool: "run_script", ScriptName: name, Context: req.Context, Observe: req.Observe,
+		Prepare: req.Prepare})
 	if err != nil {
 		return res, err
 	}

@@ -7,7 +7,7 @@ import (
 	"regexp"
 )
 
-// Caller-chosen ids (seed 003): execute_code's session_id names a session the
+// Caller-chosen ids: execute_code's session_id names a session the
 // caller made up ("user123_project_alpha"); the first call with an unknown id
 // creates it. The id becomes a directory and log file name, so it is held to
 // a charset that cannot escape or hide in the sandbox directory.

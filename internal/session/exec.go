@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/codexec/codexec/internal/artifacts"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/inflight"
@@ -36,7 +35,7 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 		return engine.Result{}, err
 	}
 	if req.Timeout <= 0 {
-		req.Timeout = m.eng.Options().DefaultTimeout
+		req.Timeout = m.opts.DefaultTimeout
 	}
 	s.execMu.Lock()
 	defer s.execMu.Unlock()
@@ -47,18 +46,16 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 		return engine.Result{}, fmt.Errorf("session %s was closed", s.ID)
 	}
 	started := time.Now()
-	ws, err := m.eng.OpenWorkspace(s.Workspace, s.writable)
+	ws, err := s.ws.Open()
 	if err != nil {
 		return engine.Result{}, fmt.Errorf("session %s: workspace: %w", s.ID, err)
 	}
 	defer ws.Close()
 	id := execlog.NewID("exec_")
 	m.logStarted(s, req, id, started)
-	before := artifacts.Take(ws)
-	oc := s.exec(ctx, req.Code, req.Timeout, m.opts.KillGrace, m.eng.Options().Output, req.Observe)
-	res := engine.NoteDiskFull(m.result(s, oc, req.Timeout, id), s.disk)
-	res.Diff = artifacts.Compare(before, artifacts.Take(ws))
-	res.Artifacts = append(append(res.Artifacts, res.Diff.Created...), res.Diff.Modified...)
+	changes := engine.TrackChanges(ws)
+	oc := s.exec(ctx, req.Code, req.Timeout, m.opts.KillGrace, m.opts.Output, req.Observe)
+	res := changes.Apply(s.ws.NoteDiskFull(m.result(s, oc, req.Timeout, id)))
 	if oc.lost {
 		m.lose(s, oc)
 	}
@@ -72,7 +69,7 @@ func (m *Manager) result(s *Session, oc execOutcome, timeout time.Duration, id s
 	sid := s.ID
 	res := engine.Result{ExecutionID: id, SessionID: &sid, Language: s.Language,
 		Stdout: oc.stdout, Stderr: oc.stderr, Truncated: oc.truncated, DurationMs: oc.duration.Milliseconds(),
-		ExecutionTime: oc.duration.Seconds(), SandboxMode: m.eng.Backend().Name(), Artifacts: []string{}, WorkingDir: s.Workspace}
+		ExecutionTime: oc.duration.Seconds(), SandboxMode: m.opts.SandboxMode, Artifacts: []string{}, WorkingDir: s.Workspace}
 	msg := ""
 	switch {
 	case oc.timedOut && !oc.lost:
@@ -136,7 +133,7 @@ func splitLines(s string) []string {
 // logExec appends the execution to the session's log and returns "" or,
 // when it could not be written, why (for the result's log_error).
 func (m *Manager) logExec(s *Session, req ExecRequest, res engine.Result, started time.Time) string {
-	log := m.eng.Logger()
+	log := m.deps.Log
 	if log == nil {
 		return ""
 	}
@@ -152,21 +149,22 @@ func (m *Manager) logExec(s *Session, req ExecRequest, res engine.Result, starte
 		slog.Error("session log write failed", "session_id", s.ID, "err", err)
 		return err.Error()
 	}
-	m.eng.Journal().RunEnded(res.ExecutionID, execlog.SessionFile(s.storage))
+	m.deps.Journal.RunEnded(res.ExecutionID, execlog.SessionFile(s.storage))
 	return ""
 }
 
 // logStarted writes the started record of execution id in s to the
-// session's log and the in-flight journal (see engine.LogStarted).
+// session's log and the in-flight journal, so that a server killed while
+// it runs has it logged as lost at the next start.
 func (m *Manager) logStarted(s *Session, req ExecRequest, id string, at time.Time) {
-	log := m.eng.Logger()
+	log := m.deps.Log
 	if log == nil {
 		return
 	}
 	sid := s.ID
 	st := execlog.Started{ExecutionID: id, SessionID: &sid, Tool: req.Tool, Language: s.Language, Code: req.Code,
-		SandboxMode: m.eng.Backend().Name(), WorkingDir: s.Workspace, Context: req.Call, ExecutedAt: at.UTC(), Owner: s.Owner}
-	m.eng.Journal().RunStarted(id, execlog.SessionFile(s.storage), st)
+		SandboxMode: m.opts.SandboxMode, WorkingDir: s.Workspace, Context: req.Call, ExecutedAt: at.UTC(), Owner: s.Owner}
+	m.deps.Journal.RunStarted(id, execlog.SessionFile(s.storage), st)
 	if err := log.AppendStarted(st); err != nil {
 		slog.Error("session log write failed (started record)", "session_id", s.ID, "err", err)
 	}
@@ -198,11 +196,11 @@ type endEntry struct {
 }
 
 func (m *Manager) logStart(s *Session, call execlog.CallContext) {
-	if log := m.eng.Logger(); log != nil {
-		m.eng.Journal().SessionStarted(inflight.Session{ID: s.ID, Owner: s.Owner, LogFile: execlog.SessionFile(s.storage), StartedAt: s.StartedAt})
+	if log := m.deps.Log; log != nil {
+		m.deps.Journal.SessionStarted(inflight.Session{ID: s.ID, Owner: s.Owner, LogFile: execlog.SessionFile(s.storage), StartedAt: s.StartedAt})
 		_ = log.Append(execlog.SessionFile(s.storage), startEntry{Type: "session_start", SessionID: s.ID, Owner: s.Owner, Kind: s.Kind,
 			Language: s.Language, Name: s.Name, Description: s.Description, Pid: s.proc.Pid(), AgentID: call.AgentID,
-			WorkingDir: s.Workspace, SandboxMode: m.eng.Backend().Name(), StartedAt: s.StartedAt})
+			WorkingDir: s.Workspace, SandboxMode: m.opts.SandboxMode, StartedAt: s.StartedAt})
 	}
 }
 
@@ -216,10 +214,10 @@ func (m *Manager) logEnd(s *Session, reason string) {
 		return
 	}
 	info := s.info()
-	if log := m.eng.Logger(); log != nil {
+	if log := m.deps.Log; log != nil {
 		_ = log.Append(execlog.SessionFile(s.storage), endEntry{Type: "session_end", SessionID: s.ID, Owner: s.Owner, Reason: reason,
 			TotalDurationMs: time.Since(s.StartedAt).Milliseconds(), ExecutionsCount: info.Executions, At: time.Now().UTC()})
-		m.eng.Journal().SessionEnded(execlog.SessionFile(s.storage))
+		m.deps.Journal.SessionEnded(execlog.SessionFile(s.storage))
 	}
 }
 

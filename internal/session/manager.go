@@ -1,11 +1,12 @@
 // Package session keeps persistent interpreter sessions: one long-running
 // python or node process per session, started under the engine's sandbox
 // backend and driven by an embedded driver program over a framed protocol
-// (see protocol.go). Seed 000's sessions (start_session …) and seed 001's
-// contexts (create_context …) are one registry: a context is a session with
-// kind "context", an id of the form ctx-<uuid>, a required unique name and a
+// (see protocol.go). Sessions (start_session …) and contexts
+// (create_context …) are one registry: a context is a session with kind
+// "context", an id of the form ctx-<uuid>, a required unique name and a
 // description. Either id works with every tool; list_sessions shows both
-// kinds (with a kind field) and list_contexts shows both too, in 001's shape.
+// kinds (with a kind field) and list_contexts shows both too, in its own
+// shape.
 //
 // Timeouts interrupt the running code (KeyboardInterrupt in python, SIGINT
 // in node); if the interpreter answers, the session and its state survive
@@ -40,6 +41,9 @@ import (
 
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/frame"
+	"github.com/codexec/codexec/internal/inflight"
+	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/tenant"
@@ -55,6 +59,29 @@ type Options struct {
 	MaxPerPrincipal int
 	IdleTimeout     time.Duration
 	KillGrace       time.Duration
+	// DefaultTimeout is an Exec's timeout when the request gives none.
+	DefaultTimeout time.Duration
+	// Output bounds the stdout and stderr an Exec returns.
+	Output output.Limits
+	// PackagesDir holds each session's installed packages (a directory per
+	// session, removed with it).
+	PackagesDir string
+	// SandboxMode names the isolation mode in results and logs.
+	SandboxMode string
+}
+
+// Deps are what a Manager runs on, made by the caller (the app).
+type Deps struct {
+	// Engine makes workspaces and starts the interpreters on its run path.
+	Engine *engine.Engine
+	// Languages are the interpreters sessions run.
+	Languages *runtime.Set
+	// Log is the execution log (sessions write their own files there); nil
+	// logs nothing.
+	Log *execlog.Logger
+	// Journal records sessions, runs and directories in flight; nil
+	// records nothing.
+	Journal *inflight.Journal
 }
 
 // ErrNotFound is returned for unknown session or context ids.
@@ -66,6 +93,7 @@ var ErrFull = errors.New("session limit reached")
 // Manager owns every session. Create it with NewManager; Close stops all.
 type Manager struct {
 	eng  *engine.Engine
+	deps Deps
 	opts Options
 	mu   sync.Mutex
 	byID map[key]*Session
@@ -80,8 +108,8 @@ type key struct{ owner, id string }
 
 func (s *Session) key() key { return key{s.Owner, s.ID} }
 
-// NewManager returns a Manager running sessions through eng.
-func NewManager(eng *engine.Engine, opts Options) *Manager {
+// NewManager returns a Manager running sessions through deps.Engine.
+func NewManager(deps Deps, opts Options) *Manager {
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = 5
 	}
@@ -91,7 +119,7 @@ func NewManager(eng *engine.Engine, opts Options) *Manager {
 	if opts.KillGrace <= 0 {
 		opts.KillGrace = 5 * time.Second
 	}
-	m := &Manager{eng: eng, opts: opts, byID: map[key]*Session{}, stop: make(chan struct{})}
+	m := &Manager{eng: deps.Engine, deps: deps, opts: opts, byID: map[key]*Session{}, stop: make(chan struct{})}
 	if opts.IdleTimeout > 0 {
 		go m.reapIdle()
 	}
@@ -208,54 +236,33 @@ func newID(kind string) string {
 
 // launch creates the workspace and starts the driver, waiting for it to be
 // ready.
-func (m *Manager) launch(ctx context.Context, k key, lang string, req StartRequest) (*Session, error) {
-	ws, owned, writable, err := m.workspace(storageName(k), req.WorkingDir)
+func (m *Manager) launch(ctx context.Context, k key, lang string, req StartRequest) (s *Session, retErr error) {
+	ws, err := m.eng.Workspace(storageName(k), req.WorkingDir)
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{ID: k.id, Owner: k.owner, storage: storageName(k), Name: req.Name, Kind: req.Kind, Language: lang, Description: req.Description,
-		Workspace: ws, StartedAt: time.Now().UTC(), lastActivity: time.Now(), ready: make(chan reply, 1),
-		dead: make(chan struct{}), pkgDirs: map[string]string{}, writable: writable}
-	if !owned {
-		s.Workspace = ws
-	}
-	if s.disk, err = m.eng.BoundDisk(ws, owned); err == nil {
-		err = m.startDriver(ctx, s, owned)
-	}
-	if err != nil {
-		if s.disk != nil {
-			_ = s.disk.Release()
+	s = &Session{ID: k.id, Owner: k.owner, storage: storageName(k), Name: req.Name, Kind: req.Kind, Language: lang, Description: req.Description,
+		Workspace: ws.Dir.Path, StartedAt: time.Now().UTC(), lastActivity: time.Now(), ready: make(chan reply, 1),
+		dead: make(chan struct{}), pkgDirs: map[string]string{}, writable: ws.Dir.Writable, ws: ws}
+	defer func() {
+		if retErr != nil {
+			ws.Close()
+			m.removeDir(m.packagesBase(s))
 		}
-		if owned {
-			_ = m.eng.RemoveDir(ws)
-		}
-		_ = m.eng.RemoveDir(m.packagesBase(s))
+	}()
+	if err := m.startDriver(ctx, s); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// workspace returns the session's directory, whether codexec created it
-// (owned) and whether its code may write it.
-func (m *Manager) workspace(id, workingDir string) (dir string, owned, writable bool, err error) {
-	if workingDir != "" {
-		d, err := m.eng.ResolveDir(workingDir)
-		if err != nil {
-			return "", false, false, fmt.Errorf("working_dir rejected: %w", err)
-		}
-		return d.Path, false, d.Writable, nil
-	}
-	dir, err = m.eng.NewWorkspace(id)
-	return dir, true, true, err
-}
-
-func (m *Manager) startDriver(ctx context.Context, s *Session, ownedWS bool) error {
+func (m *Manager) startDriver(ctx context.Context, s *Session) error {
 	mark := "\x1e\x1fcodexec-" + rand.Text()[:16] + ":"
-	argv, err := driverArgv(s.Language, m.eng.Languages().Get(s.Language).Path, mark)
+	argv, err := driverArgv(s.Language, m.deps.Languages.Get(s.Language).Path, mark)
 	if err != nil {
 		return err
 	}
-	pkgEnv, mounts, err := m.packageDirs(s)
+	searchPath, mounts, err := m.packageDirs(s)
 	if err != nil {
 		return err
 	}
@@ -264,13 +271,10 @@ func (m *Manager) startDriver(ctx context.Context, s *Session, ownedWS bool) err
 		return err
 	}
 	defer stdinR.Close()
-	s.stdin = stdinW
+	s.stdin, s.enc = stdinW, frame.NewEncoder(stdinW)
 	s.outMux, s.errMux = newDemux(mark, s.onOut), newDemux(mark, s.onErr)
-	proc, err := m.eng.Backend().Start(ctx, sandbox.Spec{
-		ID: s.storage, Argv: argv, Dir: s.Workspace, DirWritable: s.writable, Env: append(withoutKeys(m.eng.Env(s.Language, s.Workspace), "PYTHONPATH", "NODE_PATH"), pkgEnv...),
-		Stdin: stdinR, Stdout: s.outMux, Stderr: s.errMux, Mounts: append(m.eng.Options().Mounts, mounts...),
-		Limits: m.eng.Options().Limits, TmpDir: engine.TmpDir(s.disk),
-	})
+	proc, err := m.eng.StartProcess(ctx, engine.StartRequest{ID: s.storage, Argv: argv, Lang: s.Language, Workspace: s.ws,
+		SearchPath: searchPath, Mounts: mounts, Stdin: stdinR, Stdout: s.outMux, Stderr: s.errMux})
 	if err != nil {
 		_ = stdinW.Close()
 		return fmt.Errorf("start %s interpreter: %w", s.Language, err)
@@ -293,76 +297,38 @@ func (m *Manager) awaitReady(s *Session) error {
 }
 
 // packageDirs creates the session's package directories (empty until
-// install_package fills them) and returns the environment that puts them on
-// the import path plus read-only mounts for isolated backends.
+// install_package fills them) and returns the search-path entries that put
+// them first on the import path plus read-only mounts for isolated
+// backends.
 func (m *Manager) packageDirs(s *Session) ([]string, []sandbox.Mount, error) {
 	base := m.packagesBase(s)
 	py, node := filepath.Join(base, "python"), filepath.Join(base, "node")
-	m.eng.Journal().DirCreated(base)
+	m.deps.Journal.DirCreated(base)
 	for _, d := range []string{py, filepath.Join(node, "node_modules")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, nil, err
 		}
 	}
 	s.pkgDirs["python"], s.pkgDirs["node"] = py, node
-	env := []string{"PYTHONPATH=" + joinPath(py, m.engEnv(s.Language, "PYTHONPATH")),
-		"NODE_PATH=" + joinPath(filepath.Join(node, "node_modules"), m.engEnv(s.Language, "NODE_PATH"))}
-	return env, []sandbox.Mount{{Host: base, Target: base, ReadOnly: true}}, nil
+	searchPath := []string{"PYTHONPATH=" + py, "NODE_PATH=" + filepath.Join(node, "node_modules")}
+	return searchPath, []sandbox.Mount{{Host: base, Target: base, ReadOnly: true}}, nil
 }
 
 // packagesBase is the directory of s's installed packages.
 func (m *Manager) packagesBase(s *Session) string {
-	return filepath.Join(m.eng.Options().SandboxDir, ".packages", s.storage)
+	return filepath.Join(m.opts.PackagesDir, s.storage)
 }
 
-// engEnv returns the value the engine would give key for lang, if any.
-func (m *Manager) engEnv(lang, key string) string {
-	if m.eng.Options().ExtraEnv == nil {
-		return ""
+// removeDir removes a directory the session made and records its removal.
+func (m *Manager) removeDir(dir string) {
+	if err := os.RemoveAll(dir); err == nil {
+		m.deps.Journal.DirRemoved(dir)
 	}
-	for _, kv := range m.eng.Options().ExtraEnv(lang) {
-		if v, ok := cutKey(kv, key); ok {
-			return v
-		}
-	}
-	return ""
-}
-
-func cutKey(kv, key string) (string, bool) {
-	if len(kv) > len(key) && kv[:len(key)] == key && kv[len(key)] == '=' {
-		return kv[len(key)+1:], true
-	}
-	return "", false
-}
-
-// withoutKeys drops the named variables from env (the session's own search
-// paths replace the engine's global ones).
-func withoutKeys(env []string, keys ...string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		drop := false
-		for _, k := range keys {
-			if _, ok := cutKey(kv, k); ok {
-				drop = true
-			}
-		}
-		if !drop {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-func joinPath(first, rest string) string {
-	if rest == "" {
-		return first
-	}
-	return first + ":" + rest
 }
 
 // Get returns ctx's principal's session with the given id, or its context
-// with that unique name (seed 001 passes names as context ids in its
-// examples). Another principal's session is ErrNotFound.
+// with that unique name (clients pass a context's name where its id is
+// asked for). Another principal's session is ErrNotFound.
 func (m *Manager) Get(ctx context.Context, idOrName string) (*Session, error) {
 	owner := tenant.From(ctx)
 	m.mu.Lock()
@@ -419,9 +385,8 @@ type CloseInfo struct {
 }
 
 // Stop stops the interpreter, removes the session and its workspace, and
-// logs session_end with reason. With waitRunning (seed 001's stop_context)
-// running code may finish first; without it (seed 000's close_session, idle
-// reaping, shutdown) the interpreter is killed at once and the running call
+// logs session_end with reason. With waitRunning (stop_context) running
+// code may finish first; without it (close_session, idle reaping, shutdown) the interpreter is killed at once and the running call
 // reports that the session is gone.
 func (m *Manager) Stop(ctx context.Context, idOrName, reason string, waitRunning bool) (CloseInfo, error) {
 	s, err := m.Get(ctx, idOrName)
@@ -457,15 +422,8 @@ func (m *Manager) terminate(s *Session) {
 	case <-time.After(500 * time.Millisecond):
 		s.kill()
 	}
-	if s.disk != nil {
-		if err := s.disk.Release(); err != nil {
-			slog.Warn("session disk release", "session_id", s.ID, "err", err)
-		}
-	}
-	if s.Workspace == filepath.Join(m.eng.Options().SandboxDir, s.storage) {
-		_ = m.eng.RemoveDir(s.Workspace)
-	}
-	_ = m.eng.RemoveDir(m.packagesBase(s))
+	s.ws.Close()
+	m.removeDir(m.packagesBase(s))
 }
 
 // onDeath logs a session whose interpreter died on its own.

@@ -42,7 +42,7 @@ func (m *Manager) RecordPackage(ctx context.Context, idOrName, lang, name, versi
 		s.packages = append(s.packages, Package{Language: lang, Name: name, Version: version})
 		s.mu.Unlock()
 	}
-	if log := m.eng.Logger(); log != nil {
+	if log := m.deps.Log; log != nil {
 		return log.Append(execlog.SessionFile(s.storage), map[string]any{"type": "package_install", "session_id": s.ID, "owner": s.Owner,
 			"language": lang, "package": name, "version": version, "success": success, "at": time.Now().UTC()})
 	}

@@ -2,19 +2,20 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"sync"
 	"time"
 
-	"github.com/codexec/codexec/internal/diskbound"
+	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/files"
+	"github.com/codexec/codexec/internal/frame"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/sandbox"
 )
 
-// Kinds of registry entries: sessions come from start_session (seed 000),
-// contexts from create_context (seed 001). Both are the same thing.
+// Kinds of registry entries: sessions come from start_session, contexts
+// from create_context. Both are the same thing.
 const (
 	KindSession = "session"
 	KindContext = "context"
@@ -34,8 +35,9 @@ type Session struct {
 
 	proc    sandbox.Process
 	stdin   *os.File
-	outMux  *demux
-	errMux  *demux
+	enc     *frame.Encoder // requests to the driver, on stdin
+	outMux  *frame.Demux
+	errMux  *frame.Demux
 	execMu  sync.Mutex
 	mu      sync.Mutex
 	nextID  int64
@@ -54,9 +56,9 @@ type Session struct {
 	// writable: the session's code may write Workspace (false for a
 	// caller's directory outside the writable roots).
 	writable bool
-	// disk bounds the workspace and /tmp (nil when disks are not bounded);
-	// released by terminate once the interpreter is gone.
-	disk *diskbound.Disk
+	// ws is the workspace with its bounded disk; closed by terminate once
+	// the interpreter is gone.
+	ws *engine.Workspace
 }
 
 // Package is one package installed into a session.
@@ -145,8 +147,8 @@ func (s *Session) begin(out, errw *output.Sink) *pending {
 	p := &pending{id: s.nextID, reply: make(chan reply, 1), end: make(chan struct{}, 1)}
 	s.waiting = p
 	s.lastActivity = time.Now()
-	s.outMux.setSink(out)
-	s.errMux.setSink(errw)
+	s.outMux.SetSink(out)
+	s.errMux.SetSink(errw)
 	return p
 }
 
@@ -154,8 +156,8 @@ func (s *Session) finish() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.waiting = nil
-	s.outMux.setSink(nil)
-	s.errMux.setSink(nil)
+	s.outMux.SetSink(nil)
+	s.errMux.SetSink(nil)
 	s.lastActivity = time.Now()
 	s.executions++
 }
@@ -213,14 +215,7 @@ func (s *Session) interrupt(p *pending, grace time.Duration, timedOut bool) exec
 	return execOutcome{timedOut: timedOut, lost: true, lostWhy: why}
 }
 
-func (s *Session) send(msg map[string]any) error {
-	b, err := json.Marshal(msg)
-	if err != nil {
-		return err
-	}
-	_, err = s.stdin.Write(append(b, '\n'))
-	return err
-}
+func (s *Session) send(msg map[string]any) error { return s.enc.Encode(msg) }
 
 // isDead reports whether the interpreter has exited.
 func (s *Session) isDead() bool {
@@ -296,6 +291,11 @@ func (s *Session) info() Info {
 		Status: status, StartedAt: s.StartedAt, LastActivity: s.lastActivity, Executions: s.executions,
 		Pid: pid, MemoryMB: float64(s.rssKB) / 1024, Packages: pkgs}
 }
+
+// OpenWorkspace opens the session's workspace for the server to act on
+// with the sandbox user's rights (placing uploads, reading artifacts); the
+// caller closes it.
+func (s *Session) OpenWorkspace() (*files.Root, error) { return s.ws.Open() }
 
 // Writable reports whether the session's code may write its workspace
 // (false for a caller's working_dir outside the writable roots).

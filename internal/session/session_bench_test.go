@@ -22,14 +22,17 @@ func testManager(tb testing.TB) *Manager {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	eng, err := engine.New(engine.Options{SandboxDir: filepath.Join(dir, "sandbox"), DefaultTimeout: 30 * time.Second,
+	opts := engine.Options{SandboxDir: filepath.Join(dir, "sandbox"), DefaultTimeout: 30 * time.Second,
 		MaxTimeout: time.Minute, KillGrace: time.Second, Output: output.Limits{Max: 10000, Head: 4000, Tail: 4000},
-		BaseEnv: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, BaseDir: dir}, sandbox.NewSubprocess(sandbox.PoolOptions{}),
-		runtime.Discover(context.Background(), runtime.Overrides{}, os.Getenv("PATH")), pathguard.New(pathguard.Options{Home: dir}), log)
+		BaseEnv: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, BaseDir: dir}
+	backend := sandbox.NewSubprocess(sandbox.PoolOptions{})
+	langs := runtime.Discover(context.Background(), runtime.Overrides{}, os.Getenv("PATH"))
+	eng, err := engine.New(opts, engine.Deps{Backend: backend, Languages: langs, Guard: pathguard.New(pathguard.Options{Home: dir}), Log: log})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	m := NewManager(eng, Options{})
+	m := NewManager(Deps{Engine: eng, Languages: langs, Log: log}, Options{DefaultTimeout: opts.DefaultTimeout, Output: opts.Output,
+		PackagesDir: filepath.Join(opts.SandboxDir, ".packages"), SandboxMode: backend.Name()})
 	tb.Cleanup(m.Close)
 	return m
 }

@@ -1,4 +1,5 @@
-// Package shell implements seed 002's command tools in domain terms: the
+// Package shell implements the command tools (execute_command,
+// execute_process) in domain terms: the
 // ALLOWED_COMMANDS allowlist (with a static check of every command of a shell
 // script), ALLOWED_CWD_ROOTS containment of working directories, and a Runner
 // that runs checked commands through the engine's shared runner

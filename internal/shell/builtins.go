@@ -6,7 +6,7 @@ import "mvdan.cc/sh/v3/syntax"
 // data, so a script may use them whatever ALLOWED_COMMANDS says (bash -c
 // "exit 5" with only bash allowed). They only count when called by their bare
 // name: /bin/echo is a program and is checked. pwd is deliberately absent:
-// seed 002's "pwd is not allowed" scenario refuses it under ALLOWED_COMMANDS=ls.
+// an operator who allows only ls expects "pwd is not allowed".
 // Builtins that assign variables (read, getopts, printf -v, export …) still
 // get the protected-variable checks; builtins that run code or programs
 // (eval, source, exec, command, builtin, trap with code, enable …) are in

@@ -34,7 +34,8 @@ func NewRoots(roots []string) Roots { return Roots{roots: roots} }
 func (r Roots) Restricted() bool { return len(r.roots) > 0 }
 
 // Canonical resolves every root (relative roots against base). Any root that
-// cannot be resolved is a *ConfigError, as seed 002 requires.
+// cannot be resolved is a *ConfigError: the operator must fix the setting
+// rather than have requests silently escape it.
 func (r Roots) Canonical(base string) ([]string, error) {
 	out := make([]string, 0, len(r.roots))
 	var bad []string
@@ -59,7 +60,7 @@ func (r Roots) Canonical(base string) ([]string, error) {
 
 // Resolve returns the directory a command runs in. An empty cwd means base
 // (the server's working directory) and is not subject to ALLOWED_CWD_ROOTS,
-// which seed 002 applies only to requests that provide cwd. Otherwise cwd is
+// which applies only to requests that provide cwd. Otherwise cwd is
 // made absolute against base, "~" is expanded with home, symlinks and ".."
 // are resolved, it must be an existing directory, and when roots are
 // configured it must lie within one of them (compared on canonical paths).

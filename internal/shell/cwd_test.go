@@ -54,7 +54,7 @@ func TestRootsResolve(t *testing.T) {
 		{[]string{root}, "root/link-out", "error:not within ALLOWED_CWD_ROOTS"},
 		{[]string{root}, "root/a/../..", "error:not within"},
 		{[]string{root}, outside, "error:not within"},
-		{[]string{root}, "", base}, // no cwd: server's cwd, roots not applied (seed 002)
+		{[]string{root}, "", base}, // no cwd: server's cwd, roots not applied
 		{[]string{filepath.Join(base, "root-link")}, "root/a", filepath.Join(root, "a")},
 		{[]string{"root"}, "root/a", filepath.Join(root, "a")},
 		{[]string{root + "x"}, "root/a", "error:cannot be resolved"},

@@ -17,25 +17,43 @@ import (
 	"github.com/codexec/codexec/internal/pathguard"
 )
 
-// Runner runs execute_command and execute_process requests through the
-// engine's shared runner. Create it with NewRunner.
+// Runner runs execute_command and execute_process requests on the engine's
+// run path (engine.RunProcess). Create it with NewRunner.
 type Runner struct {
-	eng   *engine.Engine
-	allow *Allowlist
-	roots Roots
-	bash  string
-	path  string
+	eng  *engine.Engine
+	opts Options
 }
 
-// NewRunner returns a Runner. bash is the absolute path of the bash that runs
-// execute_command scripts (the same bash the checker's parser models); path
-// is the PATH commands run with, used to find execute_process files.
-func NewRunner(eng *engine.Engine, allow *Allowlist, roots Roots, bash, path string) *Runner {
-	return &Runner{eng: eng, allow: allow, roots: roots, bash: bash, path: path}
+// Options configure a Runner.
+type Options struct {
+	// Allow is the ALLOWED_COMMANDS check.
+	Allow *Allowlist
+	// Roots is ALLOWED_CWD_ROOTS.
+	Roots Roots
+	// Bash is the absolute path of the bash that runs execute_command
+	// scripts (the same bash the checker's parser models); empty when
+	// there is none.
+	Bash string
+	// Path is the PATH commands run with, used to find execute_process
+	// files.
+	Path string
+	// BaseDir resolves relative cwd values and is the cwd when none is
+	// given (the server's working directory); Home expands "~".
+	BaseDir, Home string
+	// Isolated: commands run in an isolated sandbox, which sees only the
+	// system directories of the host.
+	Isolated bool
+	// SandboxMode names the isolation mode in results and messages.
+	SandboxMode string
+}
+
+// NewRunner returns a Runner running commands through eng.
+func NewRunner(eng *engine.Engine, opts Options) *Runner {
+	return &Runner{eng: eng, opts: opts}
 }
 
 // Allowlist returns the allowlist in use.
-func (r *Runner) Allowlist() *Allowlist { return r.allow }
+func (r *Runner) Allowlist() *Allowlist { return r.opts.Allow }
 
 // CommandRequest is one execute_command call. Timeout zero means the
 // engine's default.
@@ -82,7 +100,7 @@ type Result struct {
 // runs it with bash -c. An error means the request was rejected and nothing
 // ran.
 func (r *Runner) Command(ctx context.Context, req CommandRequest) (Result, error) {
-	if err := r.allow.CheckScript(req.Command); err != nil {
+	if err := r.opts.Allow.CheckScript(req.Command); err != nil {
 		return Result{}, err
 	}
 	if strings.TrimSpace(req.Command) == "" {
@@ -92,12 +110,12 @@ func (r *Runner) Command(ctx context.Context, req CommandRequest) (Result, error
 	if err != nil {
 		return Result{}, err
 	}
-	if r.bash == "" {
+	if r.opts.Bash == "" {
 		return Result{}, errors.New("bash is not available on this server, so execute_command cannot run; use execute_process")
 	}
-	argv := []string{r.bash, "-c", req.Command}
+	argv := []string{r.opts.Bash, "-c", req.Command}
 	log := engine.Request{Tool: "execute_command", Code: req.Command, Context: req.Context, Observe: req.Observe}
-	return r.noted(req.Cwd, dir, r.run(ctx, "bash", argv, dir, nil, req.Timeout, log)), nil
+	return noted(dir, r.run(ctx, "bash", argv, dir, req.Cwd, nil, req.Timeout, log)), nil
 }
 
 // Process checks req.File against the allowlist and the cwd rules, then runs
@@ -107,37 +125,36 @@ func (r *Runner) Process(ctx context.Context, req ProcessRequest) (Result, error
 	if req.File == "" {
 		return Result{}, errors.New("file is required")
 	}
-	if err := r.allow.Allowed(req.File); err != nil {
+	if err := r.opts.Allow.Allowed(req.File); err != nil {
 		return Result{}, err
 	}
 	dir, err := r.cwd(req.Cwd)
 	if err != nil {
 		return Result{}, err
 	}
-	bin, err := lookPath(req.File, r.path)
+	bin, err := lookPath(req.File, r.opts.Path)
 	if err != nil {
 		return Result{}, err
 	}
-	if r.eng.Backend().Isolated() && !strings.Contains(req.File, "/") {
+	if r.opts.Isolated && !strings.Contains(req.File, "/") {
 		// The sandbox sees only the system directories: look the program
 		// up there (a host PATH entry such as a version-manager shim does
 		// not exist inside).
-		if bin, err = lookPath(req.File, systemPath(r.path)); err != nil {
-			return Result{}, fmt.Errorf("%s is not available inside the %s sandbox: %w", req.File, r.eng.Backend().Name(), err)
+		if bin, err = lookPath(req.File, systemPath(r.opts.Path)); err != nil {
+			return Result{}, fmt.Errorf("%s is not available inside the %s sandbox: %w", req.File, r.opts.SandboxMode, err)
 		}
 	}
 	argv := append([]string{bin}, req.Args...)
 	log := engine.Request{Tool: "execute_process", Code: quoteArgv(append([]string{req.File}, req.Args...)),
 		Args: req.Args, Stdin: req.Input, Context: req.Context, Observe: req.Observe}
-	return r.noted(req.Cwd, dir, r.run(ctx, "process", argv, dir, req.Input, req.Timeout, log)), nil
+	return noted(dir, r.run(ctx, "process", argv, dir, req.Cwd, req.Input, req.Timeout, log)), nil
 }
 
 // cwd resolves the command's directory: ALLOWED_CWD_ROOTS first, then the
 // server's policy for caller directories (forbidden and internal paths are
 // refused; writable only within CODEXEC_WRITABLE_ROOTS).
 func (r *Runner) cwd(cwd string) (pathguard.Dir, error) {
-	opts := r.eng.Options()
-	c, err := r.roots.Resolve(cwd, opts.BaseDir, opts.Home)
+	c, err := r.opts.Roots.Resolve(cwd, r.opts.BaseDir, r.opts.Home)
 	if err != nil {
 		return pathguard.Dir{}, err
 	}
@@ -153,84 +170,28 @@ func (r *Runner) cwd(cwd string) (pathguard.Dir, error) {
 	return d, nil
 }
 
-// noted adds what the result must say about a caller's cwd.
-func (r *Runner) noted(given string, dir pathguard.Dir, res Result) Result {
-	res.CwdNote = r.eng.WorkingDirNote(given, dir)
+// noted says in the result when the command ran in a fresh directory
+// because the server's own was refused (the engine notes the rest).
+func noted(dir pathguard.Dir, res Result) Result {
 	if dir.Path == "" {
 		res.CwdNote = "the server's working directory may not be used by commands, so this one ran in a fresh empty directory"
 	}
 	return res
 }
 
-// run executes argv in dir through engine.RunProcess. HOME is a fresh
-// per-run directory (removed afterwards): it keeps tools from writing into
-// the server's home and gives the run a unique environment marker, which the
-// subprocess backend uses to find and kill the run's escaped children.
-func (r *Runner) run(ctx context.Context, lang string, argv []string, wd pathguard.Dir, stdin *string, timeout time.Duration, log engine.Request) Result {
-	dir := wd.Path
-	if timeout == 0 {
-		timeout = r.eng.Options().DefaultTimeout
-	}
-	id := execlog.NewID("exec_")
-	started := time.Now()
-	home, cleanup, err := r.home(id)
-	if err != nil {
-		return r.failed(id, lang, dir, fmt.Sprintf("cannot create the run's home directory: %v", err))
-	}
-	defer cleanup()
-	// An empty wd is a fresh workspace of codexec's own (bounded as a
-	// whole); a caller's directory is a host directory, only /tmp is.
-	owned := dir == ""
-	if owned {
-		if dir, err = r.eng.NewWorkspace(id + "_cwd"); err != nil {
-			return r.failed(id, lang, dir, err.Error())
-		}
-		defer os.RemoveAll(dir)
-	}
-	disk, err := r.eng.BoundDisk(dir, owned)
-	if err != nil {
-		return r.failed(id, lang, dir, err.Error())
-	}
-	if disk != nil {
-		defer disk.Release()
-	}
-	spec := engine.ProcessSpec{ID: id, Argv: argv, Dir: dir, DirWritable: wd.Writable, Env: r.eng.Env(lang, home), Timeout: timeout,
-		Network: !r.eng.Backend().Isolated(), TmpDir: engine.TmpDir(disk),
-		OnStdout: log.Observe.For("stdout"), OnStderr: log.Observe.For("stderr")}
-	if stdin != nil {
-		spec.Stdin = strings.NewReader(*stdin)
-	}
-	r.eng.LogStarted(ctx, id, lang, dir, log, started)
-	oc := r.eng.RunProcess(ctx, spec)
-	res := engine.NoteDiskFull(r.eng.OutcomeResult(id, lang, oc, timeout), disk)
-	res.WorkingDir = dir
-	res.LogError = r.eng.LogResult(ctx, res, log, started)
-	return fromEngine(res)
-}
-
-// home returns the run's HOME. In subprocess mode it is a fresh directory
-// (removed by cleanup), which also marks the run's processes for the orphan
-// sweep. Isolated modes use the sandbox's private /tmp, which vanishes with
-// the run and needs no host directory.
-func (r *Runner) home(id string) (string, func(), error) {
-	if r.eng.Backend().Isolated() {
-		return "/tmp", func() {}, nil
-	}
-	home, err := r.eng.NewWorkspace(id)
-	if err != nil {
-		return "", nil, err
-	}
-	return home, func() { _ = r.eng.RemoveDir(home) }, nil
-}
-
-func (r *Runner) failed(id, lang, dir, msg string) Result {
-	return Result{Status: engine.StatusSetupError, ErrorMessage: &msg, Cwd: dir, ExecutionID: id, SandboxMode: r.eng.Backend().Name()}
+// run executes argv in wd (empty: a fresh empty directory; given is the
+// cwd as the caller wrote it) on the engine's run path, which gives it a
+// HOME of its own, logs it and maps the outcome to the result.
+func (r *Runner) run(ctx context.Context, lang string, argv []string, wd pathguard.Dir, given string, stdin *string, timeout time.Duration, log engine.Request) Result {
+	return fromEngine(r.eng.RunProcess(ctx, engine.ProcessRequest{Argv: argv, Lang: lang, Dir: wd, Given: given, Stdin: stdin,
+		Timeout: timeout, Log: log}))
 }
 
 func fromEngine(res engine.Result) Result {
 	return Result{ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, Status: res.Status,
 		ErrorMessage: res.ErrorMessage, TimedOut: res.TimedOut, Truncated: res.Truncated, Cwd: res.WorkingDir,
-		DurationMs: res.DurationMs, ExecutionID: res.ExecutionID, SandboxMode: res.SandboxMode, LogError: res.LogError}
+		DurationMs: res.DurationMs, ExecutionID: res.ExecutionID, SandboxMode: res.SandboxMode, LogError: res.LogError,
+		CwdNote: res.WorkingDirNote}
 }
 
 // lookPath finds file on pathEnv (absolute paths are used as given). It is

@@ -1,10 +1,12 @@
-// Package upstream makes codexec an MCP client of other MCP servers (seed 004's
-// gateway): it reads the "mcpServers" file MCP clients already use, connects to
-// each server (stdio or Streamable HTTP) with the go-sdk client, keeps each
-// server's tool catalogue current (listChanged), restarts a crashed stdio
-// server on its next use, applies the tool policy, and calls tools on behalf of
-// sandboxed code. A server that cannot start is reported in its State and
-// never stops the others.
+// Package upstream makes codexec an MCP client of other MCP servers (the
+// gateway behind code mode's tools): it reads the "mcpServers" file MCP
+// clients already use, connects to each server (stdio or Streamable HTTP)
+// with the go-sdk client, keeps each server's tool catalogue current
+// (listChanged), restarts a crashed stdio server on its next use, and calls
+// tools on behalf of sandboxed code. It is the one place that enforces what
+// holds for every upstream call: the tool policy (CODEXEC_TOOL_POLICY), the
+// per-call timeout and the result cap (Options). A server that cannot start
+// is reported in its State and never stops the others.
 //
 // Secrets stay on the host: `${VAR}` references in a server's command, args,
 // env, url and headers are expanded from codexec's own environment (passed in

@@ -25,6 +25,9 @@ type Tool struct {
 	InputSchema json.RawMessage
 }
 
+// FullName is "server.tool", the name policies and logs use.
+func (t Tool) FullName() string { return t.Server + "." + t.Name }
+
 // Options configure a Manager. Zero values select the documented defaults.
 type Options struct {
 	// BaseEnv ("K=V") is the environment every stdio server starts with,
