@@ -120,7 +120,7 @@ func startWith(t testing.TB, dir string, opts *mcp.ClientOptions, env ...string)
 	t.Cleanup(func() {
 		_ = cs.Close()
 		if t.Failed() {
-			t.Logf("server log:\n%s", tail(stderr.String(), 4000))
+			t.Logf("server log:\n%s", tail(stderr.String(), 40000))
 		}
 	})
 	return s

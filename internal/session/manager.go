@@ -236,12 +236,12 @@ func newID(kind string) string {
 
 // launch creates the workspace and starts the driver, waiting for it to be
 // ready.
-func (m *Manager) launch(ctx context.Context, k key, lang string, req StartRequest) (s *Session, retErr error) {
+func (m *Manager) launch(ctx context.Context, k key, lang string, req StartRequest) (_ *Session, retErr error) {
 	ws, err := m.eng.Workspace(storageName(k), req.WorkingDir)
 	if err != nil {
 		return nil, err
 	}
-	s = &Session{ID: k.id, Owner: k.owner, storage: storageName(k), Name: req.Name, Kind: req.Kind, Language: lang, Description: req.Description,
+	s := &Session{ID: k.id, Owner: k.owner, storage: storageName(k), Name: req.Name, Kind: req.Kind, Language: lang, Description: req.Description,
 		Workspace: ws.Dir.Path, StartedAt: time.Now().UTC(), lastActivity: time.Now(), ready: make(chan reply, 1),
 		dead: make(chan struct{}), pkgDirs: map[string]string{}, writable: ws.Dir.Writable, ws: ws}
 	defer func() {
