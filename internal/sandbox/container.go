@@ -122,7 +122,7 @@ func (c *Container) Start(_ context.Context, spec Spec) (Process, error) {
 		return nil, errors.New("sandbox: the container backend does not grant host networking")
 	}
 	if req, ok := c.warmRequest(spec); ok {
-		return c.warm.serve(req, func(r *runner) (*HostProc, error) { return c.startWarm(spec, req, r) },
+		return c.warm.serve(req, func(r warmRunner) (*HostProc, error) { return c.startWarm(spec, req, r.(*ctRunner)) },
 			func() (*HostProc, error) { return c.startCold(spec) })
 	}
 	return asProcess(c.startCold(spec))

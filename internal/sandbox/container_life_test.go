@@ -68,13 +68,14 @@ func TestContainerWarmEndsWithServer(t *testing.T) {
 	if _, ok := c.AwaitWarm(WarmPython, 20*time.Second); !ok {
 		t.Fatal("no warm runner became ready")
 	}
-	r := c.warm.take(mustWarmRequest(t, warmSpec(WarmPython, t.TempDir(), "")))
-	if r == nil {
+	taken := c.warm.take(mustWarmRequest(t, warmSpec(WarmPython, t.TempDir(), "")))
+	if taken == nil {
 		t.Fatal("no ready runner to take")
 	}
-	defer r.ct.free()
-	_ = r.ct.deadline.Close()
-	r.ct.deadline = nil
+	r := taken.(*ctRunner)
+	defer r.free()
+	_ = r.deadline.Close()
+	r.deadline = nil
 	exited := make(chan error, 1)
 	go func() { exited <- r.wait() }()
 	select {
@@ -82,8 +83,8 @@ func TestContainerWarmEndsWithServer(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the warm container still runs 10 s after its deadline FIFO lost its writer")
 	}
-	if out, _ := exec.Command(c.cli, "ps", "-q", "--filter", "name="+r.ct.name).Output(); strings.TrimSpace(string(out)) != "" {
-		t.Errorf("container %s still listed as running", r.ct.name)
+	if out, _ := exec.Command(c.cli, "ps", "-q", "--filter", "name="+r.name).Output(); strings.TrimSpace(string(out)) != "" {
+		t.Errorf("container %s still listed as running", r.name)
 	}
 }
 

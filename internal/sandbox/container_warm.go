@@ -42,9 +42,14 @@ import (
 // ctlName is the control socket's name in a container runner's directory.
 const ctlName = ".codexec-ctl"
 
-// ctRunner is what a container runner holds besides the runner itself.
+// ctRunner is a container runner: the stub in its container and what a
+// take needs of the container.
 type ctRunner struct {
-	name string    // container name
+	stubRunner
+	// mntns is the container's mount namespace, where the workspace is
+	// mounted at take time.
+	mntns *os.File
+	name  string    // container name
 	dir  string    // host directory bound at /workspace until take
 	cpu  cpuWeight // restored at take
 	env  []string
@@ -55,6 +60,19 @@ type ctRunner struct {
 	// deadline is the server's end of the deadline FIFO (container_life.go),
 	// written and closed at take time.
 	deadline *os.File
+}
+
+func (r *ctRunner) closeFiles() {
+	r.stubRunner.closeFiles()
+	if r.mntns != nil {
+		_ = r.mntns.Close()
+	}
+}
+
+func (r *ctRunner) destroy() {
+	r.closeFiles()
+	r.killGroup()
+	r.free()
 }
 
 // warmRequest returns the warm request serving spec, if a container runner
@@ -70,7 +88,7 @@ func (c *Container) warmRequest(spec Spec) (warmRequest, bool) {
 
 // newRunner starts a container runner for req and waits until its stub is
 // connected and ready.
-func (c *Container) newRunner(req warmRequest) (*runner, error) {
+func (c *Container) newRunner(req warmRequest) (warmRunner, error) {
 	dir, err := os.MkdirTemp(c.warmRoot, "r-")
 	if err == nil {
 		err = os.Chmod(dir, 0o711)
@@ -96,58 +114,55 @@ func (c *Container) newRunner(req warmRequest) (*runner, error) {
 		launch = c.launchNodeRunner
 	}
 	ct.deadline, err = makeLifeFIFOs(dir)
-	var r *runner
 	if err == nil {
-		r, err = launch(req, ct)
+		err = launch(req, ct)
 	}
 	if err != nil {
 		ct.free()
 		return nil, err
 	}
-	return r, nil
+	return ct, nil
 }
 
-func (c *Container) launchRunner(req warmRequest, ct *ctRunner) (*runner, error) {
+func (c *Container) launchRunner(req warmRequest, ct *ctRunner) error {
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(ct.dir, ctlName), Net: "unix"})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer ln.Close()
 	if err := os.Chmod(filepath.Join(ct.dir, ctlName), 0o666); err != nil {
-		return nil, err
+		return err
 	}
 	spec := req.base
 	spec.Dir = ct.dir
 	cmd := warmEntry(containerArgv(append(slices.Clip(spec.Argv), WorkspacePath+"/"+ctlName), spec.Dir), "<&5")
-	r, exited, err := c.startRunnerCLI(spec, ct, cmd)
+	exited, err := c.startRunnerCLI(spec, ct, cmd)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	pid, err := r.acceptCtl(ln, exited)
+	pid, err := ct.acceptCtl(ln, exited)
 	if err == nil {
-		err = r.awaitReady()
+		err = ct.awaitReady()
 	}
 	if err == nil {
-		err = ct.inspect(r, pid)
+		err = ct.inspect(pid)
 	}
 	if err != nil {
-		r.closeFiles()
-		_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
-		_ = r.wait()
-		return nil, err
+		ct.closeFiles()
+		ct.killGroup()
+		return err
 	}
-	r.ct = ct
-	return r, nil
+	return nil
 }
 
 // startRunnerCLI starts the CLI that runs the runner's container (command
 // ctCmd), with the minimum CPU weight; exited is closed when the CLI has
 // exited.
-func (c *Container) startRunnerCLI(spec Spec, ct *ctRunner, ctCmd []string) (*runner, chan struct{}, error) {
-	cmd := exec.Command(c.cli, c.runArgs(spec, ct.name, ctCmd, "--cpu-shares", "2")...)
+func (c *Container) startRunnerCLI(spec Spec, r *ctRunner, ctCmd []string) (chan struct{}, error) {
+	cmd := exec.Command(c.cli, c.runArgs(spec, r.name, ctCmd, "--cpu-shares", "2")...)
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	r := &runner{cmd: cmd}
+	r.cmd = cmd
 	var child [3]*os.File
 	var err error
 	defer func() {
@@ -164,25 +179,25 @@ func (c *Container) startRunnerCLI(spec Spec, ct *ctRunner, ctCmd []string) (*ru
 	}
 	if err != nil {
 		r.closeFiles()
-		return nil, nil, err
+		return nil, err
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = child[0], child[1], child[2]
 	wait, err := StartTracked(cmd)
 	if err != nil {
 		r.closeFiles()
-		return nil, nil, err
+		return nil, err
 	}
 	exited := make(chan struct{})
 	var werr error
 	go func() { werr = wait(); close(exited) }()
 	r.wait = func() error { <-exited; return werr }
-	return r, exited, nil
+	return exited, nil
 }
 
 // acceptCtl accepts the stub's connection on ln (giving up when the CLI
 // exits or runnerReadyTimeout passes), keeps it as r.ctl and returns the
 // stub's host pid.
-func (r *runner) acceptCtl(ln *net.UnixListener, exited chan struct{}) (int, error) {
+func (r *ctRunner) acceptCtl(ln *net.UnixListener, exited chan struct{}) (int, error) {
 	_ = ln.SetDeadline(time.Now().Add(runnerReadyTimeout))
 	accepted := make(chan struct{})
 	defer close(accepted)
@@ -204,7 +219,7 @@ func (r *runner) acceptCtl(ln *net.UnixListener, exited chan struct{}) (int, err
 
 // adoptCtl makes a pollable duplicate of conn the runner's ctl and returns
 // the peer's pid (SO_PEERCRED: in the server's pid namespace).
-func (r *runner) adoptCtl(conn *net.UnixConn) (int, error) {
+func (r *ctRunner) adoptCtl(conn *net.UnixConn) (int, error) {
 	rc, err := conn.SyscallConn()
 	if err != nil {
 		return 0, err
@@ -229,7 +244,7 @@ func (r *runner) adoptCtl(conn *net.UnixConn) (int, error) {
 
 // inspect records, from /proc, what a take needs of the stub's process:
 // its mount namespace, cgroup and environment, and what it holds.
-func (ct *ctRunner) inspect(r *runner, pid int) error {
+func (r *ctRunner) inspect(pid int) error {
 	proc := "/proc/" + strconv.Itoa(pid)
 	host, err := hostMountNS()
 	if err != nil {
@@ -246,14 +261,14 @@ func (ct *ctRunner) inspect(r *runner, pid int) error {
 		return err
 	}
 	var mem string
-	if ct.cpu, mem = cgroupFiles(string(cg)); ct.cpu.file == "" {
+	if r.cpu, mem = cgroupFiles(string(cg)); r.cpu.file == "" {
 		return fmt.Errorf("container runner %d: no cpu cgroup found", pid)
 	}
 	env, err := os.ReadFile(proc + "/environ")
 	if err != nil {
 		return err
 	}
-	ct.env = strings.Split(strings.TrimSuffix(string(env), "\x00"), "\x00")
+	r.env = strings.Split(strings.TrimSuffix(string(env), "\x00"), "\x00")
 	if b, err := os.ReadFile(mem); err == nil {
 		r.mem, _ = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 	}
@@ -316,25 +331,25 @@ func cgroupFiles(procCgroup string) (cpu cpuWeight, mem string) {
 // startWarm runs spec in the taken container runner r (see above). On
 // error the runner is destroyed in the background and the caller starts
 // cold.
-func (c *Container) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc, error) {
+func (c *Container) startWarm(spec Spec, req warmRequest, r *ctRunner) (*HostProc, error) {
 	err := c.grantWorkspace(spec)
 	if err == nil {
 		err = bindContainerWorkspace(r, spec.Dir, workspaceReadOnly(spec, c.opts.OwnedRoot),
 			masksBelow(c.opts.Mask, spec.Dir, WorkspacePath, c.opts.UID))
 	}
 	if err == nil {
-		err = os.WriteFile(r.ct.cpu.file, []byte(r.ct.cpu.normal), 0)
+		err = os.WriteFile(r.cpu.file, []byte(r.cpu.normal), 0)
 	}
 	if err == nil {
-		err = armDeadline(r.ct.deadline, spec.Deadline)
-		r.ct.deadline = nil
+		err = armDeadline(r.deadline, spec.Deadline)
+		r.deadline = nil
 	}
 	var stdout, stderr *os.File
 	msg := r.ctl
 	switch {
 	case err != nil:
-	case r.ct.node != nil:
-		stdout, stderr, msg = r.ct.node.out, r.ct.node.err, r.ct.node.msg
+	case r.node != nil:
+		stdout, stderr, msg = r.node.out, r.node.err, r.node.msg
 	default:
 		drainCLIOutput(r)
 		stdout, stderr, err = r.handOverStdio()
@@ -343,13 +358,13 @@ func (c *Container) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc,
 		c.destroyLater(r)
 		return nil, err
 	}
-	name := r.ct.name
+	name := r.name
 	var killed atomic.Bool
 	hooks := c.hooks(name, spec, &killed)
-	free := r.ct.free
+	free := r.free
 	hooks.Cleanup = func() error { free(); return nil }
 	p := adoptHostProc(r.cmd, r.wait, r.stdin, stdout, stderr, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
-	e := startEarly(p, r, &c.cleanups, func() { _ = c.cliQuiet("kill", "--signal", "9", name) })
+	e := startEarly(p, &r.stubRunner, &c.cleanups, func() { _ = c.cliQuiet("kill", "--signal", "9", name) })
 	cliExit := hooks.AfterWait
 	p.hooks.AfterWait = func(x *Exit) {
 		if !e.early { // the stub's own status needs no decoding
@@ -357,7 +372,7 @@ func (c *Container) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc,
 		}
 	}
 	_ = r.mntns.Close()
-	_, err = msg.Write(encodeRun(WorkspacePath, r.ct.env, req.code, containerArgs(req.args, spec.Dir)))
+	_, err = msg.Write(encodeRun(WorkspacePath, r.env, req.code, containerArgs(req.args, spec.Dir)))
 	if msg != r.ctl {
 		_ = msg.Close()
 	}
@@ -370,7 +385,7 @@ func (c *Container) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc,
 
 // drainCLIOutput discards what the CLI itself still writes once the run's
 // output pipes are handed over (closing them could end the CLI early).
-func drainCLIOutput(r *runner) {
+func drainCLIOutput(r *ctRunner) {
 	for _, f := range []*os.File{r.stdout, r.stderr} {
 		go func() { _, _ = io.Copy(io.Discard, f); _ = f.Close() }()
 	}
@@ -380,7 +395,7 @@ func drainCLIOutput(r *runner) {
 // bindContainerWorkspace mounts a clone of the host directory dir over
 // /workspace in r's container (nosuid, nodev, read-only if ro) and applies
 // masks below it.
-func bindContainerWorkspace(r *runner, dir string, ro bool, masks []mask) error {
+func bindContainerWorkspace(r *ctRunner, dir string, ro bool, masks []mask) error {
 	tree, err := cloneTree(dir, ro)
 	if err != nil {
 		return err

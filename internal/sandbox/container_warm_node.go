@@ -75,44 +75,41 @@ var nodeRedirect = func() string {
 
 // launchNodeRunner starts a node container runner and waits until it is
 // ready.
-func (c *Container) launchNodeRunner(req warmRequest, ct *ctRunner) (*runner, error) {
-	fifos, err := makeFIFOs(ct.dir)
+func (c *Container) launchNodeRunner(req warmRequest, r *ctRunner) error {
+	fifos, err := makeFIFOs(r.dir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	spec := req.base
-	spec.Dir = ct.dir
+	spec.Dir = r.dir
 	// "4" tells the stub its status descriptor.
 	cmd := warmEntry(containerArgv(append(slices.Clip(spec.Argv), "4"), spec.Dir), nodeRedirect)
-	r, _, err := c.startRunnerCLI(spec, ct, cmd)
-	if err != nil {
+	if _, err := c.startRunnerCLI(spec, r, cmd); err != nil {
 		fifos.close()
-		return nil, err
+		return err
 	}
 	// node's stdio are the FIFOs: the CLI's own pipes carry nothing of the
 	// run. Its stdin stays open (closing it may end an attached CLI).
 	drainCLIOutput(r)
 	cliIn := r.stdin
 	r.stdin, r.ctl = fifos.in, fifos.status
-	ct.node, ct.cliIn = fifos, cliIn
+	r.node, r.cliIn = fifos, cliIn
 	err = r.awaitReady()
 	var pid int
 	if err == nil {
-		pid, err = c.containerPid(ct.name)
+		pid, err = c.containerPid(r.name)
 	}
 	if err == nil {
-		err = ct.inspect(r, pid)
+		err = r.inspect(pid)
 	}
 	if err != nil {
 		r.closeFiles()
 		fifos.close()
 		_ = cliIn.Close()
-		_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
-		_ = r.wait()
-		return nil, err
+		r.killGroup()
+		return err
 	}
-	r.ct = ct
-	return r, nil
+	return nil
 }
 
 // containerPid asks the CLI for the host pid of the container's first

@@ -120,7 +120,7 @@ func newNamespace(o NamespaceOptions) (*Namespace, error) {
 	sweepDeadRunsOnce()
 	n := &Namespace{opts: o, cg: cgroup.Detect()}
 	n.pool = &pool{n: n}
-	n.warm = newWarmPool(o.Pool, n.newRunner)
+	n.warm = newWarmPool(o.Pool, n.startRunner)
 	leftoverSweep.Do(func() {
 		if k := cgroup.Sweep(n.cg); k > 0 {
 			slog.Info("removed cgroups left by earlier codexec servers", "count", k)
@@ -238,7 +238,7 @@ func (n *Namespace) Start(_ context.Context, spec Spec) (Process, error) {
 // startCounted starts a run that a warm runner can serve (warm if one is
 // ready), counted in flight until released so refills wait for its end.
 func (n *Namespace) startCounted(spec Spec, req warmRequest) (Process, error) {
-	return n.warm.serve(req, func(r *runner) (*HostProc, error) { return n.startWarm(spec, req, r) },
+	return n.warm.serve(req, func(r warmRunner) (*HostProc, error) { return n.startWarm(spec, req, r.(*nsRunner)) },
 		func() (*HostProc, error) { return n.startCold(spec) })
 }
 
@@ -352,7 +352,7 @@ func (n *Namespace) runHooks(cg *cgroup.Group, st *stage, pp **HostProc) Hooks {
 // startWarm runs spec in the taken runner r: workspace granted and bound,
 // CPU weight restored, output attached, then the run handed over. On error
 // the runner is destroyed in the background and the caller starts cold.
-func (n *Namespace) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc, error) {
+func (n *Namespace) startWarm(spec Spec, req warmRequest, r *nsRunner) (*HostProc, error) {
 	err := handOverWorkspace(spec, n.opts.OwnedRoot, n.opts.UID, n.opts.GID)
 	if err == nil {
 		err = n.bindWorkspace(r, spec.Dir, workspaceReadOnly(spec, n.opts.OwnedRoot))
@@ -380,7 +380,7 @@ func (n *Namespace) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc,
 		p.exitOf = func() Exit { return r.exit }
 	}
 	if early {
-		startEarly(p, r, &n.cleanups, func() { _ = r.cg.Kill() })
+		startEarly(p, &r.stubRunner, &n.cleanups, func() { _ = r.cg.Kill() })
 	}
 	_ = r.mntns.Close()
 	_, err = r.ctl.Write(encodeRun(spec.Dir, spec.Env, req.code, req.args))

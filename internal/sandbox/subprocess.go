@@ -59,7 +59,7 @@ func (s *Subprocess) Start(_ context.Context, spec Spec) (Process, error) {
 		return nil, fmt.Errorf("sandbox: empty argv")
 	}
 	if req, ok := parseWarm(spec); ok && s.warm != nil {
-		return s.warm.serve(req, func(r *runner) (*HostProc, error) { return s.startWarm(spec, req, r) },
+		return s.warm.serve(req, func(r warmRunner) (*HostProc, error) { return s.startWarm(spec, req, r.(*subRunner)) },
 			func() (*HostProc, error) { return s.startCold(spec) })
 	}
 	return asProcess(s.startCold(spec))

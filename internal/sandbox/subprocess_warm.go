@@ -13,8 +13,20 @@ import (
 // environment are applied by the stub. Nothing is isolated here, as for
 // any subprocess run (SECURITY.md); the runner only saves the start-up.
 
+// subRunner is a subprocess runner: the stub and its start-up run marker,
+// which marks the children a run forks without exec (runmark.go).
+type subRunner struct {
+	stubRunner
+	marker string
+}
+
+func (r *subRunner) destroy() {
+	r.closeFiles()
+	r.killGroup()
+}
+
 // newRunner starts a subprocess runner for req and waits until it is ready.
-func (s *Subprocess) newRunner(req warmRequest) (*runner, error) {
+func (s *Subprocess) newRunner(req warmRequest) (warmRunner, error) {
 	rp, err := newRunnerPipes()
 	if err != nil {
 		return nil, err
@@ -36,8 +48,8 @@ func (s *Subprocess) newRunner(req warmRequest) (*runner, error) {
 		return nil, err
 	}
 	rp.closeChild()
-	r := &rp.r
-	r.cmd, r.wait, r.marker = cmd, wait, marker
+	rp.r.cmd, rp.r.wait = cmd, wait
+	r := &subRunner{stubRunner: rp.r, marker: marker}
 	limitFileSize(cmd.Process.Pid, req.base.Limits.DiskBytes)
 	if err := r.awaitReady(); err != nil {
 		r.destroy()
@@ -49,7 +61,7 @@ func (s *Subprocess) newRunner(req warmRequest) (*runner, error) {
 
 // startWarm runs spec in the taken runner r: output attached (python: fresh
 // pipes handed over, status reported early), then the run handed over.
-func (s *Subprocess) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc, error) {
+func (s *Subprocess) startWarm(spec Spec, req warmRequest, r *subRunner) (*HostProc, error) {
 	early := req.kind == WarmPython
 	stdout, stderr := r.stdout, r.stderr
 	if early {
@@ -67,7 +79,7 @@ func (s *Subprocess) startWarm(spec Spec, req warmRequest, r *runner) (*HostProc
 	hooks := Hooks{Signal: signal, Cleanup: kill}
 	p := adoptHostProc(r.cmd, r.wait, r.stdin, stdout, stderr, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
 	if early {
-		startEarly(p, r, &s.cleanups, func() { _ = kill() })
+		startEarly(p, &r.stubRunner, &s.cleanups, func() { _ = kill() })
 	}
 	_, err := r.ctl.Write(encodeRun(spec.Dir, markedEnv(spec.Env, runMarker), req.code, req.args))
 	if !early {

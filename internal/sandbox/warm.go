@@ -168,17 +168,17 @@ func encodeRun(cwd string, env []string, code string, args []string) []byte {
 const refillDefer = 100 * time.Millisecond
 
 // runnerStarter starts one runner for a request; backends implement it.
-type runnerStarter func(req warmRequest) (*runner, error)
+type runnerStarter func(req warmRequest) (warmRunner, error)
 
 // warmKind is the pool's state for one key.
 type warmKind struct {
 	req      warmRequest
-	ready    []*runner
+	ready    []warmRunner
 	starting int
 	// launching counts the starting runners past the refill gate (in
 	// start); waiters are runs waiting for them, at most one each.
 	launching    int
-	waiters      []chan *runner
+	waiters      []chan warmRunner
 	target       int
 	lastUse      time.Time
 	hits, misses uint64
@@ -218,7 +218,7 @@ func newWarmPool(opts PoolOptions, start runnerStarter) *warmPool {
 // none ready but one already launching that no other run waits for, it
 // waits for that one (at most missWait): cheaper in CPU than a cold start
 // beside it, and on a small machine about as fast.
-func (p *warmPool) take(req warmRequest) *runner {
+func (p *warmPool) take(req warmRequest) warmRunner {
 	if p == nil || p.opts.Size == 0 {
 		return nil
 	}
@@ -243,7 +243,7 @@ const missWait = 100 * time.Millisecond
 
 // takeOrQueue takes a ready runner, or queues for a launching one (wait
 // non-nil), or neither (a cold start).
-func (p *warmPool) takeOrQueue(req warmRequest) (*runner, chan *runner) {
+func (p *warmPool) takeOrQueue(req warmRequest) (warmRunner, chan warmRunner) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -268,7 +268,7 @@ func (p *warmPool) takeOrQueue(req warmRequest) (*runner, chan *runner) {
 		// grows, and its next runner starts when the refill gate lets it
 		// (after this run, not beside the runner it waits for).
 		k.target = min(p.opts.Size, k.target+1)
-		wait := make(chan *runner, 1)
+		wait := make(chan warmRunner, 1)
 		k.waiters = append(k.waiters, wait)
 		return nil, wait
 	}
@@ -284,12 +284,12 @@ func (p *warmPool) missLocked(k *warmKind) {
 
 // leaveQueue gives up waiting; a runner handed over meanwhile is kept,
 // else the run is a miss.
-func (p *warmPool) leaveQueue(key string, wait chan *runner) *runner {
+func (p *warmPool) leaveQueue(key string, wait chan warmRunner) warmRunner {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	k := p.kinds[key]
 	if k != nil {
-		k.waiters = slices.DeleteFunc(k.waiters, func(c chan *runner) bool { return c == wait })
+		k.waiters = slices.DeleteFunc(k.waiters, func(c chan warmRunner) bool { return c == wait })
 	}
 	select {
 	case r := <-wait:
@@ -336,7 +336,7 @@ func (p *warmPool) memoryLocked() int64 {
 	var total int64
 	for _, k := range p.kinds {
 		for _, r := range k.ready {
-			total += r.mem
+			total += r.memory()
 		}
 		total += int64(k.starting) * k.memEstimate
 	}
@@ -363,7 +363,7 @@ func (p *warmPool) fill(k *warmKind) {
 	if err != nil {
 		slog.Warn("warm runner failed to start", "kind", k.req.kind, "err", err)
 	} else {
-		slog.Debug("warm runner ready", "kind", k.req.kind, "ms", time.Since(t0).Milliseconds(), "mem_mb", r.mem>>20)
+		slog.Debug("warm runner ready", "kind", k.req.kind, "ms", time.Since(t0).Milliseconds(), "mem_mb", r.memory()>>20)
 	}
 	if !p.keep(k, r) && r != nil {
 		r.destroy()
@@ -373,7 +373,7 @@ func (p *warmPool) fill(k *warmKind) {
 // keep hands a started runner (nil: it failed) to a run waiting for one,
 // or adds it to its kind unless the pool closed or no longer wants it, and
 // tops the kind up.
-func (p *warmPool) keep(k *warmKind, r *runner) bool {
+func (p *warmPool) keep(k *warmKind, r warmRunner) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	k.starting--
@@ -385,7 +385,7 @@ func (p *warmPool) keep(k *warmKind, r *runner) bool {
 		}
 		return false
 	}
-	k.memEstimate = max(r.mem, 1<<20)
+	k.memEstimate = max(r.memory(), 1<<20)
 	if p.closed {
 		return false
 	}
@@ -421,7 +421,7 @@ func (p *warmPool) expireLoop() {
 
 func (p *warmPool) expire(now time.Time) {
 	p.mu.Lock()
-	var stale []*runner
+	var stale []warmRunner
 	for key, k := range p.kinds {
 		if now.Sub(k.lastUse) < p.opts.Idle {
 			continue
@@ -453,7 +453,7 @@ func (p *warmPool) stats() []PoolStat {
 		s := PoolStat{Kind: k.req.kind, Key: key, Ready: len(k.ready), Starting: k.starting, Target: k.target,
 			Hits: k.hits, Misses: k.misses}
 		for _, r := range k.ready {
-			s.MemoryBytes += r.mem
+			s.MemoryBytes += r.memory()
 		}
 		out = append(out, s)
 	}
@@ -473,7 +473,7 @@ func (p *warmPool) close() {
 	}
 	p.closed = true
 	close(p.done)
-	var all []*runner
+	var all []warmRunner
 	for _, k := range p.kinds {
 		all = append(all, k.ready...)
 		k.ready = nil
@@ -554,7 +554,7 @@ func (p *warmPool) await(kind string, d time.Duration) (PoolStat, bool) {
 // serve starts a run that a runner of req can serve: in a taken runner
 // (warm) if one is ready and takes the run, else with cold. The run counts
 // as in flight until released, so that refills wait for its end.
-func (p *warmPool) serve(req warmRequest, warm func(*runner) (*HostProc, error), cold func() (*HostProc, error)) (Process, error) {
+func (p *warmPool) serve(req warmRequest, warm func(warmRunner) (*HostProc, error), cold func() (*HostProc, error)) (Process, error) {
 	gate := p.gate()
 	gate.begin()
 	proc, err := p.warmOrCold(req, warm, cold)
@@ -565,7 +565,7 @@ func (p *warmPool) serve(req warmRequest, warm func(*runner) (*HostProc, error),
 	return &countedProc{Process: proc, end: gate.end}, nil
 }
 
-func (p *warmPool) warmOrCold(req warmRequest, warm func(*runner) (*HostProc, error), cold func() (*HostProc, error)) (*HostProc, error) {
+func (p *warmPool) warmOrCold(req warmRequest, warm func(warmRunner) (*HostProc, error), cold func() (*HostProc, error)) (*HostProc, error) {
 	if r := p.take(req); r != nil {
 		proc, err := warm(r)
 		if err == nil {

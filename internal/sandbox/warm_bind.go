@@ -33,7 +33,7 @@ import (
 var errWarmPlace = errors.New("workspace cannot be placed in a warm runner")
 
 // bindWorkspace makes dir the runner's workspace.
-func (n *Namespace) bindWorkspace(r *runner, dir string, ro bool) error {
+func (n *Namespace) bindWorkspace(r *nsRunner, dir string, ro bool) error {
 	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir || filepath.Dir(dir) == "/" || dir == "/tmp" {
 		return errWarmPlace
 	}

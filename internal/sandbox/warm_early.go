@@ -37,7 +37,7 @@ const earlyStatusGrace = 500 * time.Millisecond
 // byte "F" (SCM_RIGHTS on its control socket) and returns the server's ends.
 // The runner's start-up pipes are closed: bwrap keeps them, so they would
 // end only with the sandbox.
-func (r *runner) handOverStdio() (outR, errR *os.File, err error) {
+func (r *stubRunner) handOverStdio() (outR, errR *os.File, err error) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, nil, err
@@ -81,7 +81,7 @@ func sendFiles(f *os.File, msg []byte, files ...*os.File) error {
 
 // earlyRun is the state of a run that may end early.
 type earlyRun struct {
-	r      *runner
+	r      *stubRunner
 	kill   func()        // kills what is left of the run's sandbox
 	reaped chan struct{} // closed once bwrap is reaped
 	exit   Exit          // the stub's status, if early
@@ -91,7 +91,7 @@ type earlyRun struct {
 // startEarly sets p (adopted from r with the pipes of handOverStdio) up to
 // end at the stub's status: its wait, exit and cleanup. The cleanup runs in
 // the background, counted in cleanups; kill kills the sandbox's processes.
-func startEarly(p *HostProc, r *runner, cleanups *sync.WaitGroup, kill func()) *earlyRun {
+func startEarly(p *HostProc, r *stubRunner, cleanups *sync.WaitGroup, kill func()) *earlyRun {
 	e := &earlyRun{r: r, kill: kill, reaped: make(chan struct{})}
 	var bwErr error
 	go func() { bwErr = r.wait(); close(e.reaped) }()

@@ -19,7 +19,7 @@ type warmHost struct {
 }
 
 // destroyLater destroys r in the background, counted in cleanups.
-func (h *warmHost) destroyLater(r *runner) {
+func (h *warmHost) destroyLater(r warmRunner) {
 	h.cleanups.Add(1)
 	go func() { defer h.cleanups.Done(); r.destroy() }()
 }

@@ -9,10 +9,10 @@ import (
 
 // fakeStarter starts "runners" that become ready when release is closed.
 func fakeStarter(started chan<- struct{}, release <-chan struct{}) runnerStarter {
-	return func(warmRequest) (*runner, error) {
+	return func(warmRequest) (warmRunner, error) {
 		started <- struct{}{}
 		<-release
-		return &runner{wait: func() error { return nil }}, nil
+		return &subRunner{stubRunner: stubRunner{wait: func() error { return nil }}}, nil
 	}
 }
 
@@ -34,7 +34,7 @@ func launchingPool(t *testing.T, size int) (*warmPool, warmRequest, chan struct{
 // wait for and is a miss at once.
 func TestTakeWaitsForLaunchingRunner(t *testing.T) {
 	p, req, _, release := launchingPool(t, 1)
-	first := make(chan *runner)
+	first := make(chan warmRunner)
 	go func() { first <- p.take(req) }()
 	waitFor(t, func() bool { return waiters(p, "k") == 1 })
 	if r := p.take(req); r != nil {

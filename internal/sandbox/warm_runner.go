@@ -22,8 +22,18 @@ const warmDir = "/.workspace"
 // slow one).
 const runnerReadyTimeout = 20 * time.Second
 
-// runner is one started, not yet used interpreter. It is used at most once.
-type runner struct {
+// warmRunner is what the warm pool keeps: one started runner of a
+// backend's own type (nsRunner, ctRunner, subRunner), used at most once.
+type warmRunner interface {
+	// memory is what the ready runner holds, for the pool's memory cap.
+	memory() int64
+	// destroy stops an unused runner and frees everything it holds.
+	destroy()
+}
+
+// stubRunner is what every runner has: an interpreter started with its
+// stub, waiting on a control socket for one run.
+type stubRunner struct {
 	cmd  *exec.Cmd
 	wait func() error
 	// ctl is the server end of the control socket (the stub's fd 3).
@@ -31,7 +41,30 @@ type runner struct {
 	// stdin, stdout, stderr are the server ends of the runner's stdio pipes.
 	stdin, stdout, stderr *os.File
 	mem                   int64
-	// Namespace mode: the run's cgroup, staging mounts and mount namespace.
+}
+
+func (r *stubRunner) memory() int64 { return r.mem }
+
+func (r *stubRunner) closeFiles() {
+	for _, f := range []*os.File{r.ctl, r.stdin, r.stdout, r.stderr} {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+}
+
+// killGroup kills the runner's process group and reaps its process.
+func (r *stubRunner) killGroup() {
+	if r.cmd != nil && r.cmd.Process != nil {
+		_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	_ = r.wait()
+}
+
+// nsRunner is a namespace runner: its run cgroup, staging mounts and
+// mount namespace besides the stub.
+type nsRunner struct {
+	stubRunner
 	cg    *cgroup.Group
 	st    *stage
 	mntns *os.File
@@ -39,38 +72,20 @@ type runner struct {
 	// read from the control socket.
 	forked bool
 	exit   Exit
-	// ct is set for a container runner (container_warm.go).
-	ct *ctRunner
-	// marker is a subprocess runner's start-up run marker, which marks
-	// the children a run forks without exec (runmark.go).
-	marker string
 }
 
-// destroy stops an unused runner and frees everything it holds.
-func (r *runner) destroy() {
+func (r *nsRunner) destroy() {
 	r.closeFiles()
-	if r.cg != nil {
-		_ = r.cg.Kill()
-	} else if r.cmd != nil && r.cmd.Process != nil {
-		_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
-	}
+	_ = r.cg.Kill()
 	_ = r.wait()
-	if r.cg != nil {
-		_ = r.cg.Destroy()
-	}
-	if r.st != nil {
-		_ = r.st.release()
-	}
-	if r.ct != nil {
-		r.ct.free()
-	}
+	_ = r.cg.Destroy()
+	_ = r.st.release()
 }
 
-func (r *runner) closeFiles() {
-	for _, f := range []*os.File{r.ctl, r.stdin, r.stdout, r.stderr, r.mntns} {
-		if f != nil {
-			_ = f.Close()
-		}
+func (r *nsRunner) closeFiles() {
+	r.stubRunner.closeFiles()
+	if r.mntns != nil {
+		_ = r.mntns.Close()
 	}
 }
 
@@ -78,7 +93,7 @@ func (r *runner) closeFiles() {
 // started: child ends go to the process, server ends to the runner.
 type runnerPipes struct {
 	child [4]*os.File // stdin, stdout, stderr, ctl
-	r     runner
+	r     stubRunner
 }
 
 func newRunnerPipes() (*runnerPipes, error) {
@@ -121,7 +136,7 @@ func (rp *runnerPipes) close() {
 }
 
 // awaitReady waits for the stub's "R" on the control socket.
-func (r *runner) awaitReady() error {
+func (r *stubRunner) awaitReady() error {
 	_ = r.ctl.SetReadDeadline(time.Now().Add(runnerReadyTimeout))
 	b := make([]byte, 1)
 	n, err := r.ctl.Read(b)
@@ -132,10 +147,19 @@ func (r *runner) awaitReady() error {
 	return nil
 }
 
+// startRunner is the pool's starter of namespace runners (newRunner).
+func (n *Namespace) startRunner(req warmRequest) (warmRunner, error) {
+	r, err := n.newRunner(req)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // newRunner starts a namespace runner for req: a fresh cgroup (low CPU
 // weight until taken), a bwrap sandbox whose workspace is the placeholder
 // warmDir, and the interpreter with its stub, and waits until it is ready.
-func (n *Namespace) newRunner(req warmRequest) (*runner, error) {
+func (n *Namespace) newRunner(req warmRequest) (*nsRunner, error) {
 	if req.fork {
 		return n.forkRunner(req)
 	}
@@ -160,7 +184,7 @@ func (n *Namespace) newRunner(req warmRequest) (*runner, error) {
 	return r, nil
 }
 
-func (n *Namespace) launchRunner(spec Spec, cg *cgroup.Group, st *stage) (*runner, error) {
+func (n *Namespace) launchRunner(spec Spec, cg *cgroup.Group, st *stage) (*nsRunner, error) {
 	rp, err := newRunnerPipes()
 	if err != nil {
 		return nil, err
@@ -180,8 +204,8 @@ func (n *Namespace) launchRunner(spec Spec, cg *cgroup.Group, st *stage) (*runne
 		rp.close()
 		return nil, err
 	}
-	r := &rp.r
-	r.cmd, r.wait, r.cg, r.st = cmd, wait, cg, st
+	rp.r.cmd, rp.r.wait = cmd, wait
+	r := &nsRunner{stubRunner: rp.r, cg: cg, st: st}
 	rp.closeChild()
 	b.closeFiles()
 	if err := r.awaitReady(); err != nil {
@@ -200,7 +224,7 @@ func (n *Namespace) launchRunner(spec Spec, cg *cgroup.Group, st *stage) (*runne
 
 // destroyProcess kills and reaps the runner's processes without removing
 // its cgroup (for start-up failures, where the caller removes it).
-func (r *runner) destroyProcess() {
+func (r *nsRunner) destroyProcess() {
 	r.closeFiles()
 	_ = r.cg.Kill()
 	_ = r.wait()

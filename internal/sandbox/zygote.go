@@ -268,7 +268,7 @@ func (n *Namespace) closeZygotes() {
 
 // forkRunner makes one pooled runner by forking it from req's zygote: a
 // fresh run cgroup, stdio pipes and control socket, then the child's "R".
-func (n *Namespace) forkRunner(req warmRequest) (*runner, error) {
+func (n *Namespace) forkRunner(req warmRequest) (*nsRunner, error) {
 	z, err := n.zygoteFor(req)
 	if err != nil {
 		return nil, err
@@ -287,7 +287,7 @@ func (n *Namespace) forkRunner(req warmRequest) (*runner, error) {
 	return r, nil
 }
 
-func forkInto(z *zygote, cg *cgroup.Group) (*runner, error) {
+func forkInto(z *zygote, cg *cgroup.Group) (*nsRunner, error) {
 	rp, err := newRunnerPipes()
 	if err != nil {
 		return nil, err
@@ -305,8 +305,7 @@ func forkInto(z *zygote, cg *cgroup.Group) (*runner, error) {
 	err = z.fork(files)
 	closeAll(files[4:])
 	rp.closeChild()
-	r := &rp.r
-	r.cg, r.forked = cg, true
+	r := &nsRunner{stubRunner: rp.r, cg: cg, forked: true}
 	r.wait = r.forkedWait
 	if err == nil {
 		err = r.awaitReady()
@@ -331,7 +330,7 @@ func closeAll(files []*os.File) {
 
 // forkedWait waits for the first child's report of the program's wait
 // status. A child killed before reporting (timeout, cancel) reads as killed.
-func (r *runner) forkedWait() error {
+func (r *nsRunner) forkedWait() error {
 	var b [4]byte
 	_, err := io.ReadFull(r.ctl, b[:])
 	_ = r.ctl.Close()
