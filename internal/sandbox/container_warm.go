@@ -50,10 +50,10 @@ type ctRunner struct {
 	// mounted at take time.
 	mntns *os.File
 	name  string    // container name
-	dir  string    // host directory bound at /workspace until take
-	cpu  cpuWeight // restored at take
-	env  []string
-	free func()
+	dir   string    // host directory bound at /workspace until take
+	cpu   cpuWeight // restored at take
+	env   []string
+	free  func()
 	// node runners: their FIFOs and the attached CLI's stdin.
 	node  *nodeFIFOs
 	cliIn *os.File
