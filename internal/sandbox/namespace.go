@@ -62,7 +62,8 @@ type Namespace struct {
 	opts    NamespaceOptions
 	cg      cgroup.Info
 	seccomp []byte
-	pool    *pool
+	// launchers are pooled sandbox-init processes (launcher.go).
+	launchers *launcherPool
 	// warmHost keeps warm runners; its cleanups also track background
 	// removal of finished runs' cgroups.
 	warmHost
@@ -119,7 +120,7 @@ func newNamespace(o NamespaceOptions) (*Namespace, error) {
 	}
 	sweepDeadRunsOnce()
 	n := &Namespace{opts: o, cg: cgroup.Detect()}
-	n.pool = &pool{n: n}
+	n.launchers = &launcherPool{n: n}
 	n.warm = newWarmPool(o.Pool, n.startRunner)
 	leftoverSweep.Do(func() {
 		if k := cgroup.Sweep(n.cg); k > 0 {
@@ -245,12 +246,12 @@ func (n *Namespace) startCounted(spec Spec, req warmRequest) (Process, error) {
 // startCold starts spec without a warm runner.
 func (n *Namespace) startCold(spec Spec) (*HostProc, error) {
 	name := spec.ID + "-" + strconv.FormatInt(runSeq.Add(1), 10) + "-" + strconv.Itoa(os.Getpid())
-	if w := n.pool.take(spec.Limits); w != nil {
+	if w := n.launchers.take(spec.Limits); w != nil {
 		p, err := n.start(spec, name, w.cg, w)
 		if err == nil {
 			return p, nil
 		}
-		discard([]*warm{w})
+		discardLaunchers([]*launcher{w})
 		slog.Debug("pooled sandbox launcher failed; starting a fresh one", "err", err)
 	}
 	return n.startFresh(spec, name)
@@ -275,13 +276,13 @@ func (n *Namespace) startFresh(spec Spec, name string) (*HostProc, error) {
 func (n *Namespace) Close() error {
 	n.warm.close()
 	n.closeZygotes()
-	n.pool.close()
+	n.launchers.close()
 	n.cleanups.Wait()
 	releaseStagingRoot()
 	return nil
 }
 
-func (n *Namespace) start(spec Spec, name string, cg *cgroup.Group, w *warm) (*HostProc, error) {
+func (n *Namespace) start(spec Spec, name string, cg *cgroup.Group, w *launcher) (*HostProc, error) {
 	if spec.Background {
 		_ = cg.SetCPUWeight(2)
 	}
@@ -342,7 +343,7 @@ func (n *Namespace) runHooks(cg *cgroup.Group, st *stage, pp **HostProc) Hooks {
 				if err := errors.Join(cg.Destroy(), st.release()); err != nil {
 					slog.Warn("sandbox cleanup", "err", err)
 				}
-				n.pool.refill()
+				n.launchers.refill()
 			}()
 			return nil
 		},

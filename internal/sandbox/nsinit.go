@@ -101,7 +101,7 @@ func dropPrivileges(uid, gid int) error {
 }
 
 // runPooled is `sandbox-init --pooled UID GID PROCS…`: join the cgroups, drop
-// privileges, then wait on fd 3 for the command (see pool.go) and exec it.
+// privileges, then wait on fd 3 for the command (see launcher.go) and exec it.
 func runPooled(args []string) error {
 	if len(args) < 2 {
 		return fmt.Errorf("usage: %s --pooled UID GID [CGROUP.PROCS…]", InitCommand)

@@ -16,74 +16,79 @@ import (
 	"github.com/codexec/codexec/internal/cgroup"
 )
 
-// Moving a process into a cgroup v1 hierarchy waits for an RCU grace period
-// (~10 ms on a busy 2-CPU VM), which is most of the namespace overhead. The
-// pool hides it: it keeps a few sandbox-init launchers already placed in a
+// Pooled launchers (not to be confused with warm runners, warm.go, which
+// start the interpreter too). Moving a process into a cgroup v1 hierarchy
+// waits for an RCU grace period (~10 ms on a busy 2-CPU VM), which is most of
+// the namespace overhead. The launcher pool hides it: it keeps a few sandbox-init launchers already placed in a
 // fresh cgroup with the run limits and already unprivileged, each waiting on
 // a control socket. Start hands one the run's stdio, extra descriptors, argv
 // and environment; it execs bwrap at once.
 
-// poolSize is how many launchers are kept ready.
-const poolSize = 2
+// launcherPoolSize is how many launchers are kept ready.
+const launcherPoolSize = 2
 
 // fdRef marks an argument that must be replaced by the launcher's number for
 // extra descriptor K ("\x00fd:K").
 const fdRef = "\x00fd:"
 
-type warm struct {
+// launcher is one pooled sandbox-init, already in its cgroup and
+// unprivileged, waiting on ctl for its command.
+type launcher struct {
 	cmd  *exec.Cmd
 	wait func() error
 	cg   *cgroup.Group
 	ctl  *os.File
 }
 
-type pool struct {
+// launcherPool keeps launcherPoolSize launchers ready for one set of limits
+// (the last asked for).
+type launcherPool struct {
 	n       *Namespace
 	mu      sync.Mutex
 	lim     Limits
-	ready   []*warm
+	ready   []*launcher
 	filling int
 	closed  bool
 }
 
 // take returns a ready launcher for lim, or nil, and starts refilling.
-func (pl *pool) take(lim Limits) *warm {
+func (pl *launcherPool) take(lim Limits) *launcher {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	if pl.closed {
 		return nil
 	}
-	var stale []*warm
+	var stale []*launcher
 	if lim != pl.lim {
 		stale, pl.ready, pl.lim = pl.ready, nil, lim
 	}
-	var w *warm
+	var w *launcher
 	if len(pl.ready) > 0 {
 		w, pl.ready = pl.ready[0], pl.ready[1:]
 	} else {
 		pl.refillLocked()
 	}
-	go discard(stale)
+	go discardLaunchers(stale)
 	return w
 }
 
 // refill tops the pool up in the background. Runs call it when they end,
 // so starting launchers does not compete for CPU with the run itself.
-func (pl *pool) refill() {
+func (pl *launcherPool) refill() {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	pl.refillLocked()
 }
 
-func (pl *pool) refillLocked() {
-	for !pl.closed && len(pl.ready)+pl.filling < poolSize {
+func (pl *launcherPool) refillLocked() {
+	for !pl.closed && len(pl.ready)+pl.filling < launcherPoolSize {
 		pl.filling++
 		go pl.spawn(pl.lim)
 	}
 }
 
-func (pl *pool) spawn(lim Limits) {
-	w, err := pl.n.newWarm(lim, "pool-"+strconv.FormatInt(runSeq.Add(1), 10)+"-"+strconv.Itoa(os.Getpid()))
+func (pl *launcherPool) spawn(lim Limits) {
+	w, err := pl.n.newLauncher(lim, "pool-"+strconv.FormatInt(runSeq.Add(1), 10)+"-"+strconv.Itoa(os.Getpid()))
 	pl.mu.Lock()
 	pl.filling--
 	keep := err == nil && !pl.closed && lim == pl.lim
@@ -92,20 +97,20 @@ func (pl *pool) spawn(lim Limits) {
 	}
 	pl.mu.Unlock()
 	if err == nil && !keep {
-		discard([]*warm{w})
+		discardLaunchers([]*launcher{w})
 	}
 }
 
-func (pl *pool) close() {
+func (pl *launcherPool) close() {
 	pl.mu.Lock()
 	pl.closed = true
 	ready := pl.ready
 	pl.ready = nil
 	pl.mu.Unlock()
-	discard(ready)
+	discardLaunchers(ready)
 }
 
-func discard(ws []*warm) {
+func discardLaunchers(ws []*launcher) {
 	for _, w := range ws {
 		_ = w.ctl.Close()
 		_ = w.cmd.Process.Kill()
@@ -114,8 +119,8 @@ func discard(ws []*warm) {
 	}
 }
 
-// newWarm starts one pooled launcher in a new cgroup.
-func (n *Namespace) newWarm(lim Limits, name string) (*warm, error) {
+// newLauncher starts one pooled launcher in a new cgroup.
+func (n *Namespace) newLauncher(lim Limits, name string) (*launcher, error) {
 	cg, err := cgroup.New(n.cg, name, cgroup.Limits{MemoryBytes: lim.MemoryBytes, CPUs: lim.CPUs, Pids: lim.Pids})
 	if err != nil {
 		return nil, err
@@ -139,7 +144,7 @@ func (n *Namespace) newWarm(lim Limits, name string) (*warm, error) {
 		_ = cg.Destroy()
 		return nil, err
 	}
-	return &warm{cmd: cmd, wait: wait, cg: cg, ctl: ctl}, nil
+	return &launcher{cmd: cmd, wait: wait, cg: cg, ctl: ctl}, nil
 }
 
 type launchMsg struct {
@@ -149,7 +154,7 @@ type launchMsg struct {
 
 // send hands the launcher its stdio (fds 0–2), extra descriptors and
 // command. Arguments equal to fdRef+K name extra descriptor K.
-func (w *warm) send(argv, env []string, stdio [3]*os.File, extra []*os.File) error {
+func (w *launcher) send(argv, env []string, stdio [3]*os.File, extra []*os.File) error {
 	payload, err := json.Marshal(launchMsg{Argv: argv, Env: env})
 	if err != nil {
 		return err
