@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"github.com/codexec/codexec/internal/confine"
+	"github.com/codexec/codexec/internal/proc"
 
 	"context"
 	"errors"
@@ -80,7 +81,7 @@ func NewContainer(ctx context.Context, o ContainerOptions) (*Container, error) {
 	if out, err := combinedTracked(cmd); err != nil {
 		return nil, fmt.Errorf("image %q not available to %s (build it from Dockerfile.sandbox): %v %s", o.Image, o.CLI, err, strings.TrimSpace(out))
 	}
-	sweepDeadRunsOnce()
+	proc.SweepDeadRunsOnce()
 	c := &Container{opts: o, cli: cli}
 	c.sweepAtStart(ctx)
 	sweepWarmRoots()
@@ -99,7 +100,7 @@ func NewContainer(ctx context.Context, o ContainerOptions) (*Container, error) {
 func combinedTracked(cmd *exec.Cmd) (string, error) {
 	var b limitedBuffer
 	cmd.Stdout, cmd.Stderr = &b, &b
-	err := RunTracked(cmd)
+	err := proc.RunTracked(cmd)
 	return string(b.b), err
 }
 
@@ -122,14 +123,14 @@ func (c *Container) Start(_ context.Context, spec Spec) (Process, error) {
 		return nil, errors.New("sandbox: the container backend does not grant host networking")
 	}
 	if req, ok := c.warmRequest(spec); ok {
-		return c.warm.serve(req, func(r warmRunner) (*HostProc, error) { return c.startWarm(spec, req, r.(*ctRunner)) },
-			func() (*HostProc, error) { return c.startCold(spec) })
+		return c.warm.serve(req, func(r warmRunner) (*proc.HostProc, error) { return c.startWarm(spec, req, r.(*ctRunner)) },
+			func() (*proc.HostProc, error) { return c.startCold(spec) })
 	}
 	return asProcess(c.startCold(spec))
 }
 
 // startCold runs spec in a container started for it.
-func (c *Container) startCold(spec Spec) (*HostProc, error) {
+func (c *Container) startCold(spec Spec) (*proc.HostProc, error) {
 	if err := c.grantWorkspace(spec); err != nil {
 		return nil, err
 	}
@@ -138,7 +139,7 @@ func (c *Container) startCold(spec Spec) (*HostProc, error) {
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	var killed atomic.Bool
-	p, err := StartHostProc(cmd, spec.Stdin, spec.Stdout, spec.Stderr, c.hooks(name, spec, &killed))
+	p, err := proc.Start(cmd, spec.Stdin, spec.Stdout, spec.Stderr, c.hooks(name, spec, &killed))
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: start %s: %w", c.opts.CLI, err)
 	}
@@ -170,9 +171,9 @@ func (c *Container) workspaceArgs(spec Spec) []string {
 
 // hooks signal and remove the container name and decode the CLI's exit of
 // spec's run; killed records our own SIGKILL.
-func (c *Container) hooks(name string, spec Spec, killed *atomic.Bool) Hooks {
+func (c *Container) hooks(name string, spec Spec, killed *atomic.Bool) proc.Hooks {
 	l, started := spec.Limits, time.Now()
-	return Hooks{
+	return proc.Hooks{
 		Signal: func(sig syscall.Signal) error {
 			if sig == syscall.SIGKILL {
 				killed.Store(true)

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"github.com/codexec/codexec/internal/proc"
 	"io"
 	"log/slog"
 	"net"
@@ -182,7 +183,7 @@ func (c *Container) startRunnerCLI(spec Spec, r *ctRunner, ctCmd []string) (chan
 		return nil, err
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = child[0], child[1], child[2]
-	wait, err := StartTracked(cmd)
+	wait, err := proc.StartTracked(cmd)
 	if err != nil {
 		r.closeFiles()
 		return nil, err
@@ -331,7 +332,7 @@ func cgroupFiles(procCgroup string) (cpu cpuWeight, mem string) {
 // startWarm runs spec in the taken container runner r (see above). On
 // error the runner is destroyed in the background and the caller starts
 // cold.
-func (c *Container) startWarm(spec Spec, req warmRequest, r *ctRunner) (*HostProc, error) {
+func (c *Container) startWarm(spec Spec, req warmRequest, r *ctRunner) (*proc.HostProc, error) {
 	err := c.grantWorkspace(spec)
 	if err == nil {
 		err = bindContainerWorkspace(r, spec.Dir, workspaceReadOnly(spec, c.opts.OwnedRoot),
@@ -363,14 +364,15 @@ func (c *Container) startWarm(spec Spec, req warmRequest, r *ctRunner) (*HostPro
 	hooks := c.hooks(name, spec, &killed)
 	free := r.free
 	hooks.Cleanup = func() error { free(); return nil }
-	p := adoptHostProc(r.cmd, r.wait, r.stdin, stdout, stderr, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
-	e := startEarly(p, &r.stubRunner, &c.cleanups, func() { _ = c.cliQuiet("kill", "--signal", "9", name) })
+	e, hooks := newEarly(&r.stubRunner, hooks, &c.cleanups, func() { _ = c.cliQuiet("kill", "--signal", "9", name) })
 	cliExit := hooks.AfterWait
-	p.hooks.AfterWait = func(x *Exit) {
+	hooks.AfterWait = func(x *Exit) {
 		if !e.early { // the stub's own status needs no decoding
 			cliExit(x)
 		}
 	}
+	p := proc.Adopt(r.cmd, r.wait, r.stdin, stdout, stderr, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
+	e.attach(p)
 	_ = r.mntns.Close()
 	_, err = msg.Write(encodeRun(WorkspacePath, r.env, req.code, containerArgs(req.args, spec.Dir)))
 	if msg != r.ctl {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/codexec/codexec/internal/proc"
 	"os"
 	"os/exec"
 	"strconv"
@@ -138,7 +139,7 @@ func (n *Namespace) newLauncher(lim Limits, name string) (*launcher, error) {
 	cmd.Env = []string{}
 	cmd.ExtraFiles = []*os.File{child}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	wait, err := StartTracked(cmd)
+	wait, err := proc.StartTracked(cmd)
 	if err != nil {
 		_ = ctl.Close()
 		_ = cg.Destroy()

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"github.com/codexec/codexec/internal/confine"
+	"github.com/codexec/codexec/internal/proc"
 
 	"context"
 	"errors"
@@ -118,7 +119,7 @@ func newNamespace(o NamespaceOptions) (*Namespace, error) {
 	if err := userNamespacesEnabled(); err != nil {
 		return nil, err
 	}
-	sweepDeadRunsOnce()
+	proc.SweepDeadRunsOnce()
 	n := &Namespace{opts: o, cg: cgroup.Detect()}
 	n.launchers = &launcherPool{n: n}
 	n.warm = newWarmPool(o.Pool, n.startRunner)
@@ -239,12 +240,12 @@ func (n *Namespace) Start(_ context.Context, spec Spec) (Process, error) {
 // startCounted starts a run that a warm runner can serve (warm if one is
 // ready), counted in flight until released so refills wait for its end.
 func (n *Namespace) startCounted(spec Spec, req warmRequest) (Process, error) {
-	return n.warm.serve(req, func(r warmRunner) (*HostProc, error) { return n.startWarm(spec, req, r.(*nsRunner)) },
-		func() (*HostProc, error) { return n.startCold(spec) })
+	return n.warm.serve(req, func(r warmRunner) (*proc.HostProc, error) { return n.startWarm(spec, req, r.(*nsRunner)) },
+		func() (*proc.HostProc, error) { return n.startCold(spec) })
 }
 
 // startCold starts spec without a warm runner.
-func (n *Namespace) startCold(spec Spec) (*HostProc, error) {
+func (n *Namespace) startCold(spec Spec) (*proc.HostProc, error) {
 	name := spec.ID + "-" + strconv.FormatInt(runSeq.Add(1), 10) + "-" + strconv.Itoa(os.Getpid())
 	if w := n.launchers.take(spec.Limits); w != nil {
 		p, err := n.start(spec, name, w.cg, w)
@@ -258,7 +259,7 @@ func (n *Namespace) startCold(spec Spec) (*HostProc, error) {
 }
 
 // startFresh starts spec with a new cgroup and launcher (no pool).
-func (n *Namespace) startFresh(spec Spec, name string) (*HostProc, error) {
+func (n *Namespace) startFresh(spec Spec, name string) (*proc.HostProc, error) {
 	cg, err := cgroup.New(n.cg, name, cgroup.Limits{MemoryBytes: spec.Limits.MemoryBytes, CPUs: spec.Limits.CPUs, Pids: spec.Limits.Pids})
 	if err != nil {
 		return nil, err
@@ -282,7 +283,7 @@ func (n *Namespace) Close() error {
 	return nil
 }
 
-func (n *Namespace) start(spec Spec, name string, cg *cgroup.Group, w *launcher) (*HostProc, error) {
+func (n *Namespace) start(spec Spec, name string, cg *cgroup.Group, w *launcher) (*proc.HostProc, error) {
 	if spec.Background {
 		_ = cg.SetCPUWeight(2)
 	}
@@ -299,17 +300,17 @@ func (n *Namespace) start(spec Spec, name string, cg *cgroup.Group, w *launcher)
 		_ = st.release()
 		return nil, err
 	}
-	var p *HostProc
+	var p *proc.HostProc
 	hooks := n.runHooks(cg, st, &p)
 	bwrapArgv := append(append([]string{n.opts.Bwrap}, b.args...), spec.Argv...)
 	if w != nil {
-		p, err = launchHostProc(w.cmd, spec.Stdin, spec.Stdout, spec.Stderr, hooks, func(stdio [3]*os.File) (func() error, error) {
+		p, err = proc.Launch(w.cmd, spec.Stdin, spec.Stdout, spec.Stderr, hooks, func(stdio [3]*os.File) (func() error, error) {
 			err := w.send(bwrapArgv, spec.Env, stdio, b.files)
 			_ = w.ctl.Close()
 			return w.wait, err
 		})
 	} else {
-		p, err = StartHostProc(n.coldCmd(spec, cg, bwrapArgv, b.files), spec.Stdin, spec.Stdout, spec.Stderr, hooks)
+		p, err = proc.Start(n.coldCmd(spec, cg, bwrapArgv, b.files), spec.Stdin, spec.Stdout, spec.Stderr, hooks)
 	}
 	if err != nil {
 		_ = st.release()
@@ -319,9 +320,9 @@ func (n *Namespace) start(spec Spec, name string, cg *cgroup.Group, w *launcher)
 }
 
 // runHooks are the Process hooks of a run in cg whose staging mounts are st;
-// *pp is the run's HostProc once started.
-func (n *Namespace) runHooks(cg *cgroup.Group, st *stage, pp **HostProc) Hooks {
-	return Hooks{
+// *pp is the run's proc.HostProc once started.
+func (n *Namespace) runHooks(cg *cgroup.Group, st *stage, pp **proc.HostProc) proc.Hooks {
+	return proc.Hooks{
 		Signal: func(sig syscall.Signal) error {
 			if sig == syscall.SIGKILL {
 				return cg.Kill()
@@ -353,7 +354,7 @@ func (n *Namespace) runHooks(cg *cgroup.Group, st *stage, pp **HostProc) Hooks {
 // startWarm runs spec in the taken runner r: workspace granted and bound,
 // CPU weight restored, output attached, then the run handed over. On error
 // the runner is destroyed in the background and the caller starts cold.
-func (n *Namespace) startWarm(spec Spec, req warmRequest, r *nsRunner) (*HostProc, error) {
+func (n *Namespace) startWarm(spec Spec, req warmRequest, r *nsRunner) (*proc.HostProc, error) {
 	err := handOverWorkspace(spec, n.opts.OwnedRoot, n.opts.UID, n.opts.GID)
 	if err == nil {
 		err = n.bindWorkspace(r, spec.Dir, workspaceReadOnly(spec, n.opts.OwnedRoot))
@@ -365,7 +366,7 @@ func (n *Namespace) startWarm(spec Spec, req warmRequest, r *nsRunner) (*HostPro
 		n.destroyLater(r)
 		return nil, err
 	}
-	var p *HostProc
+	var p *proc.HostProc
 	hooks := n.runHooks(r.cg, r.st, &p)
 	// Python runners report their status themselves (warm_early.go).
 	early := !r.forked && req.kind == WarmPython
@@ -376,12 +377,16 @@ func (n *Namespace) startWarm(spec Spec, req warmRequest, r *nsRunner) (*HostPro
 			return nil, err
 		}
 	}
-	p = adoptHostProc(r.cmd, r.wait, r.stdin, stdout, stderr, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
+	var e *earlyRun
+	if early {
+		e, hooks = newEarly(&r.stubRunner, hooks, &n.cleanups, func() { _ = r.cg.Kill() })
+	}
+	p = proc.Adopt(r.cmd, r.wait, r.stdin, stdout, stderr, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
 	if r.forked {
-		p.exitOf = func() Exit { return r.exit }
+		p.SetExit(func() Exit { return r.exit })
 	}
 	if early {
-		startEarly(p, &r.stubRunner, &n.cleanups, func() { _ = r.cg.Kill() })
+		e.attach(p)
 	}
 	_ = r.mntns.Close()
 	_, err = r.ctl.Write(encodeRun(spec.Dir, spec.Env, req.code, req.args))

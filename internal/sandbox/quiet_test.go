@@ -1,6 +1,9 @@
 package sandbox
 
 import (
+	"github.com/codexec/codexec/internal/proc"
+	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -45,7 +48,14 @@ func TestCountedProcEndsOnce(t *testing.T) {
 	g := newQuietGate()
 	g.begin()
 	ends := 0
-	p := &countedProc{Process: &HostProc{wait: func() error { return nil }}, end: func() { ends++; g.end() }}
+	cmd := exec.Command("true")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	hp, err := proc.Start(cmd, nil, nil, nil, proc.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = hp.Wait()
+	p := &countedProc{Process: hp, end: func() { ends++; g.end() }}
 	_ = p.Release(time.Millisecond)
 	_ = p.Release(time.Millisecond)
 	if ends != 1 {

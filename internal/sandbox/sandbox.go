@@ -12,8 +12,9 @@ import (
 
 	"context"
 	"io"
-	"os"
 	"time"
+
+	"github.com/codexec/codexec/internal/proc"
 )
 
 // ProgramPath is where a Spec's ProgramDir is visible to the sandboxed
@@ -98,17 +99,9 @@ type Spec struct {
 	Background bool
 }
 
-// Exit describes how a program ended.
-type Exit struct {
-	// Code is the exit status, or -1 when the program was killed by a signal.
-	Code int
-	// Signal is the terminating signal number, 0 if it exited normally.
-	Signal int
-	// OOMKilled is true when the memory limit killed the program.
-	OOMKilled bool
-	// MemoryPeakBytes is the peak memory use if the backend measured it, else 0.
-	MemoryPeakBytes int64
-}
+// Exit describes how a program ended: exit code or signal, OOM kill, peak
+// memory (see proc.Exit).
+type Exit = proc.Exit
 
 // Process is a started program. Methods are safe for concurrent use.
 type Process interface {
@@ -143,19 +136,4 @@ type Backend interface {
 	// server acts on their files (artifacts, uploads, downloads) with
 	// exactly it. Subprocess mode's is the server's own.
 	User() confine.Identity
-}
-
-// pipeOut returns a writable *os.File for w and a function that copies what
-// the child writes into w until EOF. If w is nil, output is discarded via
-// /dev/null. The caller closes the write end after starting the child.
-func pipeOut(w io.Writer) (wr *os.File, copyFn func(), closeRead func(), err error) {
-	if w == nil {
-		f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-		return f, func() {}, func() {}, err
-	}
-	r, wr, err := os.Pipe()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return wr, func() { _, _ = io.Copy(w, r); _ = r.Close() }, func() { _ = r.Close() }, nil
 }

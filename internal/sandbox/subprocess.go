@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"github.com/codexec/codexec/internal/confine"
+	"github.com/codexec/codexec/internal/proc"
 
 	"context"
 	"fmt"
@@ -35,7 +36,7 @@ func NewSubprocess(pool PoolOptions) *Subprocess {
 		const prSetChildSubreaper = 36
 		_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
 	})
-	sweepDeadRunsOnce()
+	proc.SweepDeadRunsOnce()
 	s := &Subprocess{}
 	if pool.Size > 0 {
 		s.warm = newWarmPool(pool, s.newRunner)
@@ -59,24 +60,24 @@ func (s *Subprocess) Start(_ context.Context, spec Spec) (Process, error) {
 		return nil, fmt.Errorf("sandbox: empty argv")
 	}
 	if req, ok := parseWarm(spec); ok && s.warm != nil {
-		return s.warm.serve(req, func(r warmRunner) (*HostProc, error) { return s.startWarm(spec, req, r.(*subRunner)) },
-			func() (*HostProc, error) { return s.startCold(spec) })
+		return s.warm.serve(req, func(r warmRunner) (*proc.HostProc, error) { return s.startWarm(spec, req, r.(*subRunner)) },
+			func() (*proc.HostProc, error) { return s.startCold(spec) })
 	}
 	return asProcess(s.startCold(spec))
 }
 
 // startCold starts spec as a new process.
-func (s *Subprocess) startCold(spec Spec) (*HostProc, error) {
+func (s *Subprocess) startCold(spec Spec) (*proc.HostProc, error) {
 	argv, err := fsizeArgv(rewriteProgramPath(spec.Argv, spec.ProgramDir), spec.Limits.DiskBytes)
 	if err != nil {
 		return nil, err
 	}
-	marker := newRunMarker(spec.ID)
+	marker := proc.NewRunMarker(spec.ID)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = spec.Dir
-	cmd.Env = markedEnv(spec.Env, marker)
+	cmd.Env = proc.MarkedEnv(spec.Env, marker)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	p, err := StartHostProc(cmd, spec.Stdin, spec.Stdout, spec.Stderr, Hooks{Signal: groupSignal(cmd, marker)})
+	p, err := proc.Start(cmd, spec.Stdin, spec.Stdout, spec.Stderr, proc.Hooks{Signal: groupSignal(cmd, marker)})
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: start %s: %w", spec.Argv[0], err)
 	}
@@ -91,7 +92,7 @@ func groupSignal(cmd *exec.Cmd, markers ...string) func(syscall.Signal) error {
 		err := syscall.Kill(-cmd.Process.Pid, sig)
 		if sig == syscall.SIGKILL {
 			for _, m := range markers {
-				sweepOrphans(m)
+				proc.SweepOrphans(m)
 			}
 		}
 		if err == syscall.ESRCH {

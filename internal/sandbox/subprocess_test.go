@@ -3,7 +3,9 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"github.com/codexec/codexec/internal/proc"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -120,5 +122,68 @@ func TestSubprocessWarm(t *testing.T) {
 			dir := t.TempDir()
 			testWarmSemantics(t, s, kind, dir, dir, os.Getuid())
 		})
+	}
+}
+
+// TestSubprocessReleaseSparesOtherRuns: two runs in one working directory
+// share HOME; the end of one must not kill the orphaned daemon of the
+// other, and the end of the other must.
+func TestSubprocessReleaseSparesOtherRuns(t *testing.T) {
+	dir, pidFile := t.TempDir(), t.TempDir()+"/pid"
+	s := NewSubprocess(PoolOptions{})
+	start := func(script string) Process {
+		spec := Spec{ID: "t", Argv: []string{"/bin/bash", "-c", script}, Dir: dir,
+			Env: []string{"HOME=" + dir, "PATH=/usr/bin:/bin"}, Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}
+		p, err := s.Start(context.Background(), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// The subshell exits at once: its daemon is an orphan (the server's
+	// child, as its subreaper) while the run goes on.
+	long := start("(setsid bash -c 'sleep 300 & echo $! > " + pidFile + "; wait' &); sleep 300")
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			_ = long.Kill()
+			_ = long.Release(time.Second)
+		}
+	})
+	var daemon int
+	waitUntil(t, 10*time.Second, func() bool {
+		b, err := os.ReadFile(pidFile)
+		daemon, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && daemon > 0
+	})
+	short := start("setsid sleep 300 & sleep 0.2")
+	_, _ = short.Wait()
+	_ = short.Release(time.Second)
+	if !alive(daemon) {
+		t.Fatalf("the end of one run killed the daemon of another run in the same directory")
+	}
+	_ = long.Kill()
+	_, _ = long.Wait()
+	_ = long.Release(time.Second)
+	released = true
+	if alive(daemon) {
+		t.Errorf("daemon %d survived the kill of its own run", daemon)
+	}
+}
+
+// alive reports whether pid runs (and is not a zombie).
+func alive(pid int) bool {
+	st, _ := proc.State(pid)
+	return st != 0 && st != 'Z'
+}
+
+func waitUntil(t *testing.T, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %v", d)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

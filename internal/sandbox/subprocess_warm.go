@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"github.com/codexec/codexec/internal/proc"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -37,12 +38,12 @@ func (s *Subprocess) newRunner(req warmRequest) (warmRunner, error) {
 	// Children a run forks without exec keep the runner's start-up
 	// environment (the stub changes only its copy): a run marker of the
 	// runner's own marks them (runmark.go).
-	marker := newRunMarker("warm")
-	cmd.Dir, cmd.Env = "/", markedEnv(req.base.Env, marker)
+	marker := proc.NewRunMarker("warm")
+	cmd.Dir, cmd.Env = "/", proc.MarkedEnv(req.base.Env, marker)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = rp.child[0], rp.child[1], rp.child[2]
 	cmd.ExtraFiles = []*os.File{rp.child[3]}
-	wait, err := StartTracked(cmd)
+	wait, err := proc.StartTracked(cmd)
 	if err != nil {
 		rp.close()
 		return nil, err
@@ -61,7 +62,7 @@ func (s *Subprocess) newRunner(req warmRequest) (warmRunner, error) {
 
 // startWarm runs spec in the taken runner r: output attached (python: fresh
 // pipes handed over, status reported early), then the run handed over.
-func (s *Subprocess) startWarm(spec Spec, req warmRequest, r *subRunner) (*HostProc, error) {
+func (s *Subprocess) startWarm(spec Spec, req warmRequest, r *subRunner) (*proc.HostProc, error) {
 	early := req.kind == WarmPython
 	stdout, stderr := r.stdout, r.stderr
 	if early {
@@ -71,17 +72,21 @@ func (s *Subprocess) startWarm(spec Spec, req warmRequest, r *subRunner) (*HostP
 			return nil, err
 		}
 	}
-	runMarker := newRunMarker(spec.ID)
+	runMarker := proc.NewRunMarker(spec.ID)
 	signal := groupSignal(r.cmd, runMarker, r.marker)
 	// A run that reported its status early is not killed by Release: the
 	// cleanup kills what it left (as Release does for a cold run).
 	kill := func() error { return signal(syscall.SIGKILL) }
-	hooks := Hooks{Signal: signal, Cleanup: kill}
-	p := adoptHostProc(r.cmd, r.wait, r.stdin, stdout, stderr, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
+	hooks := proc.Hooks{Signal: signal, Cleanup: kill}
+	var e *earlyRun
 	if early {
-		startEarly(p, &r.stubRunner, &s.cleanups, func() { _ = kill() })
+		e, hooks = newEarly(&r.stubRunner, hooks, &s.cleanups, func() { _ = kill() })
 	}
-	_, err := r.ctl.Write(encodeRun(spec.Dir, markedEnv(spec.Env, runMarker), req.code, req.args))
+	p := proc.Adopt(r.cmd, r.wait, r.stdin, stdout, stderr, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
+	if early {
+		e.attach(p)
+	}
+	_, err := r.ctl.Write(encodeRun(spec.Dir, proc.MarkedEnv(spec.Env, runMarker), req.code, req.args))
 	if !early {
 		_ = r.ctl.Close()
 	}

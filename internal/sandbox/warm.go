@@ -3,6 +3,7 @@ package sandbox
 import (
 	_ "embed"
 	"fmt"
+	"github.com/codexec/codexec/internal/proc"
 	"log/slog"
 	"slices"
 	"sort"
@@ -554,7 +555,7 @@ func (p *warmPool) await(kind string, d time.Duration) (PoolStat, bool) {
 // serve starts a run that a runner of req can serve: in a taken runner
 // (warm) if one is ready and takes the run, else with cold. The run counts
 // as in flight until released, so that refills wait for its end.
-func (p *warmPool) serve(req warmRequest, warm func(warmRunner) (*HostProc, error), cold func() (*HostProc, error)) (Process, error) {
+func (p *warmPool) serve(req warmRequest, warm func(warmRunner) (*proc.HostProc, error), cold func() (*proc.HostProc, error)) (Process, error) {
 	gate := p.gate()
 	gate.begin()
 	proc, err := p.warmOrCold(req, warm, cold)
@@ -565,7 +566,7 @@ func (p *warmPool) serve(req warmRequest, warm func(warmRunner) (*HostProc, erro
 	return &countedProc{Process: proc, end: gate.end}, nil
 }
 
-func (p *warmPool) warmOrCold(req warmRequest, warm func(warmRunner) (*HostProc, error), cold func() (*HostProc, error)) (*HostProc, error) {
+func (p *warmPool) warmOrCold(req warmRequest, warm func(warmRunner) (*proc.HostProc, error), cold func() (*proc.HostProc, error)) (*proc.HostProc, error) {
 	if r := p.take(req); r != nil {
 		proc, err := warm(r)
 		if err == nil {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/codexec/codexec/internal/proc"
 )
 
 // Early results from python warm runners. A run used to end for the server
@@ -88,44 +90,14 @@ type earlyRun struct {
 	early  bool
 }
 
-// startEarly sets p (adopted from r with the pipes of handOverStdio) up to
-// end at the stub's status: its wait, exit and cleanup. The cleanup runs in
-// the background, counted in cleanups; kill kills the sandbox's processes.
-func startEarly(p *HostProc, r *stubRunner, cleanups *sync.WaitGroup, kill func()) *earlyRun {
+// newEarly prepares a run of r that may end at the stub's status: hooks
+// gets a Cleanup that runs in the background, counted in cleanups, after
+// bwrap (or the CLI) is reaped; kill kills the sandbox's processes. Adopt
+// the run's HostProc with those hooks, then attach it.
+func newEarly(r *stubRunner, hooks proc.Hooks, cleanups *sync.WaitGroup, kill func()) (*earlyRun, proc.Hooks) {
 	e := &earlyRun{r: r, kill: kill, reaped: make(chan struct{})}
-	var bwErr error
-	go func() { bwErr = r.wait(); close(e.reaped) }()
-	status := make(chan Exit, 1)
-	go func() {
-		if ex, ok := readStatus(r.ctl); ok {
-			status <- ex
-		}
-	}()
-	p.wait = func() error {
-		copied := make(chan struct{})
-		go func() { p.copies.Wait(); close(copied) }()
-		select {
-		case <-e.reaped:
-			return bwErr
-		case ex := <-status:
-			select {
-			case <-copied:
-				e.exit, e.early = ex, true
-				p.deferKill = true
-				return nil
-			case <-e.reaped:
-				return bwErr
-			}
-		}
-	}
-	p.exitOf = func() Exit {
-		if e.early {
-			return e.exit
-		}
-		return exitFrom(r.cmd.ProcessState)
-	}
-	cleanup := p.hooks.Cleanup
-	p.hooks.Cleanup = func() error {
+	cleanup := hooks.Cleanup
+	hooks.Cleanup = func() error {
 		cleanups.Add(1)
 		go func() {
 			defer cleanups.Done()
@@ -137,7 +109,43 @@ func startEarly(p *HostProc, r *stubRunner, cleanups *sync.WaitGroup, kill func(
 		}()
 		return nil
 	}
-	return e
+	return e, hooks
+}
+
+// attach sets p (adopted from the runner with the pipes of handOverStdio)
+// up to end at the stub's status: its wait and exit.
+func (e *earlyRun) attach(p *proc.HostProc) {
+	r := e.r
+	var bwErr error
+	go func() { bwErr = r.wait(); close(e.reaped) }()
+	status := make(chan Exit, 1)
+	go func() {
+		if ex, ok := readStatus(r.ctl); ok {
+			status <- ex
+		}
+	}()
+	p.SetWait(func() error {
+		copied := p.OutputDone()
+		select {
+		case <-e.reaped:
+			return bwErr
+		case ex := <-status:
+			select {
+			case <-copied:
+				e.exit, e.early = ex, true
+				p.DeferKill()
+				return nil
+			case <-e.reaped:
+				return bwErr
+			}
+		}
+	})
+	p.SetExit(func() Exit {
+		if e.early {
+			return e.exit
+		}
+		return proc.ExitFrom(r.cmd.ProcessState)
+	})
 }
 
 // awaitReaped waits for bwrap to exit, killing the sandbox if it has not

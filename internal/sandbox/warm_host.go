@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"github.com/codexec/codexec/internal/proc"
 	"sync"
 	"time"
 )
@@ -14,7 +15,7 @@ import (
 type warmHost struct {
 	warm *warmPool
 	// cleanups counts background teardowns of taken runners and of runs
-	// that reported their status early (startEarly).
+	// that reported their status early (newEarly).
 	cleanups sync.WaitGroup
 }
 
@@ -45,7 +46,7 @@ func (h *warmHost) PoolTallies() []PoolTally { return h.warm.tallies() }
 
 // failedHandOver ends p, whose runner died before it took its run (what,
 // e.g. "warm runner"), and returns err as the run's failure.
-func failedHandOver(p *HostProc, what string, err error) error {
+func failedHandOver(p *proc.HostProc, what string, err error) error {
 	_, _ = p.Wait()
 	_ = p.Release(time.Second)
 	return fmt.Errorf("sandbox: %s: %w", what, err)
@@ -53,7 +54,7 @@ func failedHandOver(p *HostProc, what string, err error) error {
 
 // asProcess returns p as a Process; a nil p gives a nil interface, not a
 // typed nil.
-func asProcess(p *HostProc, err error) (Process, error) {
+func asProcess(p *proc.HostProc, err error) (Process, error) {
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"github.com/codexec/codexec/internal/proc"
 	"os"
 	"os/exec"
 	"strconv"
@@ -199,7 +200,7 @@ func (n *Namespace) launchRunner(spec Spec, cg *cgroup.Group, st *stage) (*nsRun
 	}
 	cmd := n.coldCmd(spec, cg, append(append([]string{n.opts.Bwrap}, b.args...), spec.Argv...), b.files)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = rp.child[0], rp.child[1], rp.child[2]
-	wait, err := StartTracked(cmd)
+	wait, err := proc.StartTracked(cmd)
 	if err != nil {
 		rp.close()
 		return nil, err

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"github.com/codexec/codexec/internal/proc"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -115,7 +116,7 @@ func checkNoLeaks(t *testing.T, fdsBefore int) {
 		b, _ := os.ReadFile(f)
 		for _, p := range strings.Fields(string(b)) {
 			pid, _ := strconv.Atoi(p)
-			if state, _ := procState(pid); state != 'Z' && state != 0 {
+			if state, _ := proc.State(pid); state != 'Z' && state != 0 {
 				t.Errorf("leaked child process %d (state %c)", pid, state)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/codexec/codexec/internal/proc"
 	"io"
 	"log/slog"
 	"os"
@@ -178,7 +179,7 @@ func (n *Namespace) startZygote(req warmRequest) (z *zygote, retErr error) {
 	argv := append(append([]string{n.opts.Bwrap}, b.args...), zygoteArgv(spec, b, n)...)
 	cmd := n.coldCmd(spec, z.cg, argv, b.files)
 	cmd.Stderr = os.Stderr
-	wait, err := StartTracked(cmd)
+	wait, err := proc.StartTracked(cmd)
 	if err != nil {
 		return nil, err
 	}

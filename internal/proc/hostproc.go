@@ -1,4 +1,4 @@
-package sandbox
+package proc
 
 import (
 	"errors"
@@ -10,13 +10,14 @@ import (
 	"time"
 )
 
-// HostProc is a Process backed by one host child (the program itself, or a
+// HostProc is a started run backed by one host child (the program itself, or a
 // launcher such as bwrap or a container CLI). It owns the stdio pipes: output
 // is copied by goroutines that end at EOF, so a background grandchild that
 // keeps a pipe open cannot block Wait; Release kills the tree and then waits
 // for the copies. Backends plug in how the tree is signalled and cleaned.
+// It has the methods of sandbox.Process.
 //
-// Backends in other packages build one with StartHostProc.
+// Backends build one with Start, Launch or Adopt.
 type HostProc struct {
 	cmd      *exec.Cmd
 	wait     func() error
@@ -30,8 +31,8 @@ type HostProc struct {
 	released bool
 	mu       sync.Mutex
 	// exitOf gives the exit when the child's own status is not the one to
-	// report: a runner forked by a zygote (cmd is nil), or one whose stub
-	// reported its status early (warm_early.go).
+	// report (SetExit): a runner forked by a zygote (cmd is nil), or one
+	// whose stub reported its status early.
 	exitOf func() Exit
 	// deferKill: the program ended and reported; Release leaves the kill of
 	// anything left to the Cleanup hook, off the caller's path.
@@ -49,20 +50,20 @@ type Hooks struct {
 	Cleanup func() error
 }
 
-// StartHostProc starts cmd (whose Stdin/Stdout/Stderr must be unset) with the
+// Start starts cmd (whose Stdin/Stdout/Stderr must be unset) with the
 // given stdio and hooks. cmd.SysProcAttr is used as given; callers normally
 // set Setpgid so the default Signal reaches the whole group.
-func StartHostProc(cmd *exec.Cmd, stdin io.Reader, stdout, stderr io.Writer, hooks Hooks) (*HostProc, error) {
-	return launchHostProc(cmd, stdin, stdout, stderr, hooks, func(stdio [3]*os.File) (func() error, error) {
+func Start(cmd *exec.Cmd, stdin io.Reader, stdout, stderr io.Writer, hooks Hooks) (*HostProc, error) {
+	return Launch(cmd, stdin, stdout, stderr, hooks, func(stdio [3]*os.File) (func() error, error) {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio[0], stdio[1], stdio[2]
 		return StartTracked(cmd)
 	})
 }
 
-// launchHostProc prepares the stdio pipes and hands the child ends to launch,
+// Launch prepares the stdio pipes and hands the child ends to launch,
 // which starts the child (or hands them to an already running launcher whose
 // command is cmd) and returns how to wait for it.
-func launchHostProc(cmd *exec.Cmd, stdin io.Reader, stdout, stderr io.Writer, hooks Hooks,
+func Launch(cmd *exec.Cmd, stdin io.Reader, stdout, stderr io.Writer, hooks Hooks,
 	launch func(stdio [3]*os.File) (func() error, error)) (*HostProc, error) {
 	p := &HostProc{cmd: cmd, hooks: hooks}
 	var stdio [3]*os.File
@@ -102,10 +103,10 @@ func launchHostProc(cmd *exec.Cmd, stdin io.Reader, stdout, stderr io.Writer, ho
 	return p, nil
 }
 
-// adoptHostProc wraps a child that is already running with stdio pipes made
+// Adopt wraps a child that is already running with stdio pipes made
 // in advance (a warm runner): stdinW, stdoutR and stderrR are the server
 // ends. Output copies start now; stdin is fed from stdin (or closed).
-func adoptHostProc(cmd *exec.Cmd, wait func() error, stdinW, stdoutR, stderrR *os.File,
+func Adopt(cmd *exec.Cmd, wait func() error, stdinW, stdoutR, stderrR *os.File,
 	stdin io.Reader, stdout, stderr io.Writer, hooks Hooks) *HostProc {
 	p := &HostProc{cmd: cmd, wait: wait, hooks: hooks}
 	for _, c := range []struct {
@@ -174,7 +175,7 @@ func (p *HostProc) Wait() (Exit, error) {
 		if p.exitOf != nil {
 			p.exit = p.exitOf()
 		} else {
-			p.exit = exitFrom(p.cmd.ProcessState)
+			p.exit = ExitFrom(p.cmd.ProcessState)
 		}
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
@@ -188,7 +189,9 @@ func (p *HostProc) Wait() (Exit, error) {
 	return p.exit, p.waitErr
 }
 
-func exitFrom(ps *os.ProcessState) Exit {
+// ExitFrom is how a reaped child ended (Code -1 with the signal if one
+// killed it; Code -1 alone if ps is nil).
+func ExitFrom(ps *os.ProcessState) Exit {
 	if ps == nil {
 		return Exit{Code: -1}
 	}
@@ -239,6 +242,29 @@ func (p *HostProc) Release(drainTimeout time.Duration) error {
 	return nil
 }
 
+// SetWait replaces how the run is waited for (a runner whose stub reports
+// the status itself). Call it before Wait.
+func (p *HostProc) SetWait(wait func() error) { p.wait = wait }
+
+// SetExit makes exit the source of the run's exit instead of the child's
+// own status. Call it before Wait.
+func (p *HostProc) SetExit(exit func() Exit) { p.exitOf = exit }
+
+// Hooks returns the run's hooks for adjustment before Wait and Release.
+func (p *HostProc) Hooks() *Hooks { return &p.hooks }
+
+// OutputDone returns a channel closed once both outputs have ended.
+func (p *HostProc) OutputDone() <-chan struct{} {
+	done := make(chan struct{})
+	go func() { p.copies.Wait(); close(done) }()
+	return done
+}
+
+// DeferKill makes Release leave the kill of what is left of the run to the
+// Cleanup hook (off the caller's path): for a run that ended and reported.
+// Call it from the wait function, before Wait returns.
+func (p *HostProc) DeferKill() { p.deferKill = true }
+
 func (p *HostProc) closeAll() {
 	p.mu.Lock()
 	p.released = true
@@ -250,4 +276,19 @@ func (p *HostProc) closeAll() {
 	for _, c := range p.closers {
 		c()
 	}
+}
+
+// pipeOut returns a writable *os.File for w and a function that copies what
+// the child writes into w until EOF. If w is nil, output is discarded via
+// /dev/null. The caller closes the write end after starting the child.
+func pipeOut(w io.Writer) (wr *os.File, copyFn func(), closeRead func(), err error) {
+	if w == nil {
+		f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		return f, func() {}, func() {}, err
+	}
+	r, wr, err := os.Pipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return wr, func() { _, _ = io.Copy(w, r); _ = r.Close() }, func() { _ = r.Close() }, nil
 }

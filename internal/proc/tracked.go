@@ -1,4 +1,4 @@
-package sandbox
+package proc
 
 import (
 	"os"
@@ -9,7 +9,7 @@ import (
 	"syscall"
 )
 
-// The server may be a child subreaper (see NewSubprocess): orphaned
+// The server may be a child subreaper (subprocess mode): orphaned
 // descendants of a run are re-parented to it, so codexec can find and kill
 // daemons that escaped a run's process group, and must reap the zombies they
 // leave. To tell such orphans from children the server started on purpose,
@@ -53,12 +53,12 @@ func RunTracked(cmd *exec.Cmd) error {
 	return wait()
 }
 
-// sweepOrphans kills every untracked child of the server whose environment
+// SweepOrphans kills every untracked child of the server whose environment
 // carries marker (e.g. "HOME=/path/of/workspace") together with its process
 // group, and reaps untracked zombies. It repeats because killing an orphan
 // re-parents its own children to the server. It returns how many processes
 // it killed.
-func sweepOrphans(marker string) int {
+func SweepOrphans(marker string) int {
 	killed := 0
 	for round := 0; round < 50; round++ {
 		n := sweepOnce(marker)
@@ -78,7 +78,7 @@ func sweepOnce(marker string) int {
 		if tracked.pids[pid] {
 			continue
 		}
-		state, pgid := procState(pid)
+		state, pgid := State(pid)
 		if state == 'Z' {
 			reap(pid)
 			continue
@@ -121,8 +121,9 @@ func ownChildren() []int {
 
 var childrenFile = "/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/children"
 
-// procState returns the state letter and process group of pid.
-func procState(pid int) (byte, int) {
+// State returns the state letter (R, S, Z, …) and process group of pid;
+// 0, 0 if it is gone.
+func State(pid int) (byte, int) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, 0

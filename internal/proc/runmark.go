@@ -1,4 +1,4 @@
-package sandbox
+package proc
 
 import (
 	"log/slog"
@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/codexec/codexec/internal/instance"
@@ -20,7 +21,7 @@ import (
 // name>/<run> in /proc/<pid>/environ (a program that execs with a cleared
 // environment drops it; its process group may still be found through its
 // marked leader). While the server lives, a run's marked orphans are killed
-// when it ends (groupSignal); a server starting kills every marked process
+// when it ends; a server starting kills every marked process
 // whose server is gone (sweepDeadRuns), so nothing a run started survives
 // the next start.
 
@@ -28,13 +29,26 @@ import (
 // processes. Its value names the server and the run; it carries no secret.
 const RunMarkerKey = "CODEXEC_RUN"
 
-// newRunMarker returns a fresh marker ("KEY=VALUE") for a run named id.
-func newRunMarker(id string) string {
-	return RunMarkerKey + "=" + instance.Self() + "/" + sanitizeName(id) + "-" + strconv.FormatInt(runSeq.Add(1), 10)
+// markerSeq numbers markers, so two runs of one name never share one.
+var markerSeq atomic.Int64
+
+// NewRunMarker returns a fresh marker ("KEY=VALUE") for a run named id.
+func NewRunMarker(id string) string {
+	return RunMarkerKey + "=" + instance.Self() + "/" + markerName(id) + "-" + strconv.FormatInt(markerSeq.Add(1), 10)
 }
 
-// markedEnv is env without any marker of its own, plus marker.
-func markedEnv(env []string, marker string) []string {
+// markerName keeps the characters of id that are safe in names.
+func markerName(id string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+			return r
+		}
+		return '_'
+	}, id)
+}
+
+// MarkedEnv is env without any marker of its own, plus marker.
+func MarkedEnv(env []string, marker string) []string {
 	out := slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
 		return strings.HasPrefix(kv, RunMarkerKey+"=")
 	})
@@ -52,10 +66,10 @@ func markerServer(value string) (string, bool) {
 
 var deadRunsSweep sync.Once
 
-// sweepDeadRunsOnce runs sweepDeadRuns the first time a backend is made in
-// this process, whatever the mode: a server restarted in another mode still
+// SweepDeadRunsOnce runs sweepDeadRuns the first time a backend is made in
+// this process (every backend calls it), whatever the mode: a server restarted in another mode still
 // removes what its subprocess runs left.
-func sweepDeadRunsOnce() {
+func SweepDeadRunsOnce() {
 	deadRunsSweep.Do(func() {
 		if n := sweepDeadRuns(); n > 0 {
 			slog.Info("killed processes left by runs of earlier codexec servers", "count", n)
@@ -77,7 +91,7 @@ func sweepDeadRuns() int {
 		total += len(found)
 		own := syscall.Getpgrp()
 		for pid := range found {
-			if _, pgid := procState(pid); pgid == pid && pgid != own {
+			if _, pgid := State(pid); pgid == pid && pgid != own {
 				_ = syscall.Kill(-pgid, syscall.SIGKILL)
 			}
 			_ = syscall.Kill(pid, syscall.SIGKILL)
