@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/codexec/codexec/internal/proc"
+	"github.com/codexec/codexec/internal/sandbox/helper"
 	"io"
 	"log/slog"
 	"net"
@@ -374,7 +375,7 @@ func (c *Container) startWarm(spec Spec, req warmRequest, r *ctRunner) (*proc.Ho
 	p := proc.Adopt(r.cmd, r.wait, r.stdin, stdout, stderr, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
 	e.attach(p)
 	_ = r.mntns.Close()
-	_, err = msg.Write(encodeRun(WorkspacePath, r.env, req.code, containerArgs(req.args, spec.Dir)))
+	_, err = msg.Write(helper.EncodeRun(WorkspacePath, r.env, req.code, containerArgs(req.args, spec.Dir)))
 	if msg != r.ctl {
 		_ = msg.Close()
 	}

@@ -1,11 +1,8 @@
 package sandbox
 
 import (
-	"encoding/binary"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"github.com/codexec/codexec/internal/proc"
+	"github.com/codexec/codexec/internal/sandbox/helper"
 	"os"
 	"os/exec"
 	"strconv"
@@ -27,10 +24,6 @@ import (
 
 // launcherPoolSize is how many launchers are kept ready.
 const launcherPoolSize = 2
-
-// fdRef marks an argument that must be replaced by the launcher's number for
-// extra descriptor K ("\x00fd:K").
-const fdRef = "\x00fd:"
 
 // launcher is one pooled sandbox-init, already in its cgroup and
 // unprivileged, waiting on ctl for its command.
@@ -133,7 +126,7 @@ func (n *Namespace) newLauncher(lim Limits, name string) (*launcher, error) {
 	}
 	ctl, child := os.NewFile(uintptr(fds[0]), "ctl"), os.NewFile(uintptr(fds[1]), "ctl-child")
 	defer child.Close()
-	args := []string{InitCommand, "--pooled", strconv.Itoa(n.opts.UID), strconv.Itoa(n.opts.GID)}
+	args := []string{helper.InitCommand, "--pooled", strconv.Itoa(n.opts.UID), strconv.Itoa(n.opts.GID)}
 	cmd := exec.Command(n.opts.Exe, append(args, cg.ProcsFiles()...)...)
 	cmd.Args[0] = "codexec"
 	cmd.Env = []string{}
@@ -148,93 +141,8 @@ func (n *Namespace) newLauncher(lim Limits, name string) (*launcher, error) {
 	return &launcher{cmd: cmd, wait: wait, cg: cg, ctl: ctl}, nil
 }
 
-type launchMsg struct {
-	Argv []string
-	Env  []string
-}
-
-// send hands the launcher its stdio (fds 0–2), extra descriptors and
-// command. Arguments equal to fdRef+K name extra descriptor K.
+// send hands the launcher its stdio, extra descriptors and command
+// (helper.SendLaunch).
 func (w *launcher) send(argv, env []string, stdio [3]*os.File, extra []*os.File) error {
-	payload, err := json.Marshal(launchMsg{Argv: argv, Env: env})
-	if err != nil {
-		return err
-	}
-	var fds []int
-	for _, f := range append(stdio[:], extra...) {
-		fds = append(fds, int(f.Fd()))
-	}
-	hdr := binary.LittleEndian.AppendUint64(nil, uint64(len(payload)))
-	raw, err := w.ctl.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := raw.Write(func(fd uintptr) bool {
-		serr = unix.Sendmsg(int(fd), hdr, unix.UnixRights(fds...), nil, 0)
-		return true
-	}); err != nil {
-		return err
-	}
-	if serr != nil {
-		return fmt.Errorf("pooled launcher: %w", serr)
-	}
-	_, err = w.ctl.Write(payload)
-	return err
-}
-
-// receiveLaunch is the launcher side of send: it reads the command from fd 3,
-// puts stdio on 0–2, and returns argv (with descriptor references resolved)
-// and env. Only raw system calls are used, so the Go runtime's own
-// descriptors are never disturbed before exec.
-func receiveLaunch() (argv, env []string, err error) {
-	hdr := make([]byte, 8)
-	oob := make([]byte, unix.CmsgSpace(64*4))
-	n, oobn, _, _, err := unix.Recvmsg(3, hdr, oob, unix.MSG_CMSG_CLOEXEC)
-	if err != nil || n != 8 {
-		return nil, nil, fmt.Errorf("control message: %v (n=%d)", err, n)
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return nil, nil, errors.New("control message without descriptors")
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) < 3 {
-		return nil, nil, errors.New("control message: bad descriptors")
-	}
-	payload := make([]byte, binary.LittleEndian.Uint64(hdr))
-	for got := 0; got < len(payload); {
-		m, err := unix.Read(3, payload[got:])
-		if err != nil || m == 0 {
-			return nil, nil, fmt.Errorf("control payload: %v", err)
-		}
-		got += m
-	}
-	var msg launchMsg
-	if err := json.Unmarshal(payload, &msg); err != nil {
-		return nil, nil, err
-	}
-	for i := 0; i < 3; i++ {
-		if err := unix.Dup3(fds[i], i, 0); err != nil {
-			return nil, nil, err
-		}
-	}
-	for i, a := range msg.Argv {
-		if k, ok := cutFdRef(a); ok && k >= 0 && 3+k < len(fds) {
-			fd := fds[3+k]
-			if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
-				return nil, nil, err
-			}
-			msg.Argv[i] = strconv.Itoa(fd)
-		}
-	}
-	return msg.Argv, msg.Env, nil
-}
-
-func cutFdRef(a string) (int, bool) {
-	if len(a) <= len(fdRef) || a[:len(fdRef)] != fdRef {
-		return 0, false
-	}
-	k, err := strconv.Atoi(a[len(fdRef):])
-	return k, err == nil
+	return helper.SendLaunch(w.ctl, argv, env, stdio, extra)
 }

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"github.com/codexec/codexec/internal/confine"
 	"github.com/codexec/codexec/internal/proc"
+	"github.com/codexec/codexec/internal/sandbox/helper"
 
 	"context"
 	"errors"
@@ -10,7 +11,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -40,7 +40,7 @@ type NamespaceOptions struct {
 	// Mask lists host paths hidden (empty tmpfs or /dev/null) when they lie
 	// strictly below a workspace: ~/.ssh, the data directory, ….
 	Mask []string
-	// NoLandlock skips the in-sandbox Landlock step (LandlockCommand).
+	// NoLandlock skips the in-sandbox Landlock step (helper.LandlockCommand).
 	NoLandlock bool
 	// ReadOnly lists extra host directories visible read-only at the same
 	// path (e.g. the prefix of an interpreter installed outside /usr).
@@ -103,7 +103,7 @@ func newNamespace(o NamespaceOptions) (*Namespace, error) {
 		return nil, err
 	}
 	if o.Exe == "" {
-		if o.Exe, err = helperExe(); err != nil {
+		if o.Exe, err = helper.Exe(); err != nil {
 			return nil, fmt.Errorf("cannot locate the codexec binary for sandbox-init: %w", err)
 		}
 	}
@@ -389,7 +389,7 @@ func (n *Namespace) startWarm(spec Spec, req warmRequest, r *nsRunner) (*proc.Ho
 		e.attach(p)
 	}
 	_ = r.mntns.Close()
-	_, err = r.ctl.Write(encodeRun(spec.Dir, spec.Env, req.code, req.args))
+	_, err = r.ctl.Write(helper.EncodeRun(spec.Dir, spec.Env, req.code, req.args))
 	if !r.forked && !early { // the others report their status on it
 		_ = r.ctl.Close()
 	}
@@ -412,26 +412,13 @@ func (n *Namespace) Prewarm(spec Spec) {
 }
 
 // HelperName is the small helper binary (cmd/codexec-sandbox) that runs the
-// sandbox-init and sandbox-landlock steps when installed next to codexec.
-const HelperName = "codexec-sandbox"
-
-// helperExe returns the helper next to the running executable, or the
-// running executable (which understands the same sub-commands).
-func helperExe() (string, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return "", err
-	}
-	helper := filepath.Join(filepath.Dir(self), HelperName)
-	if st, err := os.Stat(helper); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-		return helper, nil
-	}
-	return self, nil
-}
+// sandbox-init, sandbox-landlock and sandbox-fsize steps when installed
+// next to codexec (see package helper).
+const HelperName = helper.Name
 
 // coldCmd is sandbox-init placing itself in cg and executing bwrapArgv.
 func (n *Namespace) coldCmd(spec Spec, cg *cgroup.Group, bwrapArgv []string, files []*os.File) *exec.Cmd {
-	args := []string{InitCommand, strconv.Itoa(n.opts.UID), strconv.Itoa(n.opts.GID)}
+	args := []string{helper.InitCommand, strconv.Itoa(n.opts.UID), strconv.Itoa(n.opts.GID)}
 	args = append(append(args, cg.ProcsFiles()...), "--")
 	cmd := exec.Command(n.opts.Exe, append(args, bwrapArgv...)...)
 	cmd.Args[0] = "codexec"

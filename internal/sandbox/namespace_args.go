@@ -3,6 +3,7 @@ package sandbox
 import (
 	"cmp"
 	"fmt"
+	"github.com/codexec/codexec/internal/sandbox/helper"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,6 +22,9 @@ var rootLinks = []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
 var etcFiles = []string{
 	"/etc/ld.so.cache", "/etc/localtime", "/etc/nsswitch.conf", "/etc/hosts", "/etc/alternatives", "/etc/ssl",
 }
+
+// landlockInitPath is where the helper binary is visible in the sandbox.
+const landlockInitPath = "/opt/codexec/init"
 
 // bwrapArgs accumulates bubblewrap arguments and the files passed to it as
 // inherited descriptors (fd 3 + index).
@@ -52,7 +56,7 @@ func (b *bwrapArgs) add(a ...string) { b.args = append(b.args, a...) }
 func (b *bwrapArgs) fd(f *os.File) string {
 	b.files = append(b.files, f)
 	if b.refs {
-		return fdRef + strconv.Itoa(len(b.files)-1)
+		return helper.FdRef + strconv.Itoa(len(b.files)-1)
 	}
 	return strconv.Itoa(2 + len(b.files))
 }
@@ -64,7 +68,7 @@ func (b *bwrapArgs) closeFiles() {
 }
 
 // build produces the whole bwrap command line up to the program: it ends
-// with the in-sandbox Landlock step (see LandlockCommand), so spec.Argv is
+// with the in-sandbox Landlock step (see helper.LandlockCommand), so spec.Argv is
 // appended by the caller.
 func (b *bwrapArgs) build(spec Spec) error {
 	uid, gid := strconv.Itoa(b.n.opts.UID), strconv.Itoa(b.n.opts.GID)
@@ -113,9 +117,9 @@ func (b *bwrapArgs) build(spec Spec) error {
 	}
 	b.add("--seccomp", b.fd(sc), "--chdir", dir, "--")
 	if !b.n.opts.NoLandlock {
-		b.add(landlockInitPath, LandlockCommand)
+		b.add(landlockInitPath, helper.LandlockCommand)
 		if b.warm {
-			b.add(landlockKeepCtl)
+			b.add(helper.KeepCtl)
 		}
 		b.add(dir, "/tmp", "--")
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"github.com/codexec/codexec/internal/sandbox/helper"
 	"io"
 	"os"
 	"strings"
@@ -11,14 +12,19 @@ import (
 	"time"
 )
 
-// TestMain lets the test binary act as sandbox-init, as the codexec binary
-// does, so the namespace backend can re-execute it.
+// TestMain lets the test binary act as the helper (sandbox-init,
+// sandbox-landlock, sandbox-fsize), as the codexec binary does, so the
+// backends can re-execute it.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == InitCommand {
-		os.Exit(RunInit(os.Args[2:]))
-	}
-	if len(os.Args) > 1 && os.Args[1] == LandlockCommand {
-		os.Exit(RunLandlock(os.Args[2:]))
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case helper.InitCommand:
+			os.Exit(helper.RunInit(os.Args[2:]))
+		case helper.LandlockCommand:
+			os.Exit(helper.RunLandlock(os.Args[2:]))
+		case helper.FsizeCommand:
+			os.Exit(helper.RunFsize(os.Args[2:]))
+		}
 	}
 	os.Exit(m.Run())
 }

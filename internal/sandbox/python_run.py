@@ -72,7 +72,7 @@ def __codexec_run(src, args, status_fd, *stub_names):
 
 
 def __codexec_read_run(keep=None):
-    # Reads one run from fd 3 (encodeRun in warm.go: the payload's length
+    # Reads one run from fd 3 (helper.EncodeRun: the payload's length
     # and a newline, then NUL-separated cwd, environment count, environment,
     # code, arguments), moves fd 3 to KEEP (closes it if None), applies cwd
     # and environment, and returns the code, the arguments and where fd 3

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"github.com/codexec/codexec/internal/proc"
+	"github.com/codexec/codexec/internal/sandbox/helper"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -86,7 +87,7 @@ func (s *Subprocess) startWarm(spec Spec, req warmRequest, r *subRunner) (*proc.
 	if early {
 		e.attach(p)
 	}
-	_, err := r.ctl.Write(encodeRun(spec.Dir, proc.MarkedEnv(spec.Env, runMarker), req.code, req.args))
+	_, err := r.ctl.Write(helper.EncodeRun(spec.Dir, proc.MarkedEnv(spec.Env, runMarker), req.code, req.args))
 	if !early {
 		_ = r.ctl.Close()
 	}

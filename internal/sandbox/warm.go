@@ -154,15 +154,6 @@ func parseWarm(spec Spec) (warmRequest, bool) {
 	return warmRequest{kind: spec.Warm, key: key, base: base, code: spec.Argv[i+1], args: spec.Argv[i+2:]}, true
 }
 
-// encodeRun is the message a runner's stub reads from fd 3: the payload's
-// length in decimal and a newline, then NUL-separated fields: cwd, the
-// number of environment entries, the entries, the code, the arguments.
-func encodeRun(cwd string, env []string, code string, args []string) []byte {
-	fields := append(append([]string{cwd, fmt.Sprint(len(env))}, env...), code)
-	payload := strings.Join(append(fields, args...), "\x00")
-	return []byte(fmt.Sprintf("%d\n%s", len(payload), payload))
-}
-
 // refillDefer bounds how long a refill waits for the runs in flight to end
 // (see quietGate): long enough for a short run to finish, short enough that
 // steady load still gets runners.

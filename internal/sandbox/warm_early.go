@@ -1,10 +1,8 @@
 package sandbox
 
 import (
-	"bufio"
+	"github.com/codexec/codexec/internal/sandbox/helper"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -120,8 +118,8 @@ func (e *earlyRun) attach(p *proc.HostProc) {
 	go func() { bwErr = r.wait(); close(e.reaped) }()
 	status := make(chan Exit, 1)
 	go func() {
-		if ex, ok := readStatus(r.ctl); ok {
-			status <- ex
+		if code, ok := helper.ReadStatus(r.ctl); ok {
+			status <- Exit{Code: code}
 		}
 	}()
 	p.SetWait(func() error {
@@ -159,18 +157,4 @@ func (e *earlyRun) awaitReaped() {
 	}
 	e.kill()
 	<-e.reaped
-}
-
-// readStatus reads the stub's "X<status>\n" from ctl; ok is false when the
-// socket ends first or carries anything else.
-func readStatus(ctl *os.File) (Exit, bool) {
-	line, err := bufio.NewReaderSize(ctl, 16).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "X") {
-		return Exit{}, false
-	}
-	code, err := strconv.Atoi(strings.TrimSuffix(line[1:], "\n"))
-	if err != nil || code < 0 || code > 255 {
-		return Exit{}, false
-	}
-	return Exit{Code: code}, true
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/codexec/codexec/internal/proc"
+	"github.com/codexec/codexec/internal/sandbox/helper"
 	"io"
 	"log/slog"
 	"os"
@@ -75,16 +76,7 @@ const zygoteReady = 20 * time.Second
 // and Landlock with scoping, which keeps children from writing the file
 // systems they share.
 func (n *Namespace) forkEnabled() bool {
-	return n.opts.Pool.Fork && !n.opts.NoLandlock && landlockABI() >= 6
-}
-
-// landlockABI returns the kernel's Landlock ABI version (0: none).
-func landlockABI() int {
-	abi, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
-	if errno != 0 {
-		return 0
-	}
-	return int(abi)
+	return n.opts.Pool.Fork && !n.opts.NoLandlock && helper.LandlockABI() >= 6
 }
 
 // zygoteRoot is the directory each child covers with a private tmpfs to hold

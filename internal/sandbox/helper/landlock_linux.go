@@ -1,4 +1,4 @@
-package sandbox
+package helper
 
 import (
 	"fmt"
@@ -11,39 +11,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// LandlockCommand is the hidden sub-command the codexec binary runs as
-// *inside* the namespace sandbox, right before the program:
-// `codexec sandbox-landlock RW_DIR… -- PROGRAM ARGS…`. It adds Landlock as a
-// second layer where the kernel has it: file access limited to reading and
-// executing what the sandbox shows, writing only in the given directories
-// and /dev; signals and abstract unix sockets scoped to the sandbox's own
-// processes (ABI ≥ 6). It also drops PWD, which bwrap exports. Missing
-// Landlock support is not an error (the namespace sandbox stands alone).
-const LandlockCommand = "sandbox-landlock"
-
-// landlockInitPath is where the codexec binary is visible in the sandbox.
-const landlockInitPath = "/opt/codexec/init"
-
-func init() {
-	// Landlock restricts only the calling thread; RunLandlock execs from the
-	// same thread, so pin the main goroutine to it from the start.
-	if len(os.Args) > 1 && os.Args[1] == LandlockCommand {
-		runtime.LockOSThread()
-	}
-}
-
-// landlockKeepCtl is the option of the sandbox-landlock sub-command that
-// keeps descriptor 3 (a warm runner's control socket) open for the program.
-const landlockKeepCtl = "--keep-ctl"
-
 // RunLandlock is the body of the sandbox-landlock sub-command. It returns
 // only on failure (exit status 126). Every descriptor above stdio (above 3
 // with --keep-ctl) is closed on exec: whatever the server inherited from its
 // own parent must not reach sandboxed code, where it could serve as a
 // channel between runs.
 func RunLandlock(args []string) int {
+	// Landlock restricts only the calling thread; RunLandlock execs from the
+	// same thread, so pin the goroutine to it.
+	runtime.LockOSThread()
 	first := uint(3)
-	if len(args) > 0 && args[0] == landlockKeepCtl {
+	if len(args) > 0 && args[0] == KeepCtl {
 		first, args = 4, args[1:]
 	}
 	_ = unix.CloseRange(first, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
@@ -89,12 +67,21 @@ func fsRights(abi int) uint64 {
 	return r
 }
 
-func landlockRestrict(rw []string) error {
+// LandlockABI returns the kernel's Landlock ABI version (0: none).
+func LandlockABI() int {
 	abi, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
-	if errno != 0 || int(abi) < 1 {
+	if errno != 0 {
+		return 0
+	}
+	return int(abi)
+}
+
+func landlockRestrict(rw []string) error {
+	abi := LandlockABI()
+	if abi < 1 {
 		return nil // no Landlock: best effort
 	}
-	all := fsRights(int(abi))
+	all := fsRights(abi)
 	attr := unix.LandlockRulesetAttr{Handled_access_fs: all}
 	size := unsafe.Sizeof(attr)
 	if abi >= 6 {

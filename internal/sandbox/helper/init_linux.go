@@ -1,4 +1,4 @@
-package sandbox
+package helper
 
 import (
 	"fmt"
@@ -10,17 +10,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// InitCommand is the hidden sub-command under which the codexec binary
-// re-executes itself between fork and bwrap (runc style): it places itself in
-// the run's cgroups while still root, drops to the sandbox uid for good, sets
-// no_new_privs and then executes bwrap. main must dispatch it before anything
-// else (see RunInit).
-const InitCommand = "sandbox-init"
-
 // RunInit is the body of `codexec sandbox-init UID GID PROCS... -- BWRAP ARGS…`.
 // It never returns on success; on failure it prints why and returns the exit
 // status 125 (the conventional "launcher failed" status).
 func RunInit(args []string) int {
+	// dropPrivileges changes only the calling thread's credentials, and
+	// sandbox-init execs from that same thread, which makes them the
+	// process's: pin the goroutine to its thread until then.
+	runtime.LockOSThread()
 	if err := runInit(args); err != nil {
 		fmt.Fprintln(os.Stderr, "codexec sandbox-init:", err)
 	}
@@ -59,20 +56,9 @@ func runInit(args []string) error {
 	return syscall.Exec(argv[0], argv, os.Environ())
 }
 
-// dropPrivileges makes the process a plain unprivileged user on the host
-// (real, effective and saved ids; no supplementary groups), so nothing it
-// starts is host root even though user namespaces map ids around (trap 2).
-func init() {
-	// dropPrivileges changes only the calling thread's credentials, and
-	// sandbox-init execs from that same thread, which makes them the
-	// process's: pin the main goroutine to it from the start.
-	if len(os.Args) > 1 && os.Args[1] == InitCommand {
-		runtime.LockOSThread()
-	}
-}
-
 // dropPrivileges makes the calling thread uid/gid with no supplementary
-// groups, no_new_privs and a parent-death SIGKILL. The credentials are
+// groups, no_new_privs and a parent-death SIGKILL, so nothing it starts is
+// host root even though user namespaces map ids around. The credentials are
 // changed with raw system calls, for this thread only: Go's
 // syscall.Setresuid and friends apply them to every thread of the process
 // by signalling each one, which showed as several per cent of all CPU in a
@@ -101,7 +87,7 @@ func dropPrivileges(uid, gid int) error {
 }
 
 // runPooled is `sandbox-init --pooled UID GID PROCS…`: join the cgroups, drop
-// privileges, then wait on fd 3 for the command (see launcher.go) and exec it.
+// privileges, then wait on fd 3 for the command (ReceiveLaunch) and exec it.
 func runPooled(args []string) error {
 	if len(args) < 2 {
 		return fmt.Errorf("usage: %s --pooled UID GID [CGROUP.PROCS…]", InitCommand)
