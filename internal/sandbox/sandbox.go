@@ -1,14 +1,22 @@
-// Package sandbox starts untrusted programs behind a Backend: subprocess
-// (light isolation), namespace (bubblewrap + cgroups + seccomp) or container
-// (a docker-compatible CLI). Callers describe what to run with a Spec; the
-// backend decides how it is confined. Every backend guarantees the same
-// contract for a Process: stdout/stderr go to the given writers, Terminate and
-// Kill act on every process the program started (not only the main one), and
-// after Release nothing the program started is still running.
+// Package sandbox is the contract every sandbox backend keeps: callers
+// describe what to run with a Spec (argv, workspace, environment, mounts,
+// Limits) and a Backend starts it confined as its mode says; backends
+// that keep warm runners are also Pooled. Every backend guarantees the
+// same contract for a Process: stdout/stderr go to the given writers,
+// Terminate and Kill act on every process the program started (not only
+// the main one), and after Release nothing the program started is still
+// running. It also holds the workspace rules backends share (grants and
+// masks, workspace.go).
+//
+// The backends are subpackages: namespace (bubblewrap + cgroups + seccomp
+// + Landlock), container (a docker-compatible CLI) and subprocess (light
+// isolation); warm is their runner pool, helper the child side of their
+// re-executions; host processes are package proc.
 package sandbox
 
 import (
 	"github.com/codexec/codexec/internal/confine"
+	"github.com/codexec/codexec/internal/sandbox/helper"
 
 	"context"
 	"io"
@@ -21,6 +29,11 @@ import (
 // program. Backends without a mount namespace rewrite arguments that start
 // with it to the host path (see Spec.ProgramDir).
 const ProgramPath = "/opt/codexec/program"
+
+// HelperName is the small helper binary (cmd/codexec-sandbox) that runs the
+// sandbox-init, sandbox-landlock and sandbox-fsize steps when installed
+// next to codexec (see package helper).
+const HelperName = helper.Name
 
 // WorkspacePath is where isolated backends mount Spec.Dir. Subprocess mode runs
 // in Spec.Dir itself. Programs should use relative paths or $HOME.

@@ -13,6 +13,7 @@ import (
 	"github.com/codexec/codexec/internal/pathguard"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/subprocess"
 )
 
 func testManager(tb testing.TB) *Manager {
@@ -24,7 +25,7 @@ func testManager(tb testing.TB) *Manager {
 	}
 	eng, err := engine.New(engine.Options{SandboxDir: filepath.Join(dir, "sandbox"), DefaultTimeout: 30 * time.Second,
 		MaxTimeout: time.Minute, KillGrace: time.Second, Output: output.Limits{Max: 10000, Head: 4000, Tail: 4000},
-		BaseEnv: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, BaseDir: dir}, sandbox.NewSubprocess(sandbox.PoolOptions{}),
+		BaseEnv: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, BaseDir: dir}, subprocess.New(sandbox.PoolOptions{}),
 		runtime.Discover(context.Background(), runtime.Overrides{}, os.Getenv("PATH")), pathguard.New(pathguard.Options{Home: dir}), log)
 	if err != nil {
 		tb.Fatal(err)

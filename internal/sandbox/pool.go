@@ -1,0 +1,63 @@
+package sandbox
+
+import "time"
+
+// Warm runners: a backend may serve a python or node run (Spec.Warm) from
+// an interpreter it started ahead of time, with the same isolation and
+// behaviour as a cold start (see package warm).
+
+// Runner kinds a Spec may ask for (Spec.Warm).
+const (
+	WarmPython = "python"
+	WarmNode   = "node"
+)
+
+// PoolOptions configure warm runners (CODEXEC_POOL_*).
+type PoolOptions struct {
+	// Size is the most ready runners kept per kind; 0 disables warm runners.
+	Size int
+	// Idle stops a kind's runners when no run asked for that kind for this
+	// long (0: one minute).
+	Idle time.Duration
+	// MemoryBytes caps the memory of all ready runners together (0: 256 MiB).
+	MemoryBytes int64
+	// Fills bounds concurrent runner start-ups (0: 2).
+	Fills int
+	// Fork serves python runs from runners forked by a fork-server (see
+	// the namespace backend) where the kernel has Landlock ABI ≥ 6; false: every runner
+	// starts its own interpreter.
+	Fork bool
+}
+
+// PoolStat is the state of the warm runners of one kind.
+type PoolStat struct {
+	// Kind is "python" or "node"; Key distinguishes kinds started with
+	// different flags, environment, mounts or limits.
+	Kind string
+	Key  string
+	// Ready runners wait for a run; Starting are being started; Target is
+	// how many the pool currently aims to keep (grows on misses, drops to 0
+	// after the idle expiry).
+	Ready, Starting, Target int
+	// Hits are runs served warm; Misses runs that found no ready runner.
+	Hits, Misses uint64
+	// MemoryBytes is what the ready runners hold.
+	MemoryBytes int64
+}
+
+// Pooled is implemented by backends that keep warm runners.
+type Pooled interface {
+	// PoolStats returns the state of every kind, sorted by kind.
+	PoolStats() []PoolStat
+	// PoolTallies returns how many runs of each language kind were served
+	// warm and cold since the backend started.
+	PoolTallies() []PoolTally
+}
+
+// PoolTally counts the runs of one kind (python, node) since the backend
+// started: Warm were served by a runner, Cold found none. Unlike PoolStat's
+// counts they never go back: a kind that expires keeps its tally.
+type PoolTally struct {
+	Kind       string
+	Warm, Cold uint64
+}
