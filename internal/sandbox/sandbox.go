@@ -15,14 +15,13 @@
 package sandbox
 
 import (
-	"github.com/codexec/codexec/internal/confine"
-	"github.com/codexec/codexec/internal/sandbox/helper"
-
 	"context"
 	"io"
 	"time"
 
+	"github.com/codexec/codexec/internal/confine"
 	"github.com/codexec/codexec/internal/proc"
+	"github.com/codexec/codexec/internal/sandbox/helper"
 )
 
 // ProgramPath is where a Spec's ProgramDir is visible to the sandboxed

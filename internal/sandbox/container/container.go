@@ -1,15 +1,8 @@
-// Package container is the docker-compatible sandbox backend: each run in
-// its own container through a docker or podman CLI (container.go), warm
-// containers for python and node runs (warm.go, warm_node.go), and the
-// bounds on what a killed server leaves behind (life.go).
+//go:build linux
+
 package container
 
 import (
-	"github.com/codexec/codexec/internal/confine"
-	"github.com/codexec/codexec/internal/proc"
-	"github.com/codexec/codexec/internal/sandbox"
-	"github.com/codexec/codexec/internal/sandbox/warm"
-
 	"context"
 	"errors"
 	"fmt"
@@ -23,33 +16,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/codexec/codexec/internal/confine"
 	"github.com/codexec/codexec/internal/instance"
+	"github.com/codexec/codexec/internal/proc"
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/warm"
 )
 
-// Options configure the container backend.
-type Options struct {
-	// CLI is a docker-compatible command (docker, podman); default docker.
-	CLI string
-	// Image is the sandbox image (see Dockerfile.sandbox).
-	Image string
-	// Network is the container network mode; default none.
-	Network string
-	// UID is the uid programs run as inside the container (default 65534).
-	UID int
-	// OwnedRoot holds the workspaces codexec created itself (chowned to
-	// UID); any other workspace is a caller's directory, never changed and
-	// mounted read-only unless sandbox.Spec.DirWritable (see workspace.go).
-	OwnedRoot string
-	// Mask lists host paths hidden (empty tmpfs or /dev/null) when they lie
-	// strictly below a workspace: ~/.ssh, the data directory, ….
-	Mask []string
-	// Pool configures warm containers for python runs (container_warm.go);
-	// a zero Size disables them.
-	Pool sandbox.PoolOptions
-}
-
 // Backend runs each program in its own container through a
-// docker-compatible CLI, as seed 000's Docker mode describes: `run --rm`,
+// docker-compatible CLI: `run --rm`,
 // no network, memory/CPU/pids limits, read-only root, size-limited /tmp
 // tmpfs, the workspace mounted at /workspace, all capabilities dropped and
 // no-new-privileges. One container lives exactly as long as its sandbox.Process, so

@@ -1,10 +1,11 @@
+//go:build linux
+
 package container
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/codexec/codexec/internal/sandbox"
 	"log/slog"
 	"math"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/codexec/codexec/internal/instance"
+	"github.com/codexec/codexec/internal/sandbox"
 )
 
 // A container outlives the server that started it: the engine (dockerd,

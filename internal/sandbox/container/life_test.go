@@ -1,10 +1,9 @@
+//go:build linux
+
 package container
 
 import (
 	"context"
-	"github.com/codexec/codexec/internal/sandbox"
-	"github.com/codexec/codexec/internal/sandbox/sandboxtest"
-	"github.com/codexec/codexec/internal/sandbox/warm"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/codexec/codexec/internal/instance"
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/sandboxtest"
+	"github.com/codexec/codexec/internal/sandbox/warm"
 )
 
 // TestContainerDeadline checks that a container run ends by itself at its

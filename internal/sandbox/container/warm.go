@@ -1,12 +1,10 @@
+//go:build linux
+
 package container
 
 import (
 	"errors"
 	"fmt"
-	"github.com/codexec/codexec/internal/proc"
-	"github.com/codexec/codexec/internal/sandbox"
-	"github.com/codexec/codexec/internal/sandbox/helper"
-	"github.com/codexec/codexec/internal/sandbox/warm"
 	"io"
 	"log/slog"
 	"net"
@@ -21,6 +19,11 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/codexec/codexec/internal/proc"
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/helper"
+	"github.com/codexec/codexec/internal/sandbox/warm"
 )
 
 // Warm containers (docker mode). A cold run pays ~100–150 ms of CLI, runtime

@@ -1,10 +1,10 @@
+//go:build linux
+
 package container
 
 import (
 	"context"
 	"fmt"
-	"github.com/codexec/codexec/internal/sandbox"
-	"github.com/codexec/codexec/internal/sandbox/warm"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +13,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/warm"
 )
 
 // Warm node containers. Node cannot take descriptors over a socket, so a

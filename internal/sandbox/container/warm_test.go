@@ -1,16 +1,19 @@
+//go:build linux
+
 package container
 
 import (
 	"context"
 	"fmt"
-	"github.com/codexec/codexec/internal/sandbox"
-	"github.com/codexec/codexec/internal/sandbox/sandboxtest"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/sandboxtest"
 )
 
 // newTestContainer returns a container backend on the local test image

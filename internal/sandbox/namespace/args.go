@@ -1,13 +1,16 @@
+//go:build linux
+
 package namespace
 
 import (
 	"cmp"
 	"fmt"
-	"github.com/codexec/codexec/internal/sandbox"
-	"github.com/codexec/codexec/internal/sandbox/helper"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/helper"
 )
 
 // rootLinks are the top-level entries that are symlinks into /usr on merged

@@ -1,14 +1,17 @@
+//go:build linux
+
 package namespace
 
 import (
 	"context"
-	"github.com/codexec/codexec/internal/sandbox"
-	"github.com/codexec/codexec/internal/sandbox/sandboxtest"
 	"io"
 	"os/exec"
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/sandboxtest"
 )
 
 // BenchmarkNamespaceStages compares, interleaved in one loop, a bare

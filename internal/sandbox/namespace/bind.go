@@ -1,15 +1,18 @@
+//go:build linux
+
 package namespace
 
 import (
 	"errors"
 	"fmt"
-	"github.com/codexec/codexec/internal/sandbox"
-	"github.com/codexec/codexec/internal/sandbox/warm"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/warm"
 )
 
 // Binding a workspace into a started runner. The runner's sandbox was built

@@ -1,9 +1,8 @@
+//go:build linux
+
 package namespace
 
 import (
-	"github.com/codexec/codexec/internal/proc"
-	"github.com/codexec/codexec/internal/sandbox"
-	"github.com/codexec/codexec/internal/sandbox/helper"
 	"os"
 	"os/exec"
 	"strconv"
@@ -13,6 +12,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/codexec/codexec/internal/cgroup"
+	"github.com/codexec/codexec/internal/proc"
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/helper"
 )
 
 // sandbox.Pooled launchers (not to be confused with warm runners, warm.go, which

@@ -1,15 +1,18 @@
+//go:build linux
+
 package namespace
 
 import (
 	"bufio"
 	"bytes"
 	"context"
-	"github.com/codexec/codexec/internal/sandbox"
-	"github.com/codexec/codexec/internal/sandbox/sandboxtest"
 	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/sandboxtest"
 )
 
 // TestMain lets the test binary act as the helper (sandbox-init,

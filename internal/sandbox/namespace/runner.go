@@ -1,14 +1,16 @@
+//go:build linux
+
 package namespace
 
 import (
 	"errors"
-	"github.com/codexec/codexec/internal/proc"
-	"github.com/codexec/codexec/internal/sandbox"
-	"github.com/codexec/codexec/internal/sandbox/warm"
 	"os"
 	"strconv"
 
 	"github.com/codexec/codexec/internal/cgroup"
+	"github.com/codexec/codexec/internal/proc"
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/warm"
 )
 
 // nsRunner is a namespace runner: its run cgroup, staging mounts and

@@ -1,13 +1,16 @@
+//go:build linux
+
 package namespace
 
 import (
 	"fmt"
-	"github.com/codexec/codexec/internal/sandbox"
-	"github.com/codexec/codexec/internal/sandbox/sandboxtest"
 	"os"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/sandboxtest"
 )
 
 // TestWarmSoak runs many pooled runs at concurrency 4, then closes the

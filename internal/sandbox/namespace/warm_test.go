@@ -1,14 +1,17 @@
+//go:build linux
+
 package namespace
 
 import (
 	"context"
-	"github.com/codexec/codexec/internal/sandbox"
-	"github.com/codexec/codexec/internal/sandbox/sandboxtest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/sandboxtest"
 )
 
 func newWarmNamespace(t *testing.T, size int) *Backend {

@@ -1,3 +1,5 @@
+//go:build linux
+
 package namespace
 
 import (
@@ -5,10 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/codexec/codexec/internal/proc"
-	"github.com/codexec/codexec/internal/sandbox"
-	"github.com/codexec/codexec/internal/sandbox/helper"
-	"github.com/codexec/codexec/internal/sandbox/warm"
 	"io"
 	"log/slog"
 	"os"
@@ -22,6 +20,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/codexec/codexec/internal/cgroup"
+	"github.com/codexec/codexec/internal/proc"
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/helper"
+	"github.com/codexec/codexec/internal/sandbox/warm"
 )
 
 // Python fork-servers ("zygotes"). A warm runner saves a run the wait for

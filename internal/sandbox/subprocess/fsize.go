@@ -1,10 +1,7 @@
 package subprocess
 
 import (
-	"log/slog"
 	"strconv"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/codexec/codexec/internal/sandbox/helper"
 )
@@ -29,16 +26,4 @@ func fsizeArgv(argv []string, bytes int64) ([]string, error) {
 		return nil, err
 	}
 	return append([]string{exe, helper.FsizeCommand, strconv.FormatInt(bytes, 10), "--"}, argv...), nil
-}
-
-// limitFileSize caps the file size of the running process pid (warm
-// runners, see above).
-func limitFileSize(pid int, bytes int64) {
-	if bytes <= 0 {
-		return
-	}
-	lim := unix.Rlimit{Cur: uint64(bytes), Max: uint64(bytes)}
-	if err := unix.Prlimit(pid, unix.RLIMIT_FSIZE, &lim, nil); err != nil {
-		slog.Warn("subprocess: could not set the file size limit", "pid", pid, "err", err)
-	}
 }

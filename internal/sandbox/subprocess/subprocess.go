@@ -4,18 +4,18 @@
 package subprocess
 
 import (
-	"github.com/codexec/codexec/internal/confine"
-	"github.com/codexec/codexec/internal/proc"
-	"github.com/codexec/codexec/internal/sandbox"
-	"github.com/codexec/codexec/internal/sandbox/warm"
-	"time"
-
 	"context"
 	"fmt"
 	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
+
+	"github.com/codexec/codexec/internal/confine"
+	"github.com/codexec/codexec/internal/proc"
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/warm"
 )
 
 // Backend runs programs as plain host processes: stripped environment,
@@ -38,10 +38,7 @@ var subreaperOnce sync.Once
 // subreaper so that orphaned descendants of runs are re-parented to it.
 // pool configures warm runners; a zero Size disables them.
 func New(pool sandbox.PoolOptions) *Backend {
-	subreaperOnce.Do(func() {
-		const prSetChildSubreaper = 36
-		_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
-	})
+	subreaperOnce.Do(becomeSubreaper)
 	proc.SweepDeadRunsOnce()
 	s := &Backend{}
 	if pool.Size > 0 {
@@ -82,7 +79,7 @@ func (s *Backend) startCold(spec sandbox.Spec) (*proc.HostProc, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = spec.Dir
 	cmd.Env = proc.MarkedEnv(spec.Env, marker)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = groupAttr()
 	p, err := proc.Start(cmd, spec.Stdin, spec.Stdout, spec.Stderr, proc.Hooks{Signal: groupSignal(cmd, marker)})
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: start %s: %w", spec.Argv[0], err)

@@ -3,14 +3,15 @@ package subprocess
 import (
 	"bytes"
 	"context"
-	"github.com/codexec/codexec/internal/sandbox"
-	"github.com/codexec/codexec/internal/sandbox/sandboxtest"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/sandboxtest"
 )
 
 // TestMain lets the test binary act as the helper (sandbox-fsize).

@@ -1,14 +1,15 @@
 package subprocess
 
 import (
-	"github.com/codexec/codexec/internal/proc"
-	"github.com/codexec/codexec/internal/sandbox"
-	"github.com/codexec/codexec/internal/sandbox/helper"
-	"github.com/codexec/codexec/internal/sandbox/warm"
 	"log/slog"
 	"os"
 	"os/exec"
 	"syscall"
+
+	"github.com/codexec/codexec/internal/proc"
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/helper"
+	"github.com/codexec/codexec/internal/sandbox/warm"
 )
 
 // Warm runners in subprocess mode: the interpreter and its stub (warm.go)
@@ -40,10 +41,10 @@ func (s *Backend) newRunner(req warm.Request) (warm.Runner, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	// Children a run forks without exec keep the runner's start-up
 	// environment (the stub changes only its copy): a run marker of the
-	// runner's own marks them (runmark.go).
+	// runner's own marks them (see proc.NewRunMarker).
 	marker := proc.NewRunMarker("warm")
 	cmd.Dir, cmd.Env = "/", proc.MarkedEnv(req.Base.Env, marker)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = groupAttr()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = rp.Child[0], rp.Child[1], rp.Child[2]
 	cmd.ExtraFiles = []*os.File{rp.Child[3]}
 	wait, err := proc.StartTracked(cmd)
@@ -54,7 +55,10 @@ func (s *Backend) newRunner(req warm.Request) (warm.Runner, error) {
 	rp.CloseChild()
 	rp.R.Cmd, rp.R.Wait = cmd, wait
 	r := &subRunner{Stub: rp.R, marker: marker}
-	limitFileSize(cmd.Process.Pid, req.Base.Limits.DiskBytes)
+	if err := limitFileSize(cmd.Process.Pid, req.Base.Limits.DiskBytes); err != nil {
+		r.Destroy()
+		return nil, err
+	}
 	if err := r.AwaitReady(); err != nil {
 		r.Destroy()
 		return nil, err

@@ -1,8 +1,6 @@
 package warm
 
 import (
-	"github.com/codexec/codexec/internal/sandbox"
-	"github.com/codexec/codexec/internal/sandbox/helper"
 	"os"
 	"sync"
 	"time"
@@ -10,6 +8,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/codexec/codexec/internal/proc"
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/helper"
 )
 
 // Early results from python warm runners. A run used to end for the server

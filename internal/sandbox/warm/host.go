@@ -2,10 +2,11 @@ package warm
 
 import (
 	"fmt"
-	"github.com/codexec/codexec/internal/proc"
-	"github.com/codexec/codexec/internal/sandbox"
 	"sync"
 	"time"
+
+	"github.com/codexec/codexec/internal/proc"
+	"github.com/codexec/codexec/internal/sandbox"
 )
 
 // Host is the part of a backend that keeps warm runners; each backend

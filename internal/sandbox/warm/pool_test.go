@@ -1,11 +1,12 @@
 package warm
 
 import (
-	"github.com/codexec/codexec/internal/sandbox"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/codexec/codexec/internal/sandbox"
 )
 
 // fakeStarter starts "runners" that become ready when release is closed.

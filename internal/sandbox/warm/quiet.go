@@ -1,9 +1,10 @@
 package warm
 
 import (
-	"github.com/codexec/codexec/internal/sandbox"
 	"sync"
 	"time"
+
+	"github.com/codexec/codexec/internal/sandbox"
 )
 
 // quietGate counts the one-shot runs in flight so that background work

@@ -1,11 +1,12 @@
 package warm
 
 import (
-	"github.com/codexec/codexec/internal/proc"
 	"os/exec"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/codexec/codexec/internal/proc"
 )
 
 func TestQuietGate(t *testing.T) {

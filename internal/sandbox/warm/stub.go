@@ -82,7 +82,7 @@ func NewPipes() (*Pipes, error) {
 		rp.Close()
 		return nil, err
 	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	fds, err := socketpair()
 	if err != nil {
 		rp.Close()
 		return nil, err
