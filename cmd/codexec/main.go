@@ -23,19 +23,34 @@ import (
 	"github.com/codexec/codexec/internal/app"
 	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/packages"
-	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/helper"
 )
+
+// runHelper runs the hidden helper verbs the sandboxes re-execute the
+// binary with (see package helper), when codexec-sandbox is not installed
+// next to codexec; ok is false for any other command.
+func runHelper(args []string) (code int, ok bool) {
+	if len(args) == 0 {
+		return 0, false
+	}
+	switch args[0] {
+	case helper.InitCommand:
+		return helper.RunInit(args[1:]), true
+	case helper.LandlockCommand:
+		return helper.RunLandlock(args[1:]), true
+	case helper.FsizeCommand:
+		return helper.RunFsize(args[1:]), true
+	}
+	return 0, false
+}
 
 func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
 func run(args []string) int {
-	if len(args) > 0 && args[0] == sandbox.InitCommand {
-		return sandbox.RunInit(args[1:])
-	}
-	if len(args) > 0 && args[0] == sandbox.LandlockCommand {
-		return sandbox.RunLandlock(args[1:])
+	if code, ok := runHelper(args); ok {
+		return code
 	}
 	cmd := "serve"
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {

@@ -15,6 +15,9 @@ import (
 	"github.com/codexec/codexec/internal/pathguard"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/container"
+	"github.com/codexec/codexec/internal/sandbox/namespace"
+	"github.com/codexec/codexec/internal/sandbox/subprocess"
 )
 
 const subprocessWarning = "code runs as a plain host process with full filesystem and network access and no resource limits (see SECURITY.md)"
@@ -28,26 +31,26 @@ func SelectBackend(ctx context.Context, cfg config.Config, env HostEnv, langs *r
 	switch cfg.SandboxMode {
 	case config.ModeSubprocess:
 		slog.Warn("SANDBOX MODE subprocess: " + subprocessWarning)
-		return sandbox.NewSubprocess(poolOptions(cfg)), nil
+		return subprocess.New(poolOptions(cfg)), nil
 	case config.ModeNamespace:
-		b, err := sandbox.NewNamespace(ctx, namespaceOptions(cfg, env, langs, prewarm))
+		b, err := namespace.New(ctx, namespaceOptions(cfg, env, langs, prewarm))
 		if err != nil {
 			return nil, fmt.Errorf("CODEXEC_SANDBOX_MODE=namespace cannot run on this host: %w (run `codexec doctor`)", err)
 		}
 		return b, nil
 	case config.ModeDocker:
-		b, err := sandbox.NewContainer(ctx, containerOptions(cfg, env))
+		b, err := container.New(ctx, containerOptions(cfg, env))
 		if err != nil {
 			return nil, fmt.Errorf("CODEXEC_SANDBOX_MODE=docker cannot run on this host: %w (run `codexec doctor`)", err)
 		}
 		return b, nil
 	case config.ModeAuto:
-		b, err := sandbox.NewNamespace(ctx, namespaceOptions(cfg, env, langs, prewarm))
+		b, err := namespace.New(ctx, namespaceOptions(cfg, env, langs, prewarm))
 		if err == nil {
 			return b, nil
 		}
 		slog.Warn("!!! SANDBOX MODE auto FELL BACK TO subprocess: the namespace sandbox is unavailable (" + err.Error() + "); " + subprocessWarning + "; run `codexec doctor`")
-		return sandbox.NewSubprocess(poolOptions(cfg)), nil
+		return subprocess.New(poolOptions(cfg)), nil
 	}
 	return nil, fmt.Errorf("unknown CODEXEC_SANDBOX_MODE %q", cfg.SandboxMode)
 }
@@ -84,9 +87,9 @@ func newGuard(cfg config.Config, env HostEnv) *pathguard.Guard {
 		Internal: internalDirs(cfg), Writable: cfg.WritableRoots})
 }
 
-func namespaceOptions(cfg config.Config, env HostEnv, langs *runtime.Set, prewarm []sandbox.Spec) sandbox.NamespaceOptions {
+func namespaceOptions(cfg config.Config, env HostEnv, langs *runtime.Set, prewarm []sandbox.Spec) namespace.Options {
 	mask := append(pathguard.DefaultForbidden(env.Home), internalDirs(cfg)...)
-	return sandbox.NamespaceOptions{OwnedRoot: cfg.SandboxDir, Mask: mask, ReadOnly: interpreterPrefixes(langs),
+	return namespace.Options{OwnedRoot: cfg.SandboxDir, Mask: mask, ReadOnly: interpreterPrefixes(langs),
 		Pool:    poolOptions(cfg),
 		Prewarm: prewarm}
 }
@@ -117,8 +120,8 @@ func poolOptions(cfg config.Config) sandbox.PoolOptions {
 	return sandbox.PoolOptions{Size: cfg.PoolSize, Idle: cfg.PoolIdle, MemoryBytes: cfg.PoolMemoryBytes, Fork: cfg.PoolFork == "on"}
 }
 
-func containerOptions(cfg config.Config, env HostEnv) sandbox.ContainerOptions {
-	return sandbox.ContainerOptions{CLI: cfg.DockerCLI, Image: cfg.DockerImage, Network: cfg.DockerNetwork,
+func containerOptions(cfg config.Config, env HostEnv) container.Options {
+	return container.Options{CLI: cfg.DockerCLI, Image: cfg.DockerImage, Network: cfg.DockerNetwork,
 		Pool: poolOptions(cfg), OwnedRoot: cfg.SandboxDir, Mask: append(pathguard.DefaultForbidden(env.Home), internalDirs(cfg)...)}
 }
 
@@ -156,7 +159,7 @@ func Doctor(ctx context.Context, cfg config.Config, env HostEnv, w io.Writer, re
 }
 
 func doctorNamespace(ctx context.Context, cfg config.Config, env HostEnv, langs *runtime.Set, w io.Writer) error {
-	b, err := sandbox.NewNamespace(ctx, namespaceOptions(cfg, env, langs, nil))
+	b, err := namespace.New(ctx, namespaceOptions(cfg, env, langs, nil))
 	if err != nil {
 		fmt.Fprintf(w, "namespace: UNAVAILABLE: %v\n", err)
 		return err
@@ -202,7 +205,7 @@ func awaitWarm(b warmBackend, kind string, t0 time.Time) string {
 }
 
 func doctorContainer(ctx context.Context, cfg config.Config, env HostEnv, langs *runtime.Set, w io.Writer) error {
-	c, err := sandbox.NewContainer(ctx, containerOptions(cfg, env))
+	c, err := container.New(ctx, containerOptions(cfg, env))
 	if err != nil {
 		fmt.Fprintf(w, "docker: UNAVAILABLE: %v\n", err)
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/codexec/codexec/internal/pathguard"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/namespace"
 )
 
 // BenchmarkDiskBoundCost measures what bounding the disk costs a run: the
@@ -28,7 +29,7 @@ func BenchmarkDiskBoundCost(b *testing.B) {
 	if out, err := exec.Command("go", "build", "-o", helper, "github.com/codexec/codexec/cmd/codexec-sandbox").CombinedOutput(); err != nil {
 		b.Fatalf("build %s: %v\n%s", sandbox.HelperName, err, out)
 	}
-	ns, err := sandbox.NewNamespace(context.Background(), sandbox.NamespaceOptions{Exe: helper, OwnedRoot: dir})
+	ns, err := namespace.New(context.Background(), namespace.Options{Exe: helper, OwnedRoot: dir})
 	if err != nil {
 		b.Skip(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/codexec/codexec/internal/pathguard"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/subprocess"
 )
 
 func newTestEngine(tb testing.TB) *Engine {
@@ -27,7 +28,7 @@ func newTestEngine(tb testing.TB) *Engine {
 		SandboxDir: filepath.Join(dir, "sandbox"), DefaultTimeout: 30 * time.Second, MaxTimeout: time.Minute,
 		KillGrace: time.Second, Output: output.Limits{Max: 10000, Head: 4000, Tail: 4000},
 		BaseEnv: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "TERM=dumb"}, Home: dir, BaseDir: dir,
-	}, Deps{Backend: sandbox.NewSubprocess(sandbox.PoolOptions{}), Languages: langs, Guard: pathguard.New(pathguard.Options{Home: dir}), Log: log})
+	}, Deps{Backend: subprocess.New(sandbox.PoolOptions{}), Languages: langs, Guard: pathguard.New(pathguard.Options{Home: dir}), Log: log})
 	if err != nil {
 		tb.Fatal(err)
 	}

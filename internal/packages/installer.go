@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/codexec/codexec/internal/output"
-	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/proc"
 )
 
 // Options configure an Installer. Zero values are noted per field.
@@ -186,7 +186,7 @@ func (in *Installer) run(ctx context.Context, argv []string, name string, obs ou
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
-	err = sandbox.RunTracked(cmd)
+	err = proc.RunTracked(cmd)
 	out, _ := sink.Result()
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:

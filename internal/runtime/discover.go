@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/proc"
 )
 
 // Overrides are operator-chosen interpreter paths; empty means discover.
@@ -112,7 +112,7 @@ func unshim(ctx context.Context, lang, shim string) (string, error) {
 	cmd := exec.CommandContext(ctx, shim, probe...)
 	var out bytes.Buffer
 	cmd.Stdout = &out
-	if err := sandbox.RunTracked(cmd); err != nil {
+	if err := proc.RunTracked(cmd); err != nil {
 		return "", fmt.Errorf("%s (a shim) failed to report its interpreter: %w", shim, err)
 	}
 	return realExecutable(strings.TrimSpace(out.String()))

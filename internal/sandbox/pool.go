@@ -1,234 +1,63 @@
 package sandbox
 
-import (
-	"encoding/binary"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"os"
-	"os/exec"
-	"strconv"
-	"sync"
-	"syscall"
+import "time"
 
-	"golang.org/x/sys/unix"
+// Warm runners: a backend may serve a python or node run (Spec.Warm) from
+// an interpreter it started ahead of time, with the same isolation and
+// behaviour as a cold start (see package warm).
 
-	"github.com/codexec/codexec/internal/cgroup"
+// Runner kinds a Spec may ask for (Spec.Warm).
+const (
+	WarmPython = "python"
+	WarmNode   = "node"
 )
 
-// Moving a process into a cgroup v1 hierarchy waits for an RCU grace period
-// (~10 ms on a busy 2-CPU VM), which is most of the namespace overhead. The
-// pool hides it: it keeps a few sandbox-init launchers already placed in a
-// fresh cgroup with the run limits and already unprivileged, each waiting on
-// a control socket. Start hands one the run's stdio, extra descriptors, argv
-// and environment; it execs bwrap at once.
-
-// poolSize is how many launchers are kept ready.
-const poolSize = 2
-
-// fdRef marks an argument that must be replaced by the launcher's number for
-// extra descriptor K ("\x00fd:K").
-const fdRef = "\x00fd:"
-
-type warm struct {
-	cmd  *exec.Cmd
-	wait func() error
-	cg   *cgroup.Group
-	ctl  *os.File
+// PoolOptions configure warm runners (CODEXEC_POOL_*).
+type PoolOptions struct {
+	// Size is the most ready runners kept per kind; 0 disables warm runners.
+	Size int
+	// Idle stops a kind's runners when no run asked for that kind for this
+	// long (0: one minute).
+	Idle time.Duration
+	// MemoryBytes caps the memory of all ready runners together (0: 256 MiB).
+	MemoryBytes int64
+	// Fills bounds concurrent runner start-ups (0: 2).
+	Fills int
+	// Fork serves python runs from runners forked by a fork-server (see
+	// the namespace backend) where the kernel has Landlock ABI ≥ 6; false: every runner
+	// starts its own interpreter.
+	Fork bool
 }
 
-type pool struct {
-	n       *Namespace
-	mu      sync.Mutex
-	lim     Limits
-	ready   []*warm
-	filling int
-	closed  bool
+// PoolStat is the state of the warm runners of one kind.
+type PoolStat struct {
+	// Kind is "python" or "node"; Key distinguishes kinds started with
+	// different flags, environment, mounts or limits.
+	Kind string
+	Key  string
+	// Ready runners wait for a run; Starting are being started; Target is
+	// how many the pool currently aims to keep (grows on misses, drops to 0
+	// after the idle expiry).
+	Ready, Starting, Target int
+	// Hits are runs served warm; Misses runs that found no ready runner.
+	Hits, Misses uint64
+	// MemoryBytes is what the ready runners hold.
+	MemoryBytes int64
 }
 
-// take returns a ready launcher for lim, or nil, and starts refilling.
-func (pl *pool) take(lim Limits) *warm {
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	if pl.closed {
-		return nil
-	}
-	var stale []*warm
-	if lim != pl.lim {
-		stale, pl.ready, pl.lim = pl.ready, nil, lim
-	}
-	var w *warm
-	if len(pl.ready) > 0 {
-		w, pl.ready = pl.ready[0], pl.ready[1:]
-	} else {
-		pl.refillLocked()
-	}
-	go discard(stale)
-	return w
+// Pooled is implemented by backends that keep warm runners.
+type Pooled interface {
+	// PoolStats returns the state of every kind, sorted by kind.
+	PoolStats() []PoolStat
+	// PoolTallies returns how many runs of each language kind were served
+	// warm and cold since the backend started.
+	PoolTallies() []PoolTally
 }
 
-// refill tops the pool up in the background. Runs call it when they end,
-// so starting launchers does not compete for CPU with the run itself.
-func (pl *pool) refill() {
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	pl.refillLocked()
-}
-
-func (pl *pool) refillLocked() {
-	for !pl.closed && len(pl.ready)+pl.filling < poolSize {
-		pl.filling++
-		go pl.spawn(pl.lim)
-	}
-}
-
-func (pl *pool) spawn(lim Limits) {
-	w, err := pl.n.newWarm(lim, "pool-"+strconv.FormatInt(runSeq.Add(1), 10)+"-"+strconv.Itoa(os.Getpid()))
-	pl.mu.Lock()
-	pl.filling--
-	keep := err == nil && !pl.closed && lim == pl.lim
-	if keep {
-		pl.ready = append(pl.ready, w)
-	}
-	pl.mu.Unlock()
-	if err == nil && !keep {
-		discard([]*warm{w})
-	}
-}
-
-func (pl *pool) close() {
-	pl.mu.Lock()
-	pl.closed = true
-	ready := pl.ready
-	pl.ready = nil
-	pl.mu.Unlock()
-	discard(ready)
-}
-
-func discard(ws []*warm) {
-	for _, w := range ws {
-		_ = w.ctl.Close()
-		_ = w.cmd.Process.Kill()
-		_ = w.wait()
-		_ = w.cg.Destroy()
-	}
-}
-
-// newWarm starts one pooled launcher in a new cgroup.
-func (n *Namespace) newWarm(lim Limits, name string) (*warm, error) {
-	cg, err := cgroup.New(n.cg, name, cgroup.Limits{MemoryBytes: lim.MemoryBytes, CPUs: lim.CPUs, Pids: lim.Pids})
-	if err != nil {
-		return nil, err
-	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		_ = cg.Destroy()
-		return nil, err
-	}
-	ctl, child := os.NewFile(uintptr(fds[0]), "ctl"), os.NewFile(uintptr(fds[1]), "ctl-child")
-	defer child.Close()
-	args := []string{InitCommand, "--pooled", strconv.Itoa(n.opts.UID), strconv.Itoa(n.opts.GID)}
-	cmd := exec.Command(n.opts.Exe, append(args, cg.ProcsFiles()...)...)
-	cmd.Args[0] = "codexec"
-	cmd.Env = []string{}
-	cmd.ExtraFiles = []*os.File{child}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	wait, err := StartTracked(cmd)
-	if err != nil {
-		_ = ctl.Close()
-		_ = cg.Destroy()
-		return nil, err
-	}
-	return &warm{cmd: cmd, wait: wait, cg: cg, ctl: ctl}, nil
-}
-
-type launchMsg struct {
-	Argv []string
-	Env  []string
-}
-
-// send hands the launcher its stdio (fds 0–2), extra descriptors and
-// command. Arguments equal to fdRef+K name extra descriptor K.
-func (w *warm) send(argv, env []string, stdio [3]*os.File, extra []*os.File) error {
-	payload, err := json.Marshal(launchMsg{Argv: argv, Env: env})
-	if err != nil {
-		return err
-	}
-	var fds []int
-	for _, f := range append(stdio[:], extra...) {
-		fds = append(fds, int(f.Fd()))
-	}
-	hdr := binary.LittleEndian.AppendUint64(nil, uint64(len(payload)))
-	raw, err := w.ctl.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := raw.Write(func(fd uintptr) bool {
-		serr = unix.Sendmsg(int(fd), hdr, unix.UnixRights(fds...), nil, 0)
-		return true
-	}); err != nil {
-		return err
-	}
-	if serr != nil {
-		return fmt.Errorf("pooled launcher: %w", serr)
-	}
-	_, err = w.ctl.Write(payload)
-	return err
-}
-
-// receiveLaunch is the launcher side of send: it reads the command from fd 3,
-// puts stdio on 0–2, and returns argv (with descriptor references resolved)
-// and env. Only raw system calls are used, so the Go runtime's own
-// descriptors are never disturbed before exec.
-func receiveLaunch() (argv, env []string, err error) {
-	hdr := make([]byte, 8)
-	oob := make([]byte, unix.CmsgSpace(64*4))
-	n, oobn, _, _, err := unix.Recvmsg(3, hdr, oob, unix.MSG_CMSG_CLOEXEC)
-	if err != nil || n != 8 {
-		return nil, nil, fmt.Errorf("control message: %v (n=%d)", err, n)
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return nil, nil, errors.New("control message without descriptors")
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) < 3 {
-		return nil, nil, errors.New("control message: bad descriptors")
-	}
-	payload := make([]byte, binary.LittleEndian.Uint64(hdr))
-	for got := 0; got < len(payload); {
-		m, err := unix.Read(3, payload[got:])
-		if err != nil || m == 0 {
-			return nil, nil, fmt.Errorf("control payload: %v", err)
-		}
-		got += m
-	}
-	var msg launchMsg
-	if err := json.Unmarshal(payload, &msg); err != nil {
-		return nil, nil, err
-	}
-	for i := 0; i < 3; i++ {
-		if err := unix.Dup3(fds[i], i, 0); err != nil {
-			return nil, nil, err
-		}
-	}
-	for i, a := range msg.Argv {
-		if k, ok := cutFdRef(a); ok && k >= 0 && 3+k < len(fds) {
-			fd := fds[3+k]
-			if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
-				return nil, nil, err
-			}
-			msg.Argv[i] = strconv.Itoa(fd)
-		}
-	}
-	return msg.Argv, msg.Env, nil
-}
-
-func cutFdRef(a string) (int, bool) {
-	if len(a) <= len(fdRef) || a[:len(fdRef)] != fdRef {
-		return 0, false
-	}
-	k, err := strconv.Atoi(a[len(fdRef):])
-	return k, err == nil
+// PoolTally counts the runs of one kind (python, node) since the backend
+// started: Warm were served by a runner, Cold found none. Unlike PoolStat's
+// counts they never go back: a kind that expires keeps its tally.
+type PoolTally struct {
+	Kind       string
+	Warm, Cold uint64
 }

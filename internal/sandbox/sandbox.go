@@ -1,25 +1,38 @@
-// Package sandbox starts untrusted programs behind a Backend: subprocess
-// (light isolation), namespace (bubblewrap + cgroups + seccomp) or container
-// (a docker-compatible CLI). Callers describe what to run with a Spec; the
-// backend decides how it is confined. Every backend guarantees the same
-// contract for a Process: stdout/stderr go to the given writers, Terminate and
-// Kill act on every process the program started (not only the main one), and
-// after Release nothing the program started is still running.
+// Package sandbox is the contract every sandbox backend keeps: callers
+// describe what to run with a Spec (argv, workspace, environment, mounts,
+// Limits) and a Backend starts it confined as its mode says; backends
+// that keep warm runners are also Pooled. Every backend guarantees the
+// same contract for a Process: stdout/stderr go to the given writers,
+// Terminate and Kill act on every process the program started (not only
+// the main one), and after Release nothing the program started is still
+// running. It also holds the workspace rules backends share (grants and
+// masks, workspace.go).
+//
+// The backends are subpackages: namespace (bubblewrap + cgroups + seccomp
+// + Landlock), container (a docker-compatible CLI) and subprocess (light
+// isolation); warm is their runner pool, helper the child side of their
+// re-executions; host processes are package proc.
 package sandbox
 
 import (
-	"github.com/codexec/codexec/internal/confine"
-
 	"context"
 	"io"
-	"os"
 	"time"
+
+	"github.com/codexec/codexec/internal/confine"
+	"github.com/codexec/codexec/internal/proc"
+	"github.com/codexec/codexec/internal/sandbox/helper"
 )
 
 // ProgramPath is where a Spec's ProgramDir is visible to the sandboxed
 // program. Backends without a mount namespace rewrite arguments that start
 // with it to the host path (see Spec.ProgramDir).
 const ProgramPath = "/opt/codexec/program"
+
+// HelperName is the small helper binary (cmd/codexec-sandbox) that runs the
+// sandbox-init, sandbox-landlock and sandbox-fsize steps when installed
+// next to codexec (see package helper).
+const HelperName = helper.Name
 
 // WorkspacePath is where isolated backends mount Spec.Dir. Subprocess mode runs
 // in Spec.Dir itself. Programs should use relative paths or $HOME.
@@ -98,17 +111,9 @@ type Spec struct {
 	Background bool
 }
 
-// Exit describes how a program ended.
-type Exit struct {
-	// Code is the exit status, or -1 when the program was killed by a signal.
-	Code int
-	// Signal is the terminating signal number, 0 if it exited normally.
-	Signal int
-	// OOMKilled is true when the memory limit killed the program.
-	OOMKilled bool
-	// MemoryPeakBytes is the peak memory use if the backend measured it, else 0.
-	MemoryPeakBytes int64
-}
+// Exit describes how a program ended: exit code or signal, OOM kill, peak
+// memory (see proc.Exit).
+type Exit = proc.Exit
 
 // Process is a started program. Methods are safe for concurrent use.
 type Process interface {
@@ -143,19 +148,4 @@ type Backend interface {
 	// server acts on their files (artifacts, uploads, downloads) with
 	// exactly it. Subprocess mode's is the server's own.
 	User() confine.Identity
-}
-
-// pipeOut returns a writable *os.File for w and a function that copies what
-// the child writes into w until EOF. If w is nil, output is discarded via
-// /dev/null. The caller closes the write end after starting the child.
-func pipeOut(w io.Writer) (wr *os.File, copyFn func(), closeRead func(), err error) {
-	if w == nil {
-		f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-		return f, func() {}, func() {}, err
-	}
-	r, wr, err := os.Pipe()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return wr, func() { _, _ = io.Copy(w, r); _ = r.Close() }, func() { _ = r.Close() }, nil
 }

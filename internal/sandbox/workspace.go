@@ -4,8 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 )
 
 // A workspace is either codexec's own (a directory below the backend's
@@ -21,14 +20,16 @@ func ownedWorkspace(root, dir string) bool {
 	return root != "" && dir != "" && strings.HasPrefix(dir, filepath.Clean(root)+"/")
 }
 
-// workspaceReadOnly reports whether spec's workspace is mounted read-only.
-func workspaceReadOnly(spec Spec, ownedRoot string) bool {
+// WorkspaceReadOnly reports whether spec's workspace is mounted read-only
+// in isolated modes: a caller's directory not made writable.
+func WorkspaceReadOnly(spec Spec, ownedRoot string) bool {
 	return spec.Dir != "" && !spec.DirWritable && !ownedWorkspace(ownedRoot, spec.Dir)
 }
 
-// handOverWorkspace gives codexec's own workspace to the sandbox user
-// (recursively, only entries not yet owned); a caller's is left as it is.
-func handOverWorkspace(spec Spec, ownedRoot string, uid, gid int) error {
+// HandOverWorkspace gives codexec's own workspace (below ownedRoot) to the
+// sandbox user uid:gid (recursively, only entries not yet owned); a caller's
+// is left as it is.
+func HandOverWorkspace(spec Spec, ownedRoot string, uid, gid int) error {
 	if !ownedWorkspace(ownedRoot, spec.Dir) {
 		return nil
 	}
@@ -36,10 +37,51 @@ func handOverWorkspace(spec Spec, ownedRoot string, uid, gid int) error {
 		if err != nil {
 			return nil
 		}
-		var st unix.Stat_t
-		if unix.Lstat(p, &st) == nil && int(st.Uid) == uid {
+		var st syscall.Stat_t
+		if syscall.Lstat(p, &st) == nil && int(st.Uid) == uid {
 			return nil
 		}
 		return os.Lchown(p, uid, gid)
 	})
+}
+
+// Mask is one forbidden path below a workspace (~/.ssh, the data
+// directory, …) as the sandbox sees it: hidden by an empty read-only
+// tmpfs (Dir) or /dev/null.
+type Mask struct {
+	Path string
+	Dir  bool
+}
+
+// MasksBelow lists the paths of list strictly below dir that the sandbox
+// user uid could reach, as seen inside the sandbox where dir is mounted at
+// target. Paths it cannot reach need no mask (and bwrap, running as that
+// uid, could not create one there).
+func MasksBelow(list []string, dir, target string, uid int) []Mask {
+	var out []Mask
+	for _, m := range list {
+		if m == dir || !strings.HasPrefix(m, dir+"/") || !CanReach(dir, m, uid) {
+			continue
+		}
+		if fi, err := os.Stat(m); err == nil {
+			out = append(out, Mask{Path: target + strings.TrimPrefix(m, dir), Dir: fi.IsDir()})
+		}
+	}
+	return out
+}
+
+// CanReach reports whether the sandbox user uid can traverse every
+// directory between dir and path (exclusive).
+func CanReach(dir, path string, uid int) bool {
+	for p := filepath.Dir(path); p != dir && strings.HasPrefix(p, dir+"/"); p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return false
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok || (fi.Mode()&0o001 == 0 && int(st.Uid) != uid) {
+			return false
+		}
+	}
+	return true
 }

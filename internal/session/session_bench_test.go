@@ -13,6 +13,7 @@ import (
 	"github.com/codexec/codexec/internal/pathguard"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/subprocess"
 )
 
 func testManager(tb testing.TB) *Manager {
@@ -25,7 +26,7 @@ func testManager(tb testing.TB) *Manager {
 	opts := engine.Options{SandboxDir: filepath.Join(dir, "sandbox"), DefaultTimeout: 30 * time.Second,
 		MaxTimeout: time.Minute, KillGrace: time.Second, Output: output.Limits{Max: 10000, Head: 4000, Tail: 4000},
 		BaseEnv: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, BaseDir: dir}
-	backend := sandbox.NewSubprocess(sandbox.PoolOptions{})
+	backend := subprocess.New(sandbox.PoolOptions{})
 	langs := runtime.Discover(context.Background(), runtime.Overrides{}, os.Getenv("PATH"))
 	eng, err := engine.New(opts, engine.Deps{Backend: backend, Languages: langs, Guard: pathguard.New(pathguard.Options{Home: dir}), Log: log})
 	if err != nil {

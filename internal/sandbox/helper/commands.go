@@ -1,0 +1,56 @@
+package helper
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// The hidden sub-commands (verbs) of the helper. cmd/codexec and
+// cmd/codexec-sandbox dispatch each of them in main, before anything else.
+const (
+	// InitCommand runs between the server's fork and bwrap (runc style):
+	// `sandbox-init UID GID PROCS… -- BWRAP ARGS…` places itself in the
+	// run's cgroups while still root, drops to the sandbox uid for good,
+	// sets no_new_privs and executes bwrap (RunInit); `sandbox-init
+	// --pooled UID GID PROCS…` does the same but waits for the command on fd
+	// 3 (SendLaunch).
+	InitCommand = "sandbox-init"
+	// LandlockCommand runs *inside* the namespace sandbox, right before the
+	// program: `sandbox-landlock [--keep-ctl] RW_DIR… -- PROGRAM ARGS…` adds
+	// Landlock as a second layer where the kernel has it: file access
+	// limited to reading and executing what the sandbox shows, writing only
+	// in the given directories and /dev; signals and abstract unix sockets
+	// scoped to the sandbox's own processes (ABI ≥ 6). It also drops PWD,
+	// which bwrap exports. Missing Landlock support is not an error (the
+	// namespace sandbox stands alone).
+	LandlockCommand = "sandbox-landlock"
+	// FsizeCommand runs a program with a file size cap in subprocess mode:
+	// `sandbox-fsize BYTES -- PROGRAM ARGS…` (RunFsize). Go cannot set a
+	// child's rlimits between fork and exec, so the cap is set here, then
+	// the program is executed.
+	FsizeCommand = "sandbox-fsize"
+)
+
+// KeepCtl is the option of LandlockCommand that keeps descriptor 3 (a warm
+// runner's control socket) open for the program.
+const KeepCtl = "--keep-ctl"
+
+// Name is the small helper binary (cmd/codexec-sandbox) that runs the
+// sub-commands when installed next to codexec: it starts in about a
+// millisecond, where the full binary pays several of package
+// initialisation.
+const Name = "codexec-sandbox"
+
+// Exe returns the helper next to the running executable, or the running
+// executable itself (which understands the same sub-commands).
+func Exe() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	helper := filepath.Join(filepath.Dir(self), Name)
+	if st, err := os.Stat(helper); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+		return helper, nil
+	}
+	return self, nil
+}

@@ -1,0 +1,89 @@
+// Package helper is the child side of every re-execution the sandboxes do,
+// and the one place where every wire between the server (parent) and its
+// sandboxed children is described. The bodies here run in the helper binary
+// (cmd/codexec-sandbox, or codexec itself when the helper is missing) under
+// the hidden verbs of commands.go; both mains dispatch every verb
+// themselves, first thing, and no package does it from an init function.
+//
+// # The chain (namespace mode)
+//
+//	codexec (root, server)
+//	  │ fork+exec, stdio pipes, extra fds (seccomp, passwd/group data, stages)
+//	  ▼
+//	codexec-sandbox sandbox-init UID GID CGROUP.PROCS… -- BWRAP ARGS…   (RunInit)
+//	  │ joins the run's cgroups as root, drops to UID/GID for good (this
+//	  │ thread only: raw setresuid/setresgid), no_new_privs, pdeathsig;
+//	  │ exec
+//	  ▼
+//	bwrap --unshare-user … --seccomp FD --chdir DIR --
+//	  │ new user/pid/net/ipc/uts/mount/cgroup namespaces, tmpfs root,
+//	  │ read-only /usr, workspace, /tmp; seccomp filter; exec
+//	  ▼
+//	/opt/codexec/init sandbox-landlock [--keep-ctl] RW_DIR… -- PROGRAM ARGS…   (RunLandlock)
+//	  │ Landlock domain (read/exec everywhere, write in RW_DIRs and /dev,
+//	  │ signals and abstract sockets scoped), descriptors > 2 (> 3 with
+//	  │ --keep-ctl) close-on-exec, PWD dropped; exec
+//	  ▼
+//	program (uid 65534, no capabilities)
+//
+// Subprocess mode has a one-step chain: codexec → codexec-sandbox
+// sandbox-fsize BYTES -- PROGRAM (RunFsize: RLIMIT_FSIZE, exec), taken only
+// when the run has a disk limit. Docker mode re-executes nothing: the
+// container CLI is the child.
+//
+// # The wires
+//
+// Pooled launcher (namespace mode; SendLaunch → receiveLaunch). A
+// `sandbox-init --pooled` waits, already in its cgroup and unprivileged, on
+// fd 3, a unix stream socket:
+//
+//	parent ──sendmsg: 8-byte little-endian payload length
+//	                  + SCM_RIGHTS [stdin, stdout, stderr, extra…]──▶ launcher
+//	parent ──JSON {"Argv": [...], "Env": [...]} (the payload)────────▶ launcher
+//
+// Arguments equal to FdRef+K ("\x00fd:K") become the launcher's number for
+// extra descriptor K. The launcher puts stdio on 0–2 and execs Argv[0].
+//
+// Warm runner control socket (all modes; EncodeRun, ReadStatus). A runner is
+// an interpreter whose -c/-e program is a stub (runner_python.py,
+// runner_node.js, with python_run.py) waiting on fd 3 (a socketpair; in
+// docker mode a unix socket the stub connects to, in the runner's
+// directory bound at /workspace):
+//
+//	runner ──"R"──────────────────────────────────────▶ parent   ready
+//	parent ──"F" + SCM_RIGHTS [stdout, stderr]────────▶ runner   python only: fresh output pipes
+//	parent ──"<len>\n" cwd\0 n\0 env…\0 code\0 args…──▶ runner   the one run (EncodeRun)
+//	runner ──"X<status>\n"────────────────────────────▶ parent   python and node: exit status, after
+//	                                                             closing its outputs (ReadStatus)
+//
+// A run whose stub reports a status ends for the server once that status
+// and the end of both outputs are in; teardown goes on in the background.
+//
+// Python zygote (namespace mode, fork-server; zygote_python.py). The zygote
+// is a sandboxed python with fd 3 a socketpair:
+//
+//	zygote ──"Z"──────────────────────────────────────▶ parent   ready
+//	parent ──"F" + SCM_RIGHTS [stdin, stdout, stderr,
+//	          runner ctl, cgroup.procs…]───────────────▶ zygote   fork one runner
+//	program ──"R", then takes its run (EncodeRun) on the runner ctl
+//	child   ──4-byte native-endian wait status──────────▶ parent  on the runner ctl
+//
+// The forked first child joins the run's cgroup (through the cgroup.procs
+// descriptors the parent opened), makes its namespaces and private /tmp,
+// and forks the program, which restricts itself (Landlock, capabilities,
+// no_new_privs, seccomp) before running the code.
+//
+// Node runners in containers (docker mode; container_warm_node.go). Node
+// cannot receive descriptors over a socket, so the parent makes five FIFOs
+// in the runner's directory and the container's shell opens them for node:
+// stdin (fd 0), stdout (1), stderr (2), the run message (3, EncodeRun) and
+// "R"/"X<status>\n" (4).
+//
+// Warm container deadline (docker mode; container_life.go): a FIFO whose
+// server end is written with the run's deadline at take time and whose
+// loss of writer (a dead server) ends the container.
+//
+// MARK frames. Sessions' and code mode's framed JSON over a program's
+// stdout (MARK-framed demultiplexing) is not a helper wire: it runs over the
+// ordinary stdio of any backend and lives in internal/frame.
+package helper

@@ -1,0 +1,109 @@
+package helper
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// FdRef marks an argument that the launcher replaces by its number for
+// extra descriptor K ("\x00fd:K").
+const FdRef = "\x00fd:"
+
+// launchMsg is the JSON payload of a launch message.
+type launchMsg struct {
+	Argv []string
+	Env  []string
+}
+
+// SendLaunch hands a pooled launcher, over its control socket ctl, its
+// stdio (fds 0–2), extra descriptors and command. Arguments equal to
+// FdRef+K name extra descriptor K.
+func SendLaunch(ctl *os.File, argv, env []string, stdio [3]*os.File, extra []*os.File) error {
+	payload, err := json.Marshal(launchMsg{Argv: argv, Env: env})
+	if err != nil {
+		return err
+	}
+	var fds []int
+	for _, f := range append(stdio[:], extra...) {
+		fds = append(fds, int(f.Fd()))
+	}
+	hdr := binary.LittleEndian.AppendUint64(nil, uint64(len(payload)))
+	raw, err := ctl.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := raw.Write(func(fd uintptr) bool {
+		serr = unix.Sendmsg(int(fd), hdr, unix.UnixRights(fds...), nil, 0)
+		return true
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("pooled launcher: %w", serr)
+	}
+	_, err = ctl.Write(payload)
+	return err
+}
+
+// receiveLaunch is the launcher side of SendLaunch: it reads the command from fd 3,
+// puts stdio on 0–2, and returns argv (with descriptor references resolved)
+// and env. Only raw system calls are used, so the Go runtime's own
+// descriptors are never disturbed before exec.
+func receiveLaunch() (argv, env []string, err error) {
+	hdr := make([]byte, 8)
+	oob := make([]byte, unix.CmsgSpace(64*4))
+	n, oobn, _, _, err := unix.Recvmsg(3, hdr, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil || n != 8 {
+		return nil, nil, fmt.Errorf("control message: %v (n=%d)", err, n)
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return nil, nil, errors.New("control message without descriptors")
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) < 3 {
+		return nil, nil, errors.New("control message: bad descriptors")
+	}
+	payload := make([]byte, binary.LittleEndian.Uint64(hdr))
+	for got := 0; got < len(payload); {
+		m, err := unix.Read(3, payload[got:])
+		if err != nil || m == 0 {
+			return nil, nil, fmt.Errorf("control payload: %v", err)
+		}
+		got += m
+	}
+	var msg launchMsg
+	if err := json.Unmarshal(payload, &msg); err != nil {
+		return nil, nil, err
+	}
+	for i := 0; i < 3; i++ {
+		if err := unix.Dup3(fds[i], i, 0); err != nil {
+			return nil, nil, err
+		}
+	}
+	for i, a := range msg.Argv {
+		if k, ok := cutFdRef(a); ok && k >= 0 && 3+k < len(fds) {
+			fd := fds[3+k]
+			if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
+				return nil, nil, err
+			}
+			msg.Argv[i] = strconv.Itoa(fd)
+		}
+	}
+	return msg.Argv, msg.Env, nil
+}
+
+func cutFdRef(a string) (int, bool) {
+	if len(a) <= len(FdRef) || a[:len(FdRef)] != FdRef {
+		return 0, false
+	}
+	k, err := strconv.Atoi(a[len(FdRef):])
+	return k, err == nil
+}

@@ -1,0 +1,278 @@
+//go:build linux
+
+package namespace
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/helper"
+)
+
+// rootLinks are the top-level entries that are symlinks into /usr on merged
+// /usr systems (or real directories elsewhere).
+var rootLinks = []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// etcFiles are the only host /etc entries a sandbox sees (read-only): the
+// dynamic linker cache, time zone, name service and alternatives links, TLS
+// roots (each bind costs ~0.2 ms per run, so the list is short). passwd and
+// group are synthesised.
+var etcFiles = []string{
+	"/etc/ld.so.cache", "/etc/localtime", "/etc/nsswitch.conf", "/etc/hosts", "/etc/alternatives", "/etc/ssl",
+}
+
+// landlockInitPath is where the helper binary is visible in the sandbox.
+const landlockInitPath = "/opt/codexec/init"
+
+// warmDir is the placeholder a namespace runner has where its workspace
+// will be bound; its Landlock rule grants full access beneath it.
+const warmDir = "/.workspace"
+
+// bwrapArgs accumulates bubblewrap arguments and the files passed to it as
+// inherited descriptors (fd 3 + index).
+type bwrapArgs struct {
+	n     *Backend
+	stage *stage
+	// refs makes fd return references a pooled launcher resolves.
+	refs bool
+	// warm builds a runner started before its workspace is known: an empty
+	// placeholder (warmDir) takes the workspace's place (see bind.go).
+	warm bool
+	// zygote builds a python fork-server's sandbox (zygote.go): nested user
+	// namespaces allowed, no seccomp filter or Landlock step of its own (its
+	// children apply them), /etc/passwd a plain file the children mount
+	// over, and zygoteRoot (if set) created as their workspace root.
+	zygote     bool
+	zygoteRoot string
+	// seccompFd is the descriptor number of the seccomp program handed to a
+	// zygote.
+	seccompFd string
+	args      []string
+	files     []*os.File
+}
+
+func (b *bwrapArgs) add(a ...string) { b.args = append(b.args, a...) }
+
+// fd registers f as an inherited descriptor and returns its number as seen by
+// bwrap.
+func (b *bwrapArgs) fd(f *os.File) string {
+	b.files = append(b.files, f)
+	if b.refs {
+		return helper.FdRef + strconv.Itoa(len(b.files)-1)
+	}
+	return strconv.Itoa(2 + len(b.files))
+}
+
+func (b *bwrapArgs) CloseFiles() {
+	for _, f := range b.files {
+		_ = f.Close()
+	}
+}
+
+// build produces the whole bwrap command line up to the program: it ends
+// with the in-sandbox Landlock step (see helper.LandlockCommand), so spec.Argv is
+// appended by the caller.
+func (b *bwrapArgs) build(spec sandbox.Spec) error {
+	uid, gid := strconv.Itoa(b.n.opts.UID), strconv.Itoa(b.n.opts.GID)
+	b.add("--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup")
+	if !b.zygote {
+		b.add("--disable-userns")
+	}
+	b.add("--die-with-parent", "--new-session", "--uid", uid, "--gid", gid,
+		"--hostname", "codexec", "--ro-bind", "/usr", "/usr")
+	b.rootLinks()
+	for _, f := range etcFiles {
+		b.add("--ro-bind-try", f, f)
+	}
+	if err := b.identity(cmp.Or(spec.Dir, warmDir)); err != nil {
+		return err
+	}
+	b.add("--proc", "/proc", "--dev", "/dev")
+	if err := b.tmp(spec); err != nil {
+		return err
+	}
+	dir := spec.Dir
+	switch {
+	case b.zygote:
+		return b.zygoteTail(spec)
+	case b.warm:
+		dir = warmDir
+		b.add("--perms", "0755", "--dir", warmDir)
+	default:
+		if err := b.workspace(spec.Dir, sandbox.WorkspaceReadOnly(spec, b.n.opts.OwnedRoot)); err != nil {
+			return err
+		}
+	}
+	if err := b.readOnly(spec); err != nil {
+		return err
+	}
+	if !b.n.opts.NoLandlock {
+		exe, err := b.stage.bind(b.n.opts.Exe)
+		if err != nil {
+			return fmt.Errorf("sandbox: landlock helper: %w", err)
+		}
+		b.add("--ro-bind", exe, landlockInitPath)
+	}
+	sc, err := dataFile(b.n.seccomp)
+	if err != nil {
+		return err
+	}
+	b.add("--seccomp", b.fd(sc), "--chdir", dir, "--")
+	if !b.n.opts.NoLandlock {
+		b.add(landlockInitPath, helper.LandlockCommand)
+		if b.warm {
+			b.add(helper.KeepCtl)
+		}
+		b.add(dir, "/tmp", "--")
+	}
+	return nil
+}
+
+// zygoteTail ends a zygote's command line: its children's workspace root,
+// the read-only directories, and the seccomp program as a plain descriptor.
+func (b *bwrapArgs) zygoteTail(spec sandbox.Spec) error {
+	if b.zygoteRoot != "" {
+		b.add("--perms", "0755", "--dir", b.zygoteRoot)
+	}
+	if err := b.readOnly(spec); err != nil {
+		return err
+	}
+	sc, err := dataFile(b.n.seccomp)
+	if err != nil {
+		return err
+	}
+	b.seccompFd = b.fd(sc)
+	b.add("--chdir", "/", "--")
+	return nil
+}
+
+// tmp gives the sandbox its /tmp: the spec's TmpDir (a bounded disk shared
+// with the workspace) through a staging mount, else a size-limited tmpfs.
+func (b *bwrapArgs) tmp(spec sandbox.Spec) error {
+	if spec.TmpDir != "" {
+		p, err := b.stage.bind(spec.TmpDir)
+		if err != nil {
+			return fmt.Errorf("sandbox: /tmp: %w", err)
+		}
+		b.add("--bind", p, "/tmp")
+		return nil
+	}
+	disk := spec.Limits.DiskBytes
+	if disk <= 0 {
+		disk = 256 << 20
+	}
+	b.add("--size", strconv.FormatInt(disk, 10), "--perms", "1777", "--tmpfs", "/tmp")
+	return nil
+}
+
+func (b *bwrapArgs) rootLinks() {
+	for _, l := range rootLinks {
+		fi, err := os.Lstat(l)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if t, err := os.Readlink(l); err == nil {
+				b.add("--symlink", t, l)
+			}
+		case fi.IsDir():
+			b.add("--ro-bind", l, l)
+		}
+	}
+}
+
+// identity gives the sandbox user a name and home in /etc/passwd and group.
+func (b *bwrapArgs) identity(home string) error {
+	passwd := passwdData(b.n.opts.UID, b.n.opts.GID, home)
+	group := "root:x:0:\nsandbox:x:" + strconv.Itoa(b.n.opts.GID) + ":\n"
+	for _, d := range []struct{ data, dest string }{{passwd, "/etc/passwd"}, {group, "/etc/group"}} {
+		f, err := dataFile([]byte(d.data))
+		if err != nil {
+			return err
+		}
+		if b.zygote && d.dest == "/etc/passwd" {
+			b.add("--perms", "0644", "--file", b.fd(f), d.dest) // mounted over per child
+			continue
+		}
+		b.add("--ro-bind-data", b.fd(f), d.dest)
+	}
+	return nil
+}
+
+// passwdData is the sandbox's /etc/passwd: root and the sandbox user.
+func passwdData(uid, gid int, home string) string {
+	return "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\nsandbox:x:" + strconv.Itoa(uid) + ":" + strconv.Itoa(gid) +
+		":codexec sandbox:" + home + ":/bin/sh\n"
+}
+
+// workspace binds the workspace at its host path, writable unless ro
+// (through a staging mount, since the sandbox uid may not be able to
+// traverse its parents; see stage.go) and masks forbidden paths below it.
+func (b *bwrapArgs) workspace(dir string, ro bool) error {
+	p, err := b.stage.bind(dir)
+	if err != nil {
+		return fmt.Errorf("sandbox: workspace: %w", err)
+	}
+	if ro {
+		b.add("--ro-bind", p, dir)
+	} else {
+		b.add("--bind", p, dir)
+	}
+	for _, m := range sandbox.MasksBelow(b.n.opts.Mask, dir, dir, b.n.opts.UID) {
+		if m.Dir {
+			b.add("--perms", "0000", "--tmpfs", m.Path)
+		} else {
+			b.add("--ro-bind", "/dev/null", m.Path)
+		}
+	}
+	return nil
+}
+
+// readOnly binds the program directory, the spec's mounts and the
+// configured read-only prefixes.
+func (b *bwrapArgs) readOnly(spec sandbox.Spec) error {
+	type bind struct{ host, target string }
+	var binds []bind
+	if spec.ProgramDir != "" {
+		binds = append(binds, bind{spec.ProgramDir, sandbox.ProgramPath})
+	}
+	for _, m := range spec.Mounts {
+		t := m.Target
+		if t == "" {
+			t = m.Host
+		}
+		binds = append(binds, bind{m.Host, t})
+	}
+	for _, p := range b.n.opts.ReadOnly {
+		binds = append(binds, bind{p, p})
+	}
+	for _, bd := range binds {
+		if spec.Dir != "" && strings.HasPrefix(bd.target, spec.Dir+"/") && !sandbox.CanReach(spec.Dir, bd.target, b.n.opts.UID) {
+			continue // inside the workspace where the sandbox cannot go anyway
+		}
+		p, err := b.stage.bind(bd.host)
+		if err != nil {
+			return fmt.Errorf("sandbox: mount %s: %w", bd.host, err)
+		}
+		b.add("--ro-bind", p, bd.target)
+	}
+	return nil
+}
+
+// dataFile returns the read end of a pipe holding data (which must fit the
+// pipe buffer, 64 KiB).
+func dataFile(data []byte) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	if _, err := w.Write(data); err != nil {
+		_ = r.Close()
+		return nil, err
+	}
+	return r, nil
+}

@@ -1,0 +1,81 @@
+//go:build linux
+
+package namespace
+
+import (
+	"context"
+	"io"
+	"os/exec"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/sandboxtest"
+)
+
+// BenchmarkNamespaceStages compares, interleaved in one loop, a bare
+// python3 -c 'print(1)', the same under a minimal bwrap (setpriv + bwrap
+// with only /usr bound and all namespaces), and the full namespace backend
+// (sandbox-init, cgroup, staging mounts, /etc files, seccomp, Landlock) and
+// the same without Landlock, to show where
+// the namespace overhead comes from.
+//
+//	go test ./internal/sandbox/ -run '^$' -bench NamespaceStages -benchtime 30x
+func BenchmarkNamespaceStages(b *testing.B) {
+	n, err := New(context.Background(), Options{OwnedRoot: sandboxtest.OwnedRoot})
+	if err != nil {
+		b.Skip(err)
+	}
+	defer n.Close()
+	nl, err := New(context.Background(), Options{NoLandlock: true, OwnedRoot: sandboxtest.OwnedRoot})
+	if err != nil {
+		b.Skip(err)
+	}
+	defer nl.Close()
+	dir := b.TempDir()
+	py := []string{"/usr/bin/python3", "-c", "print(1)"}
+	minimal := append([]string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", "bwrap", "--unshare-all",
+		"--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+		"--proc", "/proc", "--dev", "/dev", "--"}, py...)
+	var bare, mini, full, noLL []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if err := exec.Command(py[0], py[1:]...).Run(); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := exec.Command(minimal[0], minimal[1:]...).Run(); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		full = append(full, runOnce(b, n, dir, py))
+		noLL = append(noLL, runOnce(b, nl, dir, py))
+		bare, mini = append(bare, t1.Sub(t0)), append(mini, t2.Sub(t1))
+	}
+	ms := func(ds []time.Duration) float64 {
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		return float64(ds[len(ds)/2].Microseconds()) / 1000
+	}
+	b.ReportMetric(ms(bare), "bare-ms")
+	b.ReportMetric(ms(mini), "minimal-bwrap-ms")
+	b.ReportMetric(ms(full), "namespace-ms")
+	b.ReportMetric(ms(noLL), "no-landlock-ms")
+}
+
+// benchLimits are the server defaults (512 MiB, 1 CPU, 256 pids, 256 MiB /tmp).
+var benchLimits = sandbox.Limits{MemoryBytes: 512 << 20, CPUs: 1, Pids: 256, DiskBytes: 256 << 20}
+
+func runOnce(b *testing.B, n *Backend, dir string, argv []string) time.Duration {
+	t0 := time.Now()
+	p, err := n.Start(context.Background(), sandbox.Spec{ID: "bench", Argv: argv, Dir: dir, Env: []string{"HOME=" + dir},
+		Stdout: io.Discard, Limits: benchLimits})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if ex, err := p.Wait(); err != nil || ex.Code != 0 {
+		b.Fatal(ex, err)
+	}
+	_ = p.Release(time.Second)
+	return time.Since(t0)
+}

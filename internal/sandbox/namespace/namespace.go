@@ -1,0 +1,466 @@
+//go:build linux
+
+package namespace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/codexec/codexec/internal/cgroup"
+	"github.com/codexec/codexec/internal/confine"
+	"github.com/codexec/codexec/internal/proc"
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/helper"
+	"github.com/codexec/codexec/internal/sandbox/warm"
+)
+
+// Backend runs every program in fresh user, pid, network, ipc, uts, mount
+// and cgroup namespaces built by bubblewrap, as an unprivileged host uid with
+// no capabilities, no_new_privs and a seccomp filter, inside its own cgroup
+// (memory, CPU and pids limits, group kill, OOM detection). The file system
+// is a tmpfs root with read-only /usr (and the /bin, /lib… links), a few /etc
+// files, fresh /proc and /dev, a size-limited /tmp and the workspace (the
+// only writable host directory) at its host path. Only loopback networking.
+type Backend struct {
+	opts    Options
+	cg      cgroup.Info
+	seccomp []byte
+	// launchers are pooled sandbox-init processes (launcher.go).
+	launchers *launcherPool
+	// runners keeps warm runners; its Cleanups also track background
+	// removal of finished runs' cgroups.
+	runners warm.Host
+	// zygotes are the python fork-servers by warm key (zygote.go).
+	zygMu   sync.Mutex
+	zygotes map[string]*zygote
+}
+
+// runSeq numbers runs process-wide, so cgroup and staging names never
+// collide between backends.
+var runSeq atomic.Int64
+
+var leftoverSweep sync.Once
+
+// NewNamespace checks that the namespace backend can work here (bwrap,
+// user namespaces, cgroups, seccomp) and returns it; the error says what is
+// missing. It runs one trivial sandbox as a probe (a few milliseconds).
+func New(ctx context.Context, o Options) (*Backend, error) {
+	n, err := newBackend(o)
+	if err != nil {
+		return nil, err
+	}
+	for _, spec := range o.Prewarm {
+		n.Prewarm(spec)
+	}
+	if err := n.probe(ctx); err != nil {
+		_ = n.Close()
+		return nil, fmt.Errorf("namespace sandbox probe failed: %w", err)
+	}
+	return n, nil
+}
+
+func newBackend(o Options) (*Backend, error) {
+	var err error
+	if o.Bwrap, err = findBwrap(o.Bwrap); err != nil {
+		return nil, err
+	}
+	if o.Exe == "" {
+		if o.Exe, err = helper.Exe(); err != nil {
+			return nil, fmt.Errorf("cannot locate the codexec binary for sandbox-init: %w", err)
+		}
+	}
+	if o.UID == 0 {
+		o.UID = 65534
+	}
+	if o.GID == 0 {
+		o.GID = 65534
+	}
+	if os.Geteuid() != 0 {
+		return nil, errors.New("the namespace sandbox needs codexec to run as root (to create cgroups and drop to an unprivileged uid)")
+	}
+	if err := userNamespacesEnabled(); err != nil {
+		return nil, err
+	}
+	proc.SweepDeadRunsOnce()
+	n := &Backend{opts: o, cg: cgroup.Detect()}
+	n.launchers = &launcherPool{n: n}
+	n.runners.Pool = warm.NewPool(o.Pool, n.startRunner)
+	leftoverSweep.Do(func() {
+		if k := cgroup.Sweep(n.cg); k > 0 {
+			slog.Info("removed cgroups left by earlier codexec servers", "count", k)
+		}
+		sweepStages()
+	})
+	if !n.cg.Usable() {
+		return nil, fmt.Errorf("resource limits unavailable: %s", n.cg)
+	}
+	if n.seccomp, err = seccompProgram(); err != nil {
+		return nil, err
+	}
+	if err := acquireStagingRoot(); err != nil {
+		return nil, fmt.Errorf("staging directory: %w", err)
+	}
+	return n, nil
+}
+
+func findBwrap(p string) (string, error) {
+	if p != "" {
+		return p, nil
+	}
+	if _, err := os.Stat("/usr/bin/bwrap"); err == nil {
+		return "/usr/bin/bwrap", nil
+	}
+	p, err := exec.LookPath("bwrap")
+	if err != nil {
+		return "", errors.New("bubblewrap (bwrap) is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
+	}
+	return p, nil
+}
+
+// userNamespacesEnabled reads the sysctls that disable unprivileged user
+// namespaces on various distributions.
+func userNamespacesEnabled() error {
+	for file, bad := range map[string]string{
+		"/proc/sys/user/max_user_namespaces":                     "0",
+		"/proc/sys/kernel/unprivileged_userns_clone":             "0",
+		"/proc/sys/kernel/apparmor_restrict_unprivileged_userns": "1",
+	} {
+		if b, err := os.ReadFile(file); err == nil && string(trimNL(b)) == bad {
+			return fmt.Errorf("unprivileged user namespaces are disabled (%s = %s)", file, bad)
+		}
+	}
+	return nil
+}
+
+func trimNL(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// CgroupInfo describes the cgroup setup the backend uses.
+func (n *Backend) CgroupInfo() cgroup.Info { return n.cg }
+
+func (n *Backend) probe(ctx context.Context) error {
+	dir, err := os.MkdirTemp("", "codexec-probe-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chown(dir, n.opts.UID, n.opts.GID); err != nil {
+		return err
+	}
+	var out, errb limitedBuffer
+	spec := sandbox.Spec{ID: "probe", Argv: []string{"/bin/sh", "-c", "echo ok"}, Dir: dir,
+		Env: []string{"PATH=/usr/bin:/bin", "HOME=" + dir}, Stdout: &out, Stderr: &errb,
+		Limits: sandbox.Limits{MemoryBytes: 64 << 20, Pids: 16, DiskBytes: 1 << 20}}
+	p, err := n.startFresh(spec, "probe-"+strconv.FormatInt(runSeq.Add(1), 10)+"-"+strconv.Itoa(os.Getpid()))
+	if err != nil {
+		return err
+	}
+	ex, err := p.Wait()
+	_ = p.Release(time.Second)
+	if err != nil {
+		return err
+	}
+	if ex.Code != 0 || string(trimNL(out.b)) != "ok" {
+		return fmt.Errorf("exit %d signal %d: %s", ex.Code, ex.Signal, trimNL(errb.b))
+	}
+	return nil
+}
+
+// Name returns "namespace".
+func (*Backend) Name() string { return "namespace" }
+
+// Isolated returns true.
+func (*Backend) Isolated() bool { return true }
+
+// User is the unprivileged host user programs run as.
+func (n *Backend) User() confine.Identity { return confine.As(n.opts.UID, n.opts.GID) }
+
+// Start starts spec in a fresh sandbox. spec.Network is refused. A warm
+// runner is used when spec.Warm asks for one and one is ready; else a pooled
+// launcher (already in its cgroup) when one is ready for spec.Limits;
+// otherwise a cgroup and a launcher are made on the spot.
+func (n *Backend) Start(_ context.Context, spec sandbox.Spec) (sandbox.Process, error) {
+	if len(spec.Argv) == 0 {
+		return nil, errors.New("sandbox: empty argv")
+	}
+	if spec.Network {
+		return nil, errors.New("sandbox: the namespace backend has no network access to grant")
+	}
+	if req, ok := warm.Parse(spec); ok {
+		if freq, ok := n.forkRequest(spec, req); ok {
+			req = freq
+		}
+		return n.startCounted(spec, req)
+	}
+	return warm.AsProcess(n.startCold(spec))
+}
+
+// startCounted starts a run that a warm runner can serve (warm if one is
+// ready), counted in flight until released so refills wait for its end.
+func (n *Backend) startCounted(spec sandbox.Spec, req warm.Request) (sandbox.Process, error) {
+	return n.runners.Pool.Serve(req, func(r warm.Runner) (*proc.HostProc, error) { return n.startWarm(spec, req, r.(*nsRunner)) },
+		func() (*proc.HostProc, error) { return n.startCold(spec) })
+}
+
+// startCold starts spec without a warm runner.
+func (n *Backend) startCold(spec sandbox.Spec) (*proc.HostProc, error) {
+	name := spec.ID + "-" + strconv.FormatInt(runSeq.Add(1), 10) + "-" + strconv.Itoa(os.Getpid())
+	if w := n.launchers.take(spec.Limits); w != nil {
+		p, err := n.start(spec, name, w.cg, w)
+		if err == nil {
+			return p, nil
+		}
+		discardLaunchers([]*launcher{w})
+		slog.Debug("pooled sandbox launcher failed; starting a fresh one", "err", err)
+	}
+	return n.startFresh(spec, name)
+}
+
+// startFresh starts spec with a new cgroup and launcher (no pool).
+func (n *Backend) startFresh(spec sandbox.Spec, name string) (*proc.HostProc, error) {
+	cg, err := cgroup.New(n.cg, name, cgroup.Limits{MemoryBytes: spec.Limits.MemoryBytes, CPUs: spec.Limits.CPUs, Pids: spec.Limits.Pids})
+	if err != nil {
+		return nil, err
+	}
+	p, err := n.start(spec, name, cg, nil)
+	if err != nil {
+		_ = cg.Destroy()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Close stops the pooled launchers and removes their cgroups. The backend
+// must not be used afterwards.
+func (n *Backend) Close() error {
+	n.runners.Pool.Close()
+	n.closeZygotes()
+	n.launchers.close()
+	n.runners.Cleanups.Wait()
+	releaseStagingRoot()
+	return nil
+}
+
+func (n *Backend) start(spec sandbox.Spec, name string, cg *cgroup.Group, w *launcher) (*proc.HostProc, error) {
+	if spec.Background {
+		_ = cg.SetCPUWeight(2)
+	}
+	if err := sandbox.HandOverWorkspace(spec, n.opts.OwnedRoot, n.opts.UID, n.opts.GID); err != nil {
+		return nil, err
+	}
+	st, err := newStage(name)
+	if err != nil {
+		return nil, err
+	}
+	b := &bwrapArgs{n: n, stage: st, refs: w != nil}
+	defer b.CloseFiles()
+	if err := b.build(spec); err != nil {
+		_ = st.release()
+		return nil, err
+	}
+	var p *proc.HostProc
+	hooks := n.runHooks(cg, st, &p)
+	bwrapArgv := append(append([]string{n.opts.Bwrap}, b.args...), spec.Argv...)
+	if w != nil {
+		p, err = proc.Launch(w.cmd, spec.Stdin, spec.Stdout, spec.Stderr, hooks, func(stdio [3]*os.File) (func() error, error) {
+			err := w.send(bwrapArgv, spec.Env, stdio, b.files)
+			_ = w.ctl.Close()
+			return w.wait, err
+		})
+	} else {
+		p, err = proc.Start(n.coldCmd(spec, cg, bwrapArgv, b.files), spec.Stdin, spec.Stdout, spec.Stderr, hooks)
+	}
+	if err != nil {
+		_ = st.release()
+		return nil, fmt.Errorf("sandbox: start bwrap: %w", err)
+	}
+	return p, nil
+}
+
+// runHooks are the sandbox.Process hooks of a run in cg whose staging mounts are st;
+// *pp is the run's proc.HostProc once started.
+func (n *Backend) runHooks(cg *cgroup.Group, st *stage, pp **proc.HostProc) proc.Hooks {
+	return proc.Hooks{
+		Signal: func(sig syscall.Signal) error {
+			if sig == syscall.SIGKILL {
+				return cg.Kill()
+			}
+			// Not to bwrap itself: it would die and take the program with it
+			// before the program could handle the signal.
+			cg.Signal(sig, (*pp).Pid())
+			return nil
+		},
+		AfterWait: func(e *sandbox.Exit) { namespaceExit(e, cg) },
+		// Once the group is empty nothing of the run is left; removing the
+		// group and staging mounts is slow-ish (cgroup locks), so it happens
+		// off the caller's path. Close waits for it.
+		Cleanup: func() error {
+			cg.Drain()
+			n.runners.Cleanups.Add(1)
+			go func() {
+				defer n.runners.Cleanups.Done()
+				if err := errors.Join(cg.Destroy(), st.release()); err != nil {
+					slog.Warn("sandbox cleanup", "err", err)
+				}
+				n.launchers.refill()
+			}()
+			return nil
+		},
+	}
+}
+
+// startWarm runs spec in the taken runner r: workspace granted and bound,
+// CPU weight restored, output attached, then the run handed over. On error
+// the runner is destroyed in the background and the caller starts cold.
+func (n *Backend) startWarm(spec sandbox.Spec, req warm.Request, r *nsRunner) (*proc.HostProc, error) {
+	err := sandbox.HandOverWorkspace(spec, n.opts.OwnedRoot, n.opts.UID, n.opts.GID)
+	if err == nil {
+		err = n.bindWorkspace(r, spec.Dir, sandbox.WorkspaceReadOnly(spec, n.opts.OwnedRoot))
+	}
+	if err == nil {
+		err = r.cg.SetCPUWeight(1024)
+	}
+	if err != nil {
+		n.runners.DestroyLater(r)
+		return nil, err
+	}
+	var p *proc.HostProc
+	hooks := n.runHooks(r.cg, r.st, &p)
+	// Python runners report their status themselves (warm_early.go).
+	early := !r.forked && req.Kind == sandbox.WarmPython
+	stdout, stderr := r.Stdout, r.Stderr
+	if early {
+		if stdout, stderr, err = r.HandOverStdio(); err != nil {
+			n.runners.DestroyLater(r)
+			return nil, err
+		}
+	}
+	var e *warm.Early
+	if early {
+		e, hooks = warm.NewEarly(&r.Stub, hooks, &n.runners.Cleanups, func() { _ = r.cg.Kill() })
+	}
+	p = proc.Adopt(r.Cmd, r.Wait, r.Stdin, stdout, stderr, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
+	if r.forked {
+		p.SetExit(func() sandbox.Exit { return r.exit })
+	}
+	if early {
+		e.Attach(p)
+	}
+	_ = r.mntns.Close()
+	_, err = r.Ctl.Write(helper.EncodeRun(spec.Dir, spec.Env, req.Code, req.Args))
+	if !r.forked && !early { // the others report their status on it
+		_ = r.Ctl.Close()
+	}
+	slog.Debug("warm run", "id", spec.ID, "kind", req.Kind, "forked", r.forked)
+	if err != nil {
+		return nil, warm.FailedHandOver(p, "warm runner", err)
+	}
+	return p, nil
+}
+
+// startRunner is the pool's starter of namespace runners (newRunner).
+func (n *Backend) startRunner(req warm.Request) (warm.Runner, error) {
+	r, err := n.newRunner(req)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// newRunner starts a namespace runner for req: a fresh cgroup (low CPU
+// weight until taken), a bwrap sandbox whose workspace is the placeholder
+// warmDir, and the interpreter with its stub, and waits until it is ready.
+func (n *Backend) newRunner(req warm.Request) (*nsRunner, error) {
+	if req.Fork {
+		return n.forkRunner(req)
+	}
+	name := "warm-" + strconv.FormatInt(runSeq.Add(1), 10) + "-" + strconv.Itoa(os.Getpid())
+	spec := req.Base
+	cg, err := cgroup.New(n.cg, name, cgroup.Limits{MemoryBytes: spec.Limits.MemoryBytes, CPUs: spec.Limits.CPUs, Pids: spec.Limits.Pids})
+	if err != nil {
+		return nil, err
+	}
+	_ = cg.SetCPUWeight(2)
+	st, err := newStage(name)
+	if err != nil {
+		_ = cg.Destroy()
+		return nil, err
+	}
+	r, err := n.launchRunner(spec, cg, st)
+	if err != nil {
+		_ = cg.Destroy()
+		_ = st.release()
+		return nil, err
+	}
+	return r, nil
+}
+
+// Prewarm starts a warm runner for runs like spec (see sandbox.Spec.Warm) ahead of
+// the first such run. Specs that cannot run warm are ignored.
+func (n *Backend) Prewarm(spec sandbox.Spec) {
+	if req, ok := warm.Parse(spec); ok {
+		if freq, ok := n.forkRequest(spec, req); ok {
+			req = freq
+		}
+		n.runners.Pool.Demand(req)
+	}
+}
+
+// coldCmd is sandbox-init placing itself in cg and executing bwrapArgv.
+func (n *Backend) coldCmd(spec sandbox.Spec, cg *cgroup.Group, bwrapArgv []string, files []*os.File) *exec.Cmd {
+	args := []string{helper.InitCommand, strconv.Itoa(n.opts.UID), strconv.Itoa(n.opts.GID)}
+	args = append(append(args, cg.ProcsFiles()...), "--")
+	cmd := exec.Command(n.opts.Exe, append(args, bwrapArgv...)...)
+	cmd.Args[0] = "codexec"
+	cmd.Env = spec.Env
+	cmd.ExtraFiles = files
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return cmd
+}
+
+// namespaceExit maps bwrap's "128+signal" status back to a signal and adds
+// what the cgroup knows (OOM kill, peak memory).
+func namespaceExit(e *sandbox.Exit, cg *cgroup.Group) {
+	if e.Signal == 0 && e.Code > 128 && e.Code <= 128+64 {
+		e.Signal, e.Code = e.Code-128, -1
+	}
+	if (e.Signal != 0 || e.Code != 0) && cg.OOMKilled() {
+		e.OOMKilled = true
+	}
+	e.MemoryPeakBytes = cg.MemoryPeak()
+}
+
+// limitedBuffer collects up to 64 KiB of probe output.
+type limitedBuffer struct{ b []byte }
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := 64<<10 - len(l.b); room > 0 {
+		l.b = append(l.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+// AwaitWarm waits up to d for a ready runner of kind (WarmPython,
+// WarmNode) and returns its kind's state; false if none became ready.
+func (n *Backend) AwaitWarm(kind string, d time.Duration) (sandbox.PoolStat, bool) {
+	return n.runners.AwaitWarm(kind, d)
+}
+
+// PoolStats returns the state of the warm runners.
+func (n *Backend) PoolStats() []sandbox.PoolStat { return n.runners.PoolStats() }
+
+// PoolTallies returns how many runs of each kind were served warm and cold.
+func (n *Backend) PoolTallies() []sandbox.PoolTally { return n.runners.PoolTallies() }

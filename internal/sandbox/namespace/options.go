@@ -1,0 +1,44 @@
+// Package namespace is the isolated sandbox backend: bubblewrap with fresh
+// namespaces, a cgroup per run, a seccomp filter and Landlock, as an
+// unprivileged uid. Its files: the backend and its run path
+// (namespace.go), bwrap's command line (args.go) and staging mounts
+// (stage.go), the seccomp filter (seccomp*.go), pooled sandbox-init
+// launchers (launcher.go), warm runners (runner.go) and binding a
+// workspace into one (bind.go), and python fork-servers (zygote.go). The
+// child side of its re-executions is package helper. All of it needs
+// Linux; elsewhere (other.go) New reports the mode unavailable.
+package namespace
+
+import "github.com/codexec/codexec/internal/sandbox"
+
+// Options configure the namespace backend. Zero values pick the
+// defaults noted per field.
+type Options struct {
+	// Bwrap is the bubblewrap binary (default: /usr/bin/bwrap, else PATH).
+	Bwrap string
+	// Exe is the binary run as sandbox-init and sandbox-landlock (default:
+	// HelperName next to the running executable if present — it starts much
+	// faster — else the running executable itself).
+	Exe string
+	// UID and GID are the unprivileged host ids programs run as
+	// (default 65534, "nobody").
+	UID, GID int
+	// OwnedRoot is the directory holding workspaces codexec created itself;
+	// workspaces below it are chowned to UID. Other workspaces (a caller's
+	// working_dir) are never changed: they are mounted read-only unless
+	// Spec.DirWritable (see sandbox.WorkspaceReadOnly).
+	OwnedRoot string
+	// Mask lists host paths hidden (empty tmpfs or /dev/null) when they lie
+	// strictly below a workspace: ~/.ssh, the data directory, ….
+	Mask []string
+	// NoLandlock skips the in-sandbox Landlock step (helper.LandlockCommand).
+	NoLandlock bool
+	// ReadOnly lists extra host directories visible read-only at the same
+	// path (e.g. the prefix of an interpreter installed outside /usr).
+	ReadOnly []string
+	// Prewarm lists runs to start warm runners for at once, beside the
+	// start-up probe (see Prewarm); a failed probe stops them.
+	Prewarm []sandbox.Spec
+	// Pool configures warm runners (see package warm); Size 0 disables them.
+	Pool sandbox.PoolOptions
+}

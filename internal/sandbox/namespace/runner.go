@@ -1,0 +1,104 @@
+//go:build linux
+
+package namespace
+
+import (
+	"errors"
+	"os"
+	"strconv"
+
+	"github.com/codexec/codexec/internal/cgroup"
+	"github.com/codexec/codexec/internal/proc"
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/warm"
+)
+
+// nsRunner is a namespace runner: its run cgroup, staging mounts and
+// mount namespace besides the stub.
+type nsRunner struct {
+	warm.Stub
+	cg    *cgroup.Group
+	st    *stage
+	mntns *os.File
+	// forked runners come from a zygote: cmd is nil, and exit is what wait
+	// read from the control socket.
+	forked bool
+	exit   sandbox.Exit
+}
+
+func (r *nsRunner) Destroy() {
+	r.CloseFiles()
+	_ = r.cg.Kill()
+	_ = r.Wait()
+	_ = r.cg.Destroy()
+	_ = r.st.release()
+}
+
+func (r *nsRunner) CloseFiles() {
+	r.Stub.CloseFiles()
+	if r.mntns != nil {
+		_ = r.mntns.Close()
+	}
+}
+
+func (n *Backend) launchRunner(spec sandbox.Spec, cg *cgroup.Group, st *stage) (*nsRunner, error) {
+	rp, err := warm.NewPipes()
+	if err != nil {
+		return nil, err
+	}
+	defer rp.CloseChild()
+	b := &bwrapArgs{n: n, stage: st, warm: true, files: []*os.File{rp.Child[3]}}
+	rp.Child[3] = nil // closed with b's files
+	defer b.CloseFiles()
+	if err := b.build(spec); err != nil {
+		rp.Close()
+		return nil, err
+	}
+	cmd := n.coldCmd(spec, cg, append(append([]string{n.opts.Bwrap}, b.args...), spec.Argv...), b.files)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = rp.Child[0], rp.Child[1], rp.Child[2]
+	wait, err := proc.StartTracked(cmd)
+	if err != nil {
+		rp.Close()
+		return nil, err
+	}
+	rp.R.Cmd, rp.R.Wait = cmd, wait
+	r := &nsRunner{Stub: rp.R, cg: cg, st: st}
+	rp.CloseChild()
+	b.CloseFiles()
+	if err := r.AwaitReady(); err != nil {
+		r.st = nil // released by the caller
+		r.destroyProcess()
+		return nil, err
+	}
+	if r.mntns, err = sandboxMountNS(cg); err != nil {
+		r.st = nil
+		r.destroyProcess()
+		return nil, err
+	}
+	r.Mem = cg.MemoryCurrent()
+	return r, nil
+}
+
+// destroyProcess kills and reaps the runner's processes without removing
+// its cgroup (for start-up failures, where the caller removes it).
+func (r *nsRunner) destroyProcess() {
+	r.CloseFiles()
+	_ = r.cg.Kill()
+	_ = r.Wait()
+}
+
+// sandboxMountNS opens the mount namespace of the sandbox whose processes
+// are in cg: the one that differs from the server's own.
+func sandboxMountNS(cg *cgroup.Group) (*os.File, error) {
+	self, err := warm.HostMountNS()
+	if err != nil {
+		return nil, err
+	}
+	for _, pid := range cg.Pids() {
+		p := "/proc/" + strconv.Itoa(pid) + "/ns/mnt"
+		if ns, err := os.Readlink(p); err == nil && ns != self {
+			return os.Open(p)
+		}
+	}
+	return nil, errors.New("runner: no process in the sandbox's mount namespace")
+}

@@ -1,0 +1,345 @@
+//go:build linux
+
+package namespace
+
+import (
+	_ "embed"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/codexec/codexec/internal/cgroup"
+	"github.com/codexec/codexec/internal/proc"
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/helper"
+	"github.com/codexec/codexec/internal/sandbox/warm"
+)
+
+// Python fork-servers ("zygotes"). A warm runner saves a run the wait for
+// python's start-up but not its CPU (~20–30 ms here), so it cannot raise
+// throughput. A zygote is one python that has finished starting, inside a
+// sandbox built like a runner's but without --disable-userns, seccomp or
+// Landlock of its own (it runs only zygote_python.py). For each pooled
+// runner the server opens a fresh run cgroup and sends the zygote the run's
+// stdio, control socket and cgroup.procs descriptors; the zygote forks:
+//
+//	server ──"F"+fds──▶ zygote ──fork──▶ first child ──fork──▶ program (pid 1)
+//	                                     joins the run cgroup,   mounts /proc, says "R",
+//	                                     new user/mnt/pid/ipc/   waits for the run; then
+//	                                     uts/net namespaces,     Landlock (own domain),
+//	                                     private /tmp and        no caps, no_new_privs,
+//	                                     workspace root tmpfs;   seccomp, no fds > 2,
+//	                                     reports the program's   zygote modules dropped,
+//	                                     wait status on fd 3     exec(code)
+//
+// so a run gets the isolation of a cold run — its own namespaces, /tmp,
+// cgroup, seccomp filter, Landlock domain, uid 65534 without capabilities —
+// and pays a fork instead of an interpreter start. What children share with
+// the zygote: its read-only view of /usr and /etc, its (Landlock-protected)
+// root and /dev file systems, its hash seed and address-space layout (see
+// SECURITY.md). The cgroup.procs descriptors are opened by the server: since
+// Linux 5.16 a write is checked against the opener's credentials.
+//
+// The server binds the workspace into the program's mount namespace as for a
+// warm runner (warm_bind.go); only workspaces it can place in the child's
+// private file systems qualify: below /tmp, or directly in OwnedRoot (where
+// one-shot workspaces live). Other runs use the other paths.
+
+var (
+	//go:embed zygote_python.py
+	zygotePython string
+	// zygoteStub is a python fork-server's -c program.
+	zygoteStub = warm.PythonRun + "\n" + zygotePython
+)
+
+// zygote is one python fork-server. Fork requests are serialised by mu.
+type zygote struct {
+	wait func() error
+	ctl  *os.File
+	cg   *cgroup.Group
+	st   *stage
+	mu   sync.Mutex
+	dead bool
+}
+
+// zygoteReady bounds a zygote's start-up.
+const zygoteReady = 20 * time.Second
+
+// forkEnabled reports whether runs can be forked from zygotes: the setting,
+// and Landlock with scoping, which keeps children from writing the file
+// systems they share.
+func (n *Backend) forkEnabled() bool {
+	return n.opts.Pool.Fork && !n.opts.NoLandlock && helper.LandlockABI() >= 6
+}
+
+// zygoteRoot is the directory each child covers with a private tmpfs to hold
+// its workspace's mount point ("" when OwnedRoot lies below /tmp, which is
+// private already, or is unset).
+func (n *Backend) zygoteRoot() string {
+	r := n.opts.OwnedRoot
+	if r == "" || r == "/tmp" || strings.HasPrefix(r, "/tmp/") || !filepath.IsAbs(r) || filepath.Dir(r) == "/" {
+		return ""
+	}
+	return r
+}
+
+// forkRequest turns a python warm request into its forked kind when spec's
+// workspace can be placed in a zygote child.
+func (n *Backend) forkRequest(spec sandbox.Spec, req warm.Request) (warm.Request, bool) {
+	if req.Kind != sandbox.WarmPython || !n.forkEnabled() {
+		return req, false
+	}
+	if spec.Dir != "" {
+		inTmp := strings.HasPrefix(spec.Dir, "/tmp/") && filepath.Clean(spec.Dir) == spec.Dir
+		root := n.zygoteRoot()
+		if !inTmp && (root == "" || filepath.Dir(spec.Dir) != root) {
+			return req, false
+		}
+	}
+	req.Fork, req.Key = true, "fork "+req.Key
+	return req, true
+}
+
+// zygoteFor returns the running zygote for req's kind, starting one if
+// needed.
+func (n *Backend) zygoteFor(req warm.Request) (*zygote, error) {
+	n.zygMu.Lock()
+	defer n.zygMu.Unlock()
+	if z := n.zygotes[req.Key]; z != nil && !z.isDead() {
+		return z, nil
+	} else if z != nil {
+		delete(n.zygotes, req.Key)
+		go z.stop()
+	}
+	if n.zygotes == nil {
+		n.zygotes = map[string]*zygote{}
+	}
+	t0 := time.Now()
+	z, err := n.startZygote(req)
+	if err != nil {
+		return nil, err
+	}
+	slog.Info("python fork-server started", "ms", time.Since(t0).Milliseconds())
+	n.zygotes[req.Key] = z
+	return z, nil
+}
+
+func (z *zygote) isDead() bool {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return z.dead
+}
+
+// startZygote starts a fork-server for req in its own cgroup and sandbox
+// and waits until it is ready.
+func (n *Backend) startZygote(req warm.Request) (z *zygote, retErr error) {
+	name := "zygote-" + strconv.FormatInt(runSeq.Add(1), 10) + "-" + strconv.Itoa(os.Getpid())
+	spec := req.Base
+	z = &zygote{}
+	var err error
+	if z.cg, err = cgroup.New(n.cg, name, cgroup.Limits{MemoryBytes: spec.Limits.MemoryBytes}); err != nil {
+		return nil, err
+	}
+	if z.st, err = newStage(name); err != nil {
+		_ = z.cg.Destroy()
+		return nil, err
+	}
+	defer func() {
+		if retErr != nil {
+			z.stop()
+		}
+	}()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	_ = unix.SetNonblock(fds[0], true)
+	z.ctl = os.NewFile(uintptr(fds[0]), "zygote-ctl")
+	child := os.NewFile(uintptr(fds[1]), "zygote-ctl-child")
+	b := &bwrapArgs{n: n, stage: z.st, zygote: true, zygoteRoot: n.zygoteRoot(), files: []*os.File{child}}
+	defer b.CloseFiles()
+	if err := b.build(spec); err != nil {
+		return nil, err
+	}
+	argv := append(append([]string{n.opts.Bwrap}, b.args...), zygoteArgv(spec, b, n)...)
+	cmd := n.coldCmd(spec, z.cg, argv, b.files)
+	cmd.Stderr = os.Stderr
+	wait, err := proc.StartTracked(cmd)
+	if err != nil {
+		return nil, err
+	}
+	z.wait = wait
+	b.CloseFiles()
+	return z, z.AwaitReady()
+}
+
+// zygoteArgv is the interpreter command line: the runner's flags, the
+// zygote stub and its arguments (seccomp descriptor, /tmp size, workspace
+// root, capset's syscall number, ids).
+func zygoteArgv(spec sandbox.Spec, b *bwrapArgs, n *Backend) []string {
+	argv := append([]string{}, spec.Argv[:len(spec.Argv)-1]...) // drop the runner stub
+	disk := spec.Limits.DiskBytes
+	if disk <= 0 {
+		disk = 256 << 20
+	}
+	return append(argv, zygoteStub, b.seccompFd, strconv.FormatInt(disk, 10), b.zygoteRoot,
+		strconv.Itoa(unix.SYS_CAPSET), strconv.Itoa(n.opts.UID), strconv.Itoa(n.opts.GID))
+}
+
+func (z *zygote) AwaitReady() error {
+	_ = z.ctl.SetReadDeadline(time.Now().Add(zygoteReady))
+	b := make([]byte, 1)
+	n, err := z.ctl.Read(b)
+	_ = z.ctl.SetReadDeadline(time.Time{})
+	if err != nil || n != 1 || b[0] != 'Z' {
+		return fmt.Errorf("python fork-server did not get ready: %v", err)
+	}
+	return nil
+}
+
+// fork asks the zygote for one child with the given descriptors attached.
+func (z *zygote) fork(files []*os.File) error {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.dead {
+		return errors.New("python fork-server is gone")
+	}
+	fds := make([]int, len(files))
+	for i, f := range files {
+		fds[i] = int(f.Fd())
+	}
+	rc, err := z.ctl.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	werr := rc.Write(func(fd uintptr) bool {
+		serr = unix.Sendmsg(int(fd), []byte("F"), unix.UnixRights(fds...), nil, 0)
+		return serr != unix.EAGAIN
+	})
+	if err := errors.Join(werr, serr); err != nil {
+		z.dead = true
+		return fmt.Errorf("python fork-server: %w", err)
+	}
+	return nil
+}
+
+// stop ends the zygote (its children are in their own cgroups) and frees
+// what it holds.
+func (z *zygote) stop() {
+	z.mu.Lock()
+	z.dead = true
+	z.mu.Unlock()
+	if z.ctl != nil {
+		_ = z.ctl.Close()
+	}
+	_ = z.cg.Kill()
+	if z.wait != nil {
+		_ = z.wait()
+	}
+	_ = z.cg.Destroy()
+	_ = z.st.release()
+}
+
+// closeZygotes stops every zygote (Namespace.Close).
+func (n *Backend) closeZygotes() {
+	n.zygMu.Lock()
+	all := n.zygotes
+	n.zygotes = nil
+	n.zygMu.Unlock()
+	for _, z := range all {
+		z.stop()
+	}
+}
+
+// forkRunner makes one pooled runner by forking it from req's zygote: a
+// fresh run cgroup, stdio pipes and control socket, then the child's "R".
+func (n *Backend) forkRunner(req warm.Request) (*nsRunner, error) {
+	z, err := n.zygoteFor(req)
+	if err != nil {
+		return nil, err
+	}
+	name := "fork-" + strconv.FormatInt(runSeq.Add(1), 10) + "-" + strconv.Itoa(os.Getpid())
+	l := req.Base.Limits
+	cg, err := cgroup.New(n.cg, name, cgroup.Limits{MemoryBytes: l.MemoryBytes, CPUs: l.CPUs, Pids: l.Pids})
+	if err != nil {
+		return nil, err
+	}
+	r, err := forkInto(z, cg)
+	if err != nil {
+		_ = cg.Destroy()
+		return nil, err
+	}
+	return r, nil
+}
+
+func forkInto(z *zygote, cg *cgroup.Group) (*nsRunner, error) {
+	rp, err := warm.NewPipes()
+	if err != nil {
+		return nil, err
+	}
+	files := rp.Child[:]
+	for _, p := range cg.ProcsFiles() {
+		f, err := os.OpenFile(p, os.O_WRONLY, 0)
+		if err != nil {
+			closeAll(files[4:])
+			rp.Close()
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	err = z.fork(files)
+	closeAll(files[4:])
+	rp.CloseChild()
+	r := &nsRunner{Stub: rp.R, cg: cg, forked: true}
+	r.Wait = r.forkedWait
+	if err == nil {
+		err = r.AwaitReady()
+	}
+	if err == nil {
+		r.mntns, err = sandboxMountNS(cg)
+	}
+	if err != nil {
+		r.CloseFiles()
+		_ = cg.Kill()
+		return nil, err
+	}
+	r.Mem = cg.MemoryCurrent()
+	return r, nil
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		_ = f.Close()
+	}
+}
+
+// forkedWait waits for the first child's report of the program's wait
+// status. A child killed before reporting (timeout, cancel) reads as killed.
+func (r *nsRunner) forkedWait() error {
+	var b [4]byte
+	_, err := io.ReadFull(r.Ctl, b[:])
+	_ = r.Ctl.Close()
+	if err != nil {
+		r.exit = sandbox.Exit{Code: -1, Signal: int(syscall.SIGKILL)}
+		return nil
+	}
+	ws := syscall.WaitStatus(binary.NativeEndian.Uint32(b[:]))
+	if ws.Signaled() {
+		r.exit = sandbox.Exit{Code: -1, Signal: int(ws.Signal())}
+	} else {
+		r.exit = sandbox.Exit{Code: ws.ExitStatus()}
+	}
+	return nil
+}

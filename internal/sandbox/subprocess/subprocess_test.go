@@ -1,0 +1,188 @@
+package subprocess
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/sandboxtest"
+)
+
+// TestMain lets the test binary act as the helper (sandbox-fsize).
+func TestMain(m *testing.M) { sandboxtest.Main(m) }
+
+func runSub(t *testing.T, script string, stdin string) (sandbox.Exit, string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	spec := sandbox.Spec{ID: "t", Argv: []string{"/bin/bash", "-c", script}, Dir: dir, Env: []string{"HOME=" + dir, "PATH=/usr/bin:/bin"},
+		Stdout: &out, Stderr: &errb}
+	if stdin != "" {
+		spec.Stdin = strings.NewReader(stdin)
+	}
+	p, err := New(sandbox.PoolOptions{}).Start(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := p.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Release(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return ex, out.String(), errb.String()
+}
+
+func TestSubprocessExits(t *testing.T) {
+	cases := []struct {
+		name, script, stdin, out, errOut string
+		exit                             sandbox.Exit
+	}{
+		{"ok", "echo hi; echo err >&2", "", "hi\n", "err\n", sandbox.Exit{Code: 0}},
+		{"code", "exit 7", "", "", "", sandbox.Exit{Code: 7}},
+		{"signal", "kill -SEGV $$", "", "", "", sandbox.Exit{Code: -1, Signal: int(syscall.SIGSEGV)}},
+		{"stdin", "cat", "line1\nline2", "line1\nline2", "", sandbox.Exit{Code: 0}},
+		{"env", "echo $HOME-$SECRET", "", "", "", sandbox.Exit{Code: 0}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ex, out, errOut := runSub(t, c.script, c.stdin)
+			if ex.Code != c.exit.Code || ex.Signal != c.exit.Signal {
+				t.Errorf("exit %+v, want %+v", ex, c.exit)
+			}
+			if c.name == "env" {
+				if !strings.HasSuffix(out, "-\n") {
+					t.Errorf("environment leaked: %q", out)
+				}
+				return
+			}
+			if out != c.out || errOut != c.errOut {
+				t.Errorf("out %q err %q", out, errOut)
+			}
+		})
+	}
+}
+
+// TestSubprocessReleaseKillsEscapees: a setsid double-forked daemon holding
+// stdout open must neither block Release nor survive it.
+func TestSubprocessReleaseKillsEscapees(t *testing.T) {
+	pidFile := t.TempDir() + "/pid"
+	start := time.Now()
+	ex, out, _ := runSub(t, "setsid bash -c 'sleep 1000 & echo $! > "+pidFile+"; wait' & sleep 0.2; echo main-done", "")
+	if ex.Code != 0 || out != "main-done\n" {
+		t.Fatalf("exit %+v out %q", ex, out)
+	}
+	if time.Since(start) > 3*time.Second {
+		t.Errorf("release blocked on the daemon's open pipe")
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := strings.TrimSpace(string(b))
+	if st, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil && !strings.Contains(string(st), ") Z") {
+		t.Errorf("daemon %s survived: %s", pid, st)
+	}
+}
+
+// TestSubprocessFileSizeLimit: sandbox.Limits.DiskBytes caps one file's size
+// (RLIMIT_FSIZE) for the program and what it starts.
+func TestSubprocessFileSizeLimit(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	spec := sandbox.Spec{ID: "t", Dir: dir, Env: []string{"HOME=" + dir, "PATH=/usr/bin:/bin"}, Stdout: &out, Stderr: &errb,
+		Argv:   []string{"/bin/bash", "-c", "head -c 3000000 /dev/zero > f; echo status=$?; stat -c size=%s f"},
+		Limits: sandbox.Limits{DiskBytes: 1 << 20}}
+	p, err := New(sandbox.PoolOptions{}).Start(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.Release(time.Second)
+	want := "status=153\nsize=1048576\n" // 128 + SIGXFSZ
+	if out.String() != want {
+		t.Fatalf("got %q (stderr %q), want %q", out.String(), errb.String(), want)
+	}
+}
+
+// TestSubprocessWarm checks that runs served by subprocess warm runners
+// keep the semantics of cold ones (sandboxtest.WarmSemantics).
+func TestSubprocessWarm(t *testing.T) {
+	for _, kind := range []string{sandbox.WarmPython, sandbox.WarmNode} {
+		t.Run(kind, func(t *testing.T) {
+			if _, err := os.Stat(sandboxtest.WarmSpec(kind, "", "").Argv[0]); err != nil {
+				t.Skipf("no %s interpreter: %v", kind, err)
+			}
+			s := New(sandbox.PoolOptions{Size: 1})
+			t.Cleanup(func() { _ = s.Close() })
+			dir := t.TempDir()
+			sandboxtest.WarmSemantics(t, s, kind, dir, dir, os.Getuid())
+		})
+	}
+}
+
+// TestSubprocessReleaseSparesOtherRuns: two runs in one working directory
+// share HOME; the end of one must not kill the orphaned daemon of the
+// other, and the end of the other must.
+func TestSubprocessReleaseSparesOtherRuns(t *testing.T) {
+	dir, pidFile := t.TempDir(), t.TempDir()+"/pid"
+	s := New(sandbox.PoolOptions{})
+	start := func(script string) sandbox.Process {
+		spec := sandbox.Spec{ID: "t", Argv: []string{"/bin/bash", "-c", script}, Dir: dir,
+			Env: []string{"HOME=" + dir, "PATH=/usr/bin:/bin"}, Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}
+		p, err := s.Start(context.Background(), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// The subshell exits at once: its daemon is an orphan (the server's
+	// child, as its subreaper) while the run goes on.
+	long := start("(setsid bash -c 'sleep 300 & echo $! > " + pidFile + "; wait' &); sleep 300")
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			_ = long.Kill()
+			_ = long.Release(time.Second)
+		}
+	})
+	var daemon int
+	waitUntil(t, 10*time.Second, func() bool {
+		b, err := os.ReadFile(pidFile)
+		daemon, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && daemon > 0
+	})
+	short := start("setsid sleep 300 & sleep 0.2")
+	_, _ = short.Wait()
+	_ = short.Release(time.Second)
+	if !sandboxtest.Alive(daemon) {
+		t.Fatalf("the end of one run killed the daemon of another run in the same directory")
+	}
+	_ = long.Kill()
+	_, _ = long.Wait()
+	_ = long.Release(time.Second)
+	released = true
+	if sandboxtest.Alive(daemon) {
+		t.Errorf("daemon %d survived the kill of its own run", daemon)
+	}
+}
+
+func waitUntil(t *testing.T, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %v", d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,8 @@
+package warm
+
+import "golang.org/x/sys/unix"
+
+// socketpair returns a connected pair of unix stream sockets, close-on-exec.
+func socketpair() ([2]int, error) {
+	return unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+}
