@@ -24,13 +24,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "codexec-sandbox: internal helper of codexec; not for direct use")
 		os.Exit(2)
 	}
-	switch os.Args[1] {
-	case helper.InitCommand:
-		os.Exit(helper.RunInit(os.Args[2:]))
-	case helper.LandlockCommand:
-		os.Exit(helper.RunLandlock(os.Args[2:]))
-	case helper.FsizeCommand:
-		os.Exit(helper.RunFsize(os.Args[2:]))
+	if code, ok := helper.Dispatch(os.Args[1:]); ok {
+		os.Exit(code)
 	}
 	fmt.Fprintf(os.Stderr, "codexec-sandbox: unknown command %q\n", os.Args[1])
 	os.Exit(2)

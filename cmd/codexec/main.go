@@ -26,30 +26,14 @@ import (
 	"github.com/codexec/codexec/internal/sandbox/helper"
 )
 
-// runHelper runs the hidden helper verbs the sandboxes re-execute the
-// binary with (see package helper), when codexec-sandbox is not installed
-// next to codexec; ok is false for any other command.
-func runHelper(args []string) (code int, ok bool) {
-	if len(args) == 0 {
-		return 0, false
-	}
-	switch args[0] {
-	case helper.InitCommand:
-		return helper.RunInit(args[1:]), true
-	case helper.LandlockCommand:
-		return helper.RunLandlock(args[1:]), true
-	case helper.FsizeCommand:
-		return helper.RunFsize(args[1:]), true
-	}
-	return 0, false
-}
-
 func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
 func run(args []string) int {
-	if code, ok := runHelper(args); ok {
+	// The hidden verbs the sandboxes re-execute the binary with when
+	// codexec-sandbox is not installed next to it (package helper).
+	if code, ok := helper.Dispatch(args); ok {
 		return code
 	}
 	cmd := "serve"

@@ -31,6 +31,25 @@ const (
 	FsizeCommand = "sandbox-fsize"
 )
 
+// Dispatch runs the sub-command args names (args[0], as in os.Args[1:])
+// and returns its exit status; ok is false when args names none, and then
+// nothing ran. A binary that can act as the helper calls it first thing in
+// main: no package dispatches from an init function.
+func Dispatch(args []string) (code int, ok bool) {
+	if len(args) == 0 {
+		return 0, false
+	}
+	switch args[0] {
+	case InitCommand:
+		return RunInit(args[1:]), true
+	case LandlockCommand:
+		return RunLandlock(args[1:]), true
+	case FsizeCommand:
+		return RunFsize(args[1:]), true
+	}
+	return 0, false
+}
+
 // KeepCtl is the option of LandlockCommand that keeps descriptor 3 (a warm
 // runner's control socket) open for the program.
 const KeepCtl = "--keep-ctl"

@@ -33,15 +33,8 @@ var OwnedRoot = os.TempDir()
 // sandbox-landlock, sandbox-fsize), as the codexec binary does, so the
 // backends can re-execute it; then it runs the tests.
 func Main(m *testing.M) {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case helper.InitCommand:
-			os.Exit(helper.RunInit(os.Args[2:]))
-		case helper.LandlockCommand:
-			os.Exit(helper.RunLandlock(os.Args[2:]))
-		case helper.FsizeCommand:
-			os.Exit(helper.RunFsize(os.Args[2:]))
-		}
+	if code, ok := helper.Dispatch(os.Args[1:]); ok {
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }
