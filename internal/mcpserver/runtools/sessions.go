@@ -1,15 +1,15 @@
-package mcpserver
+package runtools
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/session"
@@ -72,30 +72,27 @@ type ListSessionsOut struct {
 	Sessions []SessionInfo `json:"sessions"`
 }
 
-// EmptyIn is the input of tools without parameters.
-type EmptyIn struct{}
-
-func (s *Server) registerSessions() {
+func (s *toolset) registerSessions() {
 	if s.deps.Sessions == nil {
 		return
 	}
-	addTool(s, &mcp.Tool{Name: "start_session",
+	tool.Add(s.r, &mcp.Tool{Name: "start_session",
 		Description: "Start a persistent python or node interpreter.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}}, s.startSession)
-	addTool(s, &mcp.Tool{Name: "send_to_session",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(false), OpenWorldHint: tool.Ptr(false)}}, s.startSession)
+	tool.Add(s.r, &mcp.Tool{Name: "send_to_session",
 		Description: "Run code in a session or context; result as execute_code. A timeout interrupts the code and keeps state if it can.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!s.deps.Isolated)}}, s.sendToSession)
-	addTool(s, &mcp.Tool{Name: "close_session",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(!s.deps.Isolated)}}, s.sendToSession)
+	tool.Add(s.r, &mcp.Tool{Name: "close_session",
 		Description: "Stop a session now.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}}, s.closeSession)
-	addTool(s, &mcp.Tool{Name: "list_sessions",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(false)}}, s.closeSession)
+	tool.Add(s.r, &mcp.Tool{Name: "list_sessions",
 		Description: "List live sessions and contexts.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}}, s.listSessions)
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: tool.Ptr(false)}}, s.listSessions)
 }
 
-func (s *Server) startSession(ctx context.Context, req *mcp.CallToolRequest, in StartSessionIn) (*mcp.CallToolResult, StartSessionOut, error) {
+func (s *toolset) startSession(ctx context.Context, req *mcp.CallToolRequest, in StartSessionIn) (*mcp.CallToolResult, StartSessionOut, error) {
 	info, err := s.deps.Sessions.Start(ctx, session.StartRequest{Kind: session.KindSession, Language: in.Language,
-		Name: in.Name, WorkingDir: in.WorkingDir, Call: callContext(req)})
+		Name: in.Name, WorkingDir: in.WorkingDir, Call: tool.CallContext(req)})
 	if err != nil {
 		return nil, StartSessionOut{}, err
 	}
@@ -103,37 +100,30 @@ func (s *Server) startSession(ctx context.Context, req *mcp.CallToolRequest, in 
 	return nil, out, nil
 }
 
-func (s *Server) sendToSession(ctx context.Context, req *mcp.CallToolRequest, in SendIn) (*mcp.CallToolResult, engine.Result, error) {
+func (s *toolset) sendToSession(ctx context.Context, req *mcp.CallToolRequest, in SendIn) (*mcp.CallToolResult, engine.Result, error) {
 	timeout, err := s.deps.Engine.ResolveTimeout(in.TimeoutMs, nil)
 	if err != nil {
-		return invalid(err.Error())
+		return tool.Invalid(err.Error())
 	}
-	obs, finish := streamOutput(ctx, req)
+	obs, finish := tool.StreamOutput(ctx, req)
 	defer finish()
 	res, err := s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: in.SessionID, Code: in.Code, Timeout: timeout,
-		Tool: "send_to_session", Call: callContext(req), Observe: obs})
+		Tool: "send_to_session", Call: tool.CallContext(req), Observe: obs})
 	if err != nil {
-		return invalid(sessionError(err))
+		return tool.Invalid(tool.SessionError(err))
 	}
-	return s.withFiles(ctx, resultText(res), res), res, nil
+	return s.deps.Files.WithFiles(ctx, tool.ResultText(res), res), res, nil
 }
 
-func sessionError(err error) string {
-	if errors.Is(err, session.ErrNotFound) {
-		return "unknown session: " + strings.TrimPrefix(err.Error(), session.ErrNotFound.Error()+": ") + " (list_sessions shows the live ones)"
-	}
-	return err.Error()
-}
-
-func (s *Server) closeSession(ctx context.Context, _ *mcp.CallToolRequest, in SessionIDIn) (*mcp.CallToolResult, CloseSessionOut, error) {
+func (s *toolset) closeSession(ctx context.Context, _ *mcp.CallToolRequest, in SessionIDIn) (*mcp.CallToolResult, CloseSessionOut, error) {
 	ci, err := s.deps.Sessions.Stop(ctx, in.SessionID, "closed", false)
 	if err != nil {
-		return nil, CloseSessionOut{}, errors.New(sessionError(err))
+		return nil, CloseSessionOut{}, errors.New(tool.SessionError(err))
 	}
 	return nil, CloseSessionOut{Success: true, SessionID: ci.ID, DurationTotalMs: ci.DurationTotal.Milliseconds(), ExecutionsCount: ci.Executions}, nil
 }
 
-func (s *Server) listSessions(ctx context.Context, _ *mcp.CallToolRequest, _ EmptyIn) (*mcp.CallToolResult, ListSessionsOut, error) {
+func (s *toolset) listSessions(ctx context.Context, _ *mcp.CallToolRequest, _ tool.EmptyIn) (*mcp.CallToolResult, ListSessionsOut, error) {
 	out := ListSessionsOut{Sessions: []SessionInfo{}}
 	for _, i := range s.deps.Sessions.List(ctx) {
 		out.Sessions = append(out.Sessions, SessionInfo{SessionID: i.ID, Kind: i.Kind, Status: i.Status, Language: i.Language,
@@ -144,14 +134,14 @@ func (s *Server) listSessions(ctx context.Context, _ *mcp.CallToolRequest, _ Emp
 }
 
 // sessionsExecutor returns what runs execute_code with a session_id.
-func (s *Server) sessionsExecutor() (sessionExecutor, bool) {
+func (s *toolset) sessionsExecutor() (sessionExecutor, bool) {
 	if s.deps.Sessions == nil {
 		return nil, false
 	}
 	return sessionRunner{s}, true
 }
 
-type sessionRunner struct{ s *Server }
+type sessionRunner struct{ s *toolset }
 
 // ExecuteInSession runs execute_code's code in the session named by its
 // session_id. An unknown id that is a valid caller-chosen id creates the
@@ -166,7 +156,7 @@ func (r sessionRunner) ExecuteInSession(ctx context.Context, req *mcp.CallToolRe
 	if err != nil {
 		return engine.Result{}, err
 	}
-	if err := r.s.uploadsToSession(ctx, sess.ID, in.Files); err != nil {
+	if err := r.s.deps.Files.UploadsToSession(ctx, sess.ID, in.Files); err != nil {
 		return engine.Result{}, err
 	}
 	if in.Language != "" {
@@ -175,7 +165,7 @@ func (r sessionRunner) ExecuteInSession(ctx context.Context, req *mcp.CallToolRe
 		}
 	}
 	return r.s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: sess.ID, Code: in.Code, Timeout: timeout,
-		Tool: "execute_code", Call: callContext(req), Observe: obs})
+		Tool: "execute_code", Call: tool.CallContext(req), Observe: obs})
 }
 
 // open finds the session, or creates it under the caller's id.
@@ -187,9 +177,9 @@ func (r sessionRunner) open(ctx context.Context, req *mcp.CallToolRequest, in Ex
 		return nil, fmt.Errorf("no session %q yet: pass language (python or node) to create it", in.SessionID)
 	}
 	sess, _, err := r.s.deps.Sessions.Open(ctx, in.SessionID, session.StartRequest{Kind: session.KindSession,
-		Language: in.Language, Call: callContext(req)})
+		Language: in.Language, Call: tool.CallContext(req)})
 	if err != nil {
-		return nil, errors.New(sessionError(err))
+		return nil, errors.New(tool.SessionError(err))
 	}
 	return sess, nil
 }
