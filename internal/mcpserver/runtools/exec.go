@@ -3,6 +3,7 @@ package runtools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runtime"
+	"github.com/codexec/codexec/internal/session"
 )
 
 // ExecuteCodeIn accepts every documented shape of execute_code: language,
@@ -31,11 +33,6 @@ type ExecuteCodeIn struct {
 	Context    map[string]any `json:"context,omitempty" jsonschema:"code mode: data bound as variables"`
 	Files      []string       `json:"files,omitempty" jsonschema:"upload_ids to place first"`
 	Tools      []string       `json:"tools,omitempty" jsonschema:"code mode: upstream tools (server.tool globs)"`
-}
-
-// sessionExecutor runs code inside a session; the sessions toolset provides it.
-type sessionExecutor interface {
-	ExecuteInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, obs output.Observer) (engine.Result, error)
 }
 
 func (s *toolset) registerExec() {
@@ -161,13 +158,53 @@ func codeModeText(r engine.Result) *mcp.CallToolResult {
 }
 
 func (s *toolset) executeInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, obs output.Observer) (*mcp.CallToolResult, engine.Result, error) {
-	se, ok := s.sessionsExecutor()
-	if !ok {
+	if s.deps.Sessions == nil {
 		return tool.Invalid("session_id given but persistent sessions are not enabled on this server")
 	}
-	res, err := se.ExecuteInSession(ctx, req, in, obs)
+	res, err := s.runInSession(ctx, req, in, obs)
 	if err != nil {
 		return tool.Invalid(err.Error())
 	}
 	return tool.ResultText(res), res, nil
+}
+
+// runInSession runs execute_code's code in the session named by its
+// session_id. An unknown id that is a valid caller-chosen id creates the
+// session on first use, in the call's language; afterwards the session's
+// language wins and a different one is an error.
+func (s *toolset) runInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, obs output.Observer) (engine.Result, error) {
+	timeout, err := s.deps.Engine.ResolveTimeout(in.TimeoutMs, in.Timeout)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	sess, err := s.openSession(ctx, req, in)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if err := s.deps.Files.UploadsToSession(ctx, sess.ID, in.Files); err != nil {
+		return engine.Result{}, err
+	}
+	if in.Language != "" {
+		if lang, err := runtime.Normalize(in.Language); err != nil || lang != sess.Language {
+			return engine.Result{}, fmt.Errorf("session %s runs %s, not %s", sess.ID, sess.Language, in.Language)
+		}
+	}
+	return s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: sess.ID, Code: in.Code, Timeout: timeout,
+		Tool: "execute_code", Call: tool.CallContext(req), Observe: obs})
+}
+
+// openSession finds the session, or creates it under the caller's id.
+func (s *toolset) openSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*session.Session, error) {
+	if sess, err := s.deps.Sessions.Get(ctx, in.SessionID); err == nil {
+		return sess, nil
+	}
+	if in.Language == "" {
+		return nil, fmt.Errorf("no session %q yet: pass language (python or node) to create it", in.SessionID)
+	}
+	sess, _, err := s.deps.Sessions.Open(ctx, in.SessionID, session.StartRequest{Kind: session.KindSession,
+		Language: in.Language, Call: tool.CallContext(req)})
+	if err != nil {
+		return nil, errors.New(tool.SessionError(err))
+	}
+	return sess, nil
 }

@@ -3,15 +3,12 @@ package runtools
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
-	"github.com/codexec/codexec/internal/output"
-	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/session"
 )
 
@@ -131,55 +128,4 @@ func (s *toolset) listSessions(ctx context.Context, _ *mcp.CallToolRequest, _ to
 			Pid: i.Pid, MemoryMB: float64(int(i.MemoryMB*10)) / 10, PackagesInstalled: i.Packages})
 	}
 	return nil, out, nil
-}
-
-// sessionsExecutor returns what runs execute_code with a session_id.
-func (s *toolset) sessionsExecutor() (sessionExecutor, bool) {
-	if s.deps.Sessions == nil {
-		return nil, false
-	}
-	return sessionRunner{s}, true
-}
-
-type sessionRunner struct{ s *toolset }
-
-// ExecuteInSession runs execute_code's code in the session named by its
-// session_id. An unknown id that is a valid caller-chosen id creates the
-// session on first use, in the call's language; afterwards the session's
-// language wins and a different one is an error.
-func (r sessionRunner) ExecuteInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, obs output.Observer) (engine.Result, error) {
-	timeout, err := r.s.deps.Engine.ResolveTimeout(in.TimeoutMs, in.Timeout)
-	if err != nil {
-		return engine.Result{}, err
-	}
-	sess, err := r.open(ctx, req, in)
-	if err != nil {
-		return engine.Result{}, err
-	}
-	if err := r.s.deps.Files.UploadsToSession(ctx, sess.ID, in.Files); err != nil {
-		return engine.Result{}, err
-	}
-	if in.Language != "" {
-		if lang, err := runtime.Normalize(in.Language); err != nil || lang != sess.Language {
-			return engine.Result{}, fmt.Errorf("session %s runs %s, not %s", sess.ID, sess.Language, in.Language)
-		}
-	}
-	return r.s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: sess.ID, Code: in.Code, Timeout: timeout,
-		Tool: "execute_code", Call: tool.CallContext(req), Observe: obs})
-}
-
-// open finds the session, or creates it under the caller's id.
-func (r sessionRunner) open(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*session.Session, error) {
-	if sess, err := r.s.deps.Sessions.Get(ctx, in.SessionID); err == nil {
-		return sess, nil
-	}
-	if in.Language == "" {
-		return nil, fmt.Errorf("no session %q yet: pass language (python or node) to create it", in.SessionID)
-	}
-	sess, _, err := r.s.deps.Sessions.Open(ctx, in.SessionID, session.StartRequest{Kind: session.KindSession,
-		Language: in.Language, Call: tool.CallContext(req)})
-	if err != nil {
-		return nil, errors.New(tool.SessionError(err))
-	}
-	return sess, nil
 }
