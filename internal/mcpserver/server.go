@@ -3,9 +3,9 @@
 // calls the domain packages (engine, session, scripts, …) and renders their
 // results as structuredContent plus a compact text. Each toolset, which
 // CODEXEC_TOOLSETS can switch off, is one file of a sub-package: runtools
-// (exec, codemode, sessions, contexts, scripts, commands), filetools
-// (files, and files as resources), logtools (logs) and packagetools
-// (packages). They all register through package tool, the one
+// (exec, codemode, scripts, commands), sessiontools (sessions, contexts),
+// filetools (files, and files as resources), logtools (logs) and
+// packagetools (packages). They all register through package tool, the one
 // registration path and tool-error style; this package owns the Server:
 // which toolsets are on, the middleware every request passes (tenancy,
 // drain), the Streamable HTTP handler and its per-principal session cap.
@@ -35,6 +35,7 @@ import (
 	"github.com/codexec/codexec/internal/mcpserver/logtools"
 	"github.com/codexec/codexec/internal/mcpserver/packagetools"
 	"github.com/codexec/codexec/internal/mcpserver/runtools"
+	"github.com/codexec/codexec/internal/mcpserver/sessiontools"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/packages"
 	"github.com/codexec/codexec/internal/quota"
@@ -102,10 +103,11 @@ func New(deps Deps) (*Server, error) {
 	fs := filetools.New(filetools.Deps{Config: deps.Config, Files: deps.Files, Sessions: deps.Sessions})
 	run := runtools.Deps{Config: deps.Config, Engine: deps.Engine, Sessions: deps.Sessions, Scripts: deps.Scripts,
 		Upstreams: deps.Upstreams, Shell: deps.Shell, Files: fs, Isolated: deps.Isolated}
+	sess := sessiontools.Deps{Sessions: deps.Sessions, Engine: deps.Engine, Files: fs, Isolated: deps.Isolated}
 	register := map[string]func(){
 		"exec":     func() { runtools.RegisterExec(r, run) },
-		"sessions": func() { runtools.RegisterSessions(r, run) },
-		"contexts": func() { runtools.RegisterContexts(r, run) },
+		"sessions": func() { sessiontools.RegisterSessions(r, sess) },
+		"contexts": func() { sessiontools.RegisterContexts(r, sess) },
 		"scripts":  func() { runtools.RegisterScripts(r, run) },
 		"logs":     func() { logtools.Register(r, logtools.Deps{Logs: deps.Logs, ExecLog: deps.ExecLog}) },
 		"packages": func() {

@@ -1,10 +1,11 @@
-// Package runtools is the MCP face of running code: the toolsets exec
-// (execute_code, one-shot or in a session, plain or code mode), codemode
-// (search_tools over the upstream MCP servers), sessions and contexts
-// (persistent interpreters), scripts (saved, versioned programs) and
-// commands (allowlisted host programs). Each Register function adds one
-// toolset through a tool.Registrar; the handlers decode typed inputs, call
-// engine, session, scripts, shell or codemode, and render their results.
+// Package runtools is the MCP face of running code on demand: the toolsets
+// exec (execute_code, one-shot or in a session, plain or code mode),
+// codemode (search_tools over the upstream MCP servers), scripts (saved,
+// versioned programs) and commands (allowlisted host programs). Each
+// Register function adds one toolset through a tool.Registrar; the handlers
+// decode typed inputs, call engine, session, scripts, shell or codemode,
+// and render their results. The persistent-interpreter tools are
+// sessiontools'.
 package runtools
 
 import (
@@ -19,12 +20,12 @@ import (
 )
 
 // Deps are the services the run tools call. Engine and Files are required;
-// a toolset whose service is nil is not registered (sessions and contexts
-// without Sessions, scripts without Scripts, codemode without Upstreams).
+// a toolset whose service is nil is not registered (scripts without
+// Scripts, codemode without Upstreams).
 type Deps struct {
 	Config    config.Config     // timeout defaults, code-mode limits
 	Engine    *engine.Engine    // one-shot runs and timeout resolution
-	Sessions  *session.Manager  // sessions, contexts, execute_code's session_id
+	Sessions  *session.Manager  // execute_code's session_id; nil: refused
 	Scripts   *scripts.Runner   // the scripts toolset
 	Upstreams *upstream.Manager // code mode's upstream MCP servers; nil = none configured
 	Shell     shell.Options     // execute_command and execute_process: allowlist, cwd roots, bash, PATH
@@ -45,14 +46,6 @@ func RegisterExec(r *tool.Registrar, d Deps) { (&toolset{r, d}).registerExec() }
 
 // RegisterCodeMode adds search_tools when upstream servers are configured.
 func RegisterCodeMode(r *tool.Registrar, d Deps) { (&toolset{r, d}).registerCodeMode() }
-
-// RegisterSessions adds start_session, send_to_session, close_session and
-// list_sessions when sessions are enabled.
-func RegisterSessions(r *tool.Registrar, d Deps) { (&toolset{r, d}).registerSessions() }
-
-// RegisterContexts adds run_code, create_context, stop_context and
-// list_contexts when sessions are enabled.
-func RegisterContexts(r *tool.Registrar, d Deps) { (&toolset{r, d}).registerContexts() }
 
 // RegisterScripts adds save_script, get_script, list_scripts,
 // search_scripts and run_script when scripts are enabled.

@@ -1,4 +1,4 @@
-package runtools
+package sessiontools
 
 import (
 	"context"

@@ -4,10 +4,11 @@
 // identifiers from _meta, progress streaming, and the text renderings that
 // several toolsets share (execute_code's result, JSON text).
 //
-// The toolset packages beside it (runtools, filetools, logtools,
-// packagetools) register through a Registrar and never see the SDK server
-// itself, so no tool can bypass Add's validation and error handling. Only
-// the parent package, mcpserver, makes a Registrar and serves MCP.
+// The toolset packages beside it (runtools, sessiontools, filetools,
+// logtools, packagetools) register through a Registrar and never see the
+// SDK server itself, so no tool can bypass Add's validation and error
+// handling. Only the parent package, mcpserver, makes a Registrar and
+// serves MCP.
 package tool
 
 import (
