@@ -1,7 +1,8 @@
-// Package mcpserver exposes codexec over the Model Context Protocol. It is the
-// only package that imports the SDK for serving: it decodes typed tool inputs,
-// calls the domain packages (engine, session, scripts, …) and renders their
-// results as structuredContent plus a compact text. Each toolset, which
+// Package mcpserver exposes codexec over the Model Context Protocol. It and
+// its sub-packages are the only code that imports the SDK for serving: they
+// decode typed tool inputs, call the domain packages (engine, session,
+// scripts, …) and render their results as structuredContent plus a compact
+// text. Each toolset, which
 // CODEXEC_TOOLSETS can switch off, is one file of a sub-package: runtools
 // (exec, codemode, scripts, commands), sessiontools (sessions, contexts),
 // filetools (files, and files as resources), logtools (logs) and
