@@ -1,8 +1,15 @@
-// Package mcpserver exposes codexec over the Model Context Protocol. It is the
-// only package that imports the SDK for serving: it decodes typed tool inputs,
-// calls the domain packages (engine, session, scripts, …) and renders their
-// results as structuredContent plus a compact text. One file per tool family;
-// each family is a toolset that CODEXEC_TOOLSETS can switch off.
+// Package mcpserver exposes codexec over the Model Context Protocol. It and
+// its sub-packages are the only code that imports the SDK for serving: they
+// decode typed tool inputs, call the domain packages (engine, session,
+// scripts, …) and render their results as structuredContent plus a compact
+// text. Each toolset, which
+// CODEXEC_TOOLSETS can switch off, is one file of a sub-package: runtools
+// (exec, codemode, scripts, commands), sessiontools (sessions, contexts),
+// filetools (files, and files as resources), logtools (logs) and
+// packagetools (packages). They all register through package tool, the one
+// registration path and tool-error style; this package owns the Server:
+// which toolsets are on, the middleware every request passes (tenancy,
+// drain), the Streamable HTTP handler and its per-principal session cap.
 //
 // Tenancy: every request runs for one principal (tenant.From), decided once
 // by the tenancy middleware; the stores filter by it. Cancellation: the SDK
@@ -14,7 +21,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -26,6 +32,12 @@ import (
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/logindex"
+	"github.com/codexec/codexec/internal/mcpserver/filetools"
+	"github.com/codexec/codexec/internal/mcpserver/logtools"
+	"github.com/codexec/codexec/internal/mcpserver/packagetools"
+	"github.com/codexec/codexec/internal/mcpserver/runtools"
+	"github.com/codexec/codexec/internal/mcpserver/sessiontools"
+	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/packages"
 	"github.com/codexec/codexec/internal/quota"
 	"github.com/codexec/codexec/internal/scripts"
@@ -33,6 +45,11 @@ import (
 	"github.com/codexec/codexec/internal/shell"
 	"github.com/codexec/codexec/internal/upstream"
 )
+
+// SurfaceBudget is the most characters the default tools/list may cost (the
+// compact JSON of its tools array): every conversation pays it. The schema
+// test fails beyond it.
+const SurfaceBudget = 12000
 
 // Version is the server version reported to clients.
 var Version = "0.1.0"
@@ -83,17 +100,31 @@ func New(deps Deps) (*Server, error) {
 			return nil, fmt.Errorf("CODEXEC_TOOLSETS: unknown toolset %q (known: %v)", ts, Toolsets)
 		}
 	}
+	r := tool.NewRegistrar(s.mcp)
+	fs := filetools.New(filetools.Deps{Config: deps.Config, Files: deps.Files, Sessions: deps.Sessions})
+	run := runtools.Deps{Config: deps.Config, Engine: deps.Engine, Sessions: deps.Sessions, Scripts: deps.Scripts,
+		Upstreams: deps.Upstreams, Shell: deps.Shell, Files: fs, Isolated: deps.Isolated}
+	sess := sessiontools.Deps{Sessions: deps.Sessions, Engine: deps.Engine, Files: fs, Isolated: deps.Isolated}
 	register := map[string]func(){
-		"exec": s.registerExec, "sessions": s.registerSessions, "contexts": s.registerContexts,
-		"scripts": s.registerScripts, "logs": s.registerLogs, "packages": s.registerPackages,
-		"commands": s.registerCommands, "files": s.registerFiles, "codemode": s.registerCodeMode,
+		"exec":     func() { runtools.RegisterExec(r, run) },
+		"sessions": func() { sessiontools.RegisterSessions(r, sess) },
+		"contexts": func() { sessiontools.RegisterContexts(r, sess) },
+		"scripts":  func() { runtools.RegisterScripts(r, run) },
+		"logs":     func() { logtools.Register(r, logtools.Deps{Logs: deps.Logs, ExecLog: deps.ExecLog}) },
+		"packages": func() {
+			packagetools.Register(r, packagetools.Deps{Packages: deps.Packages, SessionPackages: deps.SessionPackages})
+		},
+		"commands": func() { runtools.RegisterCommands(r, run) },
+		"files":    func() { fs.Register(r) },
+		"codemode": func() { runtools.RegisterCodeMode(r, run) },
 	}
 	for _, ts := range Toolsets {
 		if slices.Contains(deps.Config.Toolsets, ts) {
 			register[ts]()
 		}
 	}
-	s.registerResources()
+	// Last, so its resources/list extension runs inside tenancy, which names the caller.
+	fs.RegisterResources(r)
 	return s, nil
 }
 
@@ -109,33 +140,6 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	return s.mcp.Run(ctx, t)
 }
 
-func ptr[T any](v T) *T { return &v }
-
-// callContext extracts the caller's identifiers (agent, trace and chat id,
-// snake_case or camelCase) from the call's _meta, for the execution log.
-func callContext(req *mcp.CallToolRequest) execlog.CallContext {
-	var cc execlog.CallContext
-	if req == nil || req.Params == nil {
-		return cc
-	}
-	m := req.Params.GetMeta()
-	get := func(keys ...string) string {
-		for _, k := range keys {
-			if v, ok := m[k].(string); ok {
-				return v
-			}
-		}
-		return ""
-	}
-	cc.AgentID = get("agent_id", "agentId")
-	cc.TraceID = get("trace_id", "traceId")
-	cc.ChatID = get("chat_id", "chatId")
-	return cc
-}
-
-// jsonText renders v as indented JSON text content (the context tools'
-// documented results are JSON text).
-func jsonText(v any) *mcp.CallToolResult {
-	b, _ := json.MarshalIndent(v, "", "  ")
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
-}
+// SessionPackages is what the sessions service provides so install_package
+// can install into one session (see packagetools.SessionPackages).
+type SessionPackages = packagetools.SessionPackages

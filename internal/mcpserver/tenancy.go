@@ -7,8 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/codexec/codexec/internal/output"
-	"github.com/codexec/codexec/internal/progress"
+	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/tenant"
 )
 
@@ -44,7 +43,7 @@ func (s *Server) tenancy(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		release, err := s.deps.Limiter.Acquire(ctx, p)
 		if err != nil {
-			return errorResult(refusedError(err.Error())), nil
+			return tool.ErrorResult(tool.Refused(err.Error())), nil
 		}
 		defer release()
 		return next(ctx, method, req)
@@ -54,24 +53,4 @@ func (s *Server) tenancy(next mcp.MethodHandler) mcp.MethodHandler {
 // harmless methods touch no principal's state.
 func harmless(method string) bool {
 	return method == "initialize" || method == "ping" || strings.HasPrefix(method, "notifications/")
-}
-
-// streamOutput returns an observer that streams a running call's output
-// as notifications/progress when the call carries a progressToken (nil
-// otherwise), and a finish function that sends what is left; finish must
-// run before the handler returns its result, so every notification
-// precedes the response.
-func streamOutput(ctx context.Context, req *mcp.CallToolRequest) (output.Observer, func()) {
-	if req == nil || req.Params == nil || req.Session == nil {
-		return nil, func() {}
-	}
-	token := req.Params.GetProgressToken()
-	if token == nil {
-		return nil, func() {}
-	}
-	st := progress.New(progress.Defaults, func(seq int, msg string) {
-		// Best effort: a client that went away cancels ctx and the run.
-		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Message: msg, Progress: float64(seq)})
-	})
-	return st.Observe, st.Close
 }

@@ -1,13 +1,15 @@
-package mcpserver
+package tool
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/session"
 )
 
 // A handler reports a failed call in one way: it returns a non-nil error,
@@ -15,14 +17,14 @@ import (
 // error's text as content. What the client reads depends on the error,
 // never on the handler:
 //
-//   - codedError: the JSON object {"error": …, "code": …}, the form the
+//   - Coded: the JSON object {"error": …, "code": …}, the form the
 //     context, script, log and package tools document, so an agent can
 //     branch on the code;
-//   - refusedError (invalid, for handlers of tools that return
+//   - Refused (Invalid, for handlers of tools that return
 //     execute_code's shape: execute_code, send_to_session, run_script):
 //     "error: " and the message, the line such a result's text shows for a
 //     run that failed; it also gets that shape as structured content, with
-//     status setup_error (addTool, setupError), so readers of status and
+//     status setup_error (Add, setupError), so readers of status and
 //     readers of isError both see that nothing ran. The quota refusal of
 //     every execution tool (tenancy) reads the same;
 //   - any other error: its message.
@@ -31,7 +33,7 @@ import (
 // results that set isError on their own report a run that happened (a
 // command that timed out, a code-mode program that threw).
 
-// toolError is a tool failure made by codedError or refusedError.
+// toolError is a tool failure made by Coded or Refused.
 type toolError struct {
 	Message string `json:"error"`
 	Code    string `json:"code,omitempty"`
@@ -50,22 +52,22 @@ func (e *toolError) Error() string {
 	return e.Message
 }
 
-// codedError returns a tool error carrying code (an UPPER_SNAKE name such
+// Coded returns a tool error carrying code (an UPPER_SNAKE name such
 // as CONTEXT_NOT_FOUND).
-func codedError(code, format string, args ...any) error {
+func Coded(code, format string, args ...any) error {
 	return &toolError{Message: fmt.Sprintf(format, args...), Code: code}
 }
 
-// refusedError returns the tool error of a call of an execution tool
+// Refused returns the tool error of a call of an execution tool
 // rejected before anything ran (bad arguments, unknown session, no slot).
-func refusedError(msg string) error {
+func Refused(msg string) error {
 	return &toolError{Message: msg, refused: true}
 }
 
-// invalid is refusedError for the handlers of tools that return
+// Invalid is Refused for the handlers of tools that return
 // execute_code's shape.
-func invalid(msg string) (*mcp.CallToolResult, engine.Result, error) {
-	return nil, engine.Result{}, refusedError(msg)
+func Invalid(msg string) (*mcp.CallToolResult, engine.Result, error) {
+	return nil, engine.Result{}, Refused(msg)
 }
 
 // setupError reports whether err is a refusal and out a tool result of
@@ -82,10 +84,19 @@ func setupError(err error, out any) bool {
 	return true
 }
 
-// errorResult is the isError result of err, as the SDK makes it for a
+// ErrorResult is the isError result of err, as the SDK makes it for a
 // handler's error.
-func errorResult(err error) *mcp.CallToolResult {
+func ErrorResult(err error) *mcp.CallToolResult {
 	var res mcp.CallToolResult
 	res.SetError(err)
 	return &res
+}
+
+// SessionError is how every tool names a session it cannot use: an
+// unknown id gets the hint where the live ones are listed.
+func SessionError(err error) string {
+	if errors.Is(err, session.ErrNotFound) {
+		return "unknown session: " + strings.TrimPrefix(err.Error(), session.ErrNotFound.Error()+": ") + " (list_sessions shows the live ones)"
+	}
+	return err.Error()
 }

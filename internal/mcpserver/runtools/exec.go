@@ -1,10 +1,10 @@
-package mcpserver
+package runtools
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -12,8 +12,10 @@ import (
 	"github.com/codexec/codexec/internal/codemode"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/files"
+	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runtime"
+	"github.com/codexec/codexec/internal/session"
 )
 
 // ExecuteCodeIn accepts every documented shape of execute_code: language,
@@ -33,59 +35,54 @@ type ExecuteCodeIn struct {
 	Tools      []string       `json:"tools,omitempty" jsonschema:"code mode: upstream tools (server.tool globs)"`
 }
 
-// sessionExecutor runs code inside a session; the sessions toolset provides it.
-type sessionExecutor interface {
-	ExecuteInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, obs output.Observer) (engine.Result, error)
-}
-
-func (s *Server) registerExec() {
-	addTool(s, &mcp.Tool{
-		Name: "execute_code", OutputSchema: outputSchema[engine.Result](),
+func (s *toolset) registerExec() {
+	tool.Add(s.r, &mcp.Tool{
+		Name: "execute_code", OutputSchema: tool.OutputSchema[engine.Result](),
 		Description: "Run code in a fresh sandbox. A failing or timed-out program is a normal result (see status; exit_code null if killed). " +
 			s.timeoutText() + " No language, or intent/context: TypeScript code mode.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!s.deps.Isolated)},
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(!s.deps.Isolated)},
 	}, s.executeCode)
 }
 
 // timeoutText states the timeout defaults once, for the tools that take
 // timeout_ms.
-func (s *Server) timeoutText() string {
+func (s *toolset) timeoutText() string {
 	c := s.deps.Config
 	return fmt.Sprintf("timeout_ms default %d, max %d.", c.DefaultTimeout.Milliseconds(), c.MaxTimeout.Milliseconds())
 }
 
-func (s *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {
+func (s *toolset) executeCode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {
 	r, res, err := s.executeCodeWithFiles(ctx, req, in)
-	return s.withFiles(ctx, r, res), res, err
+	return s.deps.Files.WithFiles(ctx, r, res), res, err
 }
 
-func (s *Server) executeCodeWithFiles(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {
-	obs, finish := streamOutput(ctx, req)
+func (s *toolset) executeCodeWithFiles(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {
+	obs, finish := tool.StreamOutput(ctx, req)
 	defer finish()
 	if in.SessionID != "" {
 		return s.executeInSession(ctx, req, in, obs)
 	}
 	timeout, err := s.deps.Engine.ResolveTimeout(in.TimeoutMs, in.Timeout)
 	if err != nil {
-		return invalid(err.Error())
+		return tool.Invalid(err.Error())
 	}
-	prepare, err := s.stageUploads(ctx, in.Files)
+	prepare, err := s.deps.Files.StageUploads(ctx, in.Files)
 	if err != nil {
-		return invalid(err.Error())
+		return tool.Invalid(err.Error())
 	}
 	if codeMode, err := isCodeMode(in); err != nil {
-		return invalid(err.Error())
+		return tool.Invalid(err.Error())
 	} else if codeMode {
 		return s.executeCodeMode(ctx, req, in, timeout, obs, prepare)
 	}
 	res, err := s.deps.Engine.Execute(ctx, engine.Request{
 		Language: in.Language, Code: in.Code, Stdin: in.Stdin, Timeout: timeout, WorkingDir: in.WorkingDir,
-		Tool: "execute_code", Context: callContext(req), Observe: obs, Prepare: prepare,
+		Tool: "execute_code", Context: tool.CallContext(req), Observe: obs, Prepare: prepare,
 	})
 	if err != nil {
-		return invalid(err.Error())
+		return tool.Invalid(err.Error())
 	}
-	return resultText(res), res, nil
+	return tool.ResultText(res), res, nil
 }
 
 // isCodeMode reports whether a call runs in code mode: no language, or
@@ -121,29 +118,29 @@ func codeModeLanguage(language string) (string, error) {
 	return "", fmt.Errorf("intent/context/tools (code mode) run TypeScript/JavaScript or Python, not %s", lang)
 }
 
-func (s *Server) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, timeout time.Duration, obs output.Observer,
+func (s *toolset) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, timeout time.Duration, obs output.Observer,
 	prepare func(*files.Root) error) (*mcp.CallToolResult, engine.Result, error) {
 	lang, err := codeModeLanguage(in.Language)
 	if err != nil {
-		return invalid(err.Error())
+		return tool.Invalid(err.Error())
 	}
 	if in.Timeout == nil && in.TimeoutMs == nil {
 		timeout = s.deps.Config.CodeMode.Timeout
 	}
 	tools, err := s.injectedTools(ctx, in.Tools, in.Intent)
 	if err != nil {
-		return invalid(err.Error())
+		return tool.Invalid(err.Error())
 	}
 	cm := s.deps.Config.CodeMode
 	creq := codemode.Request{Language: lang, Code: in.Code, Intent: in.Intent, Context: in.Context, Stdin: in.Stdin,
-		Timeout: timeout, WorkingDir: in.WorkingDir, Call: callContext(req), Tools: tools, MemoryBytes: cm.MemoryBytes, Observe: obs,
+		Timeout: timeout, WorkingDir: in.WorkingDir, Call: tool.CallContext(req), Tools: tools, MemoryBytes: cm.MemoryBytes, Observe: obs,
 		Prepare: prepare, Bridge: codemode.BridgeOptions{MaxCalls: cm.MaxCalls}}
 	if up := s.deps.Upstreams; up != nil {
 		creq.Caller = up
 	}
 	res, err := codemode.Execute(ctx, s.deps.Engine, creq)
 	if err != nil {
-		return invalid(err.Error())
+		return tool.Invalid(err.Error())
 	}
 	return codeModeText(res), res, nil
 }
@@ -160,50 +157,54 @@ func codeModeText(r engine.Result) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: r.CodeError != nil, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
 }
 
-func (s *Server) executeInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, obs output.Observer) (*mcp.CallToolResult, engine.Result, error) {
-	se, ok := s.sessionsExecutor()
-	if !ok {
-		return invalid("session_id given but persistent sessions are not enabled on this server")
+func (s *toolset) executeInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, obs output.Observer) (*mcp.CallToolResult, engine.Result, error) {
+	if s.deps.Sessions == nil {
+		return tool.Invalid("session_id given but persistent sessions are not enabled on this server")
 	}
-	res, err := se.ExecuteInSession(ctx, req, in, obs)
+	res, err := s.runInSession(ctx, req, in, obs)
 	if err != nil {
-		return invalid(err.Error())
+		return tool.Invalid(err.Error())
 	}
-	return resultText(res), res, nil
+	return tool.ResultText(res), res, nil
 }
 
-// resultText renders a compact text version of a result for clients that
-// read only content.
-func resultText(r engine.Result) *mcp.CallToolResult {
-	var b strings.Builder
-	fmt.Fprintf(&b, "status: %s", r.Status)
-	if r.ExitCode != nil {
-		fmt.Fprintf(&b, " (exit %d)", *r.ExitCode)
+// runInSession runs execute_code's code in the session named by its
+// session_id. An unknown id that is a valid caller-chosen id creates the
+// session on first use, in the call's language; afterwards the session's
+// language wins and a different one is an error.
+func (s *toolset) runInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, obs output.Observer) (engine.Result, error) {
+	timeout, err := s.deps.Engine.ResolveTimeout(in.TimeoutMs, in.Timeout)
+	if err != nil {
+		return engine.Result{}, err
 	}
-	fmt.Fprintf(&b, " in %d ms [%s, %s]\n", r.DurationMs, r.ExecutionID, r.Language)
-	if r.ErrorMessage != nil {
-		fmt.Fprintf(&b, "error: %s\n", *r.ErrorMessage)
+	sess, err := s.openSession(ctx, req, in)
+	if err != nil {
+		return engine.Result{}, err
 	}
-	section(&b, "stdout", r.Stdout)
-	section(&b, "stderr", r.Stderr)
-	if len(r.Artifacts) > 0 {
-		fmt.Fprintf(&b, "artifacts: %s\n", strings.Join(r.Artifacts, ", "))
+	if err := s.deps.Files.UploadsToSession(ctx, sess.ID, in.Files); err != nil {
+		return engine.Result{}, err
 	}
-	if r.Truncated {
-		b.WriteString("(output truncated)\n")
+	if in.Language != "" {
+		if lang, err := runtime.Normalize(in.Language); err != nil || lang != sess.Language {
+			return engine.Result{}, fmt.Errorf("session %s runs %s, not %s", sess.ID, sess.Language, in.Language)
+		}
 	}
-	if r.LogError != "" {
-		fmt.Fprintf(&b, "log_error: %s\n", r.LogError)
-	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}
+	return s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: sess.ID, Code: in.Code, Timeout: timeout,
+		Tool: "execute_code", Call: tool.CallContext(req), Observe: obs})
 }
 
-func section(b *strings.Builder, name, text string) {
-	if text == "" {
-		return
+// openSession finds the session, or creates it under the caller's id.
+func (s *toolset) openSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*session.Session, error) {
+	if sess, err := s.deps.Sessions.Get(ctx, in.SessionID); err == nil {
+		return sess, nil
 	}
-	fmt.Fprintf(b, "--- %s ---\n%s", name, text)
-	if !strings.HasSuffix(text, "\n") {
-		b.WriteString("\n")
+	if in.Language == "" {
+		return nil, fmt.Errorf("no session %q yet: pass language (python or node) to create it", in.SessionID)
 	}
+	sess, _, err := s.deps.Sessions.Open(ctx, in.SessionID, session.StartRequest{Kind: session.KindSession,
+		Language: in.Language, Call: tool.CallContext(req)})
+	if err != nil {
+		return nil, errors.New(tool.SessionError(err))
+	}
+	return sess, nil
 }

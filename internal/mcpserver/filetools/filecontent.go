@@ -1,4 +1,4 @@
-package mcpserver
+package filetools
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/images"
+	"github.com/codexec/codexec/internal/mcpserver/tool"
 )
 
 // Result content limits: how many created files get a resource_link and how
@@ -61,7 +62,7 @@ func parseFileURI(uri string) (kind, id, p string, err error) {
 }
 
 // readTarget reads a range of one file of t.
-func (s *Server) readTarget(ctx context.Context, t target, p string, off, n int64) ([]byte, files.Entry, error) {
+func (s *Files) readTarget(ctx context.Context, t target, p string, off, n int64) ([]byte, files.Entry, error) {
 	max := s.deps.Config.MaxDownloadBytes
 	if t.Root != nil {
 		return t.Root.Read(p, off, n, max)
@@ -99,20 +100,20 @@ func mimeType(name string, data []byte) string {
 	return "application/octet-stream"
 }
 
-// registerResources exposes files as resources: templates for session files
+// RegisterResources exposes files as resources: templates for session files
 // and kept artifacts, resources/read through the same confined readers as
 // download_file, and resources/list extended with the caller's kept
 // artifacts (listed per principal, so it is computed per request rather than
 // registered on the shared server).
-func (s *Server) registerResources() {
+func (s *Files) RegisterResources(r *tool.Registrar) {
 	if s.deps.Files == nil {
 		return
 	}
-	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{Name: "execution-file", URITemplate: "codexec://executions/{execution_id}/files/{+path}",
+	r.AddResourceTemplate(&mcp.ResourceTemplate{Name: "execution-file", URITemplate: "codexec://executions/{execution_id}/files/{+path}",
 		Description: "A file a one-shot run created or modified, kept for CODEXEC_ARTIFACT_TTL."}, s.readResource)
-	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{Name: "session-file", URITemplate: "codexec://sessions/{session_id}/files/{+path}",
+	r.AddResourceTemplate(&mcp.ResourceTemplate{Name: "session-file", URITemplate: "codexec://sessions/{session_id}/files/{+path}",
 		Description: "A file in a live session's or context's workspace."}, s.readResource)
-	s.mcp.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+	r.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			res, err := next(ctx, method, req)
 			lr, ok := res.(*mcp.ListResourcesResult)
@@ -132,7 +133,7 @@ func firstPage(req *mcp.ListResourcesRequest) bool {
 }
 
 // keptResources lists the caller's kept artifacts (newest first, bounded).
-func (s *Server) keptResources(ctx context.Context) []*mcp.Resource {
+func (s *Files) keptResources(ctx context.Context) []*mcp.Resource {
 	var out []*mcp.Resource
 	for _, it := range s.deps.Files.List(ctx) {
 		if !strings.HasPrefix(it.ID, "exec_") {
@@ -150,7 +151,7 @@ func (s *Server) keptResources(ctx context.Context) []*mcp.Resource {
 	return out
 }
 
-func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+func (s *Files) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
 	kind, id, p, err := parseFileURI(uri)
 	if err != nil {
@@ -185,11 +186,11 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{rc}}, nil
 }
 
-// withFiles adds to an execution's tool result a resource_link per created
+// WithFiles adds to an execution's tool result a resource_link per created
 // or modified file and, like a notebook, the images among them (matplotlib
 // show() output included) as image content, fitted under
 // CODEXEC_MAX_IMAGE_BYTES; an image that cannot fit keeps only its link.
-func (s *Server) withFiles(ctx context.Context, r *mcp.CallToolResult, res engine.Result) *mcp.CallToolResult {
+func (s *Files) WithFiles(ctx context.Context, r *mcp.CallToolResult, res engine.Result) *mcp.CallToolResult {
 	if s.deps.Files == nil || len(res.Artifacts) == 0 || r == nil {
 		return r
 	}
@@ -219,7 +220,7 @@ func (s *Server) withFiles(ctx context.Context, r *mcp.CallToolResult, res engin
 // resultTarget is where an execution's artifacts can be read: the session's
 // workspace, or the kept item of a one-shot run (kept reports which files
 // made it into the store).
-func (s *Server) resultTarget(ctx context.Context, res engine.Result) (target, func(string) bool, error) {
+func (s *Files) resultTarget(ctx context.Context, res engine.Result) (target, func(string) bool, error) {
 	if res.SessionID != nil {
 		t, err := s.sessionTarget(ctx, *res.SessionID)
 		return t, func(string) bool { return true }, err
@@ -232,7 +233,7 @@ func (s *Server) resultTarget(ctx context.Context, res engine.Result) (target, f
 	return t, func(p string) bool { _, ok := it.Has(p); return ok }, nil
 }
 
-func (s *Server) inlineImage(ctx context.Context, t target, p, mt string) mcp.Content {
+func (s *Files) inlineImage(ctx context.Context, t target, p, mt string) mcp.Content {
 	data, e, err := s.readTarget(ctx, t, p, 0, 0)
 	if err != nil || int64(len(data)) < e.Size {
 		return nil

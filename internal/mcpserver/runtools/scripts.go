@@ -1,4 +1,4 @@
-package mcpserver
+package runtools
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/scripts"
 )
@@ -103,23 +104,23 @@ type RunScriptIn struct {
 	Files     []string `json:"files,omitempty" jsonschema:"upload_ids to place first"`
 }
 
-func (s *Server) registerScripts() {
+func (s *toolset) registerScripts() {
 	if s.deps.Scripts == nil {
 		return
 	}
-	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
-	addTool(s, &mcp.Tool{Name: "save_script", Description: "Save code as a named script; saving a name again adds a version.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}}, s.saveScript)
-	addTool(s, &mcp.Tool{Name: "get_script", Description: "Get a script's code and metadata.", Annotations: ro}, s.getScript)
-	addTool(s, &mcp.Tool{Name: "list_scripts", Description: "List saved scripts.", Annotations: ro}, s.listScripts)
-	addTool(s, &mcp.Tool{Name: "search_scripts", Description: "Search saved scripts.", Annotations: ro}, s.searchScripts)
-	addTool(s, &mcp.Tool{Name: "run_script",
+	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: tool.Ptr(false)}
+	tool.Add(s.r, &mcp.Tool{Name: "save_script", Description: "Save code as a named script; saving a name again adds a version.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(false), OpenWorldHint: tool.Ptr(false)}}, s.saveScript)
+	tool.Add(s.r, &mcp.Tool{Name: "get_script", Description: "Get a script's code and metadata.", Annotations: ro}, s.getScript)
+	tool.Add(s.r, &mcp.Tool{Name: "list_scripts", Description: "List saved scripts.", Annotations: ro}, s.listScripts)
+	tool.Add(s.r, &mcp.Tool{Name: "search_scripts", Description: "Search saved scripts.", Annotations: ro}, s.searchScripts)
+	tool.Add(s.r, &mcp.Tool{Name: "run_script",
 		Description: "Run a saved script; result as execute_code.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true),
-			OpenWorldHint: ptr(!s.deps.Isolated)}}, s.runScript)
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true),
+			OpenWorldHint: tool.Ptr(!s.deps.Isolated)}}, s.runScript)
 }
 
-func (s *Server) saveScript(ctx context.Context, _ *mcp.CallToolRequest, in SaveScriptIn) (*mcp.CallToolResult, SaveScriptOut, error) {
+func (s *toolset) saveScript(ctx context.Context, _ *mcp.CallToolRequest, in SaveScriptIn) (*mcp.CallToolResult, SaveScriptOut, error) {
 	store, err := s.deps.Scripts.Store.For(ctx)
 	if err != nil {
 		return nil, SaveScriptOut{}, scriptError(err)
@@ -133,7 +134,7 @@ func (s *Server) saveScript(ctx context.Context, _ *mcp.CallToolRequest, in Save
 		SavedAt: sc.UpdatedAt}, nil
 }
 
-func (s *Server) getScript(ctx context.Context, _ *mcp.CallToolRequest, in GetScriptIn) (*mcp.CallToolResult, GetScriptOut, error) {
+func (s *toolset) getScript(ctx context.Context, _ *mcp.CallToolRequest, in GetScriptIn) (*mcp.CallToolResult, GetScriptOut, error) {
 	store, err := s.deps.Scripts.Store.For(ctx)
 	if err != nil {
 		return nil, GetScriptOut{}, scriptError(err)
@@ -149,12 +150,12 @@ func (s *Server) getScript(ctx context.Context, _ *mcp.CallToolRequest, in GetSc
 		LastRunAt: m.LastRunAt, RunCount: m.RunCount, LastRunSuccess: m.LastRunSuccess}, nil
 }
 
-func (s *Server) listScripts(ctx context.Context, _ *mcp.CallToolRequest, in ListScriptsIn) (*mcp.CallToolResult, ListScriptsOut, error) {
+func (s *toolset) listScripts(ctx context.Context, _ *mcp.CallToolRequest, in ListScriptsIn) (*mcp.CallToolResult, ListScriptsOut, error) {
 	lang := ""
 	if in.Language != "" {
 		l, err := runtime.Normalize(in.Language)
 		if err != nil {
-			return nil, ListScriptsOut{}, codedError("INVALID_LANGUAGE", "%v", err)
+			return nil, ListScriptsOut{}, tool.Coded("INVALID_LANGUAGE", "%v", err)
 		}
 		lang = l
 	}
@@ -173,14 +174,14 @@ func (s *Server) listScripts(ctx context.Context, _ *mcp.CallToolRequest, in Lis
 	return nil, out, nil
 }
 
-func (s *Server) searchScripts(ctx context.Context, _ *mcp.CallToolRequest, in SearchScriptsIn) (*mcp.CallToolResult, SearchScriptsOut, error) {
+func (s *toolset) searchScripts(ctx context.Context, _ *mcp.CallToolRequest, in SearchScriptsIn) (*mcp.CallToolResult, SearchScriptsOut, error) {
 	store, err := s.deps.Scripts.Store.For(ctx)
 	if err != nil {
 		return nil, SearchScriptsOut{}, scriptError(err)
 	}
 	ms, err := store.Search(in.Query)
 	if err != nil {
-		return nil, SearchScriptsOut{}, codedError("INVALID_PARAMS", "%v", err)
+		return nil, SearchScriptsOut{}, tool.Coded("INVALID_PARAMS", "%v", err)
 	}
 	out := SearchScriptsOut{Results: []ScriptSummary{}, TotalCount: len(ms)}
 	for _, m := range ms {
@@ -194,38 +195,38 @@ func summary(m scripts.Meta, rel string) ScriptSummary {
 		Version: m.Version, RunCount: m.RunCount, LastRunAt: m.LastRunAt, Relevance: rel}
 }
 
-func (s *Server) runScript(ctx context.Context, req *mcp.CallToolRequest, in RunScriptIn) (*mcp.CallToolResult, engine.Result, error) {
+func (s *toolset) runScript(ctx context.Context, req *mcp.CallToolRequest, in RunScriptIn) (*mcp.CallToolResult, engine.Result, error) {
 	timeout, err := s.deps.Engine.ResolveTimeout(in.TimeoutMs, nil)
 	if err != nil {
-		return invalid(err.Error())
+		return tool.Invalid(err.Error())
 	}
-	prepare, err := s.stageUploads(ctx, in.Files)
+	prepare, err := s.deps.Files.StageUploads(ctx, in.Files)
 	if err != nil {
-		return invalid(err.Error())
+		return tool.Invalid(err.Error())
 	}
-	obs, finish := streamOutput(ctx, req)
+	obs, finish := tool.StreamOutput(ctx, req)
 	defer finish()
 	res, err := s.deps.Scripts.Run(ctx, scripts.RunRequest{Name: in.Name, Args: in.Args, Timeout: timeout,
-		Context: callContext(req), Observe: obs, Prepare: prepare})
+		Context: tool.CallContext(req), Observe: obs, Prepare: prepare})
 	if err != nil {
-		return invalid(scriptError(err).Error())
+		return tool.Invalid(scriptError(err).Error())
 	}
-	return s.withFiles(ctx, resultText(res), res), res, nil
+	return s.deps.Files.WithFiles(ctx, tool.ResultText(res), res), res, nil
 }
 
-// scriptError labels library errors with error codes (codedError), so an
+// scriptError labels library errors with error codes (tool.Coded), so an
 // agent can tell a missing script from a storage failure.
 func scriptError(err error) error {
 	var mp *scripts.MissingPackagesError
 	switch {
 	case errors.As(err, &mp):
-		return codedError("MISSING_PACKAGES", "%v", err)
+		return tool.Coded("MISSING_PACKAGES", "%v", err)
 	case errors.Is(err, scripts.ErrNotFound):
-		return codedError("SCRIPT_NOT_FOUND", "%v", err)
+		return tool.Coded("SCRIPT_NOT_FOUND", "%v", err)
 	case errors.Is(err, scripts.ErrPreflight):
-		return codedError("PREFLIGHT_FAILED", "%v", err)
+		return tool.Coded("PREFLIGHT_FAILED", "%v", err)
 	case errors.Is(err, scripts.ErrInvalid):
-		return codedError("INVALID_PARAMS", "%v", err)
+		return tool.Coded("INVALID_PARAMS", "%v", err)
 	}
-	return codedError("SCRIPT_STORAGE_ERROR", "%v", err)
+	return tool.Coded("SCRIPT_STORAGE_ERROR", "%v", err)
 }

@@ -1,4 +1,4 @@
-package mcpserver
+package runtools
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/shell"
 )
 
@@ -30,12 +31,12 @@ type ExecuteProcessIn struct {
 // registerCommands registers execute_command and execute_process. They are
 // registered even when ALLOWED_COMMANDS is unset, so an agent gets the
 // explanation of how the operator enables them instead of a missing tool.
-func (s *Server) registerCommands() {
+func (s *toolset) registerCommands() {
 	eng := s.deps.Engine
 	runner := shell.NewRunner(eng, s.deps.Shell)
 	allowed := allowedText(s.deps.Shell.Allow)
-	ann := &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!s.deps.Isolated)}
-	addTool(s, &mcp.Tool{
+	ann := &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(!s.deps.Isolated)}
+	tool.Add(s.r, &mcp.Tool{
 		Name: "execute_command", Annotations: ann,
 		Description: "Run a bash command line; YAML result, a non-zero exit is normal, a timeout an error. Programs it starts " +
 			"must be allowed; builtins like echo, cd, exit always are. " + allowed + ".",
@@ -44,12 +45,12 @@ func (s *Server) registerCommands() {
 		if err != nil {
 			return nil, shell.Result{}, err
 		}
-		obs, finish := streamOutput(ctx, req)
+		obs, finish := tool.StreamOutput(ctx, req)
 		defer finish()
-		res, err := runner.Command(ctx, shell.CommandRequest{Command: in.Command, Cwd: in.Cwd, Timeout: timeout, Context: callContext(req), Observe: obs})
+		res, err := runner.Command(ctx, shell.CommandRequest{Command: in.Command, Cwd: in.Cwd, Timeout: timeout, Context: tool.CallContext(req), Observe: obs})
 		return commandResult(res, err)
 	})
-	addTool(s, &mcp.Tool{
+	tool.Add(s.r, &mcp.Tool{
 		Name: "execute_process", Annotations: ann,
 		Description: "Run an allowed program with argv, no shell; result as execute_command.",
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in ExecuteProcessIn) (*mcp.CallToolResult, shell.Result, error) {
@@ -57,10 +58,10 @@ func (s *Server) registerCommands() {
 		if err != nil {
 			return nil, shell.Result{}, err
 		}
-		obs, finish := streamOutput(ctx, req)
+		obs, finish := tool.StreamOutput(ctx, req)
 		defer finish()
 		res, err := runner.Process(ctx, shell.ProcessRequest{File: in.File, Args: in.Args, Input: in.Input, Cwd: in.Cwd,
-			Timeout: timeout, Context: callContext(req), Observe: obs})
+			Timeout: timeout, Context: tool.CallContext(req), Observe: obs})
 		return commandResult(res, err)
 	})
 }

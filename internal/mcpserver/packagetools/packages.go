@@ -1,4 +1,8 @@
-package mcpserver
+// Package packagetools is the MCP face of package installs: the packages
+// toolset (install_package), which installs a pip or npm package for every
+// run or into one session, through packages.Installer's checks (blocklist,
+// wheels only, no install scripts).
+package packagetools
 
 import (
 	"context"
@@ -9,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/packages"
 	"github.com/codexec/codexec/internal/tenant"
 )
@@ -55,24 +60,35 @@ type InstallPackageOut struct {
 	LogError      string `json:"log_error,omitempty"` // the session log could not record the install, and why
 }
 
-// registerPackages registers install_package when an installer is wired.
-func (s *Server) registerPackages() {
-	if s.deps.Packages == nil {
+// Deps are the services install_package calls.
+type Deps struct {
+	Packages        *packages.Installer // nil: no install_package
+	SessionPackages SessionPackages     // per-session installs; nil: only global ones
+}
+
+type toolset struct {
+	deps Deps
+}
+
+// Register adds install_package when an installer is wired.
+func Register(r *tool.Registrar, d Deps) {
+	if d.Packages == nil {
 		return
 	}
-	addTool(s, &mcp.Tool{
+	s := &toolset{deps: d}
+	tool.Add(r, &mcp.Tool{
 		Name:        "install_package",
 		Description: "Install a pip or npm package for sandboxed code (wheels only, no install scripts; blocklist applies).",
 		// Destructive: installing a different version replaces the one other runs (or the session) use.
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(true)},
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), IdempotentHint: true, OpenWorldHint: tool.Ptr(true)},
 	}, s.installPackage)
 }
 
-func (s *Server) installPackage(ctx context.Context, req *mcp.CallToolRequest, in InstallPackageIn) (*mcp.CallToolResult, InstallPackageOut, error) {
+func (s *toolset) installPackage(ctx context.Context, req *mcp.CallToolRequest, in InstallPackageIn) (*mcp.CallToolResult, InstallPackageOut, error) {
 	var out InstallPackageOut
 	lang, err := packageLanguage(in.Language)
 	if err != nil {
-		return nil, out, codedError("INVALID_LANGUAGE", "%v", err)
+		return nil, out, tool.Coded("INVALID_LANGUAGE", "%v", err)
 	}
 	if spec, err := s.deps.Packages.Check(lang, in.Package); err != nil {
 		var be *packages.BlockedError
@@ -86,7 +102,7 @@ func (s *Server) installPackage(ctx context.Context, req *mcp.CallToolRequest, i
 	if err != nil {
 		return nil, out, err
 	}
-	obs, finish := streamOutput(ctx, req)
+	obs, finish := tool.StreamOutput(ctx, req)
 	res, err := s.deps.Packages.Install(ctx, packages.Request{Language: lang, Package: in.Package, Dir: dir, Observe: obs})
 	finish()
 	if err != nil {
@@ -101,7 +117,7 @@ func (s *Server) installPackage(ctx context.Context, req *mcp.CallToolRequest, i
 		if errors.As(err, &we) {
 			logErr = err.Error()
 		} else if err != nil {
-			return nil, out, codedError("INTERNAL_ERROR", "package installed but the session could not record it: %v", err)
+			return nil, out, tool.Coded("INTERNAL_ERROR", "package installed but the session could not record it: %v", err)
 		}
 	}
 	out = InstallPackageOut{Success: res.Success, Package: res.Spec.Name, Version: res.Version, Language: lang,
@@ -112,22 +128,22 @@ func (s *Server) installPackage(ctx context.Context, req *mcp.CallToolRequest, i
 // packageTarget is the session's package directory, or the global one.
 // Global installs change what every principal's runs import, so only the
 // local principal (the operator's own stdio client) may make them.
-func (s *Server) packageTarget(ctx context.Context, sessionID, lang string) (string, error) {
+func (s *toolset) packageTarget(ctx context.Context, sessionID, lang string) (string, error) {
 	if sessionID == "" && tenant.From(ctx) != tenant.Local {
-		return "", codedError("INVALID_PARAMS", "global installs are reserved to the server's operator; pass session_id to install into one of your sessions")
+		return "", tool.Coded("INVALID_PARAMS", "global installs are reserved to the server's operator; pass session_id to install into one of your sessions")
 	}
 	if sessionID == "" {
 		if dir := s.deps.Packages.GlobalDir(lang); dir != "" {
 			return dir, nil
 		}
-		return "", codedError("INVALID_PARAMS", "global package installs are not configured on this server (CODEXEC_PACKAGES_DIR); pass session_id")
+		return "", tool.Coded("INVALID_PARAMS", "global package installs are not configured on this server (CODEXEC_PACKAGES_DIR); pass session_id")
 	}
 	if s.deps.SessionPackages == nil {
-		return "", codedError("SESSIONS_UNAVAILABLE", "session_id given but sessions are not available on this server; omit session_id to install globally")
+		return "", tool.Coded("SESSIONS_UNAVAILABLE", "session_id given but sessions are not available on this server; omit session_id to install globally")
 	}
 	dir, err := s.deps.SessionPackages.PackageTarget(ctx, sessionID, lang)
 	if err != nil {
-		return "", codedError("SESSION_NOT_FOUND", "%v", err)
+		return "", tool.Coded("SESSION_NOT_FOUND", "%v", err)
 	}
 	return dir, nil
 }
@@ -145,9 +161,9 @@ func packageLanguage(lang string) (string, error) {
 func packageError(err error) error {
 	var be *packages.BlockedError
 	if errors.As(err, &be) {
-		return codedError("PACKAGE_BLOCKED", "%v", err)
+		return tool.Coded("PACKAGE_BLOCKED", "%v", err)
 	}
-	return codedError("INVALID_PARAMS", "%v", err)
+	return tool.Coded("INVALID_PARAMS", "%v", err)
 }
 
 func installText(o InstallPackageOut) *mcp.CallToolResult {
@@ -161,7 +177,7 @@ func installText(o InstallPackageOut) *mcp.CallToolResult {
 	} else {
 		fmt.Fprintf(&b, "install of %s (%s) %s FAILED: %s\n", o.Package, o.Language, scope, o.Error)
 	}
-	section(&b, "install output", o.InstallOutput)
+	tool.Section(&b, "install output", o.InstallOutput)
 	if o.LogError != "" {
 		fmt.Fprintf(&b, "log_error: %s\n", o.LogError)
 	}

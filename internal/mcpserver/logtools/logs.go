@@ -1,4 +1,7 @@
-package mcpserver
+// Package logtools is the MCP face of the execution log: the logs toolset
+// (search_execution_logs, get_execution_log) over logindex, reporting when
+// new executions cannot be recorded (execlog's write error).
+package logtools
 
 import (
 	"context"
@@ -11,6 +14,7 @@ import (
 	"github.com/codexec/codexec/internal/artifacts"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/logindex"
+	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/runtime"
 )
 
@@ -74,38 +78,51 @@ type GetLogOut struct {
 	ExecutedAt        time.Time          `json:"executed_at"`
 }
 
-func (s *Server) registerLogs() {
-	if s.deps.Logs == nil {
+// Deps are the services the logs toolset reads.
+type Deps struct {
+	Logs    *logindex.Index // nil: no logs toolset
+	ExecLog *execlog.Logger // the execution log, whose write failure search_execution_logs reports; nil: none
+}
+
+type toolset struct {
+	deps Deps
+}
+
+// Register adds search_execution_logs and get_execution_log when the log
+// index is wired.
+func Register(r *tool.Registrar, d Deps) {
+	if d.Logs == nil {
 		return
 	}
-	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
-	addTool(s, &mcp.Tool{Name: "search_execution_logs", Description: "Search past executions, newest first.", Annotations: ro}, s.searchLogs)
-	addTool(s, &mcp.Tool{Name: "get_execution_log", Description: "Get one execution's full log entry.",
+	s := &toolset{deps: d}
+	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: tool.Ptr(false)}
+	tool.Add(r, &mcp.Tool{Name: "search_execution_logs", Description: "Search past executions, newest first.", Annotations: ro}, s.searchLogs)
+	tool.Add(r, &mcp.Tool{Name: "get_execution_log", Description: "Get one execution's full log entry.",
 		Annotations: ro}, s.getLog)
 }
 
-func (s *Server) searchLogs(ctx context.Context, _ *mcp.CallToolRequest, in SearchLogsIn) (*mcp.CallToolResult, SearchLogsOut, error) {
+func (s *toolset) searchLogs(ctx context.Context, _ *mcp.CallToolRequest, in SearchLogsIn) (*mcp.CallToolResult, SearchLogsOut, error) {
 	q := logindex.Query{Status: in.Status, Text: in.Query, Limit: in.Limit}
 	if in.Language != "" {
 		l, err := runtime.Normalize(in.Language)
 		if err != nil {
-			return nil, SearchLogsOut{}, codedError("INVALID_LANGUAGE", "%v", err)
+			return nil, SearchLogsOut{}, tool.Coded("INVALID_LANGUAGE", "%v", err)
 		}
 		q.Language = l
 	}
 	if in.Since != "" {
 		t, err := parseSince(in.Since)
 		if err != nil {
-			return nil, SearchLogsOut{}, codedError("INVALID_PARAMS", "since: %v", err)
+			return nil, SearchLogsOut{}, tool.Coded("INVALID_PARAMS", "since: %v", err)
 		}
 		q.Since = t
 	}
 	if in.Limit < 0 {
-		return nil, SearchLogsOut{}, codedError("INVALID_PARAMS", "limit must be positive, got %d", in.Limit)
+		return nil, SearchLogsOut{}, tool.Coded("INVALID_PARAMS", "limit must be positive, got %d", in.Limit)
 	}
 	hits, total, err := s.deps.Logs.Search(ctx, q)
 	if errors.Is(err, logindex.ErrInvalidQuery) {
-		return nil, SearchLogsOut{}, codedError("INVALID_PARAMS", "%v", err)
+		return nil, SearchLogsOut{}, tool.Coded("INVALID_PARAMS", "%v", err)
 	}
 	if err != nil {
 		return nil, SearchLogsOut{}, s.logUnavailable(err)
@@ -119,16 +136,16 @@ func (s *Server) searchLogs(ctx context.Context, _ *mcp.CallToolRequest, in Sear
 
 // logUnavailable is the tool error of a log search that cannot be
 // answered: the index's reason, plus the log writer's when it fails too.
-func (s *Server) logUnavailable(err error) error {
+func (s *toolset) logUnavailable(err error) error {
 	msg := err.Error()
 	if w := s.logWriteError(); w != "" {
 		msg += "; new executions are not being recorded either: " + w
 	}
-	return codedError("LOG_UNAVAILABLE", "%s", msg)
+	return tool.Coded("LOG_UNAVAILABLE", "%s", msg)
 }
 
 // logWriteError is why the latest execution could not be logged, or "".
-func (s *Server) logWriteError() string {
+func (s *toolset) logWriteError() string {
 	if l := s.deps.ExecLog; l != nil {
 		if err := l.Err(); err != nil {
 			return err.Error()
@@ -145,10 +162,10 @@ func parseSince(v string) (time.Time, error) {
 	return time.Parse(time.RFC3339, v)
 }
 
-func (s *Server) getLog(ctx context.Context, _ *mcp.CallToolRequest, in GetLogIn) (*mcp.CallToolResult, GetLogOut, error) {
+func (s *toolset) getLog(ctx context.Context, _ *mcp.CallToolRequest, in GetLogIn) (*mcp.CallToolResult, GetLogOut, error) {
 	e, err := s.deps.Logs.Get(ctx, in.ExecutionID)
 	if errors.Is(err, logindex.ErrNotFound) {
-		return nil, GetLogOut{}, codedError("EXECUTION_NOT_FOUND", "%v", err)
+		return nil, GetLogOut{}, tool.Coded("EXECUTION_NOT_FOUND", "%v", err)
 	}
 	if errors.Is(err, logindex.ErrUnavailable) {
 		return nil, GetLogOut{}, s.logUnavailable(err)

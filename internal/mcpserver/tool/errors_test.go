@@ -1,4 +1,4 @@
-package mcpserver
+package tool
 
 import (
 	"context"
@@ -12,27 +12,33 @@ import (
 	"github.com/codexec/codexec/internal/engine"
 )
 
-// TestToolErrors calls tools registered with addTool whose handlers fail in
+// TestToolErrors calls tools registered with Add whose handlers fail in
 // each way, and checks what the client reads: the text, isError and the
 // structured content.
+// listOut stands for the result of a tool without an output schema.
+type listOut struct {
+	Items []string `json:"items"`
+}
+
 func TestToolErrors(t *testing.T) {
 	fail := map[string]error{
-		"coded":   codedError("SCRIPT_NOT_FOUND", "script not found: %s", "x"),
-		"refused": refusedError("unknown session: s1"),
+		"coded":   Coded("SCRIPT_NOT_FOUND", "script not found: %s", "x"),
+		"refused": Refused("unknown session: s1"),
 		"plain":   errors.New("give a session_id"),
 	}
-	s := &Server{mcp: mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+	r := NewRegistrar(srv)
 	for kind, err := range fail {
-		addTool(s, &mcp.Tool{Name: "run_" + kind, OutputSchema: outputSchema[engine.Result]()},
+		Add(r, &mcp.Tool{Name: "run_" + kind, OutputSchema: OutputSchema[engine.Result]()},
 			func(context.Context, *mcp.CallToolRequest, EmptyIn) (*mcp.CallToolResult, engine.Result, error) {
 				return nil, engine.Result{}, err
 			})
-		addTool(s, &mcp.Tool{Name: "list_" + kind},
-			func(context.Context, *mcp.CallToolRequest, EmptyIn) (*mcp.CallToolResult, ListSessionsOut, error) {
-				return nil, ListSessionsOut{}, err
+		Add(r, &mcp.Tool{Name: "list_" + kind},
+			func(context.Context, *mcp.CallToolRequest, EmptyIn) (*mcp.CallToolResult, listOut, error) {
+				return nil, listOut{}, err
 			})
 	}
-	cs := connect(t, s.mcp)
+	cs := connect(t, srv)
 	setup := map[string]any{"artifacts": []any{}, "duration_ms": 0.0, "error_message": "unknown session: s1",
 		"execution_id": "", "execution_time": 0.0, "exit_code": nil, "language": "", "sandbox_mode": "",
 		"status": "setup_error", "stderr": "", "stdout": "", "success": false, "timed_out": false, "truncated": false}

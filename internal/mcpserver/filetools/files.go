@@ -1,4 +1,4 @@
-package mcpserver
+package filetools
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/files"
+	"github.com/codexec/codexec/internal/mcpserver/tool"
 )
 
 // UploadIn is upload_file's input.
@@ -71,19 +72,20 @@ type ListFilesIn struct {
 	Limit       int    `json:"limit,omitempty" jsonschema:"default 200"`
 }
 
-func (s *Server) registerFiles() {
+// Register adds the files toolset (none without a files store).
+func (s *Files) Register(r *tool.Registrar) {
 	if s.deps.Files == nil {
 		return
 	}
-	addTool(s, &mcp.Tool{Name: "upload_file",
+	tool.Add(r, &mcp.Tool{Name: "upload_file",
 		Description: "Write a file into a session, or stage it for execute_code/run_script files (upload_id).",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}}, s.uploadFile)
-	addTool(s, &mcp.Tool{Name: "download_file",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(false)}}, s.uploadFile)
+	tool.Add(r, &mcp.Tool{Name: "download_file",
 		Description: "Read a file of a session or of a run's kept artifacts (execution_id); offset/length for ranges.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}}, s.downloadFile)
-	addTool(s, &mcp.Tool{Name: "list_files",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: tool.Ptr(false)}}, s.downloadFile)
+	tool.Add(r, &mcp.Tool{Name: "list_files",
 		Description: "List files of a session, of a run's kept artifacts, or (no id) your uploads and artifacts.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}}, s.listFiles)
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: tool.Ptr(false)}}, s.listFiles)
 }
 
 // target is where a files call reads or writes: a live session's workspace
@@ -103,7 +105,7 @@ func (t target) close() {
 }
 
 // resolveTarget picks the session/context or execution named by the call.
-func (s *Server) resolveTarget(ctx context.Context, sessionID, contextID, executionID string) (target, error) {
+func (s *Files) resolveTarget(ctx context.Context, sessionID, contextID, executionID string) (target, error) {
 	sid := sessionID
 	if sid == "" {
 		sid = contextID
@@ -122,13 +124,13 @@ func (s *Server) resolveTarget(ctx context.Context, sessionID, contextID, execut
 	return target{}, errors.New("give a session_id, context_id or execution_id")
 }
 
-func (s *Server) sessionTarget(ctx context.Context, id string) (target, error) {
+func (s *Files) sessionTarget(ctx context.Context, id string) (target, error) {
 	if s.deps.Sessions == nil {
 		return target{}, errors.New("sessions are not enabled on this server")
 	}
 	sess, err := s.deps.Sessions.Get(ctx, id)
 	if err != nil {
-		return target{}, errors.New(sessionError(err))
+		return target{}, errors.New(tool.SessionError(err))
 	}
 	root, err := sess.OpenWorkspace()
 	if err != nil {
@@ -137,7 +139,7 @@ func (s *Server) sessionTarget(ctx context.Context, id string) (target, error) {
 	return target{Root: root, Session: sess.ID, URIBase: uriBase("sessions", sess.ID)}, nil
 }
 
-func (s *Server) downloadFile(ctx context.Context, _ *mcp.CallToolRequest, in DownloadIn) (*mcp.CallToolResult, DownloadOut, error) {
+func (s *Files) downloadFile(ctx context.Context, _ *mcp.CallToolRequest, in DownloadIn) (*mcp.CallToolResult, DownloadOut, error) {
 	t, err := s.resolveTarget(ctx, in.SessionID, in.ContextID, in.ExecutionID)
 	if err != nil {
 		return nil, DownloadOut{}, err
@@ -171,7 +173,7 @@ func trimPartialRune(b []byte) []byte {
 	return b
 }
 
-func (s *Server) uploadFile(ctx context.Context, _ *mcp.CallToolRequest, in UploadIn) (*mcp.CallToolResult, UploadOut, error) {
+func (s *Files) uploadFile(ctx context.Context, _ *mcp.CallToolRequest, in UploadIn) (*mcp.CallToolResult, UploadOut, error) {
 	data, mode, err := s.uploadContent(in)
 	if err != nil {
 		return nil, UploadOut{}, err
@@ -201,7 +203,7 @@ func (s *Server) uploadFile(ctx context.Context, _ *mcp.CallToolRequest, in Uplo
 }
 
 // uploadContent decodes the one content field given and the mode.
-func (s *Server) uploadContent(in UploadIn) (string, fs.FileMode, error) {
+func (s *Files) uploadContent(in UploadIn) (string, fs.FileMode, error) {
 	// Both empty is an empty file.
 	data := in.Content
 	switch {
@@ -232,7 +234,7 @@ func (s *Server) uploadContent(in UploadIn) (string, fs.FileMode, error) {
 
 // checkDisk refuses an upload that would take a codexec-created workspace
 // beyond CODEXEC_DISK_LIMIT (a user's own working_dir is not bounded here).
-func (s *Server) checkDisk(root *files.Root, n int64) error {
+func (s *Files) checkDisk(root *files.Root, n int64) error {
 	limit := s.deps.Config.DiskLimitBytes
 	sb := filepath.Clean(s.deps.Config.SandboxDir) + string(filepath.Separator)
 	if limit <= 0 || !strings.HasPrefix(root.Dir(), sb) {
@@ -245,7 +247,7 @@ func (s *Server) checkDisk(root *files.Root, n int64) error {
 	return nil
 }
 
-func (s *Server) listFiles(ctx context.Context, _ *mcp.CallToolRequest, in ListFilesIn) (*mcp.CallToolResult, files.Listing, error) {
+func (s *Files) listFiles(ctx context.Context, _ *mcp.CallToolRequest, in ListFilesIn) (*mcp.CallToolResult, files.Listing, error) {
 	limit := in.Limit
 	if limit <= 0 {
 		limit = 200
@@ -290,7 +292,7 @@ func itemListing(it files.Item, dir string, limit int) files.Listing {
 
 // listKept lists the caller's staged uploads and kept artifacts as
 // "<id>/<path>" entries.
-func (s *Server) listKept(ctx context.Context, limit int) files.Listing {
+func (s *Files) listKept(ctx context.Context, limit int) files.Listing {
 	l := files.Listing{Entries: []files.Entry{}}
 	for _, it := range s.deps.Files.List(ctx) {
 		for _, e := range it.Files {
@@ -305,10 +307,10 @@ func (s *Server) listKept(ctx context.Context, limit int) files.Listing {
 	return l
 }
 
-// stageUploads checks that every upload id is a live upload of the caller
+// StageUploads checks that every upload id is a live upload of the caller
 // and returns the step that copies them into the one-shot run's workspace
 // before it starts (engine.Request.Prepare); nil when there are none.
-func (s *Server) stageUploads(ctx context.Context, ids []string) (func(*files.Root) error, error) {
+func (s *Files) StageUploads(ctx context.Context, ids []string) (func(*files.Root) error, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -325,7 +327,7 @@ func (s *Server) stageUploads(ctx context.Context, ids []string) (func(*files.Ro
 
 // copyUploads writes staged uploads into root (a session's workspace or a
 // run's), refusing to replace existing files.
-func (s *Server) copyUploads(ctx context.Context, ids []string, root *files.Root) error {
+func (s *Files) copyUploads(ctx context.Context, ids []string, root *files.Root) error {
 	for _, id := range ids {
 		if _, err := s.deps.Files.CopyTo(ctx, id, root); err != nil {
 			return err
@@ -334,8 +336,8 @@ func (s *Server) copyUploads(ctx context.Context, ids []string, root *files.Root
 	return nil
 }
 
-// uploadsToSession copies staged uploads into a session's workspace.
-func (s *Server) uploadsToSession(ctx context.Context, sessionID string, ids []string) error {
+// UploadsToSession copies staged uploads into a session's workspace.
+func (s *Files) UploadsToSession(ctx context.Context, sessionID string, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package mcpserver
+package runtools
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/codemode"
+	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/upstream"
 )
 
@@ -36,21 +37,21 @@ type SearchToolsOut struct {
 // registerCodeMode adds search_tools when upstream servers are configured:
 // without upstreams it could only ever return nothing, and every listed
 // tool costs each conversation its description.
-func (s *Server) registerCodeMode() {
+func (s *toolset) registerCodeMode() {
 	if s.deps.Upstreams == nil {
 		return
 	}
 	// Its schemas are the full ones, additionalProperties false and an
 	// output schema with required lists, as clients have always seen them.
 	keep := func(*jsonschema.Schema) {}
-	addTool(s, &mcp.Tool{Name: "search_tools",
+	tool.Add(s.r, &mcp.Tool{Name: "search_tools",
 		Description: "Find upstream MCP tools for execute_code code (bind via tools or intent); returns TS signatures.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
-		InputSchema: schemaOf[SearchToolsIn](keep), OutputSchema: schemaOf[SearchToolsOut](keep),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: tool.Ptr(false)},
+		InputSchema: tool.SchemaOf[SearchToolsIn](keep), OutputSchema: tool.SchemaOf[SearchToolsOut](keep),
 	}, s.searchTools)
 }
 
-func (s *Server) searchTools(ctx context.Context, _ *mcp.CallToolRequest, in SearchToolsIn) (*mcp.CallToolResult, SearchToolsOut, error) {
+func (s *toolset) searchTools(ctx context.Context, _ *mcp.CallToolRequest, in SearchToolsIn) (*mcp.CallToolResult, SearchToolsOut, error) {
 	if strings.TrimSpace(in.Query) == "" {
 		return nil, SearchToolsOut{}, fmt.Errorf("query is empty")
 	}
@@ -70,7 +71,7 @@ func (s *Server) searchTools(ctx context.Context, _ *mcp.CallToolRequest, in Sea
 }
 
 // rank returns the top k upstream tools for query.
-func (s *Server) rank(ctx context.Context, query string, k int) []codemode.Tool {
+func (s *toolset) rank(ctx context.Context, query string, k int) []codemode.Tool {
 	var out []codemode.Tool
 	for _, t := range upstream.Rank(s.deps.Upstreams.Tools(ctx), query, k) {
 		out = append(out, codemode.Tool(t))
@@ -81,7 +82,7 @@ func (s *Server) rank(ctx context.Context, query string, k int) []codemode.Tool 
 // injectedTools picks the tools bound into a code-mode program: the ones
 // named in tools (exact server.tool or globs; skips ranking), else the top
 // k for intent, else none.
-func (s *Server) injectedTools(ctx context.Context, names []string, intent string) ([]codemode.Tool, error) {
+func (s *toolset) injectedTools(ctx context.Context, names []string, intent string) ([]codemode.Tool, error) {
 	up := s.deps.Upstreams
 	if up == nil {
 		if len(names) > 0 {
@@ -120,8 +121,8 @@ func (s *Server) injectedTools(ctx context.Context, names []string, intent strin
 // unknownTool explains why a named tool matched nothing: the policy denies
 // it, or no upstream has it.
 func unknownTool(up *upstream.Manager, name string) error {
-	if srv, tool, ok := strings.Cut(name, "."); ok && !strings.ContainsAny(name, "*?[") {
-		if err := up.Allowed(srv, tool); err != nil {
+	if srv, toolName, ok := strings.Cut(name, "."); ok && !strings.ContainsAny(name, "*?[") {
+		if err := up.Allowed(srv, toolName); err != nil {
 			return err
 		}
 	}

@@ -1,4 +1,4 @@
-package mcpserver
+package sessiontools
 
 import (
 	"context"
@@ -10,11 +10,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/session"
 )
 
-// Error codes of the context tools (codedError).
+// Error codes of the context tools (tool.Coded).
 const (
 	codeInvalidParams      = "INVALID_PARAMS"
 	codeContextNotFound    = "CONTEXT_NOT_FOUND"
@@ -82,22 +83,22 @@ type ListContextsOut struct {
 	Total    int          `json:"total"`
 }
 
-func (s *Server) registerContexts() {
+func (s *toolset) registerContexts() {
 	if s.deps.Sessions == nil {
 		return
 	}
-	addTool(s, &mcp.Tool{Name: "run_code",
+	tool.Add(s.r, &mcp.Tool{Name: "run_code",
 		Description: "Run code in a context; state persists.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(!s.deps.Isolated)}}, s.runCode)
-	addTool(s, &mcp.Tool{Name: "create_context",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(!s.deps.Isolated)}}, s.runCode)
+	tool.Add(s.r, &mcp.Tool{Name: "create_context",
 		Description: "Create a named persistent context.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}}, s.createContext)
-	addTool(s, &mcp.Tool{Name: "stop_context",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(false), OpenWorldHint: tool.Ptr(false)}}, s.createContext)
+	tool.Add(s.r, &mcp.Tool{Name: "stop_context",
 		Description: "Stop a context after its running code finishes.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}}, s.stopContext)
-	addTool(s, &mcp.Tool{Name: "list_contexts",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(false)}}, s.stopContext)
+	tool.Add(s.r, &mcp.Tool{Name: "list_contexts",
 		Description: "List live contexts, newest first.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}}, s.listContexts)
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: tool.Ptr(false)}}, s.listContexts)
 }
 
 // contextNameRe is deliberately free of bounded repetition: `{0,99}` over
@@ -110,29 +111,29 @@ func validContextName(name string) bool {
 	return utf8.RuneCountInString(name) <= 100 && contextNameRe.MatchString(name)
 }
 
-func (s *Server) createContext(ctx context.Context, req *mcp.CallToolRequest, in CreateContextIn) (*mcp.CallToolResult, ContextOut, error) {
+func (s *toolset) createContext(ctx context.Context, req *mcp.CallToolRequest, in CreateContextIn) (*mcp.CallToolResult, ContextOut, error) {
 	if !validContextName(in.Name) {
-		return nil, ContextOut{}, codedError(codeInvalidContextName, "Invalid context name: name cannot be empty or contain special characters (got %q)", in.Name)
+		return nil, ContextOut{}, tool.Coded(codeInvalidContextName, "Invalid context name: name cannot be empty or contain special characters (got %q)", in.Name)
 	}
 	lang := "python"
 	if in.Language != "" {
 		l, err := runtime.Normalize(in.Language)
 		if err != nil || (l != runtime.Python && l != runtime.Node) {
-			return nil, ContextOut{}, codedError(codeInvalidLanguage, "Unsupported language: %s. Must be 'python' or 'javascript'", in.Language)
+			return nil, ContextOut{}, tool.Coded(codeInvalidLanguage, "Unsupported language: %s. Must be 'python' or 'javascript'", in.Language)
 		}
 		lang = l
 	}
 	info, err := s.deps.Sessions.Start(ctx, session.StartRequest{Kind: session.KindContext, Language: lang, Name: in.Name,
-		Description: in.Description, Call: callContext(req)})
+		Description: in.Description, Call: tool.CallContext(req)})
 	if err != nil {
 		if strings.Contains(err.Error(), "already exists") {
-			return nil, ContextOut{}, codedError(codeInvalidContextName, "Invalid context name: %v", err)
+			return nil, ContextOut{}, tool.Coded(codeInvalidContextName, "Invalid context name: %v", err)
 		}
-		return nil, ContextOut{}, codedError(codeCreationFailed, "Failed to create context: %v", err)
+		return nil, ContextOut{}, tool.Coded(codeCreationFailed, "Failed to create context: %v", err)
 	}
 	out := contextOut(info)
 	out.Message = contextLangName(info.Language) + " context created successfully"
-	return jsonText(out), out, nil
+	return tool.JSONText(out), out, nil
 }
 
 func contextLangName(lang string) string {
@@ -151,45 +152,45 @@ func contextOut(i session.Info) ContextOut {
 		Status: i.Status, LastUsed: i.LastActivity.UTC()}
 }
 
-func (s *Server) runCode(ctx context.Context, req *mcp.CallToolRequest, in RunCodeIn) (*mcp.CallToolResult, RunCodeOut, error) {
+func (s *toolset) runCode(ctx context.Context, req *mcp.CallToolRequest, in RunCodeIn) (*mcp.CallToolResult, RunCodeOut, error) {
 	if in.ContextID == "" || strings.TrimSpace(in.Code) == "" {
-		return nil, RunCodeOut{}, codedError(codeInvalidParams, "Invalid arguments: code and context_id are required")
+		return nil, RunCodeOut{}, tool.Coded(codeInvalidParams, "Invalid arguments: code and context_id are required")
 	}
-	obs, finish := streamOutput(ctx, req)
+	obs, finish := tool.StreamOutput(ctx, req)
 	defer finish()
-	res, err := s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: in.ContextID, Code: in.Code, Tool: "run_code", Call: callContext(req), Observe: obs})
+	res, err := s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: in.ContextID, Code: in.Code, Tool: "run_code", Call: tool.CallContext(req), Observe: obs})
 	if errors.Is(err, session.ErrNotFound) {
-		return nil, RunCodeOut{}, codedError(codeContextNotFound, "Context not found: %s", in.ContextID)
+		return nil, RunCodeOut{}, tool.Coded(codeContextNotFound, "Context not found: %s", in.ContextID)
 	}
 	if err != nil {
-		return nil, RunCodeOut{}, codedError(codeInvalidParams, "%v", err)
+		return nil, RunCodeOut{}, tool.Coded(codeInvalidParams, "%v", err)
 	}
 	out := RunCodeOut{Stdout: res.Stdout, Stderr: res.Stderr, Success: res.Success, ExecutionTime: res.ExecutionTime,
 		ExecutionID: res.ExecutionID, Status: res.Status, TimedOut: res.TimedOut, ErrorMessage: res.ErrorMessage,
 		LogError: res.LogError}
-	return s.withFiles(ctx, jsonText(out), res), out, nil
+	return s.deps.Files.WithFiles(ctx, tool.JSONText(out), res), out, nil
 }
 
-func (s *Server) stopContext(ctx context.Context, _ *mcp.CallToolRequest, in ContextIDIn) (*mcp.CallToolResult, StopContextOut, error) {
+func (s *toolset) stopContext(ctx context.Context, _ *mcp.CallToolRequest, in ContextIDIn) (*mcp.CallToolResult, StopContextOut, error) {
 	if in.ContextID == "" {
-		return nil, StopContextOut{}, codedError(codeInvalidParams, "Invalid arguments: context_id is required")
+		return nil, StopContextOut{}, tool.Coded(codeInvalidParams, "Invalid arguments: context_id is required")
 	}
 	ci, err := s.deps.Sessions.Stop(ctx, in.ContextID, "stopped", true)
 	if errors.Is(err, session.ErrNotFound) {
-		return nil, StopContextOut{}, codedError(codeContextNotFound, "Context not found: %s", in.ContextID)
+		return nil, StopContextOut{}, tool.Coded(codeContextNotFound, "Context not found: %s", in.ContextID)
 	}
 	if err != nil {
-		return nil, StopContextOut{}, codedError(codeStopFailed, "%v", err)
+		return nil, StopContextOut{}, tool.Coded(codeStopFailed, "%v", err)
 	}
 	out := StopContextOut{ContextID: ci.ID, Status: "stopped", Message: "Context stopped successfully"}
-	return jsonText(out), out, nil
+	return tool.JSONText(out), out, nil
 }
 
-func (s *Server) listContexts(ctx context.Context, _ *mcp.CallToolRequest, _ EmptyIn) (*mcp.CallToolResult, ListContextsOut, error) {
+func (s *toolset) listContexts(ctx context.Context, _ *mcp.CallToolRequest, _ tool.EmptyIn) (*mcp.CallToolResult, ListContextsOut, error) {
 	out := ListContextsOut{Contexts: []ContextOut{}}
 	for _, i := range s.deps.Sessions.List(ctx) {
 		out.Contexts = append(out.Contexts, contextOut(i))
 	}
 	out.Total = len(out.Contexts)
-	return jsonText(out), out, nil
+	return tool.JSONText(out), out, nil
 }

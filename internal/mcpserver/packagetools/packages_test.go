@@ -1,4 +1,4 @@
-package mcpserver
+package packagetools_test
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/config"
+	"github.com/codexec/codexec/internal/mcpserver"
+	"github.com/codexec/codexec/internal/mcpserver/packagetools"
 	"github.com/codexec/codexec/internal/packages"
 	"github.com/codexec/codexec/internal/packages/packagestest"
 )
@@ -56,7 +58,7 @@ func TestInstallPackageIntoSession(t *testing.T) {
 	sess := &recordingSessions{root: filepath.Join(root, "sessions")}
 	env := []string{"PATH=/usr/bin:/bin", "HOME=" + root}
 	inst := packages.New(packages.Options{Python: py, Env: env, PipIndexURL: ix.URL(), Timeout: time.Minute, GlobalRoot: filepath.Join(root, "global")})
-	srv, err := New(Deps{Config: config.Config{Toolsets: []string{"packages"}}, Packages: inst, SessionPackages: sess})
+	srv, err := mcpserver.New(mcpserver.Deps{Config: config.Config{Toolsets: []string{"packages"}}, Packages: inst, SessionPackages: sess})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +71,7 @@ func TestInstallPackageIntoSession(t *testing.T) {
 		return res
 	}
 	res := call(map[string]any{"session_id": "sess_known", "package": "codexec-demo", "language": "python"})
-	var out InstallPackageOut
+	var out packagetools.InstallPackageOut
 	b, _ := json.Marshal(res.StructuredContent)
 	_ = json.Unmarshal(b, &out)
 	if res.IsError || !out.Success || out.Version != "1.0.0" || out.SessionID != "sess_known" {
@@ -95,7 +97,7 @@ func TestInstallPackageIntoSession(t *testing.T) {
 	}
 }
 
-func connectForPackages(t *testing.T, srv *Server, opts *mcp.ClientOptions) *mcp.ClientSession {
+func connectForPackages(t *testing.T, srv *mcpserver.Server, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
@@ -127,7 +129,7 @@ func TestInstallPackageStreamsProgress(t *testing.T) {
 	root := t.TempDir()
 	inst := packages.New(packages.Options{Python: py, Env: []string{"PATH=/usr/bin:/bin", "HOME=" + root}, PipIndexURL: ix.URL(),
 		Timeout: time.Minute, GlobalRoot: filepath.Join(root, "global")})
-	srv, err := New(Deps{Config: config.Config{Toolsets: []string{"packages"}}, Packages: inst})
+	srv, err := mcpserver.New(mcpserver.Deps{Config: config.Config{Toolsets: []string{"packages"}}, Packages: inst})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +148,7 @@ func TestInstallPackageStreamsProgress(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("%v %v", err, res)
 	}
-	var out InstallPackageOut
+	var out packagetools.InstallPackageOut
 	b, _ := json.Marshal(res.StructuredContent)
 	_ = json.Unmarshal(b, &out)
 	if !out.Success || out.InstallOutput == "" {

@@ -1,0 +1,56 @@
+// Package runtools is the MCP face of running code on demand: the toolsets
+// exec (execute_code, one-shot or in a session, plain or code mode),
+// codemode (search_tools over the upstream MCP servers), scripts (saved,
+// versioned programs) and commands (allowlisted host programs). Each
+// Register function adds one toolset through a tool.Registrar; the handlers
+// decode typed inputs, call engine, session, scripts, shell or codemode,
+// and render their results. The persistent-interpreter tools are
+// sessiontools'.
+package runtools
+
+import (
+	"github.com/codexec/codexec/internal/config"
+	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/mcpserver/filetools"
+	"github.com/codexec/codexec/internal/mcpserver/tool"
+	"github.com/codexec/codexec/internal/scripts"
+	"github.com/codexec/codexec/internal/session"
+	"github.com/codexec/codexec/internal/shell"
+	"github.com/codexec/codexec/internal/upstream"
+)
+
+// Deps are the services the run tools call. Engine and Files are required;
+// a toolset whose service is nil is not registered (scripts without
+// Scripts, codemode without Upstreams).
+type Deps struct {
+	Config    config.Config     // timeout defaults, code-mode limits
+	Engine    *engine.Engine    // one-shot runs and timeout resolution
+	Sessions  *session.Manager  // execute_code's session_id; nil: refused
+	Scripts   *scripts.Runner   // the scripts toolset
+	Upstreams *upstream.Manager // code mode's upstream MCP servers; nil = none configured
+	Shell     shell.Options     // execute_command and execute_process: allowlist, cwd roots, bash, PATH
+	Files     *filetools.Files  // staged uploads in, created files out
+	// Isolated: the backend keeps runs off the host and the network, so the
+	// run tools' openWorldHint is false.
+	Isolated bool
+}
+
+// toolset is one toolset being registered: where to and with what.
+type toolset struct {
+	r    *tool.Registrar
+	deps Deps
+}
+
+// RegisterExec adds execute_code.
+func RegisterExec(r *tool.Registrar, d Deps) { (&toolset{r, d}).registerExec() }
+
+// RegisterCodeMode adds search_tools when upstream servers are configured.
+func RegisterCodeMode(r *tool.Registrar, d Deps) { (&toolset{r, d}).registerCodeMode() }
+
+// RegisterScripts adds save_script, get_script, list_scripts,
+// search_scripts and run_script when scripts are enabled.
+func RegisterScripts(r *tool.Registrar, d Deps) { (&toolset{r, d}).registerScripts() }
+
+// RegisterCommands adds execute_command and execute_process (always: with
+// no allowlist they explain how the operator enables them).
+func RegisterCommands(r *tool.Registrar, d Deps) { (&toolset{r, d}).registerCommands() }

@@ -1,0 +1,38 @@
+// Package sessiontools is the MCP face of persistent interpreters: the
+// sessions toolset (start_session, send_to_session, close_session,
+// list_sessions) and the contexts toolset (create_context, run_code,
+// stop_context, list_contexts), two views of session.Manager whose state
+// lives between calls. execute_code's session_id path is runtools'.
+package sessiontools
+
+import (
+	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/mcpserver/filetools"
+	"github.com/codexec/codexec/internal/mcpserver/tool"
+	"github.com/codexec/codexec/internal/session"
+)
+
+// Deps are the services the session tools call. With Sessions nil neither
+// toolset is registered.
+type Deps struct {
+	Sessions *session.Manager
+	Engine   *engine.Engine   // timeout resolution for send_to_session
+	Files    *filetools.Files // links and images of the files a run created
+	// Isolated: the backend keeps runs off the host and the network, so the
+	// tools that run code have openWorldHint false.
+	Isolated bool
+}
+
+// toolset is one toolset being registered: where to and with what.
+type toolset struct {
+	r    *tool.Registrar
+	deps Deps
+}
+
+// RegisterSessions adds start_session, send_to_session, close_session and
+// list_sessions when sessions are enabled.
+func RegisterSessions(r *tool.Registrar, d Deps) { (&toolset{r, d}).registerSessions() }
+
+// RegisterContexts adds run_code, create_context, stop_context and
+// list_contexts when sessions are enabled.
+func RegisterContexts(r *tool.Registrar, d Deps) { (&toolset{r, d}).registerContexts() }

@@ -1,0 +1,131 @@
+package sessiontools
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/mcpserver/tool"
+	"github.com/codexec/codexec/internal/session"
+)
+
+// StartSessionIn is start_session's input.
+type StartSessionIn struct {
+	Language   string `json:"language" jsonschema:"python|node"`
+	Name       string `json:"name,omitempty"`
+	WorkingDir string `json:"working_dir,omitempty"`
+}
+
+// StartSessionOut is start_session's output.
+type StartSessionOut struct {
+	Success   bool      `json:"success"`
+	SessionID string    `json:"session_id"`
+	Language  string    `json:"language"`
+	Name      string    `json:"name"`
+	Pid       int       `json:"pid"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// SendIn is send_to_session's input.
+type SendIn struct {
+	SessionID string `json:"session_id"`
+	Code      string `json:"code"`
+	TimeoutMs *int   `json:"timeout_ms,omitempty"`
+}
+
+// SessionIDIn names one session.
+type SessionIDIn struct {
+	SessionID string `json:"session_id"`
+}
+
+// CloseSessionOut is close_session's output.
+type CloseSessionOut struct {
+	Success         bool   `json:"success"`
+	SessionID       string `json:"session_id"`
+	DurationTotalMs int64  `json:"duration_total_ms"`
+	ExecutionsCount int    `json:"executions_count"`
+}
+
+// SessionInfo is one entry of list_sessions.
+type SessionInfo struct {
+	SessionID         string    `json:"session_id"`
+	Kind              string    `json:"kind"`   // session or context
+	Status            string    `json:"status"` // active, or dead when the interpreter exited on its own
+	Language          string    `json:"language"`
+	Name              string    `json:"name"`
+	StartedAt         time.Time `json:"started_at"`
+	LastActivityAt    time.Time `json:"last_activity_at"`
+	ExecutionsCount   int       `json:"executions_count"`
+	Pid               int       `json:"pid"`
+	MemoryMB          float64   `json:"memory_mb"` // resident memory as last read from /proc
+	PackagesInstalled []string  `json:"packages_installed"`
+}
+
+// ListSessionsOut is list_sessions' output.
+type ListSessionsOut struct {
+	Sessions []SessionInfo `json:"sessions"`
+}
+
+func (s *toolset) registerSessions() {
+	if s.deps.Sessions == nil {
+		return
+	}
+	tool.Add(s.r, &mcp.Tool{Name: "start_session",
+		Description: "Start a persistent python or node interpreter.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(false), OpenWorldHint: tool.Ptr(false)}}, s.startSession)
+	tool.Add(s.r, &mcp.Tool{Name: "send_to_session",
+		Description: "Run code in a session or context; result as execute_code. A timeout interrupts the code and keeps state if it can.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(!s.deps.Isolated)}}, s.sendToSession)
+	tool.Add(s.r, &mcp.Tool{Name: "close_session",
+		Description: "Stop a session now.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(false)}}, s.closeSession)
+	tool.Add(s.r, &mcp.Tool{Name: "list_sessions",
+		Description: "List live sessions and contexts.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: tool.Ptr(false)}}, s.listSessions)
+}
+
+func (s *toolset) startSession(ctx context.Context, req *mcp.CallToolRequest, in StartSessionIn) (*mcp.CallToolResult, StartSessionOut, error) {
+	info, err := s.deps.Sessions.Start(ctx, session.StartRequest{Kind: session.KindSession, Language: in.Language,
+		Name: in.Name, WorkingDir: in.WorkingDir, Call: tool.CallContext(req)})
+	if err != nil {
+		return nil, StartSessionOut{}, err
+	}
+	out := StartSessionOut{Success: true, SessionID: info.ID, Language: info.Language, Name: info.Name, Pid: info.Pid, StartedAt: info.StartedAt}
+	return nil, out, nil
+}
+
+func (s *toolset) sendToSession(ctx context.Context, req *mcp.CallToolRequest, in SendIn) (*mcp.CallToolResult, engine.Result, error) {
+	timeout, err := s.deps.Engine.ResolveTimeout(in.TimeoutMs, nil)
+	if err != nil {
+		return tool.Invalid(err.Error())
+	}
+	obs, finish := tool.StreamOutput(ctx, req)
+	defer finish()
+	res, err := s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: in.SessionID, Code: in.Code, Timeout: timeout,
+		Tool: "send_to_session", Call: tool.CallContext(req), Observe: obs})
+	if err != nil {
+		return tool.Invalid(tool.SessionError(err))
+	}
+	return s.deps.Files.WithFiles(ctx, tool.ResultText(res), res), res, nil
+}
+
+func (s *toolset) closeSession(ctx context.Context, _ *mcp.CallToolRequest, in SessionIDIn) (*mcp.CallToolResult, CloseSessionOut, error) {
+	ci, err := s.deps.Sessions.Stop(ctx, in.SessionID, "closed", false)
+	if err != nil {
+		return nil, CloseSessionOut{}, errors.New(tool.SessionError(err))
+	}
+	return nil, CloseSessionOut{Success: true, SessionID: ci.ID, DurationTotalMs: ci.DurationTotal.Milliseconds(), ExecutionsCount: ci.Executions}, nil
+}
+
+func (s *toolset) listSessions(ctx context.Context, _ *mcp.CallToolRequest, _ tool.EmptyIn) (*mcp.CallToolResult, ListSessionsOut, error) {
+	out := ListSessionsOut{Sessions: []SessionInfo{}}
+	for _, i := range s.deps.Sessions.List(ctx) {
+		out.Sessions = append(out.Sessions, SessionInfo{SessionID: i.ID, Kind: i.Kind, Status: i.Status, Language: i.Language,
+			Name: i.Name, StartedAt: i.StartedAt, LastActivityAt: i.LastActivity.UTC(), ExecutionsCount: i.Executions,
+			Pid: i.Pid, MemoryMB: float64(int(i.MemoryMB*10)) / 10, PackagesInstalled: i.Packages})
+	}
+	return nil, out, nil
+}

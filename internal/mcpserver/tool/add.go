@@ -1,0 +1,81 @@
+// Package tool is what every MCP toolset of codexec is built with: the one
+// registration path (Add, through mcp.AddTool), the one tool-error style
+// (Coded, Refused, Invalid; errors.go), schema helpers, the caller's
+// identifiers from _meta, progress streaming, and the text renderings that
+// several toolsets share (execute_code's result, JSON text).
+//
+// The toolset packages beside it (runtools, sessiontools, filetools,
+// logtools, packagetools) register through a Registrar and never see the
+// SDK server itself, so no tool can bypass Add's validation and error
+// handling. Only the parent package, mcpserver, makes a Registrar and
+// serves MCP.
+package tool
+
+import (
+	"context"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Registrar adds tools, resource templates and middleware to one server.
+type Registrar struct {
+	srv *mcp.Server
+}
+
+// NewRegistrar returns the Registrar of srv.
+func NewRegistrar(srv *mcp.Server) *Registrar { return &Registrar{srv: srv} }
+
+// AddResourceTemplate adds a resource template served by h.
+func (r *Registrar) AddResourceTemplate(t *mcp.ResourceTemplate, h mcp.ResourceHandler) {
+	r.srv.AddResourceTemplate(t, h)
+}
+
+// AddReceivingMiddleware adds middleware that runs after the middleware
+// added before it (the server's tenancy and drain come first).
+func (r *Registrar) AddReceivingMiddleware(mw ...mcp.Middleware) {
+	r.srv.AddReceivingMiddleware(mw...)
+}
+
+// Add registers a typed tool: every tool goes through here, and so
+// through mcp.AddTool, which validates the arguments against the input
+// schema and the result against the output schema. Its output schema is
+// t.OutputSchema when set (build it with OutputSchema) and absent
+// otherwise: the structured result is still returned, but only results an
+// agent must interpret field by field (execute_code's) pay for a schema in
+// every tools/list; the others are small self-describing JSON objects, and
+// tools that return execute_code's shape say so instead of repeating it.
+//
+// The input schema is t.InputSchema when set, else In's with
+// additionalProperties dropped: unknown arguments are ignored, as
+// TypeScript MCP servers (zod objects) do, instead of every tool paying for
+// "additionalProperties": false.
+//
+// A handler's error becomes the call's isError result (errors.go).
+func Add[In, Out any](r *Registrar, t *mcp.Tool, h func(context.Context, *mcp.CallToolRequest, In) (*mcp.CallToolResult, Out, error)) {
+	if t.InputSchema == nil {
+		t.InputSchema = SchemaOf[In](func(s *jsonschema.Schema) { s.AdditionalProperties = nil })
+	}
+	run := func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		res, out, err := h(ctx, req, in)
+		if err != nil && setupError(err, &out) {
+			return ErrorResult(err), out, nil
+		}
+		return res, out, err
+	}
+	if t.OutputSchema != nil {
+		mcp.AddTool(r.srv, t, run)
+		return
+	}
+	// Out erased to any: the SDK infers no output schema for it.
+	mcp.AddTool(r.srv, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
+		res, out, err := run(ctx, req, in)
+		return res, out, err
+	})
+}
+
+// Ptr returns a pointer to v (for the annotations' optional hints).
+func Ptr[T any](v T) *T { return &v }
+
+// EmptyIn is the input of tools without parameters.
+type EmptyIn struct{}
