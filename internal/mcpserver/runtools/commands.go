@@ -14,18 +14,18 @@ import (
 
 // ExecuteCommandIn is execute_command's input: a bash command line.
 type ExecuteCommandIn struct {
-	Command   string `json:"command" jsonschema:"bash command line"`
-	Cwd       string `json:"cwd,omitempty" jsonschema:"default: server cwd; relative to it"`
-	TimeoutMs *int   `json:"timeout_ms,omitempty"`
+	Command   string    `json:"command" jsonschema:"bash command line"`
+	Cwd       string    `json:"cwd,omitempty" jsonschema:"default: server cwd; relative to it"`
+	TimeoutMs *tool.Int `json:"timeout_ms,omitempty"`
 }
 
 // ExecuteProcessIn is execute_process's input: argv without a shell.
 type ExecuteProcessIn struct {
-	File      string   `json:"file"`
-	Args      []string `json:"args,omitempty"`
-	Input     *string  `json:"input,omitempty" jsonschema:"stdin"`
-	Cwd       string   `json:"cwd,omitempty"`
-	TimeoutMs *int     `json:"timeout_ms,omitempty"`
+	File      string    `json:"file"`
+	Args      []string  `json:"args,omitempty"`
+	Input     *string   `json:"input,omitempty" jsonschema:"stdin"`
+	Cwd       string    `json:"cwd,omitempty"`
+	TimeoutMs *tool.Int `json:"timeout_ms,omitempty"`
 }
 
 // registerCommands registers execute_command and execute_process. They are
@@ -41,7 +41,7 @@ func (s *toolset) registerCommands() {
 		Description: "Run a bash command line; YAML result, a non-zero exit is normal, a timeout an error. Programs it starts " +
 			"must be allowed; builtins like echo, cd, exit always are. " + allowed + ".",
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCommandIn) (*mcp.CallToolResult, shell.Result, error) {
-		timeout, err := eng.ResolveTimeout(in.TimeoutMs, nil)
+		timeout, err := eng.ResolveTimeout(tool.IntPtr(in.TimeoutMs), nil)
 		if err != nil {
 			return nil, shell.Result{}, err
 		}
@@ -54,7 +54,7 @@ func (s *toolset) registerCommands() {
 		Name: "execute_process", Annotations: ann,
 		Description: "Run an allowed program with argv, no shell; result as execute_command.",
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in ExecuteProcessIn) (*mcp.CallToolResult, shell.Result, error) {
-		timeout, err := eng.ResolveTimeout(in.TimeoutMs, nil)
+		timeout, err := eng.ResolveTimeout(tool.IntPtr(in.TimeoutMs), nil)
 		if err != nil {
 			return nil, shell.Result{}, err
 		}

@@ -25,8 +25,8 @@ type ExecuteCodeIn struct {
 	Language   string         `json:"language,omitempty" jsonschema:"python|node|javascript|typescript|bash; omit for code mode"`
 	Code       string         `json:"code"`
 	Stdin      *string        `json:"stdin,omitempty"`
-	TimeoutMs  *int           `json:"timeout_ms,omitempty"`
-	Timeout    *int           `json:"timeout,omitempty" jsonschema:"seconds, 1-300; instead of timeout_ms"`
+	TimeoutMs  *tool.Int      `json:"timeout_ms,omitempty"`
+	Timeout    *tool.Int      `json:"timeout,omitempty" jsonschema:"seconds, 1-300; instead of timeout_ms"`
 	WorkingDir string         `json:"working_dir,omitempty" jsonschema:"default: a fresh sandbox dir"`
 	SessionID  string         `json:"session_id,omitempty" jsonschema:"run in this session; an unknown id creates it"`
 	Intent     string         `json:"intent,omitempty" jsonschema:"code mode: the task"`
@@ -62,7 +62,7 @@ func (s *toolset) executeCodeWithFiles(ctx context.Context, req *mcp.CallToolReq
 	if in.SessionID != "" {
 		return s.executeInSession(ctx, req, in, obs)
 	}
-	timeout, err := s.deps.Engine.ResolveTimeout(in.TimeoutMs, in.Timeout)
+	timeout, err := s.deps.Engine.ResolveTimeout(tool.IntPtr(in.TimeoutMs), tool.IntPtr(in.Timeout))
 	if err != nil {
 		return tool.Invalid(err.Error())
 	}
@@ -173,7 +173,7 @@ func (s *toolset) executeInSession(ctx context.Context, req *mcp.CallToolRequest
 // session on first use, in the call's language; afterwards the session's
 // language wins and a different one is an error.
 func (s *toolset) runInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, obs output.Observer) (engine.Result, error) {
-	timeout, err := s.deps.Engine.ResolveTimeout(in.TimeoutMs, in.Timeout)
+	timeout, err := s.deps.Engine.ResolveTimeout(tool.IntPtr(in.TimeoutMs), tool.IntPtr(in.Timeout))
 	if err != nil {
 		return engine.Result{}, err
 	}

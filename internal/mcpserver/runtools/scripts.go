@@ -98,10 +98,10 @@ type SearchScriptsOut struct {
 
 // RunScriptIn is run_script's input.
 type RunScriptIn struct {
-	Name      string   `json:"name"`
-	Args      []string `json:"args,omitempty" jsonschema:"argv"`
-	TimeoutMs *int     `json:"timeout_ms,omitempty"`
-	Files     []string `json:"files,omitempty" jsonschema:"upload_ids to place first"`
+	Name      string    `json:"name"`
+	Args      []string  `json:"args,omitempty" jsonschema:"argv"`
+	TimeoutMs *tool.Int `json:"timeout_ms,omitempty"`
+	Files     []string  `json:"files,omitempty" jsonschema:"upload_ids to place first"`
 }
 
 func (s *toolset) registerScripts() {
@@ -196,7 +196,7 @@ func summary(m scripts.Meta, rel string) ScriptSummary {
 }
 
 func (s *toolset) runScript(ctx context.Context, req *mcp.CallToolRequest, in RunScriptIn) (*mcp.CallToolResult, engine.Result, error) {
-	timeout, err := s.deps.Engine.ResolveTimeout(in.TimeoutMs, nil)
+	timeout, err := s.deps.Engine.ResolveTimeout(tool.IntPtr(in.TimeoutMs), nil)
 	if err != nil {
 		return tool.Invalid(err.Error())
 	}

@@ -31,9 +31,9 @@ type StartSessionOut struct {
 
 // SendIn is send_to_session's input.
 type SendIn struct {
-	SessionID string `json:"session_id"`
-	Code      string `json:"code"`
-	TimeoutMs *int   `json:"timeout_ms,omitempty"`
+	SessionID string    `json:"session_id"`
+	Code      string    `json:"code"`
+	TimeoutMs *tool.Int `json:"timeout_ms,omitempty"`
 }
 
 // SessionIDIn names one session.
@@ -98,7 +98,7 @@ func (s *toolset) startSession(ctx context.Context, req *mcp.CallToolRequest, in
 }
 
 func (s *toolset) sendToSession(ctx context.Context, req *mcp.CallToolRequest, in SendIn) (*mcp.CallToolResult, engine.Result, error) {
-	timeout, err := s.deps.Engine.ResolveTimeout(in.TimeoutMs, nil)
+	timeout, err := s.deps.Engine.ResolveTimeout(tool.IntPtr(in.TimeoutMs), nil)
 	if err != nil {
 		return tool.Invalid(err.Error())
 	}
