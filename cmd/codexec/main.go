@@ -46,16 +46,8 @@ func run(args []string) int {
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		cmd, args = args[0], args[1:]
 	}
-	switch {
-	case cmd == "help":
-		printHelp(os.Stdout)
-		return 0
-	case cmd == "version" || (cmd == "serve" && len(args) > 0 && (args[0] == "--version" || args[0] == "-version")):
-		printVersion(os.Stdout)
-		return 0
-	case !slices.ContainsFunc(commands, func(c command) bool { return c.name == cmd }):
-		fmt.Fprintf(os.Stderr, "codexec: unknown command %q; run codexec help for the commands\n", cmd)
-		return 2
+	if code, done := infoCommand(cmd, args); done {
+		return code
 	}
 	repairACLs := false
 	if cmd == "doctor" {
@@ -75,6 +67,28 @@ func run(args []string) int {
 		printEnv(os.Stdout, settings, cfg.Warnings)
 		return 0
 	}
+	return runServer(cmd, cfg, home, repairACLs)
+}
+
+// infoCommand handles what needs no configuration: help, version and an
+// unknown command. done reports whether cmd was one of them.
+func infoCommand(cmd string, args []string) (code int, done bool) {
+	switch {
+	case cmd == "help":
+		printHelp(os.Stdout)
+		return 0, true
+	case cmd == "version" || (cmd == "serve" && len(args) > 0 && (args[0] == "--version" || args[0] == "-version")):
+		printVersion(os.Stdout)
+		return 0, true
+	case !slices.ContainsFunc(commands, func(c command) bool { return c.name == cmd }):
+		fmt.Fprintf(os.Stderr, "codexec: unknown command %q; run codexec help for the commands\n", cmd)
+		return 2, true
+	}
+	return 0, false
+}
+
+// runServer runs serve or doctor with the host facts read from the process.
+func runServer(cmd string, cfg config.Config, home string, repairACLs bool) int {
 	env := app.HostEnv{Home: home, Path: os.Getenv("PATH"), Lang: os.Getenv("LANG"), Term: os.Getenv("TERM")}
 	env.Cwd, _ = os.Getwd()
 	env.Installer = packages.SelectEnv(os.Environ())
@@ -85,13 +99,10 @@ func run(args []string) int {
 		stopProfile := startProfile(path)
 		defer stopProfile()
 	}
-	switch cmd {
-	case "serve":
-		err = app.Serve(ctx, cfg, env)
-	case "doctor":
+	if cmd == "doctor" {
 		return app.Doctor(ctx, cfg, env, os.Stdout, repairACLs)
 	}
-	if err != nil {
+	if err := app.Serve(ctx, cfg, env); err != nil {
 		fmt.Fprintln(os.Stderr, "codexec:", err)
 		return 1
 	}
