@@ -4,7 +4,10 @@
 //	codexec doctor [--repair-acls] [flags]
 //	                          report which sandbox modes work on this host and
 //	                          ACL grants earlier versions left (and remove them)
-//	codexec env               list every environment variable and its default
+//	codexec env [flags]       show every setting's effective value and its
+//	                          source (flag, env or default)
+//	codexec version           print version, commit and commit date
+//	codexec help              print the commands and every flag (also -h, --help)
 //
 // main only parses configuration and wires the packages together; see
 // internal/app for the assembly.
@@ -15,10 +18,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"slices"
 	"syscall"
+	"text/tabwriter"
 
 	"github.com/codexec/codexec/internal/app"
 	"github.com/codexec/codexec/internal/config"
@@ -40,25 +46,49 @@ func run(args []string) int {
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		cmd, args = args[0], args[1:]
 	}
-	if cmd == "env" {
-		for _, e := range config.Env() {
-			fmt.Printf("%-38s default %-12q %s\n", e[0], e[1], e[2])
-		}
-		return 0
+	if code, done := infoCommand(cmd, args); done {
+		return code
 	}
 	repairACLs := false
 	if cmd == "doctor" {
-		repairACLs, args = takeFlag(args, "--repair-acls")
+		repairACLs, args = takeFlag(args, repairACLsFlag)
 	}
 	home, _ := os.UserHomeDir()
-	cfg, err := config.Load(args, os.Getenv, home, os.Stderr)
+	cfg, settings, err := config.Resolve(args, os.Getenv, home, io.Discard)
 	if errors.Is(err, flag.ErrHelp) {
+		printHelp(os.Stdout)
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "codexec: configuration error:", err)
+		fmt.Fprintf(os.Stderr, "codexec: configuration error: %v\nrun codexec help for the flags and their variables\n", err)
 		return 2
 	}
+	if cmd == "env" {
+		printEnv(os.Stdout, settings, cfg.Warnings)
+		return 0
+	}
+	return runServer(cmd, cfg, home, repairACLs)
+}
+
+// infoCommand handles what needs no configuration: help, version and an
+// unknown command. done reports whether cmd was one of them.
+func infoCommand(cmd string, args []string) (code int, done bool) {
+	switch {
+	case cmd == "help":
+		printHelp(os.Stdout)
+		return 0, true
+	case cmd == "version" || (cmd == "serve" && len(args) > 0 && (args[0] == "--version" || args[0] == "-version")):
+		printVersion(os.Stdout)
+		return 0, true
+	case !slices.ContainsFunc(commands, func(c command) bool { return c.name == cmd }):
+		fmt.Fprintf(os.Stderr, "codexec: unknown command %q; run codexec help for the commands\n", cmd)
+		return 2, true
+	}
+	return 0, false
+}
+
+// runServer runs serve or doctor with the host facts read from the process.
+func runServer(cmd string, cfg config.Config, home string, repairACLs bool) int {
 	env := app.HostEnv{Home: home, Path: os.Getenv("PATH"), Lang: os.Getenv("LANG"), Term: os.Getenv("TERM")}
 	env.Cwd, _ = os.Getwd()
 	env.Installer = packages.SelectEnv(os.Environ())
@@ -69,19 +99,35 @@ func run(args []string) int {
 		stopProfile := startProfile(path)
 		defer stopProfile()
 	}
-	switch cmd {
-	case "serve":
-		err = app.Serve(ctx, cfg, env)
-	case "doctor":
+	if cmd == "doctor" {
 		return app.Doctor(ctx, cfg, env, os.Stdout, repairACLs)
-	default:
-		err = fmt.Errorf("unknown command %q (serve, doctor, env)", cmd)
 	}
-	if err != nil {
+	if err := app.Serve(ctx, cfg, env); err != nil {
 		fmt.Fprintln(os.Stderr, "codexec:", err)
 		return 1
 	}
 	return 0
+}
+
+// repairACLsFlag is doctor's own flag, not a setting.
+const repairACLsFlag = "--repair-acls"
+
+// printEnv writes one line per setting: variable, effective value, source;
+// then the adjustments Load made so that settings compose.
+func printEnv(w io.Writer, settings []config.Effective, warnings []string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "VARIABLE\tSOURCE\tVALUE")
+	for _, s := range settings {
+		v := s.Value
+		if v == "" {
+			v = "(unset)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Env, s.Source, v)
+	}
+	_ = tw.Flush()
+	for _, warn := range warnings {
+		fmt.Fprintln(w, "adjusted:", warn)
+	}
 }
 
 // takeFlag removes a boolean flag (also spelled with one dash) from args and

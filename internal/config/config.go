@@ -144,12 +144,13 @@ type Interpreters struct {
 }
 
 // setting describes one variable: its environment name, default, help text and
-// how it is stored into a Config. The flag name is derived from the env name.
+// how it is stored into a Config and read back (kind). The flag name is
+// derived from the env name.
 type setting struct {
 	env  string
 	def  string
 	help string
-	set  func(c *Config, v string) error
+	kind
 }
 
 // FlagName derives the command-line flag for an environment variable:
@@ -162,34 +163,85 @@ func FlagName(env string) string {
 // Load builds a Config from command-line args (without the program name) and
 // the environment (getenv), in that order of precedence over the defaults.
 // home is the user's home directory, used to expand "~". Errors name the
-// offending variable. Usage text goes to usage (may be io.Discard).
+// offending variable. Flag parse errors are also written to usage (may be
+// io.Discard); -h and --help return flag.ErrHelp.
 func Load(args []string, getenv func(string) string, home string, usage io.Writer) (Config, error) {
+	c, _, err := Resolve(args, getenv, home, usage)
+	return c, err
+}
+
+// Source says where a setting's value came from.
+type Source string
+
+// The sources of a setting's value, in order of precedence.
+const (
+	SourceFlag    Source = "flag"
+	SourceEnv     Source = "env"
+	SourceDefault Source = "default"
+)
+
+// Effective is one setting as a loaded Config has it.
+type Effective struct {
+	Env string
+	// Value is the value in effect, after derived defaults and the
+	// adjustments in Config.Warnings, with credentials masked (MaskSecrets).
+	Value  string
+	Source Source
+}
+
+// Resolve is Load that also lists every setting, in documentation order,
+// with its effective value and where that value came from. Two settings
+// writing the same field (CODEXEC_DOCKER_MEMORY and CODEXEC_MEMORY_LIMIT)
+// both report the source of the one that gave the value.
+func Resolve(args []string, getenv func(string) string, home string, usage io.Writer) (Config, []Effective, error) {
 	fs := flag.NewFlagSet("codexec", flag.ContinueOnError)
 	fs.SetOutput(usage)
+	fs.Usage = func() {} // main prints the help; a parse error should not bury itself in 150 lines
 	vals := make(map[string]*string, len(settings))
 	for _, s := range settings {
 		vals[s.env] = fs.String(FlagName(s.env), "", s.help+" (env "+s.env+", default "+quoteDefault(s.def)+")")
 	}
 	fs.StringVar(vals["CODEXEC_HTTP_ADDR"], httpAlias, "", "serve MCP Streamable HTTP on host:port (alias of --http-addr)")
 	if err := fs.Parse(args); err != nil {
-		return Config{}, err
+		return Config{}, nil, err
 	}
 	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return Config{}, nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	var c Config
+	sources := make(map[string]Source, len(settings))
 	for _, s := range settings {
-		v, err := pick(s, *vals[s.env], getenv, home, fs)
-		if err != nil {
-			return Config{}, err
-		}
+		v, src := pick(s, *vals[s.env], getenv, home, fs)
+		sources[s.env] = src
 		if err := s.set(&c, v); err != nil {
-			return Config{}, fmt.Errorf("%s (flag --%s): %w", s.env, FlagName(s.env), err)
+			return Config{}, nil, fmt.Errorf("%s (flag --%s): %w", s.env, FlagName(s.env), err)
 		}
 	}
 	c.fillDerived()
 	c.compose()
-	return c, c.validate()
+	if err := c.validate(); err != nil {
+		return Config{}, nil, err
+	}
+	return c, effective(&c, sources), nil
+}
+
+// effective lists every setting's value in c with its source.
+func effective(c *Config, sources map[string]Source) []Effective {
+	for _, s := range settings {
+		if s.alias == "" {
+			continue
+		}
+		if sources[s.env] == SourceDefault {
+			sources[s.env] = sources[s.alias]
+		} else {
+			sources[s.alias] = sources[s.env]
+		}
+	}
+	out := make([]Effective, 0, len(settings))
+	for _, s := range settings {
+		out = append(out, Effective{Env: s.env, Value: MaskSecrets(s.get(c)), Source: sources[s.env]})
+	}
+	return out
 }
 
 func quoteDefault(d string) string {
@@ -199,18 +251,19 @@ func quoteDefault(d string) string {
 	return d
 }
 
-// pick chooses flag > env > default for one setting and expands "~".
-func pick(s setting, flagVal string, getenv func(string) string, home string, fs *flag.FlagSet) (string, error) {
-	v := s.def
+// pick chooses flag > env > default for one setting, expands "~" and says
+// which one it took.
+func pick(s setting, flagVal string, getenv func(string) string, home string, fs *flag.FlagSet) (string, Source) {
+	v, src := s.def, SourceDefault
 	if e := getenv(s.env); e != "" {
-		v = e
+		v, src = e, SourceEnv
 	}
 	visited := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { visited[f.Name] = true })
 	if flagSet(visited, s.env) {
-		v = flagVal
+		v, src = flagVal, SourceFlag
 	}
-	return expandHome(v, home), nil
+	return expandHome(v, home), src
 }
 
 func expandHome(v, home string) string {

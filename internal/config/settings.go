@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -30,8 +29,8 @@ var settings = []setting{
 	{"CODEXEC_QUEUE_WAIT_MS", "10000", "how long an execution over CODEXEC_MAX_CONCURRENT queues before a busy error, in milliseconds", millis(func(c *Config) *time.Duration { return &c.QueueWait })},
 	{"CODEXEC_DOCKER_MEMORY", "512m", "memory limit (docker mode; alias of CODEXEC_MEMORY_LIMIT)", bytesize(func(c *Config) *int64 { return &c.MemoryLimitBytes })},
 	{"CODEXEC_DOCKER_CPU", "1.0", "CPU limit in cores (docker mode; alias of CODEXEC_CPU_LIMIT)", cpus(func(c *Config) *float64 { return &c.CPULimit })},
-	{"CODEXEC_MEMORY_LIMIT", "", "memory limit per run/session in isolated modes (default 512m)", optional(bytesize(func(c *Config) *int64 { return &c.MemoryLimitBytes }))},
-	{"CODEXEC_CPU_LIMIT", "", "CPU limit in cores per run/session in isolated modes (default 1.0)", optional(cpus(func(c *Config) *float64 { return &c.CPULimit }))},
+	{"CODEXEC_MEMORY_LIMIT", "", "memory limit per run/session in isolated modes (default 512m)", optional("CODEXEC_DOCKER_MEMORY", bytesize(func(c *Config) *int64 { return &c.MemoryLimitBytes }))},
+	{"CODEXEC_CPU_LIMIT", "", "CPU limit in cores per run/session in isolated modes (default 1.0)", optional("CODEXEC_DOCKER_CPU", cpus(func(c *Config) *float64 { return &c.CPULimit }))},
 	{"CODEXEC_PIDS_LIMIT", "256", "maximum processes per run/session in isolated modes", positive(func(c *Config) *int { return &c.PidsLimit })},
 	{"CODEXEC_DISK_LIMIT", "256m", "bytes a run or session may write, workspace and /tmp together (namespace/docker; subprocess: max file size)", bytesize(func(c *Config) *int64 { return &c.DiskLimitBytes })},
 	{"CODEXEC_POOL_SIZE", "2", "warm runners kept ready per language (python, node) in every mode (0 = off)", nonNegative(func(c *Config) *int { return &c.PoolSize })},
@@ -52,7 +51,7 @@ var settings = []setting{
 	{"ALLOWED_COMMANDS", "", "commands execute_command/execute_process may run: comma-separated names or *", commands},
 	{"ALLOWED_CWD_ROOTS", "", "comma-separated roots a cwd must lie within (unset = unrestricted)", list(func(c *Config) *[]string { return &c.AllowedCwdRoots })},
 	{"CODEXEC_WRITABLE_ROOTS", "", "comma-separated host directories below which a working_dir or cwd is writable by sandboxed code; elsewhere it is read-only (unset = none)", list(func(c *Config) *[]string { return &c.WritableRoots })},
-	{"CODEXEC_TOOLSETS", "exec,sessions,contexts,scripts,logs,packages,commands,files,codemode", "comma-separated toolsets to expose", list(func(c *Config) *[]string { return &c.Toolsets })},
+	{"CODEXEC_TOOLSETS", "all", "comma-separated toolsets to expose: all, or some of " + strings.Join(Toolsets, ","), toolsets},
 	{"CODEXEC_MAX_UPLOAD_BYTES", "32m", "largest file upload_file accepts", bytesize(func(c *Config) *int64 { return &c.MaxUploadBytes })},
 	{"CODEXEC_MAX_DOWNLOAD_BYTES", "8m", "most bytes one download_file or resources/read returns (read larger files in ranges)", bytesize(func(c *Config) *int64 { return &c.MaxDownloadBytes })},
 	{"CODEXEC_MAX_IMAGE_BYTES", "1m", "largest image returned inline; bigger ones are downscaled or linked", bytesize(func(c *Config) *int64 { return &c.MaxImageBytes })},
@@ -71,111 +70,6 @@ var settings = []setting{
 	{"CODEXEC_CODEMODE_MAX_RESULT", "8m", "code mode: largest result of one upstream tool call", bytesize(func(c *Config) *int64 { return &c.CodeMode.MaxResultBytes })},
 	{"CODEXEC_CODEMODE_TIMEOUT_MS", "30000", "code mode: default execution timeout, in milliseconds", millis(func(c *Config) *time.Duration { return &c.CodeMode.Timeout })},
 	{"CODEXEC_CODEMODE_MEMORY", "512m", "code mode: memory limit per execution in isolated modes", bytesize(func(c *Config) *int64 { return &c.CodeMode.MemoryBytes })},
-}
-
-func str(field func(*Config) *string) func(*Config, string) error {
-	return func(c *Config, v string) error { *field(c) = strings.TrimSpace(v); return nil }
-}
-
-func oneOf(field func(*Config) *string, allowed ...string) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		v = strings.ToLower(strings.TrimSpace(v))
-		for _, a := range allowed {
-			if v == a {
-				*field(c) = v
-				return nil
-			}
-		}
-		return fmt.Errorf("must be one of %s, got %q", strings.Join(allowed, ", "), v)
-	}
-}
-
-func parseInt(v string, min int) (int, error) {
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || n < min {
-		return 0, fmt.Errorf("must be an integer ≥ %d, got %q", min, v)
-	}
-	return n, nil
-}
-
-func positive(field func(*Config) *int) func(*Config, string) error {
-	return func(c *Config, v string) (err error) { *field(c), err = parseInt(v, 1); return err }
-}
-
-func nonNegative(field func(*Config) *int) func(*Config, string) error {
-	return func(c *Config, v string) (err error) { *field(c), err = parseInt(v, 0); return err }
-}
-
-// maxMillis is the largest millisecond count a time.Duration holds (~292
-// years); a larger one would overflow into a negative or tiny duration.
-const maxMillis = math.MaxInt64 / int64(time.Millisecond)
-
-func millis(field func(*Config) *time.Duration) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		n, err := parseInt(v, 1)
-		if err == nil && int64(n) > maxMillis {
-			err = fmt.Errorf("must be between 1 and %d milliseconds, got %q", maxMillis, v)
-		}
-		*field(c) = time.Duration(n) * time.Millisecond
-		return err
-	}
-}
-
-// duration parses a Go duration ("90s", "1h"); a bare number is seconds.
-func duration(field func(*Config) *time.Duration) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		v = strings.TrimSpace(v)
-		if n, err := strconv.Atoi(v); err == nil && n > 0 && int64(n) <= math.MaxInt64/int64(time.Second) {
-			*field(c) = time.Duration(n) * time.Second
-			return nil
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return fmt.Errorf("must be a duration like 1h or 90s, got %q", v)
-		}
-		*field(c) = d
-		return nil
-	}
-}
-
-func cpus(field func(*Config) *float64) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil || f <= 0 || f > 1024 {
-			return fmt.Errorf("must be a number of cores > 0, got %q", v)
-		}
-		*field(c) = f
-		return nil
-	}
-}
-
-func bytesize(field func(*Config) *int64) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		n, err := ParseSize(v)
-		*field(c) = n
-		return err
-	}
-}
-
-// optional applies set only when a value is present, so an alias variable
-// left unset keeps what an earlier setting stored.
-func optional(set func(*Config, string) error) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		if strings.TrimSpace(v) == "" {
-			return nil
-		}
-		return set(c, v)
-	}
-}
-
-func list(field func(*Config) *[]string) func(*Config, string) error {
-	return func(c *Config, v string) error { *field(c) = SplitList(v); return nil }
-}
-
-func commands(c *Config, v string) error {
-	c.AllowedCommandsSet = strings.TrimSpace(v) != ""
-	c.AllowedCommands = SplitList(v)
-	return nil
 }
 
 // SplitList splits a comma-separated list, trimming blanks and dropping empty

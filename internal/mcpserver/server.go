@@ -54,8 +54,9 @@ const SurfaceBudget = 12000
 // Version is the server version reported to clients.
 var Version = "0.1.0"
 
-// Toolset names accepted by CODEXEC_TOOLSETS.
-var Toolsets = []string{"exec", "sessions", "contexts", "scripts", "logs", "packages", "commands", "files", "codemode"}
+// Toolset names accepted by CODEXEC_TOOLSETS; config owns the list, since
+// it expands "all" to it.
+var Toolsets = config.Toolsets
 
 // Deps are the domain services the tools call. Engine is required; the other
 // services are optional and their toolsets are skipped when nil.
