@@ -1,0 +1,77 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codexec/codexec/internal/diskbound"
+)
+
+// TestStdioInputEndAnswersRunningCall closes stdin right after sending a
+// tools/call that takes a second: the call must still be answered, with its
+// result, before the server exits.
+func TestStdioInputEndAnswersRunningCall(t *testing.T) {
+	r := startRawStdio(t, "CODEXEC_SHUTDOWN_GRACE_MS=20000")
+	params, _ := json.Marshal(map[string]any{"name": "execute_code",
+		"arguments": map[string]any{"language": "python", "code": "import time\ntime.sleep(1)\nprint('finished')"}})
+	r.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":` + string(params) + `}`)
+	if err := r.in.Close(); err != nil {
+		t.Fatalf("close stdin: %v", err)
+	}
+	_, m := r.await(`"slow"`) // fails if the output ends first
+	if m.Error != nil {
+		t.Fatalf("the running call was answered with JSON-RPC error %d %s, want its result", m.Error.Code, m.Error.Message)
+	}
+	var res struct {
+		IsError    bool `json:"isError"`
+		Structured struct {
+			Status string `json:"status"`
+			Stdout string `json:"stdout"`
+		} `json:"structuredContent"`
+	}
+	if err := json.Unmarshal(m.Result, &res); err != nil {
+		t.Fatalf("result %s: %v", m.Result, err)
+	}
+	if res.IsError || res.Structured.Status != "success" || res.Structured.Stdout != "finished\n" {
+		t.Errorf("result after stdin closed: %s, want success with stdout \"finished\\n\"", m.Result)
+	}
+	select {
+	case <-r.exited:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the server did not exit after answering")
+	}
+}
+
+// TestStdioShortSessionNoDiskAlarm runs short namespace-mode sessions (stdin
+// at its end from the start, racing the bounded disks' start-up) on a host
+// where bounded disks work: none may warn that the disk limit covers only
+// /tmp.
+func TestStdioShortSessionNoDiskAlarm(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("namespace mode and bounded disks need root")
+	}
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("namespace mode needs bubblewrap: " + err.Error())
+	}
+	if err := diskbound.Available(); err != nil {
+		t.Skip("this host cannot make bounded disks: " + err.Error())
+	}
+	for i := range 3 {
+		cmd := exec.Command(binary(t), "serve")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8",
+			"CODEXEC_DATA_DIR=" + t.TempDir(), "CODEXEC_SANDBOX_MODE=namespace", "LOG_LEVEL=debug"}
+		cmd.Stdin = strings.NewReader("") // the client is gone at once
+		cmd.WaitDelay = time.Minute
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("session %d: serve: %v\n%s", i, err, tail(string(out), 3000))
+		}
+		if strings.Contains(string(out), "DISK LIMIT") {
+			t.Errorf("session %d: the disk limit warning appeared on a host where bounded disks work:\n%s", i, tail(string(out), 3000))
+		}
+	}
+}
