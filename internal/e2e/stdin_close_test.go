@@ -12,37 +12,52 @@ import (
 )
 
 // TestStdioInputEndAnswersRunningCall closes stdin right after sending a
-// tools/call that takes a second: the call must still be answered, with its
-// result, before the server exits.
+// tools/call: the call must still be answered before the server exits —
+// with its result when it ends within the shutdown grace, else cancelled
+// with an error.
 func TestStdioInputEndAnswersRunningCall(t *testing.T) {
-	r := startRawStdio(t, "CODEXEC_SHUTDOWN_GRACE_MS=20000")
-	params, _ := json.Marshal(map[string]any{"name": "execute_code",
-		"arguments": map[string]any{"language": "python", "code": "import time\ntime.sleep(1)\nprint('finished')"}})
-	r.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":` + string(params) + `}`)
-	if err := r.in.Close(); err != nil {
-		t.Fatalf("close stdin: %v", err)
-	}
-	_, m := r.await(`"slow"`) // fails if the output ends first
-	if m.Error != nil {
-		t.Fatalf("the running call was answered with JSON-RPC error %d %s, want its result", m.Error.Code, m.Error.Message)
-	}
-	var res struct {
-		IsError    bool `json:"isError"`
-		Structured struct {
-			Status string `json:"status"`
-			Stdout string `json:"stdout"`
-		} `json:"structuredContent"`
-	}
-	if err := json.Unmarshal(m.Result, &res); err != nil {
-		t.Fatalf("result %s: %v", m.Result, err)
-	}
-	if res.IsError || res.Structured.Status != "success" || res.Structured.Stdout != "finished\n" {
-		t.Errorf("result after stdin closed: %s, want success with stdout \"finished\\n\"", m.Result)
-	}
-	select {
-	case <-r.exited:
-	case <-time.After(15 * time.Second):
-		t.Fatalf("the server did not exit after answering")
+	for _, tc := range []struct {
+		name, grace, code string
+		wantResult        bool
+	}{
+		{"finishes within the grace", "20000", "import time\ntime.sleep(1)\nprint('finished')", true},
+		{"cancelled after the grace", "500", "import time\ntime.sleep(60)\nprint('finished')", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := startRawStdio(t, "CODEXEC_SHUTDOWN_GRACE_MS="+tc.grace)
+			params, _ := json.Marshal(map[string]any{"name": "execute_code",
+				"arguments": map[string]any{"language": "python", "code": tc.code}})
+			r.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":` + string(params) + `}`)
+			if err := r.in.Close(); err != nil {
+				t.Fatalf("close stdin: %v", err)
+			}
+			_, m := r.await(`"slow"`) // fails if the output ends first
+			var res struct {
+				IsError    bool `json:"isError"`
+				Structured struct {
+					Status string `json:"status"`
+					Stdout string `json:"stdout"`
+				} `json:"structuredContent"`
+			}
+			if m.Result != nil {
+				if err := json.Unmarshal(m.Result, &res); err != nil {
+					t.Fatalf("result %s: %v", m.Result, err)
+				}
+			}
+			t.Logf("answer: result %.400s, error %+v", m.Result, m.Error)
+			finished := m.Error == nil && !res.IsError && res.Structured.Status == "success" && res.Structured.Stdout == "finished\n"
+			if finished != tc.wantResult {
+				t.Errorf("answer after stdin closed: result %s, error %+v; want the run's success: %v", m.Result, m.Error, tc.wantResult)
+			}
+			if !tc.wantResult && m.Error == nil && !res.IsError && res.Structured.Status == "success" {
+				t.Errorf("a call past the grace was answered as a success: %s", m.Result)
+			}
+			select {
+			case <-r.exited:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("the server did not exit after answering")
+			}
+		})
 	}
 }
 
