@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -32,7 +33,11 @@ func openDisks(cfg config.Config, backend sandbox.Backend) *diskbound.Set {
 		return nil
 	}
 	go func() {
-		if err := s.Ready(); err != nil {
+		err := s.Ready()
+		if errors.Is(err, diskbound.ErrClosed) {
+			return // the server stopped before the probe finished: nothing failed
+		}
+		if err != nil {
 			warnUnbounded(err)
 			return
 		}

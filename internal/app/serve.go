@@ -34,7 +34,17 @@ func (a *App) serveStdio(ctx context.Context, cfg config.Config) error {
 		slog.Info("shutting down: refusing new calls, waiting for running ones", "running", a.Server.Running(), "grace", cfg.Remote.ShutdownGrace)
 	})
 	defer stop()
-	wire := stdiowire.New(os.Stdin, os.Stdout, stdiowire.Options{MaxLineBytes: stdioMaxLine(cfg), Logger: slog.Default()})
+	// When the client closes stdin, calls still running are answered (or
+	// cancelled with an error after the grace) before the session ends.
+	inputEnded := func() {
+		if n := a.Server.Running(); n > 0 {
+			slog.Info("stdin closed: answering running calls before exiting", "running", n, "grace", cfg.Remote.ShutdownGrace)
+		}
+		if n := a.Server.InputEnded(cfg.Remote.ShutdownGrace, killWait); n > 0 {
+			slog.Warn("shutdown grace expired after stdin closed: running calls were cancelled", "cancelled", n)
+		}
+	}
+	wire := stdiowire.New(os.Stdin, os.Stdout, stdiowire.Options{MaxLineBytes: stdioMaxLine(cfg), Logger: slog.Default(), InputEnded: inputEnded})
 	n, err := a.Server.ServeUntil(ctx, wire.Transport(), cfg.Remote.ShutdownGrace, killWait)
 	if n > 0 {
 		slog.Warn("shutdown grace expired: running calls were killed", "killed", n)

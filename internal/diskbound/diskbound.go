@@ -95,6 +95,10 @@ type extent struct {
 // unbounded workspaces.
 var ErrUnavailable = errors.New("bounded disks unavailable")
 
+// ErrClosed is what Ready wraps when the Set was closed before it finished
+// starting: the disks were not unavailable, the server just stopped first.
+var ErrClosed = errors.New("bounded disks closed while starting")
+
 // New checks cheaply that bounded disks can be made here, removes what
 // earlier, dead codexec servers left in o.Dir (their disks' mounts, over
 // workspaces too: those workspaces can then be removed as soon as New
@@ -139,7 +143,7 @@ func (s *Set) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return errors.Join(errors.New("closed"), d.destroy())
+		return errors.Join(ErrClosed, d.destroy())
 	}
 	s.free = append(s.free, d)
 	s.refillLocked()
@@ -147,9 +151,13 @@ func (s *Set) start() error {
 }
 
 // Ready waits until the Set has started and returns nil if it can lend
-// disks, else an error wrapping ErrUnavailable with the reason.
+// disks, ErrClosed if Close came first, else an error wrapping
+// ErrUnavailable with the reason.
 func (s *Set) Ready() error {
 	<-s.ready
+	if errors.Is(s.initErr, ErrClosed) {
+		return ErrClosed
+	}
 	if s.initErr != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, s.initErr)
 	}

@@ -21,6 +21,7 @@ type rawStdio struct {
 	lines  chan []byte // stdout lines; closed when stdout ends
 	stderr *syncBuffer
 	nextID int
+	exited chan struct{} // closed when the server has exited and its output is read
 }
 
 // wireMsg is an output line: a response, or a notification (ignored).
@@ -40,7 +41,7 @@ func startRawStdio(t *testing.T, env ...string) *rawStdio {
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8",
 		"CODEXEC_DATA_DIR=" + t.TempDir(), "CODEXEC_SANDBOX_MODE=subprocess",
 	}, env...)
-	r := &rawStdio{t: t, lines: make(chan []byte, 64), stderr: &syncBuffer{}}
+	r := &rawStdio{t: t, lines: make(chan []byte, 64), stderr: &syncBuffer{}, exited: make(chan struct{})}
 	cmd.Stderr = r.stderr
 	var err error
 	if r.in, err = cmd.StdinPipe(); err != nil {
@@ -54,19 +55,24 @@ func startRawStdio(t *testing.T, env ...string) *rawStdio {
 		t.Fatal(err)
 	}
 	go func() {
-		defer close(r.lines)
+		defer close(r.exited)
 		sc := bufio.NewScanner(out)
 		sc.Buffer(nil, 8<<20)
 		for sc.Scan() {
 			r.lines <- append([]byte(nil), sc.Bytes()...)
 		}
+		close(r.lines)
+		_, _ = io.Copy(io.Discard, out) // past an over-long line, to the end
+		_ = cmd.Wait()                  // only once the output is read, as os/exec asks
 	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
+		go func() {
+			for range r.lines { // lines no test read, so the reader reaches the end
+			}
+		}()
 		select {
-		case <-done:
+		case <-r.exited:
 		case <-time.After(20 * time.Second):
 			_ = cmd.Process.Kill()
 		}

@@ -24,6 +24,9 @@ type drain struct {
 
 	kill     context.Context
 	killCall context.CancelCauseFunc
+
+	finishOnce sync.Once // the stdio shutdown, from ctx or the input's end
+	cancelled  int       // calls finish cancelled, set inside finishOnce
 }
 
 func newDrain() *drain {
@@ -102,9 +105,14 @@ func (s *Server) Shutdown(ctx context.Context, killWait time.Duration) (cancelle
 	return cancelled
 }
 
-// responseSettle is how long ServeUntil waits between the last handler
-// returning and closing the connection (a pipe write takes microseconds).
+// responseSettle is how long finish waits between the last handler
+// returning and the connection closing (a pipe write takes microseconds).
 const responseSettle = 250 * time.Millisecond
+
+// pickUp is how long InputEnded lets requests the SDK has already read
+// reach their handlers, so they are counted as running and answered rather
+// than refused as arriving during the shutdown.
+const pickUp = 50 * time.Millisecond
 
 // ServeUntil serves one client on t until it disconnects or ctx ends. When
 // ctx ends, running tool calls get grace to finish (then are cancelled, see
@@ -123,13 +131,34 @@ func (s *Server) ServeUntil(ctx context.Context, t mcp.Transport, grace, killWai
 		return 0, err
 	case <-ctx.Done():
 	}
-	graceCtx, cancel := context.WithTimeout(context.Background(), grace)
-	defer cancel()
-	n := s.Shutdown(graceCtx, killWait)
-	// A handler that returned has not necessarily written its response yet,
-	// and a closing connection drops writes: give them a moment.
-	time.Sleep(responseSettle)
+	n := s.finish(grace, killWait)
 	_ = ss.Close()
 	<-ended
 	return n, nil
+}
+
+// InputEnded answers the tool calls of a client whose input has ended: it
+// refuses new calls, lets the running ones finish within grace, cancels the
+// rest (they are answered with an error) and waits for their responses to
+// be written. A transport calls it before it reports the end of its input
+// to the SDK, which writes nothing once its reader has ended. It returns
+// how many calls were cancelled. With ServeUntil's own shutdown, only the
+// first does the work; the other waits for it.
+func (s *Server) InputEnded(grace, killWait time.Duration) int {
+	time.Sleep(pickUp)
+	return s.finish(grace, killWait)
+}
+
+// finish runs Shutdown with grace once and lets the responses of the calls
+// it waited for reach the connection: a handler that returned has not
+// necessarily written its response yet, and a closing connection drops
+// writes. Later calls wait for the first and return its count.
+func (s *Server) finish(grace, killWait time.Duration) int {
+	s.drain.finishOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		s.drain.cancelled = s.Shutdown(ctx, killWait)
+		time.Sleep(responseSettle)
+	})
+	return s.drain.cancelled
 }

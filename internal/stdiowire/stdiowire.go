@@ -44,6 +44,11 @@ type Options struct {
 	MaxLineBytes int
 	// Logger receives one warning per refused line; nil logs nothing.
 	Logger *slog.Logger
+	// InputEnded, when set, is called once when the input ends (or fails),
+	// before Read reports that to the SDK: the SDK writes no response once
+	// its reader has ended, so this is where calls still running are
+	// answered. Read waits for it to return.
+	InputEnded func()
 }
 
 // Stream checks the lines read from in and answers the bad ones on out. Read
@@ -55,6 +60,7 @@ type Stream struct {
 	closer io.Closer // in, when it can be closed
 	max    int
 	log    *slog.Logger
+	ended  func() // Options.InputEnded, nil once called
 
 	wmu sync.Mutex // one write to out at a time: a reply or an SDK message
 	out io.Writer
@@ -73,7 +79,7 @@ func New(in io.Reader, out io.Writer, o Options) *Stream {
 	if o.MaxLineBytes <= 0 {
 		o.MaxLineBytes = DefaultMaxLineBytes
 	}
-	s := &Stream{in: bufio.NewReaderSize(in, readChunk), max: o.MaxLineBytes, log: o.Logger, out: out}
+	s := &Stream{in: bufio.NewReaderSize(in, readChunk), max: o.MaxLineBytes, log: o.Logger, out: out, ended: o.InputEnded}
 	s.closer, _ = in.(io.Closer)
 	return s
 }
@@ -85,10 +91,15 @@ func (s *Stream) Transport() mcp.Transport {
 }
 
 // Read returns checked message lines, each ending in a newline, answering
-// and dropping the others; at the end of the input it returns its error.
+// and dropping the others; at the end of the input it calls
+// Options.InputEnded (once) and returns the input's error.
 func (s *Stream) Read(p []byte) (int, error) {
 	for len(s.pending) == 0 {
 		if s.err != nil {
+			if ended := s.ended; ended != nil {
+				s.ended = nil
+				ended()
+			}
 			return 0, s.err
 		}
 		s.next()

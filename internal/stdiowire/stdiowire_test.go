@@ -159,3 +159,30 @@ func TestStreamWritesDoNotInterleave(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamCallsInputEndedBeforeTheEnd checks that every line is read
+// before InputEnded runs, that it runs once, and that Read reports the end
+// only after it returned (the server answers running calls there).
+func TestStreamCallsInputEndedBeforeTheEnd(t *testing.T) {
+	var events []string
+	s := New(strings.NewReader("{\"jsonrpc\":\"2.0\",\"method\":\"a\"}\n{\"jsonrpc\":\"2.0\",\"method\":\"b\"}"),
+		io.Discard, Options{InputEnded: func() { events = append(events, "ended") }})
+	r := bufio.NewReader(s)
+	for {
+		line, err := r.ReadString('\n')
+		if line != "" {
+			events = append(events, "line "+strings.TrimSpace(line))
+		}
+		if err != nil {
+			events = append(events, "read: "+err.Error())
+			break
+		}
+	}
+	if _, err := s.Read(make([]byte, 8)); err != io.EOF {
+		t.Errorf("second read at the end: %v, want EOF", err)
+	}
+	want := []string{`line {"jsonrpc":"2.0","method":"a"}`, `line {"jsonrpc":"2.0","method":"b"}`, "ended", "read: EOF"}
+	if diff := cmp.Diff(want, events); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}

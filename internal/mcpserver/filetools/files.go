@@ -81,7 +81,7 @@ func (s *Files) Register(r *tool.Registrar) {
 		Description: "Write a file into a session, or stage it for execute_code/run_script files (upload_id).",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(false)}}, s.uploadFile)
 	tool.Add(r, &mcp.Tool{Name: "download_file",
-		Description: "Read a file of a session or of a run's kept artifacts (execution_id); offset/length for ranges.",
+		Description: "Read a file of a session or of a run's kept artifacts (execution_id); offset/length for ranges (default length 4 MiB).",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: tool.Ptr(false)}}, s.downloadFile)
 	tool.Add(r, &mcp.Tool{Name: "list_files",
 		Description: "List files of a session, of a run's kept artifacts, or (no id) your uploads and artifacts.",
@@ -145,7 +145,7 @@ func (s *Files) downloadFile(ctx context.Context, _ *mcp.CallToolRequest, in Dow
 		return nil, DownloadOut{}, err
 	}
 	defer t.close()
-	data, e, err := s.readTarget(ctx, t, in.Path, in.Offset, in.Length)
+	data, e, err := s.readTarget(ctx, t, in.Path, in.Offset, s.rangeLength(in.Length))
 	if err != nil {
 		return nil, DownloadOut{}, err
 	}
@@ -160,6 +160,22 @@ func (s *Files) downloadFile(ctx context.Context, _ *mcp.CallToolRequest, in Dow
 		out.NextOffset = &next
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{c}}, out, nil
+}
+
+// DefaultRangeBytes is how much download_file returns when the caller gives
+// no length. As base64 in one JSON-RPC message 4 MiB is ~5.6 MB, well under
+// the 10 MiB a message may have in the official TypeScript SDK client
+// (which drops the connection past it); a caller may still ask for up to
+// CODEXEC_MAX_DOWNLOAD_BYTES with an explicit length.
+const DefaultRangeBytes = 4 << 20
+
+// rangeLength is the length download_file reads: the caller's, or (none
+// given) the default range within CODEXEC_MAX_DOWNLOAD_BYTES.
+func (s *Files) rangeLength(requested int64) int64 {
+	if requested > 0 {
+		return requested
+	}
+	return min(DefaultRangeBytes, s.deps.Config.MaxDownloadBytes)
 }
 
 // trimPartialRune drops an incomplete UTF-8 sequence cut off at the end of a

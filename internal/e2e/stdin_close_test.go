@@ -1,0 +1,92 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codexec/codexec/internal/diskbound"
+)
+
+// TestStdioInputEndAnswersRunningCall closes stdin right after sending a
+// tools/call: the call must still be answered before the server exits —
+// with its result when it ends within the shutdown grace, else cancelled
+// with an error.
+func TestStdioInputEndAnswersRunningCall(t *testing.T) {
+	for _, tc := range []struct {
+		name, grace, code string
+		wantResult        bool
+	}{
+		{"finishes within the grace", "20000", "import time\ntime.sleep(1)\nprint('finished')", true},
+		{"cancelled after the grace", "500", "import time\ntime.sleep(60)\nprint('finished')", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := startRawStdio(t, "CODEXEC_SHUTDOWN_GRACE_MS="+tc.grace)
+			params, _ := json.Marshal(map[string]any{"name": "execute_code",
+				"arguments": map[string]any{"language": "python", "code": tc.code}})
+			r.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":` + string(params) + `}`)
+			if err := r.in.Close(); err != nil {
+				t.Fatalf("close stdin: %v", err)
+			}
+			_, m := r.await(`"slow"`) // fails if the output ends first
+			var res struct {
+				IsError    bool `json:"isError"`
+				Structured struct {
+					Status string `json:"status"`
+					Stdout string `json:"stdout"`
+				} `json:"structuredContent"`
+			}
+			if m.Result != nil {
+				if err := json.Unmarshal(m.Result, &res); err != nil {
+					t.Fatalf("result %s: %v", m.Result, err)
+				}
+			}
+			t.Logf("answer: result %.400s, error %+v", m.Result, m.Error)
+			finished := m.Error == nil && !res.IsError && res.Structured.Status == "success" && res.Structured.Stdout == "finished\n"
+			if finished != tc.wantResult {
+				t.Errorf("answer after stdin closed: result %s, error %+v; want the run's success: %v", m.Result, m.Error, tc.wantResult)
+			}
+			if !tc.wantResult && m.Error == nil && !res.IsError && res.Structured.Status == "success" {
+				t.Errorf("a call past the grace was answered as a success: %s", m.Result)
+			}
+			select {
+			case <-r.exited:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("the server did not exit after answering")
+			}
+		})
+	}
+}
+
+// TestStdioShortSessionNoDiskAlarm runs short namespace-mode sessions (stdin
+// at its end from the start, racing the bounded disks' start-up) on a host
+// where bounded disks work: none may warn that the disk limit covers only
+// /tmp.
+func TestStdioShortSessionNoDiskAlarm(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("namespace mode and bounded disks need root")
+	}
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("namespace mode needs bubblewrap: " + err.Error())
+	}
+	if err := diskbound.Available(); err != nil {
+		t.Skip("this host cannot make bounded disks: " + err.Error())
+	}
+	for i := range 3 {
+		cmd := exec.Command(binary(t), "serve")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8",
+			"CODEXEC_DATA_DIR=" + t.TempDir(), "CODEXEC_SANDBOX_MODE=namespace", "LOG_LEVEL=debug"}
+		cmd.Stdin = strings.NewReader("") // the client is gone at once
+		cmd.WaitDelay = time.Minute
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("session %d: serve: %v\n%s", i, err, tail(string(out), 3000))
+		}
+		if strings.Contains(string(out), "DISK LIMIT") {
+			t.Errorf("session %d: the disk limit warning appeared on a host where bounded disks work:\n%s", i, tail(string(out), 3000))
+		}
+	}
+}
