@@ -27,21 +27,21 @@ import (
 const killWait = 10 * time.Second
 
 // serveStdio serves one client on stdin/stdout. On SIGTERM/SIGINT (ctx)
-// running calls get the shutdown grace to finish, then are cancelled.
+// running calls get the shutdown grace to finish, then are cancelled;
+// when stdin closes they are cancelled at once.
 func (a *App) serveStdio(ctx context.Context, cfg config.Config) error {
 	slog.Info("codexec serving on stdio", "version", mcpserver.Version, "sandbox", a.backend.Name())
 	stop := context.AfterFunc(ctx, func() {
 		slog.Info("shutting down: refusing new calls, waiting for running ones", "running", a.Server.Running(), "grace", cfg.Remote.ShutdownGrace)
 	})
 	defer stop()
-	// When the client closes stdin, calls still running are answered (or
-	// cancelled with an error after the grace) before the session ends.
+	// A client that closes stdin has left: nobody will wait for a running
+	// call, so its run is cancelled at once (nothing it started keeps
+	// running) and the call is answered as cancelled before the session
+	// ends, for a client that still reads stdout.
 	inputEnded := func() {
-		if n := a.Server.Running(); n > 0 {
-			slog.Info("stdin closed: answering running calls before exiting", "running", n, "grace", cfg.Remote.ShutdownGrace)
-		}
-		if n := a.Server.InputEnded(cfg.Remote.ShutdownGrace, killWait); n > 0 {
-			slog.Warn("shutdown grace expired after stdin closed: running calls were cancelled", "cancelled", n)
+		if n := a.Server.InputEnded(0, killWait); n > 0 {
+			slog.Info("stdin closed: the client left; running calls were cancelled and answered", "cancelled", n)
 		}
 	}
 	wire := stdiowire.New(os.Stdin, os.Stdout, stdiowire.Options{MaxLineBytes: stdioMaxLine(cfg), Logger: slog.Default(), InputEnded: inputEnded})

@@ -57,7 +57,7 @@ var remoteSettings = []setting{
 	{"CODEXEC_ALLOWED_HOSTS", "", "comma-separated Host header values accepted (unset = any; loopback binds always check)", list(func(c *Config) *[]string { return &c.Remote.AllowedHosts })},
 	{"CODEXEC_HTTP_MAX_BODY", "4m", "largest HTTP request body", bytesize(func(c *Config) *int64 { return &c.Remote.MaxBodyBytes })},
 	{"CODEXEC_MAX_MCP_SESSIONS_PER_PRINCIPAL", "64", "MCP sessions (Mcp-Session-Id) one principal may hold open over HTTP; beyond, initialize gets 429 (0 = unlimited)", nonNegative(func(c *Config) *int { return &c.Remote.MaxMCPSessionsPerPrincipal })},
-	{"CODEXEC_SHUTDOWN_GRACE_MS", "30000", "on SIGTERM (or stdin closing, over stdio), time running calls get to finish before they are killed, in milliseconds", millis(func(c *Config) *time.Duration { return &c.Remote.ShutdownGrace })},
+	{"CODEXEC_SHUTDOWN_GRACE_MS", "30000", "on SIGTERM, time running calls get to finish before they are killed, in milliseconds", millis(func(c *Config) *time.Duration { return &c.Remote.ShutdownGrace })},
 }
 
 // AuthEnabled reports whether HTTP requests must carry a bearer token.

@@ -47,7 +47,7 @@ func (c *sessionCap) wrap(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.Header.Get(sessionIDHeader) != "" {
+		if r.Method != http.MethodPost || r.Header.Get(sessionIDHeader) != "" || !isInitialize(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -60,6 +60,33 @@ func (c *sessionCap) wrap(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// isInitialize reports whether r's body is an initialize request, the only
+// message that opens a session; r.Body is left to be read again. Clients of
+// the newer, sessionless protocol first send other requests without a
+// session id (the go-sdk client probes that way before it initializes):
+// those open no session, and counting them while they finish made the
+// client's own initialize look like one session too many. A body that does
+// not parse as one JSON-RPC request within the peek counts as initialize,
+// so the cap errs on the side of refusing.
+func isInitialize(r *http.Request) bool {
+	head, _ := io.ReadAll(io.LimitReader(r.Body, maxMethodPeek))
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+	var m struct {
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(head, &m) != nil {
+		return true
+	}
+	return m.Method == "initialize"
+}
+
+// maxMethodPeek bounds how much of a session-less request's body is read
+// to find its method (an initialize request is a few hundred bytes).
+const maxMethodPeek = 64 << 10
 
 // requestPrincipal is the principal of an HTTP request, as tenancy decides
 // it for the request's MCP messages.
