@@ -313,13 +313,3 @@ func Defaults(dataDir string) Config {
 	}
 	return c
 }
-
-// Env lists every environment variable codexec reads, with its default and
-// help, in declaration order. Used for documentation and the doctor command.
-func Env() [][3]string {
-	out := make([][3]string, 0, len(settings))
-	for _, s := range settings {
-		out = append(out, [3]string{s.env, s.def, s.help})
-	}
-	return out
-}
