@@ -95,9 +95,9 @@ var services = []service{
 	{"redis_cache", "Redis cache", []noun{{"key", "keys", "key,value,ttl_seconds"}, {"hash", "hashes", "key,fields"}}},
 }
 
-// verbs are the operations a noun may get, each with description templates
+// noiseVerbs are the operations a noun may get, each with description templates
 // (%[1]s one, %[2]s many, %[3]s product) and its annotations.
-var verbs = []struct {
+var noiseVerbs = []struct {
 	name, params string
 	how          []string
 	readOnly     bool
@@ -128,13 +128,13 @@ type noiseTool struct {
 }
 
 // noiseTools generates the noise deterministically: every noun gets the
-// always-verbs, and each other verb when a hash of the pair says so.
+// always-noiseVerbs, and each other verb when a hash of the pair says so.
 func noiseTools() []noiseTool {
 	var out []noiseTool
 	for si, s := range services {
 		short := strings.ToLower(strings.Fields(s.product)[0])
 		for _, n := range s.nouns {
-			for _, v := range verbs {
+			for _, v := range noiseVerbs {
 				h := hash(s.server + n.one + v.name)
 				if !v.always && h%100 >= 25 {
 					continue
@@ -184,6 +184,6 @@ func TestNoiseHasNearMisses(t *testing.T) {
 	}
 	want := map[string]bool{"list": true, "get": true, "create": true, "delete": true, "update": true, "search": true, "remove": true, "archive": true, "export": true, "count": true, "add": true, "clear": true}
 	if diff := cmp.Diff(want, verbsSeen); diff != "" {
-		t.Errorf("noise verbs (-want +got):\n%s", diff)
+		t.Errorf("noise noiseVerbs (-want +got):\n%s", diff)
 	}
 }

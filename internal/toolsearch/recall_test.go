@@ -59,12 +59,20 @@ func corpusDocs(tools []corpusTool) []Doc {
 	docs := make([]Doc, len(tools))
 	for i, t := range tools {
 		names, descs := paramText(t.InputSchema)
-		docs[i] = Doc{ID: t.Server + "." + t.Name, Fields: []Field{
-			{Text: t.Name, Weight: 3}, {Text: t.Title, Weight: 2}, {Text: t.Server, Weight: 1.5},
-			{Text: t.Description, Weight: 1}, {Text: names, Weight: 1}, {Text: descs, Weight: 0.5},
-		}}
+		docs[i] = Doc{ID: t.Server + "." + t.Name, Name: t.Name, Title: t.Title, Server: t.Server,
+			Description: t.Description, Params: names, ParamDocs: descs, Hints: Hints{
+				ReadOnly: hint(t.Annotations, "readOnlyHint"), Destructive: hint(t.Annotations, "destructiveHint"),
+				Idempotent: hint(t.Annotations, "idempotentHint"), OpenWorld: hint(t.Annotations, "openWorldHint"),
+			}}
 	}
 	return docs
+}
+
+func hint(a map[string]any, k string) *bool {
+	if b, ok := a[k].(bool); ok {
+		return &b
+	}
+	return nil
 }
 
 func paramText(schema json.RawMessage) (names, descs string) {
@@ -90,12 +98,15 @@ type evaluation struct {
 	times  []time.Duration
 }
 
-func evaluate(ix *Index, intents []intent) evaluation {
+func evaluate(tb testing.TB, ix *Index, intents []intent) evaluation {
 	var ev evaluation
 	for _, in := range intents {
 		start := time.Now()
-		got := ix.Search(in.Intent, 5)
+		got, err := ix.Search(in.Intent, 5)
 		ev.times = append(ev.times, time.Since(start))
+		if err != nil {
+			tb.Fatalf("%q: %v", in.Intent, err)
+		}
 		var ids []string
 		for _, h := range got {
 			ids = append(ids, h.ID)
@@ -122,23 +133,77 @@ func (ev evaluation) p50() time.Duration {
 // of its tools is among the first 5 results.
 func TestRecall(t *testing.T) {
 	tools, intents := loadCorpus(t)
-	ix := New(corpusDocs(tools))
-	ev := evaluate(ix, intents)
+	ix := newIndex(t, corpusDocs(tools))
+	ev := evaluate(t, ix, intents)
 	for _, m := range ev.misses {
 		t.Logf("miss: %s", m)
 	}
 	t.Logf("recall@5 = %.3f (%d/%d intents) over %d tools", ev.recall(), ev.hits, len(intents), len(tools))
+	if ev.recall() < 0.95 {
+		t.Errorf("recall@5 %.3f is below 0.95", ev.recall())
+	}
+}
+
+// TestKnowledgeGraphIntent: a program that stores entities and reads the
+// graph back needs create_entities, add_observations and read_graph bound,
+// and no delete tool may push them out of the default top 5.
+func TestKnowledgeGraphIntent(t *testing.T) {
+	tools, _ := loadCorpus(t)
+	for _, set := range []struct {
+		name string
+		keep func(corpusTool) bool
+	}{
+		{"whole corpus", func(corpusTool) bool { return true }},
+		{"everything+memory+filesystem", func(c corpusTool) bool {
+			return c.Server == "memory" || c.Server == "everything" || c.Server == "filesystem"
+		}},
+	} {
+		var sub []corpusTool
+		for _, c := range tools {
+			if set.keep(c) {
+				sub = append(sub, c)
+			}
+		}
+		hits, err := newIndex(t, corpusDocs(sub)).Search("store entities in the knowledge graph memory and read the graph back", 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, h := range hits {
+			ids = append(ids, h.ID)
+		}
+		for _, want := range []string{"memory.create_entities", "memory.add_observations", "memory.read_graph"} {
+			if !slices.Contains(ids, want) {
+				t.Errorf("%s: top 5 %v lacks %s", set.name, ids, want)
+			}
+		}
+		for _, id := range ids {
+			if strings.Contains(id, ".delete_") {
+				t.Errorf("%s: top 5 %v has a delete tool", set.name, ids)
+			}
+		}
+	}
+}
+
+func newIndex(tb testing.TB, docs []Doc) *Index {
+	tb.Helper()
+	ix, err := New(docs)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ix.Close() })
+	return ix
 }
 
 // BenchmarkSearch searches every intent per iteration and reports recall@5
 // and the median latency of one search.
 func BenchmarkSearch(b *testing.B) {
 	tools, intents := loadCorpus(b)
-	ix := New(corpusDocs(tools))
+	ix := newIndex(b, corpusDocs(tools))
 	var all evaluation
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		ev := evaluate(ix, intents)
+		ev := evaluate(b, ix, intents)
 		all.hits, all.misses = ev.hits, ev.misses
 		all.times = append(all.times, ev.times...)
 	}
@@ -154,6 +219,10 @@ func BenchmarkBuild(b *testing.B) {
 	docs := corpusDocs(tools)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		New(docs)
+		ix, err := New(docs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ix.Close()
 	}
 }

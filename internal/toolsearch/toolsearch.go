@@ -1,269 +1,235 @@
-// Package toolsearch ranks tools for a natural-language intent: BM25 over
-// weighted fields (name, title, description, parameter names and
-// descriptions, server), with tokens split at snake_case, kebab-case and
-// camelCase boundaries, stop words dropped and a light suffix stemmer. It is
-// an honest lexical ranker: no model, no network, built in microseconds.
+// Package toolsearch ranks tools for a natural-language intent with SQLite
+// FTS5: bm25() over weighted columns (name, title, server, description,
+// parameter names, parameter descriptions, annotations, and the verb and
+// noun synonyms of the tool's name), then a prior from the tool's own
+// annotations: a tool that deletes or overwrites ranks lower unless the
+// intent asks to delete. Text is split at snake_case, kebab-case and
+// camelCase boundaries and Porter-stemmed, so "listCommits", "list_commits"
+// and "listing commits" meet. No model, no network.
 //
-// An Index is immutable after New and safe for concurrent use.
+// Synonyms are expanded on the document side (a tool named create_entities
+// is also indexed under store, save, add, remember, …, in a column of its
+// own with a lower weight) so a synonym counts less than the word itself.
+//
+// Each Index is its own in-memory SQLite database on one connection.
+// Building it costs a few milliseconds per thousand tools, so callers keep
+// an Index while their tool list is unchanged and build a new one (closing
+// the old) when it changes. An Index is safe for concurrent use: searches
+// are serialised on its connection (one takes well under a millisecond).
 package toolsearch
 
 import (
-	"math"
-	"sort"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
 	"strings"
-	"unicode"
+	"sync"
+	"sync/atomic"
+
+	_ "modernc.org/sqlite" // pure-Go SQLite driver with FTS5
 )
 
-// Field is a piece of a document's text with its weight (a name counts more
-// than a parameter description).
-type Field struct {
-	Text   string
-	Weight float64
+// Hints are the tool's own annotations that inform ranking; nil means the
+// tool did not say.
+type Hints struct {
+	ReadOnly, Destructive, Idempotent, OpenWorld *bool
 }
 
-// Doc is one searchable item.
+// Doc is one searchable tool. Params and ParamDocs are the input schema's
+// property names and descriptions, space-separated.
 type Doc struct {
-	ID     string
-	Fields []Field
+	ID                               string
+	Name, Title, Server, Description string
+	Params, ParamDocs                string
+	Hints                            Hints
 }
 
-// Hit is a ranked result.
+// Hit is a ranked result; a higher Score is a better match.
 type Hit struct {
 	ID    string
 	Score float64
 }
 
-// BM25 parameters (the usual values).
-const (
-	k1 = 1.2
-	b  = 0.75
-)
-
-// Index is a BM25 index over documents.
-type Index struct {
-	ids    []string
-	tf     []map[string]float64
-	length []float64
-	avgLen float64
-	idf    map[string]float64
+// fields are the FTS5 tables a doc is split into, each with its columns'
+// bm25() weights and the table's weight in the sum. FTS5's bm25 normalises
+// by the length of the whole row, so fields of very different lengths live
+// in separate tables: a long description or a long synonym list must not
+// weaken a match on the tool's name.
+var fields = []struct {
+	table   string
+	columns []string
+	weights []float64
+	weight  float64
+}{
+	{"f_names", []string{"name", "title", "server"}, []float64{4, 2, 3}, 1},
+	{"f_descs", []string{"description"}, []float64{1}, 1},
+	{"f_params", []string{"params", "param_docs", "annotations"}, []float64{1, 0.4, 0.3}, 0.2},
+	{"f_alts", []string{"alt"}, []float64{1}, 0.8}, // synonyms of the name's, title's and server's words
 }
 
-// New indexes docs.
-func New(docs []Doc) *Index {
-	ix := &Index{idf: map[string]float64{}}
-	df := map[string]int{}
-	total := 0.0
-	for _, d := range docs {
-		tf := map[string]float64{}
-		n := 0.0
-		for _, f := range d.Fields {
-			for _, t := range Tokens(f.Text) {
-				tf[t] += f.Weight
-				n += f.Weight
+// kind bits: what the tool does to its data, for the ranking prior.
+const (
+	kindDeletes     = 1 // its name's verb deletes (delete_*, remove_*, clear_*)
+	kindDestructive = 2 // destructiveHint true
+	kindReadOnly    = 4 // readOnlyHint true, or no hint and a reading verb
+	kindWrites      = 8 // readOnlyHint false, or no hint and a writing verb
+)
+
+// Index is an FTS5 index over documents. Close it when done.
+type Index struct {
+	mu     sync.Mutex // serialises use of conn
+	db     *sql.DB
+	conn   *sql.Conn
+	search *sql.Stmt
+	n      int
+}
+
+var dbSeq atomic.Uint64
+
+// New indexes docs in a new in-memory database.
+func New(docs []Doc) (ix *Index, retErr error) {
+	ctx := context.Background()
+	// A named memory database per Index: each connection to a plain
+	// ":memory:" would be a separate, empty database.
+	db, err := sql.Open("sqlite", fmt.Sprintf("file:toolsearch%d?mode=memory", dbSeq.Add(1)))
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if retErr != nil {
+			db.Close()
+		}
+	}()
+	db.SetMaxOpenConns(1)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := load(ctx, conn, docs); err != nil {
+		return nil, err
+	}
+	stmt, err := conn.PrepareContext(ctx, searchSQL())
+	if err != nil {
+		return nil, err
+	}
+	return &Index{db: db, conn: conn, search: stmt, n: len(docs)}, nil
+}
+
+// load creates the table and inserts docs in one transaction.
+// schema is the docs table (id and kind by rowid) and one FTS5 table per
+// field.
+func schema() string {
+	var b strings.Builder
+	b.WriteString("CREATE TABLE docs (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL, kind INTEGER NOT NULL);\n")
+	for _, f := range fields {
+		fmt.Fprintf(&b, "CREATE VIRTUAL TABLE %s USING fts5(%s, tokenize = 'porter unicode61 remove_diacritics 2');\n",
+			f.table, strings.Join(f.columns, ", "))
+	}
+	return b.String()
+}
+
+// inserts are the INSERT statements of the docs table and each field's
+// table, in that order.
+var inserts = func() []string {
+	out := []string{"INSERT INTO docs (rowid, id, kind) VALUES (?, ?, ?)"}
+	for _, f := range fields {
+		out = append(out, fmt.Sprintf("INSERT INTO %s (rowid, %s) VALUES (?%s)",
+			f.table, strings.Join(f.columns, ", "), strings.Repeat(", ?", len(f.columns))))
+	}
+	return out
+}()
+
+func load(ctx context.Context, conn *sql.Conn, docs []Doc) error {
+	if _, err := conn.ExecContext(ctx, schema()); err != nil {
+		return fmt.Errorf("toolsearch: %w (is FTS5 compiled in?)", err)
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	stmts := make([]*sql.Stmt, len(inserts))
+	for i, q := range inserts {
+		if stmts[i], err = tx.PrepareContext(ctx, q); err != nil {
+			return err
+		}
+		defer stmts[i].Close()
+	}
+	for i, d := range docs {
+		values := [][]any{
+			{i, d.ID, kind(d)},
+			{i, normalize(d.Name), newWords(d.Title, d.Name), normalize(d.Server) + " " + alternatives(d.Server)},
+			{i, normalize(d.Description)},
+			{i, normalize(d.Params), normalize(d.ParamDocs), hintText(d.Hints)},
+			{i, alternatives(d.Name + " " + d.Title)},
+		}
+		for j, st := range stmts {
+			if _, err := st.ExecContext(ctx, values[j]...); err != nil {
+				return err
 			}
 		}
-		for t := range tf {
-			df[t]++
+	}
+	return tx.Commit()
+}
+
+// searchSQL sums each field table's weighted bm25 per doc and multiplies
+// by the prior: ?1 is the MATCH expression, ?2..?4 the factors for
+// kindDeletes, kindDestructive and kindReadOnly tools, ?5 the limit, ?6
+// the factor for kindWrites tools.
+func searchSQL() string {
+	var parts []string
+	for _, f := range fields {
+		w := make([]string, len(f.weights))
+		for i, x := range f.weights {
+			w[i] = fmt.Sprint(x)
 		}
-		ix.ids, ix.tf, ix.length = append(ix.ids, d.ID), append(ix.tf, tf), append(ix.length, n)
-		total += n
+		parts = append(parts, fmt.Sprintf("SELECT rowid AS r, -%v * bm25(%s, %s) AS s FROM %[2]s WHERE %[2]s MATCH ?1",
+			f.weight, f.table, strings.Join(w, ", ")))
 	}
-	if len(docs) > 0 {
-		ix.avgLen = total / float64(len(docs))
-	}
-	N := float64(len(docs))
-	for t, n := range df {
-		ix.idf[t] = math.Log(1 + (N-float64(n)+0.5)/(float64(n)+0.5))
-	}
-	return ix
+	return `SELECT docs.id, SUM(m.s)
+	  * (CASE WHEN docs.kind & 1 THEN ?2 ELSE 1.0 END)
+	  * (CASE WHEN docs.kind & 2 THEN ?3 ELSE 1.0 END)
+	  * (CASE WHEN docs.kind & 4 THEN ?4 ELSE 1.0 END)
+	  * (CASE WHEN docs.kind & 8 THEN ?6 ELSE 1.0 END) AS score
+	FROM (` + strings.Join(parts, " UNION ALL ") + `) AS m JOIN docs ON docs.rowid = m.r
+	GROUP BY m.r ORDER BY score DESC, docs.id LIMIT ?5`
 }
 
 // Len is the number of indexed documents.
-func (ix *Index) Len() int { return len(ix.ids) }
+func (ix *Index) Len() int { return ix.n }
 
-// Search returns at most k documents with a positive score for query, best
-// first (ties by ID). k <= 0 means all.
-func (ix *Index) Search(query string, k int) []Hit {
-	terms := queryTerms(query)
+// Close frees the index's database.
+func (ix *Index) Close() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return errors.Join(ix.search.Close(), ix.conn.Close(), ix.db.Close())
+}
+
+// Search returns at most k documents matching query, best first (ties by
+// ID). k <= 0 means all. A query with no searchable word matches nothing.
+func (ix *Index) Search(query string, k int) ([]Hit, error) {
+	q := parseQuery(query)
+	if q.match == "" {
+		return nil, nil
+	}
+	if k <= 0 {
+		k = -1
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	rows, err := ix.search.Query(q.match, q.deletes, q.destructive, q.readOnly, k, q.writes)
+	if err != nil {
+		return nil, fmt.Errorf("toolsearch: %w", err)
+	}
+	defer rows.Close()
 	var hits []Hit
-	for i, tf := range ix.tf {
-		s := 0.0
-		for t, qw := range terms {
-			f := tf[t]
-			if f == 0 {
-				continue
-			}
-			norm := k1 * (1 - b + b*ix.length[i]/ix.avgLen)
-			s += qw * ix.idf[t] * f * (k1 + 1) / (f + norm)
+	for rows.Next() {
+		var h Hit
+		if err := rows.Scan(&h.ID, &h.Score); err != nil {
+			return nil, err
 		}
-		if s > 0 {
-			hits = append(hits, Hit{ID: ix.ids[i], Score: s})
-		}
+		hits = append(hits, h)
 	}
-	sort.Slice(hits, func(i, j int) bool {
-		if hits[i].Score != hits[j].Score {
-			return hits[i].Score > hits[j].Score
-		}
-		return hits[i].ID < hits[j].ID
-	})
-	if k > 0 && len(hits) > k {
-		hits = hits[:k]
-	}
-	return hits
-}
-
-// queryTerms weighs the query's tokens: 1 for each word, plus a lower
-// weight for a few generic software synonyms (so "remove" finds delete_*).
-func queryTerms(q string) map[string]float64 {
-	out := map[string]float64{}
-	for _, t := range Tokens(q) {
-		out[t] = 1
-	}
-	for t := range out {
-		for _, s := range synonyms[t] {
-			if _, ok := out[s]; !ok {
-				out[s] = 0.5
-			}
-		}
-	}
-	return out
-}
-
-// Tokens splits text into lowercase stemmed terms without stop words:
-// "listCommits", "list_commits" and "list-commits" all give [list commit].
-func Tokens(s string) []string {
-	var out []string
-	for _, w := range words(s) {
-		w = strings.ToLower(w)
-		if stop[w] || len(w) < 2 && !unicode.IsDigit(rune(w[0])) {
-			continue
-		}
-		out = append(out, stem(w))
-	}
-	return out
-}
-
-// words splits at non-alphanumerics and at lower→upper case changes
-// (and at the end of an acronym: "HTTPServer" → HTTP, Server).
-func words(s string) []string {
-	var out []string
-	rs := []rune(s)
-	start := -1
-	flush := func(i int) {
-		if start >= 0 && i > start {
-			out = append(out, string(rs[start:i]))
-		}
-		start = -1
-	}
-	for i, r := range rs {
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
-			flush(i)
-			continue
-		}
-		if start >= 0 && unicode.IsUpper(r) && i > 0 {
-			prev := rs[i-1]
-			nextLower := i+1 < len(rs) && unicode.IsLower(rs[i+1])
-			if unicode.IsLower(prev) || unicode.IsDigit(prev) || unicode.IsUpper(prev) && nextLower {
-				flush(i)
-			}
-		}
-		if start < 0 {
-			start = i
-		}
-	}
-	flush(len(rs))
-	return out
-}
-
-// stem strips common English suffixes so inflections meet: entries→entry,
-// files→file, created→creat, create→creat, listing→list.
-func stem(w string) string {
-	switch {
-	case len(w) > 4 && strings.HasSuffix(w, "ies"):
-		w = w[:len(w)-3] + "y"
-	case len(w) > 4 && strings.HasSuffix(w, "sses"):
-		w = w[:len(w)-2]
-	case len(w) > 5 && strings.HasSuffix(w, "ing"):
-		w = undouble(w[:len(w)-3])
-	case len(w) > 4 && strings.HasSuffix(w, "ed"):
-		w = undouble(w[:len(w)-2])
-	case len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us"):
-		w = w[:len(w)-1]
-	}
-	if len(w) > 4 && strings.HasSuffix(w, "e") {
-		w = w[:len(w)-1]
-	}
-	return w
-}
-
-// undouble turns "runn" into "run" (after stripping -ing/-ed).
-func undouble(w string) string {
-	n := len(w)
-	if n > 3 && w[n-1] == w[n-2] && !strings.ContainsRune("aeioulsz", rune(w[n-1])) {
-		return w[:n-1]
-	}
-	return w
-}
-
-var stop = map[string]bool{}
-
-// synonyms maps a stemmed query term to stemmed terms tools commonly use
-// for the same action or object. Generic software vocabulary only.
-var synonyms = map[string][]string{}
-
-func init() {
-	for _, w := range strings.Fields(`a an the of to for in on at by with from into and or is are be been was were this that
-		these those it its as me my i we our you your please some any all can could would should will just then than
-		which what how do does did so if about using use via up out`) {
-		stop[w] = true
-	}
-	groups := [][]string{
-		{"delete", "remove", "erase", "drop", "destroy", "purge"},
-		{"create", "add", "make", "new", "insert", "register"},
-		{"get", "fetch", "retrieve", "read", "show", "view", "load", "open", "lookup"},
-		{"list", "enumerate", "browse", "all"},
-		{"search", "find", "query", "lookup", "locate", "match"},
-		{"update", "edit", "modify", "change", "patch", "set", "rename"},
-		{"send", "post", "publish", "notify", "message"},
-		{"write", "save", "store", "put", "persist"},
-		{"run", "execute", "trigger", "start", "launch", "invoke"},
-		{"stop", "cancel", "halt", "abort", "kill"},
-		{"directory", "folder", "dir"},
-		{"file", "document", "doc"},
-		{"user", "member", "account", "person", "people"},
-		{"issue", "ticket", "bug"},
-		{"commit", "change", "revision"},
-		{"sum", "add", "total", "plus"},
-		{"echo", "repeat"},
-		{"email", "mail"},
-		{"image", "picture", "photo"},
-		{"entity", "node"},
-		{"relation", "relationship", "link", "edge"},
-		{"observation", "fact", "note"},
-		{"move", "rename", "relocate"},
-		{"size", "bytes"},
-		{"metadata", "info", "detail", "stat"},
-	}
-	for _, g := range groups {
-		stems := make([]string, len(g))
-		for i, w := range g {
-			stems[i] = stem(w)
-		}
-		for _, a := range stems {
-			for _, s := range stems {
-				if s != a && !contains(synonyms[a], s) {
-					synonyms[a] = append(synonyms[a], s)
-				}
-			}
-		}
-	}
-}
-
-func contains(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
+	return hits, rows.Err()
 }

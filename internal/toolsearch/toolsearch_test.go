@@ -6,29 +6,52 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestTokens(t *testing.T) {
-	cases := map[string][]string{
-		"listCommits":               {"list", "commit"},
-		"list_commits":              {"list", "commit"},
-		"get-sum":                   {"get", "sum"},
-		"HTTPServer entries":        {"http", "server", "entry"},
-		"Create the new Files":      {"creat", "new", "file"},
-		"created deleting searches": {"creat", "delet", "search"},
-		"running a 2nd job":         {"run", "2nd", "job"},
+func TestNormalize(t *testing.T) {
+	cases := map[string]string{
+		"listCommits":        "list commits",
+		"list_commits":       "list commits",
+		"get-sum":            "get sum",
+		"HTTPServer entries": "http server entries",
+		"puppeteer_navigate": "puppeteer navigate",
+		"":                   "",
 	}
 	for in, want := range cases {
-		if diff := cmp.Diff(want, Tokens(in)); diff != "" {
-			t.Errorf("Tokens(%q) (-want +got):\n%s", in, diff)
+		if diff := cmp.Diff(want, normalize(in)); diff != "" {
+			t.Errorf("normalize(%q) (-want +got):\n%s", in, diff)
+		}
+	}
+}
+
+func TestParseQuery(t *testing.T) {
+	cases := []struct {
+		in   string
+		want query
+	}{
+		{"store entities in the graph", query{`"store" OR "entities" OR "graph"`, deletePenalty, destructivePenalty, readOnlyPenalty, 1}},
+		{"store entities and read the graph back", query{`"store" OR "entities" OR "read" OR "graph" OR "back"`, deletePenalty, destructivePenalty, 1, 1}},
+		{"read the graph", query{`"read" OR "graph"`, deletePenalty, destructivePenalty, 1, writePenalty}},
+		{"show notes.md", query{`"show" OR "notes" OR "md" OR "file"`, deletePenalty, destructivePenalty, 1, writePenalty}},
+		{"remove the OLD nodes", query{`"remove" OR "old" OR "nodes"`, 1, 1, 1, 1}},
+		{`a "quoted" NEAR(x) AND y*`, query{`"quoted" OR "near"`, deletePenalty, destructivePenalty, 1, 1}},
+		{"the of and", query{"", deletePenalty, destructivePenalty, 1, 1}},
+	}
+	for _, c := range cases {
+		if diff := cmp.Diff(c.want, parseQuery(c.in), cmp.AllowUnexported(query{})); diff != "" {
+			t.Errorf("parseQuery(%q) (-want +got):\n%s", c.in, diff)
 		}
 	}
 }
 
 func TestSearchRanksByFieldWeight(t *testing.T) {
-	ix := New([]Doc{
-		{ID: "gh.list_commits", Fields: []Field{{"list_commits", 3}, {"List commits of a repository branch", 1}}},
-		{ID: "gh.list_issues", Fields: []Field{{"list_issues", 3}, {"List issues of a repository", 1}}},
-		{ID: "fs.read_file", Fields: []Field{{"read_file", 3}, {"Read a file; mentions commits once", 1}}},
-		{ID: "mem.delete_entities", Fields: []Field{{"delete_entities", 3}, {"Delete entities from the graph", 1}}},
+	yes, no := true, false
+	ix := newIndex(t, []Doc{
+		{ID: "gh.list_commits", Name: "list_commits", Description: "List commits of a repository branch"},
+		{ID: "gh.list_issues", Name: "list_issues", Description: "List issues of a repository"},
+		{ID: "fs.read_file", Name: "read_file", Description: "Read a file; mentions commits once"},
+		{ID: "mem.delete_entities", Name: "delete_entities", Description: "Delete entities from the graph",
+			Hints: Hints{Destructive: &yes, ReadOnly: &no}},
+		{ID: "mem.create_entities", Name: "create_entities", Description: "Create entities in the graph",
+			Hints: Hints{Destructive: &no, ReadOnly: &no}},
 	})
 	cases := []struct {
 		q    string
@@ -37,15 +60,22 @@ func TestSearchRanksByFieldWeight(t *testing.T) {
 		{"Analyze GitHub commits from last week", "gh.list_commits"},
 		{"show open issues", "gh.list_issues"},
 		{"remove some entities", "mem.delete_entities"},
+		{"save some entities", "mem.create_entities"},
+		{"entities", "mem.create_entities"}, // a delete tool needs a delete verb
 		{"read the contents of a file", "fs.read_file"},
 	}
 	for _, c := range cases {
-		hits := ix.Search(c.q, 2)
-		if len(hits) == 0 || hits[0].ID != c.want {
-			t.Errorf("%q: %+v, want %s first", c.q, hits, c.want)
+		hits, err := ix.Search(c.q, 2)
+		if err != nil || len(hits) == 0 || hits[0].ID != c.want {
+			t.Errorf("%q: %+v %v, want %s first", c.q, hits, err, c.want)
 		}
 	}
-	if hits := ix.Search("zebra", 5); len(hits) != 0 {
-		t.Errorf("unrelated query matched %+v", hits)
+	for _, q := range []string{"zebra", "", "the", `"`} {
+		if hits, err := ix.Search(q, 5); len(hits) != 0 || err != nil {
+			t.Errorf("%q matched %+v %v", q, hits, err)
+		}
+	}
+	if hits, _ := ix.Search("entities", 0); len(hits) != 2 {
+		t.Errorf("k=0 gave %d hits, want all 2 matches", len(hits))
 	}
 }

@@ -113,6 +113,7 @@ func (c *conn) startAttempt() {
 			return
 		}
 		c.status, c.err, c.cs, c.tools = StatusReady, nil, cs, tools
+		c.m.toolsGen.Add(1)
 		go c.watch(cs)
 	}()
 }
@@ -169,7 +170,8 @@ func (c *conn) list(ctx context.Context, cs *mcp.ClientSession) ([]Tool, error) 
 		if title == "" && t.Annotations != nil {
 			title = t.Annotations.Title
 		}
-		out = append(out, Tool{Server: c.cfg.Name, Name: t.Name, Title: title, Description: t.Description, InputSchema: schema})
+		out = append(out, Tool{Server: c.cfg.Name, Name: t.Name, Title: title, Description: t.Description,
+			InputSchema: schema, Annotations: t.Annotations})
 	}
 	return out, nil
 }
@@ -192,6 +194,7 @@ func (c *conn) refresh() {
 	c.mu.Lock()
 	if c.cs == cs {
 		c.tools = tools
+		c.m.toolsGen.Add(1)
 	}
 	c.mu.Unlock()
 	logger().Info("upstream tools changed", "server", c.cfg.Name, "tools", len(tools))

@@ -23,6 +23,9 @@ type Tool struct {
 	Description string
 	// InputSchema is the tool's JSON Schema for its arguments.
 	InputSchema json.RawMessage
+	// Annotations are the tool's hints (read-only, destructive, …) as the
+	// server declared them; nil when it declared none. Ranking uses them.
+	Annotations *mcp.ToolAnnotations
 }
 
 // FullName is "server.tool", the name policies and logs use.
@@ -68,6 +71,10 @@ type Manager struct {
 	fails atomic.Int64
 	// observe is set by Observe (metrics wired after the Manager exists).
 	observe atomic.Pointer[func(Stat)]
+	// toolsGen counts changes of any server's tool list, so the search
+	// index (see Rank) is rebuilt only when the catalogue changed.
+	toolsGen atomic.Uint64
+	rank     rankCache
 }
 
 // New returns a Manager for servers; nothing is started yet.
@@ -258,6 +265,7 @@ func (m *Manager) Close() {
 		go func() { defer wg.Done(); m.conns[n].close() }()
 	}
 	wg.Wait()
+	m.rank.close()
 }
 
 // ResultValue converts a tool result to the JSON value code sees (see Call).

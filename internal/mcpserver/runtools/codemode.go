@@ -73,7 +73,7 @@ func (s *toolset) searchTools(ctx context.Context, _ *mcp.CallToolRequest, in Se
 // rank returns the top k upstream tools for query.
 func (s *toolset) rank(ctx context.Context, query string, k int) []codemode.Tool {
 	var out []codemode.Tool
-	for _, t := range upstream.Rank(s.deps.Upstreams.Tools(ctx), query, k) {
+	for _, t := range s.deps.Upstreams.Rank(ctx, query, k) {
 		out = append(out, codemode.Tool(t))
 	}
 	return out
