@@ -8,13 +8,39 @@ import (
 
 // normalize splits identifiers into words and lowercases them, so FTS5's
 // tokenizer (which does not split camelCase) sees "list commits" for
-// listCommits.
+// listCommits. A camelCase token is kept whole too ("GitHub" gives
+// "github git hub"), since intents spell brand names as one word.
 func normalize(s string) string {
-	ws := words(s)
-	for i, w := range ws {
-		ws[i] = strings.ToLower(w)
+	return strings.Join(docWords(s), " ")
+}
+
+// docWords is the lowercase words of a doc's text: each alphanumeric run,
+// and its camelCase parts when it has several.
+func docWords(s string) []string {
+	var out []string
+	for _, tok := range strings.FieldsFunc(s, notAlnum) {
+		parts := words(tok)
+		if len(parts) > 1 {
+			out = append(out, strings.ToLower(tok))
+		}
+		for _, p := range parts {
+			out = append(out, strings.ToLower(p))
+		}
 	}
-	return strings.Join(ws, " ")
+	return out
+}
+
+func notAlnum(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }
+
+// stems is the set of the stems of the words of texts.
+func stems(texts ...string) map[string]bool {
+	out := map[string]bool{}
+	for _, t := range texts {
+		for _, w := range docWords(t) {
+			out[stem(w)] = true
+		}
+	}
+	return out
 }
 
 // newWords is normalize(s) without the words of other: a title that only
@@ -170,6 +196,7 @@ func nameVerb(name string) string {
 // factors for each kind of tool.
 type query struct {
 	match                                  string
+	stems                                  []string // the words' stems, for the coordination factor
 	deletes, destructive, readOnly, writes float64
 }
 
@@ -198,13 +225,15 @@ func parseQuery(s string) query {
 	var terms []string
 	seen := map[string]bool{}
 	reads, writes := false, false
-	for _, w := range words(s) {
+	// Intents are split at non-alphanumerics only: "GitHub" stays one word.
+	for _, w := range strings.FieldsFunc(s, notAlnum) {
 		w = strings.ToLower(w)
 		if stop[w] || seen[w] || len(w) < 2 && !unicode.IsDigit(rune(w[0])) {
 			continue
 		}
 		seen[w] = true
 		terms = append(terms, `"`+w+`"`)
+		q.stems = append(q.stems, stem(w))
 		switch {
 		case deleteVerbs[w]:
 			q.deletes, q.destructive = 1, 1
@@ -223,6 +252,7 @@ func parseQuery(s string) query {
 	// "report.txt" names a file without saying so.
 	if fileName.MatchString(url.ReplaceAllString(s, "")) && !seen["file"] {
 		terms = append(terms, `"file"`)
+		q.stems = append(q.stems, "file")
 	}
 	q.match = strings.Join(terms, " OR ")
 	return q

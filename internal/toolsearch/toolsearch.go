@@ -23,6 +23,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -83,6 +84,9 @@ type Index struct {
 	conn   *sql.Conn
 	search *sql.Stmt
 	n      int
+	// words are each doc's stemmed words (all fields and synonyms), by
+	// rowid, for the coordination factor.
+	words []map[string]bool
 }
 
 var dbSeq atomic.Uint64
@@ -113,7 +117,12 @@ func New(docs []Doc) (ix *Index, retErr error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Index{db: db, conn: conn, search: stmt, n: len(docs)}, nil
+	ix = &Index{db: db, conn: conn, search: stmt, n: len(docs), words: make([]map[string]bool, len(docs))}
+	for i, d := range docs {
+		ix.words[i] = stems(d.Name, d.Title, d.Server, d.Description, d.Params, d.ParamDocs,
+			alternatives(d.Name+" "+d.Title), alternatives(d.Server))
+	}
+	return ix, nil
 }
 
 // load creates the table and inserts docs in one transaction.
@@ -176,7 +185,7 @@ func load(ctx context.Context, conn *sql.Conn, docs []Doc) error {
 // searchSQL sums each field table's weighted bm25 per doc and multiplies
 // by the prior: ?1 is the MATCH expression, ?2..?4 the factors for
 // kindDeletes, kindDestructive and kindReadOnly tools, ?5 the limit, ?6
-// the factor for kindWrites tools.
+// the factor for kindWrites tools. It returns rowid, id and score.
 func searchSQL() string {
 	var parts []string
 	for _, f := range fields {
@@ -187,7 +196,7 @@ func searchSQL() string {
 		parts = append(parts, fmt.Sprintf("SELECT rowid AS r, -%v * bm25(%s, %s) AS s FROM %[2]s WHERE %[2]s MATCH ?1",
 			f.weight, f.table, strings.Join(w, ", ")))
 	}
-	return `SELECT docs.id, SUM(m.s)
+	return `SELECT m.r, docs.id, SUM(m.s)
 	  * (CASE WHEN docs.kind & 1 THEN ?2 ELSE 1.0 END)
 	  * (CASE WHEN docs.kind & 2 THEN ?3 ELSE 1.0 END)
 	  * (CASE WHEN docs.kind & 4 THEN ?4 ELSE 1.0 END)
@@ -213,12 +222,32 @@ func (ix *Index) Search(query string, k int) ([]Hit, error) {
 	if q.match == "" {
 		return nil, nil
 	}
+	// The coordination factor reorders the best candidates, so fetch more
+	// than k of them.
+	limit := max(4*k, 20)
 	if k <= 0 {
-		k = -1
+		limit = -1
 	}
+	hits, err := ix.candidates(q, limit)
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(hits, func(i, j int) bool { return hits[i].Score > hits[j].Score })
+	if k > 0 && len(hits) > k {
+		hits = hits[:k]
+	}
+	return hits, nil
+}
+
+// candidates runs the FTS5 query and applies the coordination factor: a
+// tool scores in proportion to the square of the share of the intent's
+// words it has (in any field or as a synonym), so a strong match on one
+// word of "read the text of a file" does not outrank tools that match
+// most of it.
+func (ix *Index) candidates(q query, limit int) ([]Hit, error) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	rows, err := ix.search.Query(q.match, q.deletes, q.destructive, q.readOnly, k, q.writes)
+	rows, err := ix.search.Query(q.match, q.deletes, q.destructive, q.readOnly, limit, q.writes)
 	if err != nil {
 		return nil, fmt.Errorf("toolsearch: %w", err)
 	}
@@ -226,9 +255,18 @@ func (ix *Index) Search(query string, k int) ([]Hit, error) {
 	var hits []Hit
 	for rows.Next() {
 		var h Hit
-		if err := rows.Scan(&h.ID, &h.Score); err != nil {
+		var r int
+		if err := rows.Scan(&r, &h.ID, &h.Score); err != nil {
 			return nil, err
 		}
+		n := 0
+		for _, s := range q.stems {
+			if ix.words[r][s] {
+				n++
+			}
+		}
+		share := float64(n) / float64(len(q.stems))
+		h.Score *= share * share
 		hits = append(hits, h)
 	}
 	return hits, rows.Err()

@@ -8,10 +8,11 @@ import (
 
 func TestNormalize(t *testing.T) {
 	cases := map[string]string{
-		"listCommits":        "list commits",
+		"listCommits":        "listcommits list commits",
 		"list_commits":       "list commits",
 		"get-sum":            "get sum",
-		"HTTPServer entries": "http server entries",
+		"HTTPServer entries": "httpserver http server entries",
+		"GitHub repo":        "github git hub repo",
 		"puppeteer_navigate": "puppeteer navigate",
 		"":                   "",
 	}
@@ -23,17 +24,20 @@ func TestNormalize(t *testing.T) {
 }
 
 func TestParseQuery(t *testing.T) {
+	const del, dst = deletePenalty, destructivePenalty
 	cases := []struct {
 		in   string
 		want query
 	}{
-		{"store entities in the graph", query{`"store" OR "entities" OR "graph"`, deletePenalty, destructivePenalty, readOnlyPenalty, 1}},
-		{"store entities and read the graph back", query{`"store" OR "entities" OR "read" OR "graph" OR "back"`, deletePenalty, destructivePenalty, 1, 1}},
-		{"read the graph", query{`"read" OR "graph"`, deletePenalty, destructivePenalty, 1, writePenalty}},
-		{"show notes.md", query{`"show" OR "notes" OR "md" OR "file"`, deletePenalty, destructivePenalty, 1, writePenalty}},
-		{"remove the OLD nodes", query{`"remove" OR "old" OR "nodes"`, 1, 1, 1, 1}},
-		{`a "quoted" NEAR(x) AND y*`, query{`"quoted" OR "near"`, deletePenalty, destructivePenalty, 1, 1}},
-		{"the of and", query{"", deletePenalty, destructivePenalty, 1, 1}},
+		{"store entities in the graph", query{`"store" OR "entities" OR "graph"`, []string{"stor", "entity", "graph"}, del, dst, readOnlyPenalty, 1}},
+		{"store entities and read the graph back", query{`"store" OR "entities" OR "read" OR "graph" OR "back"`,
+			[]string{"stor", "entity", "read", "graph", "back"}, del, dst, 1, 1}},
+		{"read the graph", query{`"read" OR "graph"`, []string{"read", "graph"}, del, dst, 1, writePenalty}},
+		{"show notes.md", query{`"show" OR "notes" OR "md" OR "file"`, []string{"show", "note", "md", "file"}, del, dst, 1, writePenalty}},
+		{"go to https://example.com", query{`"go" OR "https" OR "example" OR "com"`, []string{"go", "http", "exampl", "com"}, del, dst, 1, 1}},
+		{"remove the OLD nodes", query{`"remove" OR "old" OR "nodes"`, []string{"remov", "old", "node"}, 1, 1, 1, 1}},
+		{`a "quoted" NEAR(x) AND y*`, query{`"quoted" OR "near"`, []string{"quot", "near"}, del, dst, 1, 1}},
+		{"the of and", query{"", nil, del, dst, 1, 1}},
 	}
 	for _, c := range cases {
 		if diff := cmp.Diff(c.want, parseQuery(c.in), cmp.AllowUnexported(query{})); diff != "" {
