@@ -1,6 +1,8 @@
 package toolsearch
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -81,5 +83,41 @@ func TestSearchRanksByFieldWeight(t *testing.T) {
 	}
 	if hits, _ := ix.Search("entities", 0); len(hits) != 2 {
 		t.Errorf("k=0 gave %d hits, want all 2 matches", len(hits))
+	}
+}
+
+// TestSearchConcurrent: searches from many goroutines share one index and
+// get the answers one goroutine gets (run with -race).
+func TestSearchConcurrent(t *testing.T) {
+	tools, intents := loadCorpus(t)
+	ix := newIndex(t, corpusDocs(tools))
+	top := func(q string) (string, error) {
+		hits, err := ix.Search(q, 5)
+		var ids []string
+		for _, h := range hits {
+			ids = append(ids, h.ID)
+		}
+		return strings.Join(ids, ","), err
+	}
+	want := map[string]string{}
+	for _, in := range intents {
+		want[in.Intent], _ = top(in.Intent)
+	}
+	errs := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		go func() {
+			for _, in := range intents {
+				if got, err := top(in.Intent); err != nil || got != want[in.Intent] {
+					errs <- fmt.Errorf("%q: %s %v, alone %s", in.Intent, got, err, want[in.Intent])
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for g := 0; g < 8; g++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }
