@@ -1,5 +1,5 @@
 // Package toolsearch ranks tools for a natural-language intent with SQLite
-// FTS5: bm25() over weighted columns (name, title, server, description,
+// FTS5: bm25() over weighted fields (name, title, server, description,
 // parameter names, parameter descriptions, annotations, and the verb and
 // noun synonyms of the tool's name), then a prior from the tool's own
 // annotations: a tool that deletes or overwrites ranks lower unless the
@@ -8,14 +8,19 @@
 // and "listing commits" meet. No model, no network.
 //
 // Synonyms are expanded on the document side (a tool named create_entities
-// is also indexed under store, save, add, remember, …, in a column of its
+// is also indexed under store, save, add, insert, …, in a table of its
 // own with a lower weight) so a synonym counts less than the word itself.
 //
+// Candidates from FTS5 are then scaled by a coordination factor (the share
+// of the intent's words the tool has), so one strong word does not beat a
+// tool that matches most of the intent.
+//
 // Each Index is its own in-memory SQLite database on one connection.
-// Building it costs a few milliseconds per thousand tools, so callers keep
-// an Index while their tool list is unchanged and build a new one (closing
-// the old) when it changes. An Index is safe for concurrent use: searches
-// are serialised on its connection (one takes well under a millisecond).
+// Building one is the expensive part (about 0.1 s for the 739 tools of
+// testdata/ on a shared 2-CPU machine; a search about 0.6 ms), so callers
+// keep an Index while their tool list is unchanged and build a new one,
+// closing the old, when it changes. An Index is safe for concurrent use:
+// searches are serialised on its connection.
 package toolsearch
 
 import (

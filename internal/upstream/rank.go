@@ -12,8 +12,8 @@ import (
 
 // Rank returns the k tools of the catalogue that best match query, best
 // first (see toolsearch for how). The search index is kept while no
-// server's tool list changed (building it costs tens of milliseconds for a
-// thousand tools, a search well under one); searches are serialised.
+// server's tool list changed (building it costs about 0.1 s for 700 tools,
+// a search under a millisecond); searches are serialised.
 func (m *Manager) Rank(ctx context.Context, query string, k int) []Tool {
 	gen := m.toolsGen.Load()
 	tools := m.Tools(ctx)
