@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -171,25 +170,5 @@ func TestUnknownCommand(t *testing.T) {
 	out, errOut, code := runCLI(t, nil, "serv")
 	if code != 2 || out != "" || !strings.Contains(errOut, "codexec help") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 pointing at codexec help", code, out, errOut)
-	}
-}
-
-func TestReadVersion(t *testing.T) {
-	cases := []struct {
-		name string
-		bi   *debug.BuildInfo
-		ok   bool
-		want buildVersion
-	}{
-		{"no build info", nil, false, buildVersion{"devel", "unknown", "unknown", false}},
-		{"work tree build", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, true, buildVersion{"devel", "unknown", "unknown", false}},
-		{"go install @version", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}, Settings: []debug.BuildSetting{
-			{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.time", Value: "2026-11-25T14:00:00Z"}, {Key: "vcs.modified", Value: "true"}}},
-			true, buildVersion{"v1.2.3", "abc123", "2026-11-25T14:00:00Z", true}},
-	}
-	for _, c := range cases {
-		if diff := cmp.Diff(c.want, readVersion(c.bi, c.ok)); diff != "" {
-			t.Errorf("%s: (-want +got)\n%s", c.name, diff)
-		}
 	}
 }
