@@ -28,6 +28,10 @@ func (n *Backend) probe(ctx context.Context) error {
 		Limits: sandbox.Limits{MemoryBytes: 64 << 20, Pids: 16, DiskBytes: 1 << 20}}
 	p, err := n.startFresh(spec, "probe-"+strconv.FormatInt(runSeq.Add(1), 10)+"-"+strconv.Itoa(os.Getpid()))
 	if err != nil {
+		if strings.Contains(err.Error(), "read-only file system") {
+			return fmt.Errorf("the namespace sandbox could not start a test program: %w; the cgroup file system is read-only, "+
+				"so runs cannot be limited: inside a container, mount it read-write (see docs/install.md)", err)
+		}
 		return fmt.Errorf("the namespace sandbox could not start a test program: %w", err)
 	}
 	ex, err := p.Wait()
@@ -49,8 +53,9 @@ var probeHints = []struct{ marker, hint string }{
 		"kernel.apparmor_restrict_unprivileged_userns = 0 on Ubuntu 23.10+); inside a container, run it with the " +
 		"flags in docs/install.md (a seccomp profile that allows unshare and mount)"},
 	{"uid map", "the kernel refuses the sandbox's uid map: check user.max_user_namespaces > 0; inside a container, see docs/install.md"},
-	{"mount", "mounting inside the sandbox was refused: inside a container the engine's default seccomp and AppArmor " +
-		"profiles and its masked /proc forbid it; run it with the flags in docs/install.md"},
+	{"mount", "mounting inside the sandbox was refused: inside a container the engine's masked /proc paths and its default " +
+		"seccomp or AppArmor profile forbid it; run it with the flags in docs/install.md (podman: --security-opt unmask=ALL; " +
+		"docker: --security-opt systempaths=unconfined)"},
 	{"No such file", "a program the sandbox needs is missing: bwrap and /bin/sh must exist on the host (/usr is bound read-only into the sandbox)"},
 	{"Permission denied", "the sandbox user (uid 65534) cannot reach a file it needs: bwrap, the codexec binary (or codexec-sandbox beside it) and every directory above them must be readable and executable by it"},
 }
