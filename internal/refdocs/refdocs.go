@@ -99,9 +99,10 @@ func Tools(tools []*mcp.Tool) ([]byte, error) {
 }
 
 const toolsIntro = `Every tool codexec can list, with every toolset on (` + "`CODEXEC_TOOLSETS`" + `; ` + "`search_tools`" + ` is listed only
-when ` + "`CODEXEC_UPSTREAMS`" + ` names upstream servers). Annotations are those of a server in subprocess mode; in
-namespace and docker mode the tools that run code report ` + "`openWorldHint: false`" + `, since their runs have no
-network. Errors: see [errors.md](errors.md).`
+when ` + "`CODEXEC_UPSTREAMS`" + ` names upstream servers), as a server with the default settings lists them. Annotations
+are those of subprocess mode; in namespace and docker mode the tools that run code report ` + "`openWorldHint: false`" + `,
+since their runs have no network. The shell tools' descriptions name the commands ` + "`ALLOWED_COMMANDS`" + ` allows.
+Errors: see [errors.md](errors.md); settings: [settings.md](settings.md).`
 
 func writeTool(b *bytes.Buffer, t *mcp.Tool) error {
 	fmt.Fprintf(b, "## %s\n\n", t.Name)
