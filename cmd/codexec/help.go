@@ -13,7 +13,7 @@ type command struct{ name, summary string }
 // commands are the subcommands run dispatches, in help order.
 var commands = []command{
 	{"serve", "serve MCP over stdio, or Streamable HTTP with --http (the default when no command is given)"},
-	{"doctor", "report which sandbox modes work on this host and why not; --repair-acls removes ACL grants earlier versions left"},
+	{"doctor", "report which sandbox modes work on this host and why not; --repair-acls removes ACL grants earlier versions left; --print-dockerfile prints docker mode's Dockerfile.sandbox"},
 	{"env", "show every setting's effective value and where it came from (flag, env or default); takes the same flags"},
 	{"version", "print the version, commit and commit date (also --version)"},
 	{"help", "print this help (also -h, --help)"},
@@ -48,4 +48,5 @@ func printFlags(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  --%s string\n      alias of --%s\n", config.HTTPAlias, config.FlagName("CODEXEC_HTTP_ADDR"))
 	fmt.Fprintf(w, "  %s\n      doctor only: remove the ACL grants earlier versions left\n", repairACLsFlag)
+	fmt.Fprintf(w, "  %s\n      doctor only: print Dockerfile.sandbox, which builds docker mode's image, and exit\n", printDockerfileFlag)
 }

@@ -4,6 +4,9 @@
 //	codexec doctor [--repair-acls] [flags]
 //	                          report which sandbox modes work on this host and
 //	                          ACL grants earlier versions left (and remove them)
+//	codexec doctor --print-dockerfile
+//	                          print Dockerfile.sandbox, which builds docker
+//	                          mode's image
 //	codexec env [flags]       show every setting's effective value and its
 //	                          source (flag, env or default)
 //	codexec version           print version, commit and commit date
@@ -26,6 +29,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 
+	"github.com/codexec/codexec"
 	"github.com/codexec/codexec/internal/app"
 	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/packages"
@@ -51,6 +55,11 @@ func run(args []string) int {
 	}
 	repairACLs := false
 	if cmd == "doctor" {
+		var printDockerfile bool
+		if printDockerfile, args = takeFlag(args, printDockerfileFlag); printDockerfile {
+			fmt.Fprint(os.Stdout, codexec.SandboxDockerfile)
+			return 0
+		}
 		repairACLs, args = takeFlag(args, repairACLsFlag)
 	}
 	home, _ := os.UserHomeDir()
@@ -109,8 +118,12 @@ func runServer(cmd string, cfg config.Config, home string, repairACLs bool) int 
 	return 0
 }
 
-// repairACLsFlag is doctor's own flag, not a setting.
-const repairACLsFlag = "--repair-acls"
+// repairACLsFlag and printDockerfileFlag are doctor's own flags, not
+// settings.
+const (
+	repairACLsFlag      = "--repair-acls"
+	printDockerfileFlag = "--print-dockerfile"
+)
 
 // printEnv writes one line per setting: variable, effective value, source;
 // then the adjustments Load made so that settings compose.

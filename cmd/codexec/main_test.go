@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -42,16 +41,7 @@ func TestMain(m *testing.M) {
 func runCLI(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	names := map[string]bool{}
-	for _, f := range config.Flags() {
-		names[f.Env] = true
-	}
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); !names[k] && k != "HOME" {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(append(cmd.Env, "HOME="+t.TempDir()), env...)
+	cmd.Env = cliEnv(t, env)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
@@ -60,6 +50,22 @@ func runCLI(t *testing.T, env []string, args ...string) (stdout, stderr string, 
 		t.Fatalf("%v: %v", args, err)
 	}
 	return o.String(), e.String(), cmd.ProcessState.ExitCode()
+}
+
+// cliEnv is the host's environment without any codexec setting, a fresh
+// HOME, and env ("K=V") on top.
+func cliEnv(t *testing.T, env []string) []string {
+	names := map[string]bool{}
+	for _, f := range config.Flags() {
+		names[f.Env] = true
+	}
+	var out []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !names[k] && k != "HOME" {
+			out = append(out, kv)
+		}
+	}
+	return append(append(out, "HOME="+t.TempDir()), env...)
 }
 
 // TestHelp: every spelling of help prints the same text on stdout and exits
@@ -93,13 +99,14 @@ func TestHelp(t *testing.T) {
 		"--artifact-ttl duration  (CODEXEC_ARTIFACT_TTL, default 1h)",
 		"--toolsets list  (CODEXEC_TOOLSETS, default all)",
 		"--repair-acls",
+		"--print-dockerfile",
 	} {
 		if !strings.Contains(first, want) {
 			t.Errorf("help lacks %q", want)
 		}
 	}
-	if n := strings.Count(first, "\n  --"); n != len(config.Flags())+2 {
-		t.Errorf("help lists %d flags, want every setting's %d plus --http and --repair-acls", n, len(config.Flags()))
+	if n := strings.Count(first, "\n  --"); n != len(config.Flags())+3 {
+		t.Errorf("help lists %d flags, want every setting's %d plus --http, --repair-acls and --print-dockerfile", n, len(config.Flags()))
 	}
 }
 
@@ -171,25 +178,5 @@ func TestUnknownCommand(t *testing.T) {
 	out, errOut, code := runCLI(t, nil, "serv")
 	if code != 2 || out != "" || !strings.Contains(errOut, "codexec help") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 pointing at codexec help", code, out, errOut)
-	}
-}
-
-func TestReadVersion(t *testing.T) {
-	cases := []struct {
-		name string
-		bi   *debug.BuildInfo
-		ok   bool
-		want buildVersion
-	}{
-		{"no build info", nil, false, buildVersion{"devel", "unknown", "unknown", false}},
-		{"work tree build", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, true, buildVersion{"devel", "unknown", "unknown", false}},
-		{"go install @version", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}, Settings: []debug.BuildSetting{
-			{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.time", Value: "2026-11-25T14:00:00Z"}, {Key: "vcs.modified", Value: "true"}}},
-			true, buildVersion{"v1.2.3", "abc123", "2026-11-25T14:00:00Z", true}},
-	}
-	for _, c := range cases {
-		if diff := cmp.Diff(c.want, readVersion(c.bi, c.ok)); diff != "" {
-			t.Errorf("%s: (-want +got)\n%s", c.name, diff)
-		}
 	}
 }

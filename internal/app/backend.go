@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -207,7 +208,7 @@ func awaitWarm(b warmBackend, kind string, t0 time.Time) string {
 func doctorContainer(ctx context.Context, cfg config.Config, env HostEnv, langs *runtime.Set, w io.Writer) error {
 	c, err := container.New(ctx, containerOptions(cfg, env))
 	if err != nil {
-		fmt.Fprintf(w, "docker: UNAVAILABLE: %v\n", err)
+		printContainerUnavailable(w, err)
 		return err
 	}
 	fmt.Fprintf(w, "docker: available (%s, image %s, network %s)\n", cfg.DockerCLI, cfg.DockerImage, cfg.DockerNetwork)
@@ -215,4 +216,19 @@ func doctorContainer(ctx context.Context, cfg config.Config, env HostEnv, langs 
 		doctorWarm(cfg, langs, c, w, runtime.Python, runtime.Node)
 	}
 	return c.Close()
+}
+
+// printContainerUnavailable says why docker mode cannot run; for a missing
+// image, the exact commands that build it (also where the binary was
+// installed without the source tree).
+func printContainerUnavailable(w io.Writer, err error) {
+	var missing *container.ImageError
+	if !errors.As(err, &missing) {
+		fmt.Fprintf(w, "docker: UNAVAILABLE: %v\n", err)
+		return
+	}
+	fmt.Fprintf(w, "docker: UNAVAILABLE: %s\n", missing.Missing())
+	fmt.Fprintf(w, "  build the image where Dockerfile.sandbox is (codexec's source tree):\n    %s\n", missing.BuildCommand())
+	fmt.Fprintf(w, "  or anywhere, from the copy inside this binary:\n    codexec doctor --print-dockerfile > Dockerfile.sandbox && %s\n",
+		missing.BuildCommand())
 }

@@ -131,8 +131,12 @@ func (g *Group) ProcsFiles() []string {
 	return out
 }
 
-// Pids lists the processes in the group.
+// Pids lists the processes in the group (none when no directory was made:
+// a New that failed at its first mkdir destroys such a group).
 func (g *Group) Pids() []int {
+	if len(g.dirs) == 0 {
+		return nil
+	}
 	b, err := os.ReadFile(filepath.Join(g.dirs[0], "cgroup.procs"))
 	if err != nil {
 		return nil

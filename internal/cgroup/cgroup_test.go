@@ -77,3 +77,16 @@ func TestPidsLimit(t *testing.T) {
 	_ = g.Kill()
 	_ = cmd.Wait()
 }
+
+// TestDestroyWithoutDirs: a group New gave up on before its first
+// directory existed (a read-only cgroup file system, as in a container
+// without the rights) is destroyed without a panic.
+func TestDestroyWithoutDirs(t *testing.T) {
+	g := &Group{}
+	if pids := g.Pids(); pids != nil {
+		t.Errorf("Pids() = %v, want none", pids)
+	}
+	if err := g.Destroy(); err != nil {
+		t.Errorf("Destroy: %v", err)
+	}
+}

@@ -44,6 +44,7 @@ import (
 	"github.com/codexec/codexec/internal/session"
 	"github.com/codexec/codexec/internal/shell"
 	"github.com/codexec/codexec/internal/upstream"
+	"github.com/codexec/codexec/internal/version"
 )
 
 // SurfaceBudget is the most characters the default tools/list may cost (the
@@ -51,8 +52,10 @@ import (
 // test fails beyond it.
 const SurfaceBudget = 12000
 
-// Version is the server version reported to clients.
-var Version = "0.1.0"
+// Version is the server version reported to clients (serverInfo.version
+// in initialize): the module version of this build, as `codexec version`
+// prints it ("devel" for a work-tree build).
+var Version = version.Current().Version
 
 // Toolset names accepted by CODEXEC_TOOLSETS; config owns the list, since
 // it expands "all" to it.

@@ -41,7 +41,8 @@ type Backend struct {
 	warmRoot string
 }
 
-// NewContainer checks that the CLI exists and the image is present locally.
+// NewContainer checks that the CLI exists and the image is present locally;
+// a missing image is an *ImageError, which carries the build command.
 func New(ctx context.Context, o Options) (*Backend, error) {
 	if o.CLI == "" {
 		o.CLI = "docker"
@@ -54,13 +55,13 @@ func New(ctx context.Context, o Options) (*Backend, error) {
 	}
 	cli, err := exec.LookPath(o.CLI)
 	if err != nil {
-		return nil, fmt.Errorf("container CLI %q not found", o.CLI)
+		return nil, fmt.Errorf("container CLI %q not found on PATH: install docker or podman, or set CODEXEC_DOCKER_CLI to the one installed", o.CLI)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, cli, "image", "inspect", "--format", "{{.Id}}", o.Image)
 	if out, err := combinedTracked(cmd); err != nil {
-		return nil, fmt.Errorf("image %q not available to %s (build it from Dockerfile.sandbox): %v %s", o.Image, o.CLI, err, strings.TrimSpace(out))
+		return nil, inspectError(o.CLI, o.Image, err, out)
 	}
 	proc.SweepDeadRunsOnce()
 	c := &Backend{opts: o, cli: cli}

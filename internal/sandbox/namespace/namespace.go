@@ -63,7 +63,7 @@ func New(ctx context.Context, o Options) (*Backend, error) {
 	}
 	if err := n.probe(ctx); err != nil {
 		_ = n.Close()
-		return nil, fmt.Errorf("namespace sandbox probe failed: %w", err)
+		return nil, err
 	}
 	return n, nil
 }
@@ -150,34 +150,6 @@ func trimNL(b []byte) []byte {
 
 // CgroupInfo describes the cgroup setup the backend uses.
 func (n *Backend) CgroupInfo() cgroup.Info { return n.cg }
-
-func (n *Backend) probe(ctx context.Context) error {
-	dir, err := os.MkdirTemp("", "codexec-probe-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	if err := os.Chown(dir, n.opts.UID, n.opts.GID); err != nil {
-		return err
-	}
-	var out, errb limitedBuffer
-	spec := sandbox.Spec{ID: "probe", Argv: []string{"/bin/sh", "-c", "echo ok"}, Dir: dir,
-		Env: []string{"PATH=/usr/bin:/bin", "HOME=" + dir}, Stdout: &out, Stderr: &errb,
-		Limits: sandbox.Limits{MemoryBytes: 64 << 20, Pids: 16, DiskBytes: 1 << 20}}
-	p, err := n.startFresh(spec, "probe-"+strconv.FormatInt(runSeq.Add(1), 10)+"-"+strconv.Itoa(os.Getpid()))
-	if err != nil {
-		return err
-	}
-	ex, err := p.Wait()
-	_ = p.Release(time.Second)
-	if err != nil {
-		return err
-	}
-	if ex.Code != 0 || string(trimNL(out.b)) != "ok" {
-		return fmt.Errorf("exit %d signal %d: %s", ex.Code, ex.Signal, trimNL(errb.b))
-	}
-	return nil
-}
 
 // Name returns "namespace".
 func (*Backend) Name() string { return "namespace" }
