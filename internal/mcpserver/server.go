@@ -86,6 +86,9 @@ type Server struct {
 	mcp   *mcp.Server
 	deps  Deps
 	drain *drain // running tool calls, for Shutdown (drain.go)
+	// reg renders the refusals tenancy makes before a tool's handler runs
+	// in that tool's error shape.
+	reg *tool.Registrar
 }
 
 // New builds the server and registers the tools of every enabled toolset.
@@ -102,6 +105,7 @@ func New(deps Deps) (*Server, error) {
 		}
 	}
 	r := tool.NewRegistrar(s.mcp)
+	s.reg = r
 	fs := filetools.New(filetools.Deps{Config: deps.Config, Files: deps.Files, Sessions: deps.Sessions})
 	run := runtools.Deps{Config: deps.Config, Engine: deps.Engine, Sessions: deps.Sessions, Scripts: deps.Scripts,
 		Upstreams: deps.Upstreams, Shell: deps.Shell, Files: fs, Isolated: deps.Isolated}
