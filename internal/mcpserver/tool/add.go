@@ -41,7 +41,9 @@ type Registrar struct {
 }
 
 // NewRegistrar returns the Registrar of srv.
-func NewRegistrar(srv *mcp.Server) *Registrar { return &Registrar{srv: srv, errShape: map[string]errShape{}} }
+func NewRegistrar(srv *mcp.Server) *Registrar {
+	return &Registrar{srv: srv, errShape: map[string]errShape{}}
+}
 
 // AddResourceTemplate adds a resource template served by h.
 func (r *Registrar) AddResourceTemplate(t *mcp.ResourceTemplate, h mcp.ResourceHandler) {
