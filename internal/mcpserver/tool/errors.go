@@ -121,12 +121,6 @@ func Invalidf(format string, args ...any) error {
 	return Coded(CodeInvalidParams, format, args...)
 }
 
-// Invalid returns an INVALID_PARAMS error from a handler of a tool that
-// returns execute_code's shape.
-func Invalid(msg string) (*mcp.CallToolResult, engine.Result, error) {
-	return nil, engine.Result{}, Coded(CodeInvalidParams, "%s", msg)
-}
-
 // Fail returns err, as Rejected codes it, from a handler of a tool that
 // returns execute_code's shape.
 func Fail(err error) (*mcp.CallToolResult, engine.Result, error) {
@@ -159,7 +153,7 @@ func Classify(err error) *Error {
 	code := CodeInternal
 	switch {
 	case errors.Is(err, session.ErrNotFound):
-		return &Error{Message: SessionError(err), Code: CodeSessionNotFound}
+		return &Error{Message: sessionError(err), Code: CodeSessionNotFound}
 	case errors.Is(err, session.ErrFull), errors.Is(err, files.ErrTooLarge):
 		code = CodeLimitExceeded
 	case errors.Is(err, session.ErrExists):
@@ -215,9 +209,9 @@ func ErrorResult(err error) *mcp.CallToolResult {
 	return errShape{}.result(Classify(err))
 }
 
-// SessionError is how every tool names a session it cannot use: an
-// unknown id gets the hint where the live ones are listed.
-func SessionError(err error) string {
+// sessionError is how every tool names a session it cannot find, with the
+// hint where the live ones are listed.
+func sessionError(err error) string {
 	if errors.Is(err, session.ErrNotFound) {
 		return "unknown session: " + strings.TrimPrefix(err.Error(), session.ErrNotFound.Error()+": ") + " (list_sessions shows the live ones)"
 	}
