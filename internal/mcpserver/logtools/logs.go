@@ -113,7 +113,7 @@ func (s *toolset) searchLogs(ctx context.Context, _ *mcp.CallToolRequest, in Sea
 	if in.Since != "" {
 		t, err := parseSince(in.Since)
 		if err != nil {
-			return nil, SearchLogsOut{}, tool.Coded(tool.CodeInvalidParams, "since: %v", err)
+			return nil, SearchLogsOut{}, tool.Invalidf("since must be a date (2006-01-02) or an RFC 3339 time (2006-01-02T15:04:05Z), got %q", in.Since)
 		}
 		q.Since = t
 	}

@@ -143,6 +143,9 @@ func (s *toolset) packageTarget(ctx context.Context, sessionID, lang string) (st
 	}
 	dir, err := s.deps.SessionPackages.PackageTarget(ctx, sessionID, lang)
 	if err != nil {
+		if te := tool.Classify(err); te.Code != tool.CodeInternal {
+			return "", te
+		}
 		return "", tool.Coded(tool.CodeSessionNotFound, "%v", err)
 	}
 	return dir, nil

@@ -31,12 +31,13 @@ func decodeArgs(raw any, schema *jsonschema.Resolved, dst any) error {
 	if err != nil {
 		return err
 	}
-	var v map[string]any
-	if err := json.Unmarshal(data, &v); err != nil {
+	var parsed any
+	if err := json.Unmarshal(data, &parsed); err != nil {
 		return Invalidf("arguments must be a JSON object (%v)", err)
 	}
-	if v == nil {
-		v = map[string]any{}
+	v, ok := parsed.(map[string]any)
+	if !ok {
+		return Invalidf("arguments must be a JSON object (got %s)", describe(parsed))
 	}
 	var anyV any = v
 	if err := schema.Validate(&anyV); err != nil {
