@@ -198,3 +198,38 @@ func connectClient(t *testing.T, srv *mcp.Server) *mcp.ClientSession {
 	t.Cleanup(func() { _ = cs.Close() })
 	return cs
 }
+
+// TestShutdownRefusalShape: a call that arrives after Shutdown began is
+// refused as SERVER_NOT_READY in the tool's own error shape (execute_code's
+// setup_error result for execute_code).
+func TestShutdownRefusalShape(t *testing.T) {
+	dir := t.TempDir()
+	cfg := config.Defaults(dir)
+	cfg.SandboxMode = config.ModeSubprocess
+	a, err := app.Build(context.Background(), cfg, app.HostEnv{Home: dir, Path: os.Getenv("PATH"), Cwd: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	cs := connectClient(t, a.Server.MCP())
+	ctx := context.Background()
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := map[string]*mcp.Tool{}
+	for _, tl := range list.Tools {
+		tools[tl.Name] = tl
+	}
+	a.Server.Shutdown(ctx, 0)
+	for name, args := range map[string]any{
+		"execute_code":  map[string]any{"language": "python", "code": "print(1)"},
+		"list_sessions": map[string]any{},
+	} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		checkErrorShape(t, "after shutdown", tools[name], res, contractCall{code: tool.CodeServerNotReady})
+	}
+}

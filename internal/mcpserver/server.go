@@ -106,6 +106,9 @@ func New(deps Deps) (*Server, error) {
 	}
 	r := tool.NewRegistrar(s.mcp)
 	s.reg = r
+	s.drain.refuse = func(call *mcp.CallToolRequest) mcp.Result {
+		return r.ErrorResultFor(call.Params.Name, tool.Coded(tool.CodeServerNotReady, "%v", ErrShuttingDown))
+	}
 	fs := filetools.New(filetools.Deps{Config: deps.Config, Files: deps.Files, Sessions: deps.Sessions})
 	run := runtools.Deps{Config: deps.Config, Engine: deps.Engine, Sessions: deps.Sessions, Scripts: deps.Scripts,
 		Upstreams: deps.Upstreams, Shell: deps.Shell, Files: fs, Isolated: deps.Isolated}

@@ -61,6 +61,7 @@ const (
 	CodeFileNotFound          = "FILE_NOT_FOUND"
 	CodeToolNotFound          = "TOOL_NOT_FOUND"
 	CodeBusy                  = "BUSY"
+	CodeServerNotReady        = "SERVER_NOT_READY"
 	CodeInternal              = "INTERNAL_ERROR"
 	CodeContextCreationFailed = "CONTEXT_CREATION_FAILED"
 	CodeStopFailed            = "STOP_FAILED"
@@ -94,6 +95,7 @@ var Codes = []CodeInfo{
 	{CodeFileNotFound, "no such file, upload or artifact (list_files)", ClassNotFound},
 	{CodeToolNotFound, "no upstream tool matches the name (search_tools)", ClassNotFound},
 	{CodeBusy, "all your execution slots stayed taken for the queue wait; retry later", ClassBusy},
+	{CodeServerNotReady, "the server is shutting down and takes no new calls; retry on another instance", ClassBusy},
 	{CodeInternal, "the server failed; the message says what failed", ClassInternal},
 	{CodeContextCreationFailed, "the context's interpreter could not be started", ClassInternal},
 	{CodeStopFailed, "the context could not be stopped", ClassInternal},
