@@ -162,6 +162,9 @@ func checkErrorShape(t *testing.T, kind string, tl *mcp.Tool, res *mcp.CallToolR
 		t.Errorf("%s: text %s: [keys code has-message names-%q] (-want +got):\n%s", kind, text.Text, want.field, diff)
 	}
 	if res.StructuredContent == nil {
+		if returnsExecResult(tl) {
+			t.Errorf("%s: %s returns execute_code's result, but its failure has no setup_error structured content (does its output schema admit code?)", kind, tl.Name)
+		}
 		if tl.OutputSchema == nil {
 			t.Errorf("%s: no structured content, but %s has no output schema that could reject it", kind, tl.Name)
 		}
@@ -232,4 +235,15 @@ func TestShutdownRefusalShape(t *testing.T) {
 		}
 		checkErrorShape(t, "after shutdown", tools[name], res, contractCall{code: tool.CodeServerNotReady})
 	}
+}
+
+// returnsExecResult reports whether tl's output schema is execute_code's
+// result (it has status and error_message).
+func returnsExecResult(tl *mcp.Tool) bool {
+	b, _ := json.Marshal(tl.OutputSchema)
+	var s struct{ Properties map[string]any }
+	_ = json.Unmarshal(b, &s)
+	_, status := s.Properties["status"]
+	_, msg := s.Properties["error_message"]
+	return status && msg
 }
