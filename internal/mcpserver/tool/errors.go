@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -134,11 +135,10 @@ func Fail(err error) (*mcp.CallToolResult, engine.Result, error) {
 // the domain error it wraps (Classify), else INVALID_PARAMS.
 func Rejected(err error) error {
 	te := Classify(err)
-	if te.Code == CodeInternal {
-		var own *Error
-		if !errors.As(err, &own) {
-			te.Code = CodeInvalidParams
-		}
+	var own *Error
+	cancelled := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	if te.Code == CodeInternal && !errors.As(err, &own) && !cancelled {
+		te.Code = CodeInvalidParams
 	}
 	return te
 }
