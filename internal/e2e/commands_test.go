@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,9 +62,14 @@ func mustReject(t *testing.T, s *server, tool string, args map[string]any, want 
 	if !res.IsError {
 		t.Fatalf("%s %v: want a rejection, got\n%s", tool, args, text(res))
 	}
+	// A rejection is the error object of docs/errors.md: the message and a code.
+	var e struct{ Error, Code string }
+	if err := json.Unmarshal([]byte(text(res)), &e); err != nil || e.Code == "" {
+		t.Fatalf("%s %v: rejection is not an {error, code} object: %s", tool, args, text(res))
+	}
 	for _, w := range want {
-		if !strings.Contains(text(res), w) {
-			t.Errorf("%s %v: error %q does not mention %q", tool, args, text(res), w)
+		if !strings.Contains(e.Error, w) {
+			t.Errorf("%s %v: error %q does not mention %q", tool, args, e.Error, w)
 		}
 	}
 }

@@ -27,6 +27,10 @@ type drain struct {
 
 	finishOnce sync.Once // the stdio shutdown, from ctx or the input's end
 	cancelled  int       // calls finish cancelled, set inside finishOnce
+
+	// refuse answers a call that arrives after Shutdown began, as a tool
+	// error of that tool (SERVER_NOT_READY); nil: a JSON-RPC error.
+	refuse func(*mcp.CallToolRequest) mcp.Result
 }
 
 func newDrain() *drain {
@@ -42,6 +46,9 @@ func (d *drain) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		if !d.enter() {
+			if call, ok := req.(*mcp.CallToolRequest); ok && d.refuse != nil && call.Params != nil {
+				return d.refuse(call), nil
+			}
 			return nil, ErrShuttingDown
 		}
 		defer d.leave()

@@ -89,6 +89,9 @@ type Server struct {
 	mcp   *mcp.Server
 	deps  Deps
 	drain *drain // running tool calls, for Shutdown (drain.go)
+	// reg renders the refusals tenancy makes before a tool's handler runs
+	// in that tool's error shape.
+	reg *tool.Registrar
 }
 
 // New builds the server and registers the tools of every enabled toolset.
@@ -105,6 +108,10 @@ func New(deps Deps) (*Server, error) {
 		}
 	}
 	r := tool.NewRegistrar(s.mcp)
+	s.reg = r
+	s.drain.refuse = func(call *mcp.CallToolRequest) mcp.Result {
+		return r.ErrorResultFor(call.Params.Name, tool.Coded(tool.CodeServerNotReady, "%v", ErrShuttingDown))
+	}
 	fs := filetools.New(filetools.Deps{Config: deps.Config, Files: deps.Files, Sessions: deps.Sessions})
 	run := runtools.Deps{Config: deps.Config, Engine: deps.Engine, Sessions: deps.Sessions, Scripts: deps.Scripts,
 		Upstreams: deps.Upstreams, Shell: deps.Shell, Files: fs, Isolated: deps.Isolated}

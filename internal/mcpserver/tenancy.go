@@ -7,7 +7,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/tenant"
 )
 
@@ -43,7 +42,7 @@ func (s *Server) tenancy(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		release, err := s.deps.Limiter.Acquire(ctx, p)
 		if err != nil {
-			return tool.ErrorResult(tool.Refused(err.Error())), nil
+			return s.reg.ErrorResultFor(call.Params.Name, err), nil
 		}
 		defer release()
 		return next(ctx, method, req)

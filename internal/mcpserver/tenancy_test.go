@@ -305,7 +305,8 @@ func TestExecutionQuotaBusy(t *testing.T) {
 	}
 	start := time.Now()
 	msg := alice.refused("execute_code", map[string]any{"language": "bash", "code": "echo second"})
-	if !strings.Contains(msg, "busy") || !strings.Contains(msg, "CODEXEC_MAX_CONCURRENT=1") || !strings.Contains(msg, "CODEXEC_QUEUE_WAIT_MS") {
+	if !strings.Contains(msg, "busy") || !strings.Contains(msg, "CODEXEC_MAX_CONCURRENT=1") || !strings.Contains(msg, "CODEXEC_QUEUE_WAIT_MS") ||
+		!strings.Contains(msg, `"code":"BUSY"`) {
 		t.Errorf("busy error = %q", msg)
 	}
 	if waited := time.Since(start); waited < wait {

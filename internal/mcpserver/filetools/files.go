@@ -3,7 +3,6 @@ package filetools
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -112,25 +111,25 @@ func (s *Files) resolveTarget(ctx context.Context, sessionID, contextID, executi
 	}
 	switch {
 	case sid != "" && executionID != "":
-		return target{}, errors.New("give a session_id/context_id or an execution_id, not both")
+		return target{}, tool.Invalidf("give a session_id/context_id or an execution_id, not both")
 	case executionID != "":
 		if _, err := s.deps.Files.Get(ctx, executionID); err != nil {
-			return target{}, err
+			return target{}, tool.Coded(tool.CodeExecutionNotFound, "%v", err)
 		}
 		return target{ItemID: executionID, URIBase: uriBase("executions", executionID)}, nil
 	case sid != "":
 		return s.sessionTarget(ctx, sid)
 	}
-	return target{}, errors.New("give a session_id, context_id or execution_id")
+	return target{}, tool.Invalidf("give a session_id, context_id or execution_id")
 }
 
 func (s *Files) sessionTarget(ctx context.Context, id string) (target, error) {
 	if s.deps.Sessions == nil {
-		return target{}, errors.New("sessions are not enabled on this server")
+		return target{}, tool.Coded(tool.CodeNotEnabled, "sessions are not enabled on this server (CODEXEC_TOOLSETS)")
 	}
 	sess, err := s.deps.Sessions.Get(ctx, id)
 	if err != nil {
-		return target{}, errors.New(tool.SessionError(err))
+		return target{}, tool.Classify(err)
 	}
 	root, err := sess.OpenWorkspace()
 	if err != nil {
@@ -147,7 +146,7 @@ func (s *Files) downloadFile(ctx context.Context, _ *mcp.CallToolRequest, in Dow
 	defer t.close()
 	data, e, err := s.readTarget(ctx, t, in.Path, in.Offset, s.rangeLength(in.Length))
 	if err != nil {
-		return nil, DownloadOut{}, err
+		return nil, DownloadOut{}, tool.Rejected(err)
 	}
 	whole := in.Offset == 0 && int64(len(data)) == e.Size
 	if !whole {
@@ -199,7 +198,7 @@ func (s *Files) uploadFile(ctx context.Context, _ *mcp.CallToolRequest, in Uploa
 		id := execlog.NewID("upl_")
 		it, w, err := s.deps.Files.Put(ctx, id, in.Path, strings.NewReader(data), opts)
 		if err != nil {
-			return nil, UploadOut{}, err
+			return nil, UploadOut{}, tool.Rejected(err)
 		}
 		return nil, UploadOut{Path: w.Path, Size: w.Size, SHA256: w.SHA256, UploadID: id, ExpiresAt: &it.Expires}, nil
 	}
@@ -213,7 +212,7 @@ func (s *Files) uploadFile(ctx context.Context, _ *mcp.CallToolRequest, in Uploa
 	}
 	w, err := t.Root.Write(in.Path, strings.NewReader(data), opts)
 	if err != nil {
-		return nil, UploadOut{}, err
+		return nil, UploadOut{}, tool.Rejected(err)
 	}
 	return nil, UploadOut{Path: w.Path, Size: w.Size, SHA256: w.SHA256}, nil
 }
@@ -224,26 +223,26 @@ func (s *Files) uploadContent(in UploadIn) (string, fs.FileMode, error) {
 	data := in.Content
 	switch {
 	case in.Content != "" && in.ContentBase64 != "":
-		return "", 0, errors.New("give content or content_base64, not both")
+		return "", 0, tool.Invalidf("give content or content_base64, not both")
 	case in.ContentBase64 != "":
 		b, err := base64.StdEncoding.DecodeString(strings.TrimRight(in.ContentBase64, "\n"))
 		if err != nil {
 			b, err = base64.RawStdEncoding.DecodeString(in.ContentBase64)
 		}
 		if err != nil {
-			return "", 0, fmt.Errorf("content_base64 is not valid base64: %v", err)
+			return "", 0, tool.Invalidf("content_base64 is not valid base64: %v", err)
 		}
 		data = string(b)
 	}
 	if max := s.deps.Config.MaxUploadBytes; int64(len(data)) > max {
-		return "", 0, fmt.Errorf("%d bytes exceed CODEXEC_MAX_UPLOAD_BYTES (%d)", len(data), max)
+		return "", 0, tool.Coded(tool.CodeLimitExceeded, "%d bytes exceed CODEXEC_MAX_UPLOAD_BYTES (%d)", len(data), max)
 	}
 	if in.Mode == "" {
 		return data, 0, nil
 	}
 	m, err := strconv.ParseUint(in.Mode, 8, 32)
 	if err != nil || m > 0o777 {
-		return "", 0, fmt.Errorf("mode %q: give octal permission bits such as 644 or 755", in.Mode)
+		return "", 0, tool.Invalidf("mode %q: give octal permission bits such as 644 or 755", in.Mode)
 	}
 	return data, fs.FileMode(m), nil
 }
@@ -258,7 +257,7 @@ func (s *Files) checkDisk(root *files.Root, n int64) error {
 	}
 	used, _ := root.Usage(20000)
 	if used+n > limit {
-		return fmt.Errorf("the workspace holds %d bytes; %d more would exceed CODEXEC_DISK_LIMIT (%d)", used, n, limit)
+		return tool.Coded(tool.CodeLimitExceeded, "the workspace holds %d bytes; %d more would exceed CODEXEC_DISK_LIMIT (%d)", used, n, limit)
 	}
 	return nil
 }
@@ -279,11 +278,14 @@ func (s *Files) listFiles(ctx context.Context, _ *mcp.CallToolRequest, in ListFi
 	defer t.close()
 	if t.Root != nil {
 		l, err := t.Root.List(in.Path, in.Recursive, limit)
-		return nil, l, err
+		if err != nil {
+			return nil, l, tool.Rejected(err)
+		}
+		return nil, l, nil
 	}
 	it, err := s.deps.Files.Get(ctx, t.ItemID)
 	if err != nil {
-		return nil, files.Listing{}, err
+		return nil, files.Listing{}, tool.Classify(err)
 	}
 	return nil, itemListing(it, in.Path, limit), nil
 }
@@ -331,7 +333,7 @@ func (s *Files) StageUploads(ctx context.Context, ids []string) (func(*files.Roo
 		return nil, nil
 	}
 	if s.deps.Files == nil {
-		return nil, errors.New("files are not enabled on this server")
+		return nil, tool.Coded(tool.CodeNotEnabled, "files are not enabled on this server (CODEXEC_TOOLSETS)")
 	}
 	for _, id := range ids {
 		if _, err := s.deps.Files.Get(ctx, id); err != nil {
@@ -358,7 +360,7 @@ func (s *Files) UploadsToSession(ctx context.Context, sessionID string, ids []st
 		return nil
 	}
 	if s.deps.Files == nil {
-		return errors.New("files are not enabled on this server")
+		return tool.Coded(tool.CodeNotEnabled, "files are not enabled on this server (CODEXEC_TOOLSETS)")
 	}
 	t, err := s.sessionTarget(ctx, sessionID)
 	if err != nil {

@@ -106,23 +106,23 @@ func (s *toolset) searchLogs(ctx context.Context, _ *mcp.CallToolRequest, in Sea
 	if in.Language != "" {
 		l, err := runtime.Normalize(in.Language)
 		if err != nil {
-			return nil, SearchLogsOut{}, tool.Coded("INVALID_LANGUAGE", "%v", err)
+			return nil, SearchLogsOut{}, tool.Coded(tool.CodeInvalidLanguage, "%v", err)
 		}
 		q.Language = l
 	}
 	if in.Since != "" {
 		t, err := parseSince(in.Since)
 		if err != nil {
-			return nil, SearchLogsOut{}, tool.Coded("INVALID_PARAMS", "since: %v", err)
+			return nil, SearchLogsOut{}, tool.Invalidf("since must be a date (2006-01-02) or an RFC 3339 time (2006-01-02T15:04:05Z), got %q", in.Since)
 		}
 		q.Since = t
 	}
 	if in.Limit < 0 {
-		return nil, SearchLogsOut{}, tool.Coded("INVALID_PARAMS", "limit must be positive, got %d", in.Limit)
+		return nil, SearchLogsOut{}, tool.Coded(tool.CodeInvalidParams, "limit must be positive, got %d", in.Limit)
 	}
 	hits, total, err := s.deps.Logs.Search(ctx, q)
 	if errors.Is(err, logindex.ErrInvalidQuery) {
-		return nil, SearchLogsOut{}, tool.Coded("INVALID_PARAMS", "%v", err)
+		return nil, SearchLogsOut{}, tool.Coded(tool.CodeInvalidParams, "%v", err)
 	}
 	if err != nil {
 		return nil, SearchLogsOut{}, s.logUnavailable(err)
@@ -141,7 +141,7 @@ func (s *toolset) logUnavailable(err error) error {
 	if w := s.logWriteError(); w != "" {
 		msg += "; new executions are not being recorded either: " + w
 	}
-	return tool.Coded("LOG_UNAVAILABLE", "%s", msg)
+	return tool.Coded(tool.CodeLogUnavailable, "%s", msg)
 }
 
 // logWriteError is why the latest execution could not be logged, or "".
@@ -165,13 +165,13 @@ func parseSince(v string) (time.Time, error) {
 func (s *toolset) getLog(ctx context.Context, _ *mcp.CallToolRequest, in GetLogIn) (*mcp.CallToolResult, GetLogOut, error) {
 	e, err := s.deps.Logs.Get(ctx, in.ExecutionID)
 	if errors.Is(err, logindex.ErrNotFound) {
-		return nil, GetLogOut{}, tool.Coded("EXECUTION_NOT_FOUND", "%v", err)
+		return nil, GetLogOut{}, tool.Coded(tool.CodeExecutionNotFound, "%v", err)
 	}
 	if errors.Is(err, logindex.ErrUnavailable) {
 		return nil, GetLogOut{}, s.logUnavailable(err)
 	}
 	if err != nil {
-		return nil, GetLogOut{}, err
+		return nil, GetLogOut{}, tool.Coded(tool.CodeLogUnavailable, "%v", err)
 	}
 	a := nonNilDiff(e.Artifacts)
 	return nil, GetLogOut{ExecutionID: e.ExecutionID, SessionID: e.SessionID, Tool: e.Tool, ScriptName: e.ScriptName,

@@ -88,7 +88,7 @@ func (s *toolset) installPackage(ctx context.Context, req *mcp.CallToolRequest, 
 	var out InstallPackageOut
 	lang, err := packageLanguage(in.Language)
 	if err != nil {
-		return nil, out, tool.Coded("INVALID_LANGUAGE", "%v", err)
+		return nil, out, tool.Coded(tool.CodeInvalidLanguage, "%v", err)
 	}
 	if spec, err := s.deps.Packages.Check(lang, in.Package); err != nil {
 		var be *packages.BlockedError
@@ -100,7 +100,7 @@ func (s *toolset) installPackage(ctx context.Context, req *mcp.CallToolRequest, 
 	}
 	dir, err := s.packageTarget(ctx, in.SessionID, lang)
 	if err != nil {
-		return nil, out, err
+		return nil, out, err // coded by packageTarget
 	}
 	obs, finish := tool.StreamOutput(ctx, req)
 	res, err := s.deps.Packages.Install(ctx, packages.Request{Language: lang, Package: in.Package, Dir: dir, Observe: obs})
@@ -117,7 +117,7 @@ func (s *toolset) installPackage(ctx context.Context, req *mcp.CallToolRequest, 
 		if errors.As(err, &we) {
 			logErr = err.Error()
 		} else if err != nil {
-			return nil, out, tool.Coded("INTERNAL_ERROR", "package installed but the session could not record it: %v", err)
+			return nil, out, tool.Coded(tool.CodeInternal, "package installed but the session could not record it: %v", err)
 		}
 	}
 	out = InstallPackageOut{Success: res.Success, Package: res.Spec.Name, Version: res.Version, Language: lang,
@@ -130,20 +130,23 @@ func (s *toolset) installPackage(ctx context.Context, req *mcp.CallToolRequest, 
 // local principal (the operator's own stdio client) may make them.
 func (s *toolset) packageTarget(ctx context.Context, sessionID, lang string) (string, error) {
 	if sessionID == "" && tenant.From(ctx) != tenant.Local {
-		return "", tool.Coded("INVALID_PARAMS", "global installs are reserved to the server's operator; pass session_id to install into one of your sessions")
+		return "", tool.Coded(tool.CodeNotAllowed, "global installs are reserved to the server's operator; pass session_id to install into one of your sessions")
 	}
 	if sessionID == "" {
 		if dir := s.deps.Packages.GlobalDir(lang); dir != "" {
 			return dir, nil
 		}
-		return "", tool.Coded("INVALID_PARAMS", "global package installs are not configured on this server (CODEXEC_PACKAGES_DIR); pass session_id")
+		return "", tool.Coded(tool.CodeNotEnabled, "global package installs are not configured on this server (CODEXEC_PACKAGES_DIR); pass session_id")
 	}
 	if s.deps.SessionPackages == nil {
-		return "", tool.Coded("SESSIONS_UNAVAILABLE", "session_id given but sessions are not available on this server; omit session_id to install globally")
+		return "", tool.Coded(tool.CodeNotEnabled, "session_id given but sessions are not available on this server; omit session_id to install globally")
 	}
 	dir, err := s.deps.SessionPackages.PackageTarget(ctx, sessionID, lang)
 	if err != nil {
-		return "", tool.Coded("SESSION_NOT_FOUND", "%v", err)
+		if te := tool.Classify(err); te.Code != tool.CodeInternal {
+			return "", te
+		}
+		return "", tool.Coded(tool.CodeSessionNotFound, "%v", err)
 	}
 	return dir, nil
 }
@@ -161,9 +164,9 @@ func packageLanguage(lang string) (string, error) {
 func packageError(err error) error {
 	var be *packages.BlockedError
 	if errors.As(err, &be) {
-		return tool.Coded("PACKAGE_BLOCKED", "%v", err)
+		return tool.Coded(tool.CodePackageBlocked, "%v", err)
 	}
-	return tool.Coded("INVALID_PARAMS", "%v", err)
+	return tool.Coded(tool.CodeInvalidParams, "%v", err)
 }
 
 func installText(o InstallPackageOut) *mcp.CallToolResult {

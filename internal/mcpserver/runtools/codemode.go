@@ -2,7 +2,6 @@ package runtools
 
 import (
 	"context"
-	"fmt"
 	"path"
 	"strings"
 
@@ -53,7 +52,7 @@ func (s *toolset) registerCodeMode() {
 
 func (s *toolset) searchTools(ctx context.Context, _ *mcp.CallToolRequest, in SearchToolsIn) (*mcp.CallToolResult, SearchToolsOut, error) {
 	if strings.TrimSpace(in.Query) == "" {
-		return nil, SearchToolsOut{}, fmt.Errorf("query is empty")
+		return nil, SearchToolsOut{}, tool.Invalidf("query is empty: say what the code must do")
 	}
 	k := in.Limit
 	if k <= 0 {
@@ -86,7 +85,7 @@ func (s *toolset) injectedTools(ctx context.Context, names []string, intent stri
 	up := s.deps.Upstreams
 	if up == nil {
 		if len(names) > 0 {
-			return nil, fmt.Errorf("tools given but no upstream MCP servers are configured (CODEXEC_UPSTREAMS)")
+			return nil, tool.Coded(tool.CodeNotEnabled, "tools given but no upstream MCP servers are configured (CODEXEC_UPSTREAMS)")
 		}
 		return nil, nil
 	}
@@ -123,8 +122,8 @@ func (s *toolset) injectedTools(ctx context.Context, names []string, intent stri
 func unknownTool(up *upstream.Manager, name string) error {
 	if srv, toolName, ok := strings.Cut(name, "."); ok && !strings.ContainsAny(name, "*?[") {
 		if err := up.Allowed(srv, toolName); err != nil {
-			return err
+			return tool.Coded(tool.CodeNotAllowed, "%v", err)
 		}
 	}
-	return fmt.Errorf("no upstream tool matches %q (use search_tools; names are server.tool)", name)
+	return tool.Coded(tool.CodeToolNotFound, "no upstream tool matches %q (use search_tools; names are server.tool)", name)
 }

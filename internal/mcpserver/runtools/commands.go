@@ -2,6 +2,7 @@ package runtools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -43,7 +44,7 @@ func (s *toolset) registerCommands() {
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCommandIn) (*mcp.CallToolResult, shell.Result, error) {
 		timeout, err := eng.ResolveTimeout(tool.IntPtr(in.TimeoutMs), nil)
 		if err != nil {
-			return nil, shell.Result{}, err
+			return nil, shell.Result{}, tool.Invalidf("%v", err)
 		}
 		obs, finish := tool.StreamOutput(ctx, req)
 		defer finish()
@@ -56,7 +57,7 @@ func (s *toolset) registerCommands() {
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in ExecuteProcessIn) (*mcp.CallToolResult, shell.Result, error) {
 		timeout, err := eng.ResolveTimeout(tool.IntPtr(in.TimeoutMs), nil)
 		if err != nil {
-			return nil, shell.Result{}, err
+			return nil, shell.Result{}, tool.Invalidf("%v", err)
 		}
 		obs, finish := tool.StreamOutput(ctx, req)
 		defer finish()
@@ -77,12 +78,12 @@ func allowedText(a *shell.Allowlist) string {
 }
 
 // commandResult renders a run as YAML text (the command tools' documented
-// result). Rejections (err) and
-// timeouts are tool errors; any command that ran to an exit status, zero or
-// not, is a normal result.
+// result). Rejections (err) are tool errors (commandError); a timeout is an
+// isError result with the output captured before it; any command that ran
+// to an exit status, zero or not, is a normal result.
 func commandResult(res shell.Result, err error) (*mcp.CallToolResult, shell.Result, error) {
 	if err != nil {
-		return nil, shell.Result{}, err
+		return nil, shell.Result{}, commandError(err)
 	}
 	if res.TimedOut {
 		msg := fmt.Sprintf("timeout: the command did not finish within its timeout and was terminated with all its child processes (%s); stdout and stderr hold the output captured before the timeout", *res.ErrorMessage)
@@ -94,4 +95,23 @@ func commandResult(res shell.Result, err error) (*mcp.CallToolResult, shell.Resu
 	}
 	isErr := res.TimedOut || res.Status == "setup_error"
 	return &mcp.CallToolResult{IsError: isErr, Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}, res, nil
+}
+
+// commandError codes a rejection of the command runner: the allowlist and
+// the cwd roots are the server's policy (NOT_ALLOWED), a broken
+// ALLOWED_CWD_ROOTS is the server's fault, anything else is in the request.
+func commandError(err error) error {
+	var (
+		na *shell.NotAllowedError
+		un *shell.UncheckableError
+		cw *shell.CwdError
+		ce *shell.ConfigError
+	)
+	switch {
+	case errors.Is(err, shell.ErrNoneAllowed), errors.As(err, &na), errors.As(err, &un), errors.As(err, &cw):
+		return tool.Coded(tool.CodeNotAllowed, "%v", err)
+	case errors.As(err, &ce):
+		return tool.Coded(tool.CodeInternal, "%v", err)
+	}
+	return tool.Rejected(err)
 }

@@ -3,7 +3,6 @@ package runtools
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -64,14 +63,14 @@ func (s *toolset) executeCodeWithFiles(ctx context.Context, req *mcp.CallToolReq
 	}
 	timeout, err := s.deps.Engine.ResolveTimeout(tool.IntPtr(in.TimeoutMs), tool.IntPtr(in.Timeout))
 	if err != nil {
-		return tool.Invalid(err.Error())
+		return tool.Fail(err)
 	}
 	prepare, err := s.deps.Files.StageUploads(ctx, in.Files)
 	if err != nil {
-		return tool.Invalid(err.Error())
+		return tool.Fail(err)
 	}
 	if codeMode, err := isCodeMode(in); err != nil {
-		return tool.Invalid(err.Error())
+		return tool.Fail(tool.Coded(tool.CodeInvalidLanguage, "%v", err))
 	} else if codeMode {
 		return s.executeCodeMode(ctx, req, in, timeout, obs, prepare)
 	}
@@ -80,7 +79,7 @@ func (s *toolset) executeCodeWithFiles(ctx context.Context, req *mcp.CallToolReq
 		Tool: "execute_code", Context: tool.CallContext(req), Observe: obs, Prepare: prepare,
 	})
 	if err != nil {
-		return tool.Invalid(err.Error())
+		return tool.Fail(err)
 	}
 	return tool.ResultText(res), res, nil
 }
@@ -122,14 +121,14 @@ func (s *toolset) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest,
 	prepare func(*files.Root) error) (*mcp.CallToolResult, engine.Result, error) {
 	lang, err := codeModeLanguage(in.Language)
 	if err != nil {
-		return tool.Invalid(err.Error())
+		return tool.Fail(tool.Coded(tool.CodeInvalidLanguage, "%v", err))
 	}
 	if in.Timeout == nil && in.TimeoutMs == nil {
 		timeout = s.deps.Config.CodeMode.Timeout
 	}
 	tools, err := s.injectedTools(ctx, in.Tools, in.Intent)
 	if err != nil {
-		return tool.Invalid(err.Error())
+		return tool.Fail(err)
 	}
 	cm := s.deps.Config.CodeMode
 	creq := codemode.Request{Language: lang, Code: in.Code, Intent: in.Intent, Context: in.Context, Stdin: in.Stdin,
@@ -140,7 +139,7 @@ func (s *toolset) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest,
 	}
 	res, err := codemode.Execute(ctx, s.deps.Engine, creq)
 	if err != nil {
-		return tool.Invalid(err.Error())
+		return tool.Fail(err)
 	}
 	return codeModeText(res), res, nil
 }
@@ -159,11 +158,11 @@ func codeModeText(r engine.Result) *mcp.CallToolResult {
 
 func (s *toolset) executeInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, obs output.Observer) (*mcp.CallToolResult, engine.Result, error) {
 	if s.deps.Sessions == nil {
-		return tool.Invalid("session_id given but persistent sessions are not enabled on this server")
+		return tool.Fail(tool.Coded(tool.CodeNotEnabled, "session_id given but persistent sessions are not enabled on this server (CODEXEC_TOOLSETS)"))
 	}
 	res, err := s.runInSession(ctx, req, in, obs)
 	if err != nil {
-		return tool.Invalid(err.Error())
+		return tool.Fail(err)
 	}
 	return tool.ResultText(res), res, nil
 }
@@ -186,7 +185,7 @@ func (s *toolset) runInSession(ctx context.Context, req *mcp.CallToolRequest, in
 	}
 	if in.Language != "" {
 		if lang, err := runtime.Normalize(in.Language); err != nil || lang != sess.Language {
-			return engine.Result{}, fmt.Errorf("session %s runs %s, not %s", sess.ID, sess.Language, in.Language)
+			return engine.Result{}, tool.Coded(tool.CodeInvalidLanguage, "session %s runs %s, not %s: omit language or start another session", sess.ID, sess.Language, in.Language)
 		}
 	}
 	return s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: sess.ID, Code: in.Code, Timeout: timeout,
@@ -204,7 +203,7 @@ func (s *toolset) openSession(ctx context.Context, req *mcp.CallToolRequest, in 
 	sess, _, err := s.deps.Sessions.Open(ctx, in.SessionID, session.StartRequest{Kind: session.KindSession,
 		Language: in.Language, Call: tool.CallContext(req)})
 	if err != nil {
-		return nil, errors.New(tool.SessionError(err))
+		return nil, err
 	}
 	return sess, nil
 }

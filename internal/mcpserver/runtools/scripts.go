@@ -155,7 +155,7 @@ func (s *toolset) listScripts(ctx context.Context, _ *mcp.CallToolRequest, in Li
 	if in.Language != "" {
 		l, err := runtime.Normalize(in.Language)
 		if err != nil {
-			return nil, ListScriptsOut{}, tool.Coded("INVALID_LANGUAGE", "%v", err)
+			return nil, ListScriptsOut{}, tool.Coded(tool.CodeInvalidLanguage, "%v", err)
 		}
 		lang = l
 	}
@@ -165,7 +165,7 @@ func (s *toolset) listScripts(ctx context.Context, _ *mcp.CallToolRequest, in Li
 	}
 	ms, err := store.List(lang, in.Tag)
 	if err != nil {
-		return nil, ListScriptsOut{}, err
+		return nil, ListScriptsOut{}, scriptError(err)
 	}
 	out := ListScriptsOut{Scripts: []ScriptSummary{}, TotalCount: len(ms)}
 	for _, m := range ms {
@@ -181,7 +181,7 @@ func (s *toolset) searchScripts(ctx context.Context, _ *mcp.CallToolRequest, in 
 	}
 	ms, err := store.Search(in.Query)
 	if err != nil {
-		return nil, SearchScriptsOut{}, tool.Coded("INVALID_PARAMS", "%v", err)
+		return nil, SearchScriptsOut{}, tool.Invalidf("%v", err)
 	}
 	out := SearchScriptsOut{Results: []ScriptSummary{}, TotalCount: len(ms)}
 	for _, m := range ms {
@@ -198,18 +198,18 @@ func summary(m scripts.Meta, rel string) ScriptSummary {
 func (s *toolset) runScript(ctx context.Context, req *mcp.CallToolRequest, in RunScriptIn) (*mcp.CallToolResult, engine.Result, error) {
 	timeout, err := s.deps.Engine.ResolveTimeout(tool.IntPtr(in.TimeoutMs), nil)
 	if err != nil {
-		return tool.Invalid(err.Error())
+		return tool.Fail(err)
 	}
 	prepare, err := s.deps.Files.StageUploads(ctx, in.Files)
 	if err != nil {
-		return tool.Invalid(err.Error())
+		return tool.Fail(err)
 	}
 	obs, finish := tool.StreamOutput(ctx, req)
 	defer finish()
 	res, err := s.deps.Scripts.Run(ctx, scripts.RunRequest{Name: in.Name, Args: in.Args, Timeout: timeout,
 		Context: tool.CallContext(req), Observe: obs, Prepare: prepare})
 	if err != nil {
-		return tool.Invalid(scriptError(err).Error())
+		return tool.Fail(scriptError(err))
 	}
 	return s.deps.Files.WithFiles(ctx, tool.ResultText(res), res), res, nil
 }
@@ -218,15 +218,21 @@ func (s *toolset) runScript(ctx context.Context, req *mcp.CallToolRequest, in Ru
 // agent can tell a missing script from a storage failure.
 func scriptError(err error) error {
 	var mp *scripts.MissingPackagesError
+	var te *tool.Error
 	switch {
+	case errors.As(err, &te):
+		return te
 	case errors.As(err, &mp):
-		return tool.Coded("MISSING_PACKAGES", "%v", err)
+		return tool.Coded(tool.CodeMissingPackages, "%v", err)
 	case errors.Is(err, scripts.ErrNotFound):
-		return tool.Coded("SCRIPT_NOT_FOUND", "%v", err)
+		return tool.Coded(tool.CodeScriptNotFound, "%v", err)
 	case errors.Is(err, scripts.ErrPreflight):
-		return tool.Coded("PREFLIGHT_FAILED", "%v", err)
+		return tool.Coded(tool.CodePreflightFailed, "%v", err)
 	case errors.Is(err, scripts.ErrInvalid):
-		return tool.Coded("INVALID_PARAMS", "%v", err)
+		return tool.Invalidf("%v", err)
 	}
-	return tool.Coded("SCRIPT_STORAGE_ERROR", "%v", err)
+	if te := tool.Classify(err); te.Code != tool.CodeInternal {
+		return te
+	}
+	return tool.Coded(tool.CodeScriptStorage, "%v", err)
 }

@@ -15,14 +15,15 @@ import (
 	"github.com/codexec/codexec/internal/session"
 )
 
-// Error codes of the context tools (tool.Coded).
+// Error codes of the context tools, as the contract of run_code and its
+// companions names them (docs/errors.md).
 const (
-	codeInvalidParams      = "INVALID_PARAMS"
-	codeContextNotFound    = "CONTEXT_NOT_FOUND"
-	codeInvalidContextName = "INVALID_CONTEXT_NAME"
-	codeInvalidLanguage    = "INVALID_LANGUAGE"
-	codeCreationFailed     = "CONTEXT_CREATION_FAILED"
-	codeStopFailed         = "STOP_FAILED"
+	codeInvalidParams      = tool.CodeInvalidParams
+	codeContextNotFound    = tool.CodeContextNotFound
+	codeInvalidContextName = tool.CodeInvalidContextName
+	codeInvalidLanguage    = tool.CodeInvalidLanguage
+	codeCreationFailed     = tool.CodeContextCreationFailed
+	codeStopFailed         = tool.CodeStopFailed
 )
 
 // CreateContextIn is create_context's input.

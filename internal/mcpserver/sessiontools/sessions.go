@@ -2,7 +2,6 @@ package sessiontools
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -91,7 +90,7 @@ func (s *toolset) startSession(ctx context.Context, req *mcp.CallToolRequest, in
 	info, err := s.deps.Sessions.Start(ctx, session.StartRequest{Kind: session.KindSession, Language: in.Language,
 		Name: in.Name, WorkingDir: in.WorkingDir, Call: tool.CallContext(req)})
 	if err != nil {
-		return nil, StartSessionOut{}, err
+		return nil, StartSessionOut{}, tool.Rejected(err)
 	}
 	out := StartSessionOut{Success: true, SessionID: info.ID, Language: info.Language, Name: info.Name, Pid: info.Pid, StartedAt: info.StartedAt}
 	return nil, out, nil
@@ -100,14 +99,14 @@ func (s *toolset) startSession(ctx context.Context, req *mcp.CallToolRequest, in
 func (s *toolset) sendToSession(ctx context.Context, req *mcp.CallToolRequest, in SendIn) (*mcp.CallToolResult, engine.Result, error) {
 	timeout, err := s.deps.Engine.ResolveTimeout(tool.IntPtr(in.TimeoutMs), nil)
 	if err != nil {
-		return tool.Invalid(err.Error())
+		return tool.Fail(err)
 	}
 	obs, finish := tool.StreamOutput(ctx, req)
 	defer finish()
 	res, err := s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: in.SessionID, Code: in.Code, Timeout: timeout,
 		Tool: "send_to_session", Call: tool.CallContext(req), Observe: obs})
 	if err != nil {
-		return tool.Invalid(tool.SessionError(err))
+		return tool.Fail(err)
 	}
 	return s.deps.Files.WithFiles(ctx, tool.ResultText(res), res), res, nil
 }
@@ -115,7 +114,7 @@ func (s *toolset) sendToSession(ctx context.Context, req *mcp.CallToolRequest, i
 func (s *toolset) closeSession(ctx context.Context, _ *mcp.CallToolRequest, in SessionIDIn) (*mcp.CallToolResult, CloseSessionOut, error) {
 	ci, err := s.deps.Sessions.Stop(ctx, in.SessionID, "closed", false)
 	if err != nil {
-		return nil, CloseSessionOut{}, errors.New(tool.SessionError(err))
+		return nil, CloseSessionOut{}, tool.Classify(err)
 	}
 	return nil, CloseSessionOut{Success: true, SessionID: ci.ID, DurationTotalMs: ci.DurationTotal.Milliseconds(), ExecutionsCount: ci.Executions}, nil
 }

@@ -1,6 +1,7 @@
 // Package tool is what every MCP toolset of codexec is built with: the one
-// registration path (Add, through mcp.AddTool), the one tool-error style
-// (Coded, Refused, Invalid; errors.go), schema helpers, the caller's
+// registration path (Add), the one error contract
+// (Coded, Invalidf, Classify; errors.go, docs/errors.md), argument decoding
+// (args.go), schema helpers, the caller's
 // identifiers from _meta, progress streaming, and the text renderings that
 // several toolsets share (execute_code's result, JSON text).
 //
@@ -13,18 +14,36 @@ package tool
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codexec/codexec/internal/engine"
 )
+
+// validJSON checks JSON text b against schema.
+func validJSON(schema *jsonschema.Resolved, b []byte) error {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	return schema.Validate(&v)
+}
 
 // Registrar adds tools, resource templates and middleware to one server.
 type Registrar struct {
 	srv *mcp.Server
+	// errShape is how each tool's failures look, so a refusal made before
+	// the handler runs (ErrorResultFor) looks the same.
+	errShape map[string]errShape
 }
 
 // NewRegistrar returns the Registrar of srv.
-func NewRegistrar(srv *mcp.Server) *Registrar { return &Registrar{srv: srv} }
+func NewRegistrar(srv *mcp.Server) *Registrar {
+	return &Registrar{srv: srv, errShape: map[string]errShape{}}
+}
 
 // AddResourceTemplate adds a resource template served by h.
 func (r *Registrar) AddResourceTemplate(t *mcp.ResourceTemplate, h mcp.ResourceHandler) {
@@ -37,41 +56,103 @@ func (r *Registrar) AddReceivingMiddleware(mw ...mcp.Middleware) {
 	r.srv.AddReceivingMiddleware(mw...)
 }
 
-// Add registers a typed tool: every tool goes through here, and so
-// through mcp.AddTool, which validates the arguments against the input
-// schema and the result against the output schema. Its output schema is
-// t.OutputSchema when set (build it with OutputSchema) and absent
-// otherwise: the structured result is still returned, but only results an
-// agent must interpret field by field (execute_code's) pay for a schema in
-// every tools/list; the others are small self-describing JSON objects, and
-// tools that return execute_code's shape say so instead of repeating it.
+// ErrorResultFor is the isError result of err for a call of the named
+// tool, in the shape its handler's errors get (docs/errors.md); for
+// middleware that refuses a call before the handler runs.
+func (r *Registrar) ErrorResultFor(name string, err error) *mcp.CallToolResult {
+	if r == nil {
+		return ErrorResult(err)
+	}
+	return r.errShape[name].result(Classify(err))
+}
+
+// Add registers a typed tool: every tool goes through here. Add decodes
+// and validates the arguments itself (args.go) instead of leaving it to
+// mcp.AddTool, so an invalid argument gets the one error shape with a
+// message in plain words; the handler's result is checked against the
+// output schema as the SDK would, and its error becomes the call's isError
+// result (errors.go). Its output schema is t.OutputSchema when set (build
+// it with OutputSchema) and absent otherwise: the structured result is
+// still returned, but only results an agent must interpret field by field
+// (execute_code's) pay for a schema in every tools/list; the others are
+// small self-describing JSON objects, and tools that return execute_code's
+// shape say so instead of repeating it.
 //
 // The input schema is t.InputSchema when set, else In's with
 // additionalProperties dropped: unknown arguments are ignored, as
 // TypeScript MCP servers (zod objects) do, instead of every tool paying for
 // "additionalProperties": false.
-//
-// A handler's error becomes the call's isError result (errors.go).
 func Add[In, Out any](r *Registrar, t *mcp.Tool, h func(context.Context, *mcp.CallToolRequest, In) (*mcp.CallToolResult, Out, error)) {
 	if t.InputSchema == nil {
 		t.InputSchema = SchemaOf[In](func(s *jsonschema.Schema) { s.AdditionalProperties = nil })
 	}
-	run := func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
-		res, out, err := h(ctx, req, in)
-		if err != nil && setupError(err, &out) {
-			return ErrorResult(err), out, nil
-		}
-		return res, out, err
-	}
+	in := mustResolve(t.Name, t.InputSchema)
+	var outSchema *jsonschema.Resolved
 	if t.OutputSchema != nil {
-		mcp.AddTool(r.srv, t, run)
-		return
+		outSchema = mustResolve(t.Name, t.OutputSchema)
 	}
-	// Out erased to any: the SDK infers no output schema for it.
-	mcp.AddTool(r.srv, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
-		res, out, err := run(ctx, req, in)
-		return res, out, err
+	var zero Out
+	_, shaped := any(&zero).(*engine.Result)
+	es := errShape{execResult: shaped, schema: outSchema}
+	r.errShape[t.Name] = es
+	r.srv.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var args In
+		if err := decodeArgs(req.Params.Arguments, in, &args); err != nil {
+			return es.result(Classify(err)), nil
+		}
+		res, out, err := h(ctx, req, args)
+		if err != nil {
+			return es.result(Classify(err)), nil
+		}
+		return success(res, out, outSchema), nil
 	})
+}
+
+// success completes a handler's result as mcp.AddTool would: out as the
+// structured content, checked against the output schema, and as the text
+// when the handler set no content.
+func success(res *mcp.CallToolResult, out any, schema *jsonschema.Resolved) *mcp.CallToolResult {
+	if res == nil {
+		res = &mcp.CallToolResult{}
+	}
+	if out == nil {
+		return res
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return ErrorResult(fmt.Errorf("marshal the result: %w", err))
+	}
+	if schema != nil {
+		if err := validJSON(schema, b); err != nil {
+			return ErrorResult(fmt.Errorf("the result does not match the output schema: %w", err))
+		}
+	}
+	res.StructuredContent = json.RawMessage(b)
+	if res.Content == nil {
+		res.Content = []mcp.Content{&mcp.TextContent{Text: string(b)}}
+	}
+	return res
+}
+
+// mustResolve resolves a tool's schema; it panics on a schema that does not
+// resolve, a programming error the schema snapshot test catches.
+func mustResolve(name string, schema any) *jsonschema.Resolved {
+	s, ok := schema.(*jsonschema.Schema)
+	if !ok {
+		s = new(jsonschema.Schema)
+		b, err := json.Marshal(schema)
+		if err == nil {
+			err = json.Unmarshal(b, s)
+		}
+		if err != nil {
+			panic(fmt.Sprintf("tool %q: schema: %v", name, err))
+		}
+	}
+	rs, err := s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+	if err != nil {
+		panic(fmt.Sprintf("tool %q: schema: %v", name, err))
+	}
+	return rs
 }
 
 // Ptr returns a pointer to v (for the annotations' optional hints).

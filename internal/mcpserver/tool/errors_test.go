@@ -4,67 +4,92 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/session"
 )
 
-// TestToolErrors calls tools registered with Add whose handlers fail in
-// each way, and checks what the client reads: the text, isError and the
-// structured content.
 // listOut stands for the result of a tool without an output schema.
 type listOut struct {
 	Items []string `json:"items"`
 }
 
+// strictOut stands for a result whose output schema rejects the error
+// object (required fields, no other properties).
+type strictOut struct {
+	Tools []string `json:"tools"`
+}
+
+// TestToolErrors calls tools registered with Add whose handlers fail in
+// each way, and checks what the client reads: isError, the text and the
+// structured content.
 func TestToolErrors(t *testing.T) {
 	fail := map[string]error{
-		"coded":   Coded("SCRIPT_NOT_FOUND", "script not found: %s", "x"),
-		"refused": Refused("unknown session: s1"),
-		"plain":   errors.New("give a session_id"),
+		"coded":   Coded(CodeScriptNotFound, "script not found: %s", "x"),
+		"session": fmt.Errorf("%w: s1", session.ErrNotFound),
+		"plain":   errors.New("disk on fire"),
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
 	r := NewRegistrar(srv)
 	for kind, err := range fail {
 		Add(r, &mcp.Tool{Name: "run_" + kind, OutputSchema: OutputSchema[engine.Result]()},
 			func(context.Context, *mcp.CallToolRequest, EmptyIn) (*mcp.CallToolResult, engine.Result, error) {
-				return nil, engine.Result{}, err
+				return Fail(err)
 			})
 		Add(r, &mcp.Tool{Name: "list_" + kind},
 			func(context.Context, *mcp.CallToolRequest, EmptyIn) (*mcp.CallToolResult, listOut, error) {
 				return nil, listOut{}, err
 			})
+		Add(r, &mcp.Tool{Name: "strict_" + kind, OutputSchema: SchemaOf[strictOut](func(*jsonschema.Schema) {})},
+			func(context.Context, *mcp.CallToolRequest, EmptyIn) (*mcp.CallToolResult, strictOut, error) {
+				return nil, strictOut{}, err
+			})
 	}
 	cs := connect(t, srv)
-	setup := map[string]any{"artifacts": []any{}, "duration_ms": 0.0, "error_message": "unknown session: s1",
-		"execution_id": "", "execution_time": 0.0, "exit_code": nil, "language": "", "sandbox_mode": "",
-		"status": "setup_error", "stderr": "", "stdout": "", "success": false, "timed_out": false, "truncated": false}
+	setup := func(msg, code string) map[string]any {
+		return map[string]any{"artifacts": []any{}, "duration_ms": 0.0, "error_message": msg, "code": code,
+			"execution_id": "", "execution_time": 0.0, "exit_code": nil, "language": "", "sandbox_mode": "",
+			"status": "setup_error", "stderr": "", "stdout": "", "success": false, "timed_out": false, "truncated": false}
+	}
+	obj := func(msg, code string) map[string]any { return map[string]any{"error": msg, "code": code} }
+	unknown := "unknown session: s1 (list_sessions shows the live ones)"
 	for _, tc := range []struct {
-		tool, text string
+		tool       string
+		want       map[string]any // the error object of the text
 		structured any
 	}{
-		{"run_coded", `{"error":"script not found: x","code":"SCRIPT_NOT_FOUND"}`, nil},
-		{"list_coded", `{"error":"script not found: x","code":"SCRIPT_NOT_FOUND"}`, nil},
-		{"run_refused", "error: unknown session: s1", setup},
-		{"list_refused", "error: unknown session: s1", nil},
-		{"run_plain", "give a session_id", nil},
-		{"list_plain", "give a session_id", nil},
+		{"run_coded", obj("script not found: x", "SCRIPT_NOT_FOUND"), setup("script not found: x", "SCRIPT_NOT_FOUND")},
+		{"list_coded", obj("script not found: x", "SCRIPT_NOT_FOUND"), obj("script not found: x", "SCRIPT_NOT_FOUND")},
+		{"strict_coded", obj("script not found: x", "SCRIPT_NOT_FOUND"), nil},
+		{"run_session", obj(unknown, "SESSION_NOT_FOUND"), setup(unknown, "SESSION_NOT_FOUND")},
+		{"list_session", obj(unknown, "SESSION_NOT_FOUND"), obj(unknown, "SESSION_NOT_FOUND")},
+		// Fail treats an unknown error of an execution service as a
+		// rejected request; any other handler's as the server's failure.
+		{"run_plain", obj("disk on fire", "INVALID_PARAMS"), setup("disk on fire", "INVALID_PARAMS")},
+		{"list_plain", obj("disk on fire", "INTERNAL_ERROR"), obj("disk on fire", "INTERNAL_ERROR")},
 	} {
 		t.Run(tc.tool, func(t *testing.T) {
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tc.tool, Arguments: map[string]any{}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var structured any
+			var text, structured any
+			_ = json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &text)
 			if res.StructuredContent != nil {
 				b, _ := json.Marshal(res.StructuredContent)
 				_ = json.Unmarshal(b, &structured)
 			}
-			got := []any{res.IsError, len(res.Content), res.Content[0].(*mcp.TextContent).Text, structured}
-			want := []any{true, 1, tc.text, tc.structured}
+			got := []any{res.IsError, len(res.Content), text, structured}
+			want := []any{true, 1, any(tc.want), tc.structured}
+			if tc.structured == nil {
+				want[3] = nil
+			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

@@ -7,13 +7,11 @@ import (
 )
 
 // Int is an integer argument whose out-of-range values reach the handler
-// instead of failing to decode. The SDK validates a decoded copy of the
-// arguments (numbers as float64) and decodes the tool's input from that
-// copy, so an integer at the edge of int64 arrives rounded past it, and a
-// plain int field would fail with a decoder message about Go struct
-// fields. Int saturates at the int64 bounds instead, so the handler's range
-// check answers in the tool's own words ("timeout_ms must be between …,
-// got …"). Its schema is an integer's.
+// instead of being refused by the decoder: Int saturates at the int64
+// bounds, so the handler's range check answers in the tool's own words
+// ("timeout_ms must be between 1 and 300000, got …") for a timeout of any
+// size. A plain int argument beyond its type is refused by Add's decoding
+// (args.go) with the type's range. Its schema is an integer's.
 type Int int
 
 // UnmarshalJSON decodes a JSON integer, saturating beyond int64 and
