@@ -13,6 +13,7 @@ package tool
 
 import (
 	"context"
+	"reflect"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -39,37 +40,36 @@ func (r *Registrar) AddReceivingMiddleware(mw ...mcp.Middleware) {
 
 // Add registers a typed tool: every tool goes through here, and so
 // through mcp.AddTool, which validates the arguments against the input
-// schema and the result against the output schema. Its output schema is
-// t.OutputSchema when set (build it with OutputSchema) and absent
-// otherwise: the structured result is still returned, but only results an
-// agent must interpret field by field (execute_code's) pay for a schema in
-// every tools/list; the others are small self-describing JSON objects, and
-// tools that return execute_code's shape say so instead of repeating it.
+// schema and the result against the output schema. Every tool returns its
+// result as structured content, so every tool has an output schema:
+// t.OutputSchema when set, else Out's (OutputSchema: shape only, no
+// descriptions, required lists or additionalProperties, so the schemas cost
+// tools/list as little as they can).
 //
-// The input schema is t.InputSchema when set, else In's with
-// additionalProperties dropped: unknown arguments are ignored, as
-// TypeScript MCP servers (zod objects) do, instead of every tool paying for
-// "additionalProperties": false.
+// The input schema is t.InputSchema when set, else InputSchema[In].
+//
+// Both schemas are made Portable, so no client rejects the tool. A tool
+// needs a Title too (a short name for people, "Execute code"); the schema
+// test fails without one.
 //
 // A handler's error becomes the call's isError result (errors.go).
 func Add[In, Out any](r *Registrar, t *mcp.Tool, h func(context.Context, *mcp.CallToolRequest, In) (*mcp.CallToolResult, Out, error)) {
 	if t.InputSchema == nil {
-		t.InputSchema = SchemaOf[In](func(s *jsonschema.Schema) { s.AdditionalProperties = nil })
+		t.InputSchema = InputSchema[In]()
 	}
-	run := func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+	if t.OutputSchema == nil && reflect.TypeFor[Out]() != reflect.TypeFor[any]() {
+		t.OutputSchema = OutputSchema[Out]()
+	}
+	for _, s := range []any{t.InputSchema, t.OutputSchema} {
+		if s, ok := s.(*jsonschema.Schema); ok {
+			Portable(s)
+		}
+	}
+	mcp.AddTool(r.srv, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 		res, out, err := h(ctx, req, in)
 		if err != nil && setupError(err, &out) {
 			return ErrorResult(err), out, nil
 		}
-		return res, out, err
-	}
-	if t.OutputSchema != nil {
-		mcp.AddTool(r.srv, t, run)
-		return
-	}
-	// Out erased to any: the SDK infers no output schema for it.
-	mcp.AddTool(r.srv, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
-		res, out, err := run(ctx, req, in)
 		return res, out, err
 	})
 }

@@ -40,8 +40,8 @@ func TestToolErrors(t *testing.T) {
 	}
 	cs := connect(t, srv)
 	setup := map[string]any{"artifacts": []any{}, "duration_ms": 0.0, "error_message": "unknown session: s1",
-		"execution_id": "", "execution_time": 0.0, "exit_code": nil, "language": "", "sandbox_mode": "",
-		"status": "setup_error", "stderr": "", "stdout": "", "success": false, "timed_out": false, "truncated": false}
+		"execution_id": "", "execution_time": 0.0, "exit_code": nil, "language": "",
+		"status": "setup_error", "stderr": "", "stdout": "", "success": false}
 	for _, tc := range []struct {
 		tool, text string
 		structured any
