@@ -20,12 +20,21 @@ import (
 )
 
 // Registrar adds tools, resource templates and middleware to one server.
+// Register every tool before the server serves.
 type Registrar struct {
 	srv *mcp.Server
+	// optional are each tool's optional arguments, which may be sent as
+	// null (nullargs.go); written while tools are added, read after.
+	optional map[string]map[string]bool
 }
 
-// NewRegistrar returns the Registrar of srv.
-func NewRegistrar(srv *mcp.Server) *Registrar { return &Registrar{srv: srv} }
+// NewRegistrar returns the Registrar of srv, and adds to srv the middleware
+// that lets a client send an optional argument as null (nullargs.go).
+func NewRegistrar(srv *mcp.Server) *Registrar {
+	r := &Registrar{srv: srv, optional: map[string]map[string]bool{}}
+	srv.AddReceivingMiddleware(r.dropNullArgs)
+	return r
+}
 
 // AddResourceTemplate adds a resource template served by h.
 func (r *Registrar) AddResourceTemplate(t *mcp.ResourceTemplate, h mcp.ResourceHandler) {
@@ -65,6 +74,7 @@ func Add[In, Out any](r *Registrar, t *mcp.Tool, h func(context.Context, *mcp.Ca
 			Portable(s)
 		}
 	}
+	r.noteOptional(t.Name, t.InputSchema)
 	mcp.AddTool(r.srv, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 		res, out, err := h(ctx, req, in)
 		if err != nil && setupError(err, &out) {

@@ -62,8 +62,9 @@ func walk(s *jsonschema.Schema, f func(*jsonschema.Schema)) {
 //     string and reject the tool or drop the constraint. The inference
 //     writes a pointer or slice as ["null", X]; a property that may be
 //     absent (not in required) becomes plain X, since omitempty leaves it
-//     out instead of writing null, and an input may omit it; any other
-//     nullable schema becomes anyOf [X, {"type":"null"}].
+//     out instead of writing null, and an input may omit it (or still send
+//     null: nullargs.go); any other nullable schema becomes
+//     anyOf [X, {"type":"null"}].
 //   - every schema has a type: a Go `any` (an empty schema, which encodes
 //     as the boolean schema true) becomes anyOf of the JSON types.
 //   - every object schema has "properties", empty for free-form objects.
