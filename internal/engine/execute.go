@@ -136,8 +136,14 @@ type Result struct {
 }
 
 // Seconds is d in seconds rounded to the millisecond, as results report
-// execution_time: finer digits are noise that every result pays for.
-func Seconds(d time.Duration) float64 { return math.Round(d.Seconds()*1000) / 1000 }
+// execution_time: finer digits are noise that every result pays for. A run
+// that took any time at all reports at least a millisecond, never 0.
+func Seconds(d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return max(math.Round(d.Seconds()*1000)/1000, 0.001)
+}
 
 // CodeModeMetrics are a code-mode execution's metrics.
 type CodeModeMetrics struct {
