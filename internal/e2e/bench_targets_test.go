@@ -47,7 +47,7 @@ func TestTargetsShort(t *testing.T) {
 
 func measureTargets(tb testing.TB, n targetSizes) {
 	s := start(tb)
-	mode := s.exec1("python", "print(1)").SandboxMode
+	mode := s.sandboxMode(s.exec1("python", "print(1)").ExecutionID)
 	report := func(name string, got, base float64, unit string) {
 		tb.Logf("%-4s %-10s %9.2f %s   baseline %9.2f %s   ratio %.3f", name, mode, got, unit, base, unit, got/base)
 	}

@@ -349,10 +349,11 @@ func testNoNetwork(t *testing.T, f *upstreamFixture) {
 	r, isErr := f.codeMode(t, map[string]any{"code": code, "context": map[string]any{"PORT": ln.Addr().(*net.TCPAddr).Port},
 		"tools": []string{"everything.echo"}})
 	mustOK(t, r, isErr)
-	if r.SandboxMode == "subprocess" {
+	mode := f.sandboxMode(r.ExecutionID)
+	if mode == "subprocess" {
 		t.Skip("subprocess mode does not isolate the network; the channel worked: " + resultJSON(r))
 	}
 	if got := resultJSON(r); !strings.Contains(got, "via the channel") || !strings.Contains(got, `"reached":false`) || accepted.Load() != 0 {
-		t.Fatalf("sandbox %s: %s (accepted %d)", r.SandboxMode, got, accepted.Load())
+		t.Fatalf("sandbox %s: %s (accepted %d)", mode, got, accepted.Load())
 	}
 }

@@ -31,7 +31,6 @@ type execResult struct {
 	TimedOut      bool     `json:"timed_out"`
 	Truncated     bool     `json:"truncated"`
 	Artifacts     []string `json:"artifacts"`
-	SandboxMode   string   `json:"sandbox_mode"`
 	SessionID     *string  `json:"session_id"`
 	// WorkingDirNote says how the code could use a caller's working_dir.
 	WorkingDirNote string `json:"working_dir_note"`
@@ -393,4 +392,14 @@ func (s *server) waitLog(want string, d time.Duration) string {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return s.Stderr.String()
+}
+
+// sandboxMode reads the sandbox mode a run used from its log entry:
+// results do not repeat the server's mode.
+func (s *server) sandboxMode(executionID string) string {
+	var e struct {
+		SandboxMode string `json:"sandbox_mode"`
+	}
+	s.callInto("get_execution_log", map[string]any{"execution_id": executionID}, &e)
+	return e.SandboxMode
 }

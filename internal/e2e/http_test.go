@@ -179,7 +179,16 @@ func TestHTTPProbesMetricsAndGuards(t *testing.T) {
 	if err != nil || r.Status != "success" {
 		t.Fatalf("%+v %v", r, err)
 	}
-	series := fmt.Sprintf(`codexec_executions_total{language="python",sandbox_mode=%q,status="success"}`, r.SandboxMode)
+	// Results do not repeat the server's sandbox mode; the run's log entry has it.
+	var entry struct {
+		SandboxMode string `json:"sandbox_mode"`
+	}
+	logRes, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "get_execution_log", Arguments: map[string]any{"execution_id": r.ExecutionID}})
+	if err != nil || logRes.IsError {
+		t.Fatalf("get_execution_log: %v %+v", err, logRes)
+	}
+	decodeStructured(t, logRes, &entry)
+	series := fmt.Sprintf(`codexec_executions_total{language="python",sandbox_mode=%q,status="success"}`, entry.SandboxMode)
 	checks := map[string]float64{series: 1, "codexec_mcp_sessions": 1, "codexec_running_calls": 0}
 	for k, want := range checks {
 		if got := s.metric(k); got != want {
@@ -189,7 +198,7 @@ func TestHTTPProbesMetricsAndGuards(t *testing.T) {
 	if s.metric(`codexec_http_requests_total{code="200",method="POST",route="/mcp"}`) < 2 || s.metric("go_goroutines") <= 0 {
 		t.Error("http request counter or runtime metrics missing")
 	}
-	if r.SandboxMode == "namespace" { // warm runners: the run counts as served warm or cold
+	if entry.SandboxMode == "namespace" { // warm runners: the run counts as served warm or cold
 		runs := s.metric(`codexec_warm_pool_runs_total{kind="python",served="warm"}`) + s.metric(`codexec_warm_pool_runs_total{kind="python",served="cold"}`)
 		if runs != 1 {
 			t.Errorf("warm pool counted %v python runs, want 1", runs)

@@ -229,7 +229,7 @@ func TestPackagesSandboxStillHasNoNetwork(t *testing.T) {
 	if r.Status != "success" || !strings.HasSuffix(r.Stdout, "two\n") {
 		t.Fatalf("%+v", r)
 	}
-	if r.SandboxMode == "subprocess" {
+	if s.sandboxMode(r.ExecutionID) == "subprocess" {
 		t.Skip("subprocess mode does not isolate the network (package import verified; run with CODEXEC_TEST_SANDBOX_MODE=namespace or docker)")
 	}
 	if !strings.HasPrefix(r.Stdout, "blocked") {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,14 +107,16 @@ type Result struct {
 	Stderr        string   `json:"stderr" jsonschema:"standard error (head+tail truncated when too long)"`
 	ExitCode      *int     `json:"exit_code" jsonschema:"exit status; null when the program was killed (timeout, signal, memory limit) or never started"`
 	DurationMs    int64    `json:"duration_ms" jsonschema:"wall time in milliseconds"`
-	ExecutionTime float64  `json:"execution_time" jsonschema:"wall time in seconds"`
+	ExecutionTime float64  `json:"execution_time" jsonschema:"wall time in seconds, to the millisecond"`
 	Status        string   `json:"status" jsonschema:"success | execution_error | timeout | setup_error | cancelled"`
-	ErrorMessage  *string  `json:"error_message" jsonschema:"why the status is not success; null on success"`
-	TimedOut      bool     `json:"timed_out" jsonschema:"true when the timeout stopped the program"`
-	Truncated     bool     `json:"truncated" jsonschema:"true when stdout or stderr was truncated"`
+	ErrorMessage  *string  `json:"error_message,omitempty" jsonschema:"why the status is not success; absent on success"`
+	TimedOut      bool     `json:"timed_out,omitempty" jsonschema:"true when the timeout stopped the program; absent otherwise"`
+	Truncated     bool     `json:"truncated,omitempty" jsonschema:"true when stdout or stderr was truncated; absent otherwise"`
 	OOMKilled     bool     `json:"oom_killed,omitempty" jsonschema:"true when the memory limit killed the program"`
 	Artifacts     []string `json:"artifacts" jsonschema:"files created or modified in the working directory"`
-	SandboxMode   string   `json:"sandbox_mode" jsonschema:"isolation mode the code ran under"`
+	// SandboxMode is the server's sandbox mode, the same for every run: the
+	// execution log records it, results do not repeat it.
+	SandboxMode string `json:"-"`
 	// WorkingDirNote says how the code could use a caller's working_dir.
 	WorkingDirNote string `json:"working_dir_note,omitempty" jsonschema:"how the code could use the given working_dir (read-only, or unconfined in subprocess mode)"`
 	LogError       string `json:"log_error,omitempty" jsonschema:"set when this execution could not be recorded in the execution log, and why; the result itself is complete"`
@@ -130,6 +133,16 @@ type Result struct {
 	// CompileError is set when TypeScript did not compile (status
 	// execution_error); nothing ran.
 	CompileError *runtime.CompileError `json:"-"`
+}
+
+// Seconds is d in seconds rounded to the millisecond, as results report
+// execution_time: finer digits are noise that every result pays for. A run
+// that took any time at all reports at least a millisecond, never 0.
+func Seconds(d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return max(math.Round(d.Seconds()*1000)/1000, 0.001)
 }
 
 // CodeModeMetrics are a code-mode execution's metrics.
@@ -351,7 +364,7 @@ func compileFailure(res Result, ce *runtime.CompileError) Result {
 func fillOutcome(res Result, oc outcome, timeout time.Duration, memLimit int64) Result {
 	res.Stdout, res.Stderr, res.Truncated = oc.Stdout, oc.Stderr, oc.Truncated
 	res.DurationMs = oc.Duration.Milliseconds()
-	res.ExecutionTime = oc.Duration.Seconds()
+	res.ExecutionTime = Seconds(oc.Duration)
 	if oc.Exit.MemoryPeakBytes > 0 {
 		mb := float64(oc.Exit.MemoryPeakBytes) / (1 << 20)
 		res.MemoryPeakMB = &mb

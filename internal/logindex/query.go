@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -33,6 +34,9 @@ var ErrUnavailable = errors.New("execution log index unavailable")
 func (x *Index) unavailable(err error) error {
 	return fmt.Errorf("%w: %v (%s)", ErrUnavailable, err, x.dbPath)
 }
+
+// Statuses are the values Query.Status accepts besides "" (any status).
+var Statuses = []string{"success", "failed", "timeout", "cancelled", "lost"}
 
 // Query filters search_execution_logs. Zero fields do not filter. Limit
 // defaults to 20 and is capped at MaxLimit.
@@ -130,9 +134,7 @@ func (x *Index) search(ctx context.Context, q Query, from, where string, args []
 // owner's executions. A text query joins the FTS table so FTS5 streams
 // matches newest first.
 func (q Query) where(owner string) (string, string, []any, error) {
-	switch q.Status {
-	case "", "success", "failed", "timeout", "cancelled", "lost":
-	default:
+	if q.Status != "" && !slices.Contains(Statuses, q.Status) {
 		return "", "", nil, fmt.Errorf("%w: status must be success, failed, timeout, cancelled or lost, got %q", ErrInvalidQuery, q.Status)
 	}
 	m := MatchExpr(q.Text)

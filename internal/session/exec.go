@@ -69,7 +69,7 @@ func (m *Manager) result(s *Session, oc execOutcome, timeout time.Duration, id s
 	sid := s.ID
 	res := engine.Result{ExecutionID: id, SessionID: &sid, Language: s.Language,
 		Stdout: oc.stdout, Stderr: oc.stderr, Truncated: oc.truncated, DurationMs: oc.duration.Milliseconds(),
-		ExecutionTime: oc.duration.Seconds(), SandboxMode: m.opts.SandboxMode, Artifacts: []string{}, WorkingDir: s.Workspace}
+		ExecutionTime: engine.Seconds(oc.duration), SandboxMode: m.opts.SandboxMode, Artifacts: []string{}, WorkingDir: s.Workspace}
 	msg := ""
 	switch {
 	case oc.timedOut && !oc.lost:

@@ -76,13 +76,13 @@ func (s *Files) Register(r *tool.Registrar) {
 	if s.deps.Files == nil {
 		return
 	}
-	tool.Add(r, &mcp.Tool{Name: "upload_file",
+	tool.Add(r, &mcp.Tool{Name: "upload_file", Title: "Upload file",
 		Description: "Write a file into a session, or stage it for execute_code/run_script files (upload_id).",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(false)}}, s.uploadFile)
-	tool.Add(r, &mcp.Tool{Name: "download_file",
+	tool.Add(r, &mcp.Tool{Name: "download_file", Title: "Download file",
 		Description: "Read a file of a session or of a run's kept artifacts (execution_id); offset/length for ranges (default length 4 MiB).",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: tool.Ptr(false)}}, s.downloadFile)
-	tool.Add(r, &mcp.Tool{Name: "list_files",
+	tool.Add(r, &mcp.Tool{Name: "list_files", Title: "List files",
 		Description: "List files of a session, of a run's kept artifacts, or (no id) your uploads and artifacts.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: tool.Ptr(false)}}, s.listFiles)
 }

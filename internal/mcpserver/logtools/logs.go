@@ -21,7 +21,7 @@ import (
 // SearchLogsIn is search_execution_logs' input.
 type SearchLogsIn struct {
 	Language string `json:"language,omitempty"`
-	Status   string `json:"status,omitempty" jsonschema:"success|failed|timeout|cancelled|lost (the server was killed while it ran)"`
+	Status   string `json:"status,omitempty" jsonschema:"lost: the server was killed while it ran"`
 	Query    string `json:"query,omitempty" jsonschema:"all words, in code or output"`
 	Since    string `json:"since,omitempty" jsonschema:"YYYY-MM-DD or RFC 3339"`
 	Limit    int    `json:"limit,omitempty" jsonschema:"default 20, max 200"`
@@ -96,8 +96,12 @@ func Register(r *tool.Registrar, d Deps) {
 	}
 	s := &toolset{deps: d}
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: tool.Ptr(false)}
-	tool.Add(r, &mcp.Tool{Name: "search_execution_logs", Description: "Search past executions, newest first.", Annotations: ro}, s.searchLogs)
-	tool.Add(r, &mcp.Tool{Name: "get_execution_log", Description: "Get one execution's full log entry.",
+	in := tool.InputSchema[SearchLogsIn]()
+	// "" is no filter, as an absent status.
+	in.Properties["status"].Enum = append([]any{""}, toAny(logindex.Statuses)...)
+	tool.Add(r, &mcp.Tool{Name: "search_execution_logs", Title: "Search execution logs", Description: "Search past executions, newest first.",
+		Annotations: ro, InputSchema: in}, s.searchLogs)
+	tool.Add(r, &mcp.Tool{Name: "get_execution_log", Title: "Get execution log", Description: "Get one execution's full log entry.",
 		Annotations: ro}, s.getLog)
 }
 
@@ -192,4 +196,12 @@ func orEmpty(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }

@@ -77,7 +77,7 @@ func Register(r *tool.Registrar, d Deps) {
 	}
 	s := &toolset{deps: d}
 	tool.Add(r, &mcp.Tool{
-		Name:        "install_package",
+		Name: "install_package", Title: "Install package",
 		Description: "Install a pip or npm package for sandboxed code (wheels only, no install scripts; blocklist applies).",
 		// Destructive: installing a different version replaces the one other runs (or the session) use.
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), IdempotentHint: true, OpenWorldHint: tool.Ptr(true)},

@@ -43,7 +43,7 @@ func (s *toolset) registerCodeMode() {
 	// Its schemas are the full ones, additionalProperties false and an
 	// output schema with required lists, as clients have always seen them.
 	keep := func(*jsonschema.Schema) {}
-	tool.Add(s.r, &mcp.Tool{Name: "search_tools",
+	tool.Add(s.r, &mcp.Tool{Name: "search_tools", Title: "Search upstream tools",
 		Description: "Find upstream MCP tools for execute_code code (bind via tools or intent); returns TS signatures.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: tool.Ptr(false)},
 		InputSchema: tool.SchemaOf[SearchToolsIn](keep), OutputSchema: tool.SchemaOf[SearchToolsOut](keep),

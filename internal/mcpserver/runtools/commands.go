@@ -38,7 +38,7 @@ func (s *toolset) registerCommands() {
 	allowed := allowedText(s.deps.Shell.Allow)
 	ann := &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(!s.deps.Isolated)}
 	tool.Add(s.r, &mcp.Tool{
-		Name: "execute_command", Annotations: ann,
+		Name: "execute_command", Title: "Run shell command", Annotations: ann,
 		Description: "Run a bash command line; YAML result, a non-zero exit is normal, a timeout an error. Programs it starts " +
 			"must be allowed; builtins like echo, cd, exit always are. " + allowed + ".",
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCommandIn) (*mcp.CallToolResult, shell.Result, error) {
@@ -52,7 +52,7 @@ func (s *toolset) registerCommands() {
 		return commandResult(res, err)
 	})
 	tool.Add(s.r, &mcp.Tool{
-		Name: "execute_process", Annotations: ann,
+		Name: "execute_process", Title: "Run program", Annotations: ann,
 		Description: "Run an allowed program with argv, no shell; result as execute_command.",
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in ExecuteProcessIn) (*mcp.CallToolResult, shell.Result, error) {
 		timeout, err := eng.ResolveTimeout(tool.IntPtr(in.TimeoutMs), nil)

@@ -36,7 +36,7 @@ type ExecuteCodeIn struct {
 
 func (s *toolset) registerExec() {
 	tool.Add(s.r, &mcp.Tool{
-		Name: "execute_code", OutputSchema: tool.OutputSchema[engine.Result](),
+		Name: "execute_code", Title: "Execute code", OutputSchema: tool.OutputSchema[engine.Result](),
 		Description: "Run code in a fresh sandbox. A failing or timed-out program is a normal result (see status; exit_code null if killed). " +
 			s.timeoutText() + " No language, or intent/context: TypeScript code mode.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(!s.deps.Isolated)},

@@ -109,12 +109,12 @@ func (s *toolset) registerScripts() {
 		return
 	}
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: tool.Ptr(false)}
-	tool.Add(s.r, &mcp.Tool{Name: "save_script", Description: "Save code as a named script; saving a name again adds a version.",
+	tool.Add(s.r, &mcp.Tool{Name: "save_script", Title: "Save script", Description: "Save code as a named script; saving a name again adds a version.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(false), OpenWorldHint: tool.Ptr(false)}}, s.saveScript)
-	tool.Add(s.r, &mcp.Tool{Name: "get_script", Description: "Get a script's code and metadata.", Annotations: ro}, s.getScript)
-	tool.Add(s.r, &mcp.Tool{Name: "list_scripts", Description: "List saved scripts.", Annotations: ro}, s.listScripts)
-	tool.Add(s.r, &mcp.Tool{Name: "search_scripts", Description: "Search saved scripts.", Annotations: ro}, s.searchScripts)
-	tool.Add(s.r, &mcp.Tool{Name: "run_script",
+	tool.Add(s.r, &mcp.Tool{Name: "get_script", Title: "Get script", Description: "Get a script's code and metadata.", Annotations: ro}, s.getScript)
+	tool.Add(s.r, &mcp.Tool{Name: "list_scripts", Title: "List scripts", Description: "List saved scripts.", Annotations: ro}, s.listScripts)
+	tool.Add(s.r, &mcp.Tool{Name: "search_scripts", Title: "Search scripts", Description: "Search saved scripts.", Annotations: ro}, s.searchScripts)
+	tool.Add(s.r, &mcp.Tool{Name: "run_script", Title: "Run script", OutputSchema: tool.RunOutputSchema(),
 		Description: "Run a saved script; result as execute_code.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true),
 			OpenWorldHint: tool.Ptr(!s.deps.Isolated)}}, s.runScript)

@@ -88,16 +88,16 @@ func (s *toolset) registerContexts() {
 	if s.deps.Sessions == nil {
 		return
 	}
-	tool.Add(s.r, &mcp.Tool{Name: "run_code",
+	tool.Add(s.r, &mcp.Tool{Name: "run_code", Title: "Run code in context",
 		Description: "Run code in a context; state persists.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(!s.deps.Isolated)}}, s.runCode)
-	tool.Add(s.r, &mcp.Tool{Name: "create_context",
+	tool.Add(s.r, &mcp.Tool{Name: "create_context", Title: "Create context",
 		Description: "Create a named persistent context.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(false), OpenWorldHint: tool.Ptr(false)}}, s.createContext)
-	tool.Add(s.r, &mcp.Tool{Name: "stop_context",
+	tool.Add(s.r, &mcp.Tool{Name: "stop_context", Title: "Stop context",
 		Description: "Stop a context after its running code finishes.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(false)}}, s.stopContext)
-	tool.Add(s.r, &mcp.Tool{Name: "list_contexts",
+	tool.Add(s.r, &mcp.Tool{Name: "list_contexts", Title: "List contexts",
 		Description: "List live contexts, newest first.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: tool.Ptr(false)}}, s.listContexts)
 }

@@ -72,16 +72,16 @@ func (s *toolset) registerSessions() {
 	if s.deps.Sessions == nil {
 		return
 	}
-	tool.Add(s.r, &mcp.Tool{Name: "start_session",
+	tool.Add(s.r, &mcp.Tool{Name: "start_session", Title: "Start session",
 		Description: "Start a persistent python or node interpreter.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(false), OpenWorldHint: tool.Ptr(false)}}, s.startSession)
-	tool.Add(s.r, &mcp.Tool{Name: "send_to_session",
+	tool.Add(s.r, &mcp.Tool{Name: "send_to_session", Title: "Run code in session", OutputSchema: tool.RunOutputSchema(),
 		Description: "Run code in a session or context; result as execute_code. A timeout interrupts the code and keeps state if it can.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(!s.deps.Isolated)}}, s.sendToSession)
-	tool.Add(s.r, &mcp.Tool{Name: "close_session",
+	tool.Add(s.r, &mcp.Tool{Name: "close_session", Title: "Close session",
 		Description: "Stop a session now.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(false)}}, s.closeSession)
-	tool.Add(s.r, &mcp.Tool{Name: "list_sessions",
+	tool.Add(s.r, &mcp.Tool{Name: "list_sessions", Title: "List sessions",
 		Description: "List live sessions and contexts.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: tool.Ptr(false)}}, s.listSessions)
 }

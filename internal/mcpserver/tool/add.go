@@ -16,6 +16,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -33,16 +34,23 @@ func validJSON(schema *jsonschema.Resolved, b []byte) error {
 }
 
 // Registrar adds tools, resource templates and middleware to one server.
+// Register every tool before the server serves.
 type Registrar struct {
 	srv *mcp.Server
 	// errShape is how each tool's failures look, so a refusal made before
 	// the handler runs (ErrorResultFor) looks the same.
 	errShape map[string]errShape
+	// optional are each tool's optional arguments, which may be sent as
+	// null (nullargs.go); written while tools are added, read after.
+	optional map[string]map[string]bool
 }
 
-// NewRegistrar returns the Registrar of srv.
+// NewRegistrar returns the Registrar of srv, and adds to srv the middleware
+// that lets a client send an optional argument as null (nullargs.go).
 func NewRegistrar(srv *mcp.Server) *Registrar {
-	return &Registrar{srv: srv, errShape: map[string]errShape{}}
+	r := &Registrar{srv: srv, errShape: map[string]errShape{}, optional: map[string]map[string]bool{}}
+	srv.AddReceivingMiddleware(r.dropNullArgs)
+	return r
 }
 
 // AddResourceTemplate adds a resource template served by h.
@@ -71,21 +79,30 @@ func (r *Registrar) ErrorResultFor(name string, err error) *mcp.CallToolResult {
 // mcp.AddTool, so an invalid argument gets the one error shape with a
 // message in plain words; the handler's result is checked against the
 // output schema as the SDK would, and its error becomes the call's isError
-// result (errors.go). Its output schema is t.OutputSchema when set (build
-// it with OutputSchema) and absent otherwise: the structured result is
-// still returned, but only results an agent must interpret field by field
-// (execute_code's) pay for a schema in every tools/list; the others are
-// small self-describing JSON objects, and tools that return execute_code's
-// shape say so instead of repeating it.
+// result (errors.go).
 //
-// The input schema is t.InputSchema when set, else In's with
-// additionalProperties dropped: unknown arguments are ignored, as
-// TypeScript MCP servers (zod objects) do, instead of every tool paying for
-// "additionalProperties": false.
+// Every tool returns its result as structured content, so every tool has
+// an output schema: t.OutputSchema when set, else Out's (OutputSchema:
+// shape only, no descriptions, required lists or additionalProperties, so
+// the schemas cost tools/list as little as they can). The input schema is
+// t.InputSchema when set, else InputSchema[In].
+//
+// Both schemas are made Portable, so no client rejects the tool. A tool
+// needs a Title too (a short name for people, "Execute code"); the schema
+// test fails without one.
 func Add[In, Out any](r *Registrar, t *mcp.Tool, h func(context.Context, *mcp.CallToolRequest, In) (*mcp.CallToolResult, Out, error)) {
 	if t.InputSchema == nil {
-		t.InputSchema = SchemaOf[In](func(s *jsonschema.Schema) { s.AdditionalProperties = nil })
+		t.InputSchema = InputSchema[In]()
 	}
+	if t.OutputSchema == nil && reflect.TypeFor[Out]() != reflect.TypeFor[any]() {
+		t.OutputSchema = OutputSchema[Out]()
+	}
+	for _, s := range []any{t.InputSchema, t.OutputSchema} {
+		if s, ok := s.(*jsonschema.Schema); ok {
+			Portable(s)
+		}
+	}
+	r.noteOptional(t.Name, t.InputSchema)
 	in := mustResolve(t.Name, t.InputSchema)
 	var outSchema *jsonschema.Resolved
 	if t.OutputSchema != nil {

@@ -54,8 +54,8 @@ func TestToolErrors(t *testing.T) {
 	cs := connect(t, srv)
 	setup := func(msg, code string) map[string]any {
 		return map[string]any{"artifacts": []any{}, "duration_ms": 0.0, "error_message": msg, "code": code,
-			"execution_id": "", "execution_time": 0.0, "exit_code": nil, "language": "", "sandbox_mode": "",
-			"status": "setup_error", "stderr": "", "stdout": "", "success": false, "timed_out": false, "truncated": false}
+			"execution_id": "", "execution_time": 0.0, "exit_code": nil, "language": "",
+			"status": "setup_error", "stderr": "", "stdout": "", "success": false}
 	}
 	obj := func(msg, code string) map[string]any { return map[string]any{"error": msg, "code": code} }
 	unknown := "unknown session: s1 (list_sessions shows the live ones)"

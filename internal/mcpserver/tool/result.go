@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/engine"
@@ -18,8 +19,16 @@ func JSONText(v any) *mcp.CallToolResult {
 }
 
 // ResultText renders a compact text version of a result of execute_code's
-// shape for clients that read only content.
+// shape for clients that read only content. A clean run (status success,
+// exit 0, nothing on stderr, nothing truncated, no artifacts, no note) is
+// just its stdout, as a terminal shows it: every result pays for its text,
+// and the status line would only say that nothing went wrong. Any other
+// result starts with the status line, so a content-only client still
+// reads the status, exit code, stderr and what else matters.
 func ResultText(r engine.Result) *mcp.CallToolResult {
+	if clean(r) && r.Stdout != "" {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.Stdout}}}
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "status: %s", r.Status)
 	if r.ExitCode != nil {
@@ -37,10 +46,19 @@ func ResultText(r engine.Result) *mcp.CallToolResult {
 	if r.Truncated {
 		b.WriteString("(output truncated)\n")
 	}
+	if r.WorkingDirNote != "" {
+		fmt.Fprintf(&b, "working_dir_note: %s\n", r.WorkingDirNote)
+	}
 	if r.LogError != "" {
 		fmt.Fprintf(&b, "log_error: %s\n", r.LogError)
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}
+}
+
+// clean reports whether r is a run with nothing to say but its stdout.
+func clean(r engine.Result) bool {
+	return r.Status == engine.StatusSuccess && r.ExitCode != nil && *r.ExitCode == 0 && r.ErrorMessage == nil &&
+		r.Stderr == "" && !r.Truncated && len(r.Artifacts) == 0 && r.WorkingDirNote == "" && r.LogError == ""
 }
 
 // Section writes "--- name ---" and text, ending in a newline; nothing
@@ -53,4 +71,17 @@ func Section(b *strings.Builder, name, text string) {
 	if !strings.HasSuffix(text, "\n") {
 		b.WriteString("\n")
 	}
+}
+
+// RunOutputSchema is the output schema of the tools that return
+// execute_code's shape but never run code mode (send_to_session,
+// run_script): execute_code's without code mode's result, logs, metrics
+// and error, which such a run never sets, so tools/list does not pay for
+// them three times.
+func RunOutputSchema() *jsonschema.Schema {
+	s := OutputSchema[engine.Result]()
+	for _, k := range []string{"result", "logs", "metrics", "error"} {
+		delete(s.Properties, k)
+	}
+	return s
 }

@@ -1,0 +1,66 @@
+package e2e
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestPrintResultSize: python's print(1) is answered in one JSON-RPC line
+// of at most 300 bytes, which still carries every field the execute_code
+// contract always returns; the text is the output itself.
+func TestPrintResultSize(t *testing.T) {
+	r := startRawStdio(t)
+	r.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_code","arguments":{"language":"python","code":"print(1)"}}}`)
+	line := r.rawResponse("3")
+	if len(line) > 300 {
+		t.Errorf("print(1) result is %d bytes, over 300: %s", len(line), line)
+	}
+	var msg struct {
+		Result struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+			Structured map[string]any `json:"structuredContent"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(line, &msg); err != nil {
+		t.Fatalf("%s: %v", line, err)
+	}
+	var keys []string
+	for k := range msg.Result.Structured {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	want := []string{"artifacts", "duration_ms", "execution_id", "execution_time", "exit_code", "language", "status", "stderr", "stdout", "success"}
+	if diff := cmp.Diff(want, keys); diff != "" {
+		t.Errorf("structured fields (-want +got):\n%s\n%s", diff, line)
+	}
+	if len(msg.Result.Content) != 1 || msg.Result.Content[0].Text != "1\n" {
+		t.Errorf("content %+v, want the text 1\\n", msg.Result.Content)
+	}
+	t.Logf("%d bytes: %s", len(line), line)
+}
+
+// rawResponse returns the output line answering id (JSON text), as sent.
+func (r *rawStdio) rawResponse(id string) []byte {
+	r.t.Helper()
+	timeout := time.After(2 * time.Minute)
+	for {
+		select {
+		case line, ok := <-r.lines:
+			if !ok {
+				r.t.Fatalf("the server's output ended while waiting for the response to %s", id)
+			}
+			var m wireMsg
+			if json.Unmarshal(line, &m) == nil && string(m.ID) == id {
+				return line
+			}
+		case <-timeout:
+			r.t.Fatalf("no response to %s within 2 minutes", id)
+		}
+	}
+}
