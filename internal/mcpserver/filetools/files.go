@@ -17,6 +17,7 @@ import (
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
+	"github.com/codexec/codexec/internal/mimetype"
 )
 
 // UploadIn is upload_file's input.
@@ -154,7 +155,11 @@ func (s *Files) downloadFile(ctx context.Context, _ *mcp.CallToolRequest, in Dow
 		data = trimPartialRune(data)
 	}
 	uri := t.uri(e.Path)
-	c, mt := fileContent(uri, e.Path, data, whole)
+	mt := s.fileMIME(ctx, t, e.Path)
+	if in.Offset == 0 {
+		mt = mimetype.Detect(e.Path, data) // the range starts with the head
+	}
+	c := fileContent(uri, data, whole, mt)
 	out := DownloadOut{URI: uri, Size: e.Size, Offset: in.Offset, Length: len(data), MIMEType: mt}
 	if next := in.Offset + int64(len(data)); next < e.Size {
 		out.NextOffset = &next
