@@ -178,6 +178,10 @@ func (s *Files) readResource(ctx context.Context, req *mcp.ReadResourceRequest) 
 	if int64(len(data)) < e.Size {
 		return nil, fmt.Errorf("%s is %d bytes, over CODEXEC_MAX_DOWNLOAD_BYTES (%d): read it in ranges with download_file", p, e.Size, s.deps.Config.MaxDownloadBytes)
 	}
+	if len(fitMessage(data)) < len(data) {
+		// No range in resources/read: a cut file would pass for the whole.
+		return nil, fmt.Errorf("%s is %d bytes, more than one message carries to every client (%d MiB encoded): read it in ranges with download_file (offset, length; each result's next_offset says where to continue)", p, e.Size, MessageBudget>>20)
+	}
 	rc := &mcp.ResourceContents{URI: uri, MIMEType: mimetype.Detect(p, data)}
 	if isText(data) {
 		rc.Text = string(data)
@@ -201,6 +205,7 @@ func (s *Files) WithFiles(ctx context.Context, r *mcp.CallToolResult, res engine
 	}
 	defer t.close()
 	nImg := 0
+	room := MessageBudget - resultSize(r)
 	for i, p := range res.Artifacts {
 		if !kept(p) {
 			continue
@@ -210,8 +215,9 @@ func (s *Files) WithFiles(ctx context.Context, r *mcp.CallToolResult, res engine
 		}
 		mt := s.fileMIME(ctx, t, p)
 		if isImage(mt) && nImg < maxImages {
-			if c := s.inlineImage(ctx, t, p, mt); c != nil {
+			if c := s.inlineImage(ctx, t, p, mt, room/4*3); c != nil {
 				r.Content = append(r.Content, c)
+				room -= base64Len(len(c.Data))
 				nImg++
 			}
 		}
@@ -238,14 +244,35 @@ func (s *Files) resultTarget(ctx context.Context, res engine.Result) (target, fu
 	return t, func(p string) bool { _, ok := it.Has(p); return ok }, nil
 }
 
-func (s *Files) inlineImage(ctx context.Context, t target, p, mt string) mcp.Content {
+// inlineImage is image p fitted under CODEXEC_MAX_IMAGE_BYTES and max bytes
+// (what is left of the result's MessageBudget), or nil.
+func (s *Files) inlineImage(ctx context.Context, t target, p, mt string, max int) *mcp.ImageContent {
+	max = min(max, int(s.deps.Config.MaxImageBytes))
+	if max <= 0 {
+		return nil
+	}
 	data, e, err := s.readTarget(ctx, t, p, 0, 0)
 	if err != nil || int64(len(data)) < e.Size {
 		return nil
 	}
-	out, outMT, ok := images.Fit(data, mt, int(s.deps.Config.MaxImageBytes))
+	out, outMT, ok := images.Fit(data, mt, max)
 	if !ok {
 		return nil
 	}
 	return &mcp.ImageContent{Data: out, MIMEType: outMT}
 }
+
+// resultSize is about how many bytes r's content takes encoded, before
+// images are added: its text, and a margin for links and structured content
+// (which repeats the text's fields).
+func resultSize(r *mcp.CallToolResult) int {
+	n := 64 << 10
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			n += 2 * len(tc.Text)
+		}
+	}
+	return n
+}
+
+func base64Len(n int) int { return (n + 2) / 3 * 4 }

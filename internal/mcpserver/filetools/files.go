@@ -82,7 +82,7 @@ func (s *Files) Register(r *tool.Registrar) {
 		Description: "Write a file into a session, or stage it for execute_code/run_script files (upload_id).",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(false)}}, s.uploadFile)
 	tool.Add(r, &mcp.Tool{Name: "download_file",
-		Description: "Read a file of a session or of a run's kept artifacts (execution_id); offset/length for ranges (default length 4 MiB).",
+		Description: "Read a file of a session or of a run's kept artifacts (execution_id); offset/length for ranges (default length 4 MiB; a range is cut to fit one message, continue at next_offset).",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: tool.Ptr(false)}}, s.downloadFile)
 	tool.Add(r, &mcp.Tool{Name: "list_files",
 		Description: "List files of a session, of a run's kept artifacts, or (no id) your uploads and artifacts.",
@@ -150,10 +150,11 @@ func (s *Files) downloadFile(ctx context.Context, _ *mcp.CallToolRequest, in Dow
 	if err != nil {
 		return nil, DownloadOut{}, err
 	}
-	whole := in.Offset == 0 && int64(len(data)) == e.Size
-	if !whole {
+	if in.Offset+int64(len(data)) < e.Size {
 		data = trimPartialRune(data)
 	}
+	data = fitMessage(data)
+	whole := in.Offset == 0 && int64(len(data)) == e.Size
 	uri := t.uri(e.Path)
 	mt := s.fileMIME(ctx, t, e.Path)
 	if in.Offset == 0 {
@@ -168,10 +169,10 @@ func (s *Files) downloadFile(ctx context.Context, _ *mcp.CallToolRequest, in Dow
 }
 
 // DefaultRangeBytes is how much download_file returns when the caller gives
-// no length. As base64 in one JSON-RPC message 4 MiB is ~5.6 MB, well under
-// the 10 MiB a message may have in the official TypeScript SDK client
-// (which drops the connection past it); a caller may still ask for up to
-// CODEXEC_MAX_DOWNLOAD_BYTES with an explicit length.
+// no length: as base64 in one JSON-RPC message 4 MiB is ~5.6 MB, well within
+// MessageBudget. Longer ranges a caller asks for (up to
+// CODEXEC_MAX_DOWNLOAD_BYTES) are cut to fit MessageBudget; next_offset says
+// where the next range starts.
 const DefaultRangeBytes = 4 << 20
 
 // rangeLength is the length download_file reads: the caller's, or (none
