@@ -52,7 +52,15 @@ type tsReport struct {
 		Inline int    `json:"inline"`
 		Links  int    `json:"links"`
 	} `json:"images"`
-	ToolsAfter int `json:"toolsAfter"`
+	CodeMode3MiB tsCodeMode `json:"codeMode3MiB"`
+	CodeMode6MiB tsCodeMode `json:"codeMode6MiB"`
+	ToolsAfter   int        `json:"toolsAfter"`
+}
+
+type tsCodeMode struct {
+	IsError      bool   `json:"isError"`
+	ResultLength int    `json:"resultLength"`
+	ErrorName    string `json:"errorName"`
 }
 
 type tsRead struct {
@@ -66,7 +74,8 @@ type tsRead struct {
 // over stdio, a 10 MiB file downloads whole across ranges with the default
 // and with a large explicit length, a 6 MiB file reads whole through
 // resources/read, 7.5 and 10 MiB ones are refused there with a pointer to
-// download_file, and a run with eight ~1 MiB images is answered: no message
+// download_file, a run with eight ~1 MiB images is answered, and a code-mode
+// result too large for one message is an error saying so: no message
 // crosses the client's 10 MiB limit, so it keeps its connection throughout.
 func TestTSClientLargeMessages(t *testing.T) {
 	dir := tsClient(t)
@@ -110,6 +119,12 @@ func TestTSClientLargeMessages(t *testing.T) {
 	}
 	if r.Images.Status != "success" || r.Images.Inline == 0 || r.Images.Links != 8 {
 		t.Errorf("images run: %+v, want success with inline images and 8 links", r.Images)
+	}
+	if r.CodeMode3MiB.IsError || r.CodeMode3MiB.ResultLength != 3<<20 {
+		t.Errorf("code mode returning 3 MiB: %+v, want the whole value", r.CodeMode3MiB)
+	}
+	if !r.CodeMode6MiB.IsError || r.CodeMode6MiB.ErrorName != "ResultTooLarge" {
+		t.Errorf("code mode returning 6 MiB: %+v, want a ResultTooLarge error", r.CodeMode6MiB)
 	}
 	if limit := 10 << 20; r.MaxResponseBytes >= limit {
 		t.Errorf("largest response %d bytes, over the client's %d", r.MaxResponseBytes, limit)

@@ -2,15 +2,13 @@ package filetools
 
 import (
 	"unicode/utf8"
+
+	"github.com/codexec/codexec/internal/mcpserver/budget"
 )
 
 // MessageBudget is the most bytes file content may take, encoded, in one
-// message. The official TypeScript SDK client reads a stdio message into a
-// buffer of at most 10 MiB (STDIO_DEFAULT_MAX_BUFFER_SIZE of its ReadBuffer,
-// which also holds the start of the message after it) and drops the
-// connection past it; the rest of the message (URI, structured content,
-// other content) and that start of the next stay within the remaining MiB.
-const MessageBudget = 9 << 20
+// message (see package budget).
+const MessageBudget = budget.MessageBytes
 
 // blobBudget is the most raw bytes a base64 blob or image may have within
 // MessageBudget (base64 turns 3 bytes into 4).

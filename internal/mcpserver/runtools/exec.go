@@ -142,6 +142,7 @@ func (s *toolset) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest,
 	if err != nil {
 		return tool.Invalid(err.Error())
 	}
+	res = fitResult(res)
 	return codeModeText(res), res, nil
 }
 

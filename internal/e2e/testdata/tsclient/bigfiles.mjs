@@ -74,6 +74,14 @@ const imgs = await call("execute_code", { language: "python", code: png });
 report.images = { status: imgs.structuredContent && imgs.structuredContent.status, stdout: imgs.structuredContent && imgs.structuredContent.stdout,
   inline: imgs.content.filter((c) => c.type === "image").length, links: imgs.content.filter((c) => c.type === "resource_link").length };
 
+// Code-mode results: 3 MiB comes back; 6 MiB (twice in the message: text
+// and structured content) is a ResultTooLarge error, not a lost connection.
+for (const [key, n] of [["codeMode3MiB", 3 << 20], ["codeMode6MiB", 6 << 20]]) {
+  const r = await call("execute_code", { code: `return "x".repeat(${n});` });
+  const s = r.structuredContent || {};
+  report[key] = { isError: !!r.isError, resultLength: typeof s.result === "string" ? s.result.length : 0, errorName: s.error && s.error.name };
+}
+
 // The connection is still there.
 report.toolsAfter = (await client.listTools(undefined, opts)).tools.length;
 report.closedEarly = report.closed;
