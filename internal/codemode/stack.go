@@ -22,8 +22,9 @@ var locRe = regexp.MustCompile(`^(.*):(\d+):(\d+)$`)
 
 // programRe matches the file name node gives the program: [eval] (node -e
 // and the warm runner), [eval1] (an ES module from -e), or main.cjs/main.mjs
-// (code too long for one argument).
-var programRe = regexp.MustCompile(`^(\[eval\d*\]|main\.[cm]js)$`)
+// (code too long for one argument; node maps those frames to main.ts, the
+// wrapped source, itself).
+var programRe = regexp.MustCompile(`^(\[eval\d*\]|main\.[cm]js|main\.ts)$`)
 
 // mapTSStack rewrites the stack of an error thrown by the wrapped TypeScript
 // program src so it speaks of the submitted code (code lines long): frames
@@ -58,7 +59,7 @@ func mapTSStack(stack, src string, codeLines int) (out string, line, col int) {
 		if line == 0 && ul > 0 {
 			line, col = ul, uc
 		}
-		if name != "" {
+		if name != "" && name != "<anonymous>" {
 			kept = name + " (" + kept + ")"
 		}
 		b.WriteString("    at " + kept + "\n")
@@ -82,7 +83,10 @@ func mapFrame(sm *sourcemap.Map, loc string, codeLines int) (string, int, int) {
 	}
 	gl, _ := strconv.Atoi(m[2])
 	gc, _ := strconv.Atoi(m[3])
-	sl, sc, ok := sm.Lookup(gl-1, gc-1)
+	sl, sc, ok := gl-1, gc-1, true
+	if path.Base(file) != "main.ts" {
+		sl, sc, ok = sm.Lookup(gl-1, gc-1)
+	}
 	ul := sl + 1 - LineOffset
 	if !ok || ul < 1 || ul > codeLines {
 		return "", 0, 0 // the wrapper's own lines

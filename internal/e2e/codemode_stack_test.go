@@ -58,3 +58,19 @@ func TestCodeModePythonErrorLine(t *testing.T) {
 		t.Errorf("line %d column %d, want 2 12; stack:\n%s", r.Error.Line, r.Error.Column, r.Error.Stack)
 	}
 }
+
+// TestCodeModeToolErrorStack: an upstream call that fails and is not caught
+// reports the line of the call in the submitted code, with none of the
+// binding's own frames.
+func TestCodeModeToolErrorStack(t *testing.T) {
+	f := startWithUpstreams(t, "CODEXEC_TOOL_POLICY=!*.delete_*")
+	r, isErr := f.codeMode(t, map[string]any{"code": "const who = \"ada\";\nawait memory.deleteEntities({ entityNames: [who] });",
+		"tools": []string{"memory.*"}})
+	if !isErr || r.Error == nil {
+		t.Fatalf("the denied call did not fail: %+v", r)
+	}
+	want := "ToolError: tool memory.delete_entities is denied by CODEXEC_TOOL_POLICY"
+	if r.Error.Line != 2 || r.Error.Column != 14 || !strings.HasPrefix(r.Error.Stack, want) || !strings.HasSuffix(r.Error.Stack, "\n    at code:2:14") {
+		t.Errorf("line %d column %d; stack:\n%s\nwant %q… ending at code:2:14", r.Error.Line, r.Error.Column, r.Error.Stack, want)
+	}
+}
