@@ -82,7 +82,7 @@ func (s *Files) Register(r *tool.Registrar) {
 		Description: "Write a file into a session, or stage it for execute_code/run_script files (upload_id).",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(false)}}, s.uploadFile)
 	tool.Add(r, &mcp.Tool{Name: "download_file",
-		Description: "Read a file of a session or of a run's kept artifacts (execution_id); offset/length for ranges (default length 4 MiB; a range is cut to fit one message, continue at next_offset).",
+		Description: "Read a file of a session or of a run's kept artifacts (execution_id); offset/length for ranges (default length 4 MiB).",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: tool.Ptr(false)}}, s.downloadFile)
 	tool.Add(r, &mcp.Tool{Name: "list_files",
 		Description: "List files of a session, of a run's kept artifacts, or (no id) your uploads and artifacts.",
