@@ -156,9 +156,11 @@ func (s *Files) downloadFile(ctx context.Context, _ *mcp.CallToolRequest, in Dow
 	data = fitMessage(data)
 	whole := in.Offset == 0 && int64(len(data)) == e.Size
 	uri := t.uri(e.Path)
-	mt := s.fileMIME(ctx, t, e.Path)
-	if in.Offset == 0 {
-		mt = mimetype.Detect(e.Path, data) // the range starts with the head
+	var mt string
+	if in.Offset == 0 && (whole || len(data) >= mimetype.SniffLen) {
+		mt = mimetype.Detect(e.Path, data) // the range holds the head already
+	} else {
+		mt = s.fileMIME(ctx, t, e.Path)
 	}
 	c := fileContent(uri, data, whole, mt)
 	out := DownloadOut{URI: uri, Size: e.Size, Offset: in.Offset, Length: len(data), MIMEType: mt}

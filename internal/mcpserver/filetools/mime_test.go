@@ -15,7 +15,8 @@ import (
 
 // TestMIMEAgreesEverywhere keeps files of every kind as one run's artifacts
 // and asserts that the result's resource_link, resources/list,
-// resources/read and download_file (whole and from an offset) all report the
+// resources/read and download_file (whole, from an offset, and a range too
+// short to sniff) all report the
 // same media type, the one of the file's content.
 func TestMIMEAgreesEverywhere(t *testing.T) {
 	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + string(bytes.Repeat([]byte{0}, 600)))
@@ -62,11 +63,12 @@ func TestMIMEAgreesEverywhere(t *testing.T) {
 		want[k.path] = k.want
 	}
 	places := map[string]map[string]string{
-		"resource_link":    linkMIMEs(ctx, fs, id, paths),
-		"resources/list":   listMIMEs(ctx, fs),
-		"resources/read":   {},
-		"download_file":    {},
-		"download_file@+2": {},
+		"resource_link":     linkMIMEs(ctx, fs, id, paths),
+		"resources/list":    listMIMEs(ctx, fs),
+		"resources/read":    {},
+		"download_file":     {},
+		"download_file@+2":  {},
+		"download_file[:4]": {},
 	}
 	for _, p := range paths {
 		uri := fileURI("executions", id, p)
@@ -75,8 +77,8 @@ func TestMIMEAgreesEverywhere(t *testing.T) {
 			t.Fatal(err)
 		}
 		places["resources/read"][p] = rr.Contents[0].MIMEType
-		for name, off := range map[string]int64{"download_file": 0, "download_file@+2": 2} {
-			_, out, err := fs.downloadFile(ctx, nil, DownloadIn{Path: p, ExecutionID: id, Offset: off})
+		for name, r := range map[string][2]int64{"download_file": {0, 0}, "download_file@+2": {2, 0}, "download_file[:4]": {0, 4}} {
+			_, out, err := fs.downloadFile(ctx, nil, DownloadIn{Path: p, ExecutionID: id, Offset: r[0], Length: r[1]})
 			if err != nil {
 				t.Fatal(err)
 			}
