@@ -16,8 +16,8 @@ import (
 // TestMIMEAgreesEverywhere keeps files of every kind as one run's artifacts
 // and asserts that the result's resource_link, resources/list,
 // resources/read and download_file (whole, from an offset, and a range too
-// short to sniff) all report the
-// same media type, the one of the file's content.
+// short to sniff) all report the same media type, the one of the file's
+// content.
 func TestMIMEAgreesEverywhere(t *testing.T) {
 	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + string(bytes.Repeat([]byte{0}, 600)))
 	kinds := []struct {
