@@ -28,6 +28,12 @@ up="$(cd "$(dirname "$0")/.." && pwd)/internal/e2e/testdata/upstreams"
 if [ ! -f "$up/node_modules/.package-lock.json" ] || [ "$up/package-lock.json" -nt "$up/node_modules/.package-lock.json" ]; then
   (cd "$up" && npm ci --no-audit --no-fund --loglevel=error)
 fi
+# The official TypeScript SDK client (internal/e2e/tsclient_test.go: no
+# message over its 10 MiB limit), pinned by its lockfile.
+ts="$(dirname "$0")/../internal/e2e/testdata/tsclient"
+if ! cmp -s "$ts/package-lock.json" "$ts/node_modules/.package-lock.json.installed" 2>/dev/null; then
+  (cd "$ts" && npm ci --no-audit --no-fund --loglevel=error >/dev/null && cp package-lock.json node_modules/.package-lock.json.installed)
+fi
 # The MCP conformance runner (internal/e2e/conformance_test.go), pinned by
 # its lockfile; reinstalled only when the lockfile changes.
 conf="$(dirname "$0")/../internal/e2e/testdata/conformance"

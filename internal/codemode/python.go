@@ -158,8 +158,12 @@ def __cx_main():
         return {"ok": True, "result": asyncio.run(ns["__cx_body"]())}
     except BaseException as e:
         tb = [fr for fr in traceback.extract_tb(e.__traceback__) if fr.filename == "<code>"]
-        stack = "".join(traceback.format_list(tb)) + "".join(traceback.format_exception_only(type(e), e))
-        return {"ok": False, "error": {"type": "RuntimeError", "name": type(e).__name__, "message": str(e), "stack": stack}}
+        stack = "".join(traceback.format_list(tb)).replace(", in __cx_body\n", ", in <module>\n") + "".join(traceback.format_exception_only(type(e), e))
+        err = {"type": "RuntimeError", "name": type(e).__name__, "message": str(e), "stack": stack}
+        if tb:  # where in the code it failed: the innermost of its frames
+            err["line"] = tb[-1].lineno or 0
+            err["column"] = tb[-1].colno + 1 if getattr(tb[-1], "colno", None) is not None else 0
+        return {"ok": False, "error": err}
 __cx_env = __cx_main()
 __cx_env["logs"] = __cx_logs
 try:

@@ -72,6 +72,7 @@ func Execute(ctx context.Context, eng *engine.Engine, req Request) (engine.Resul
 	if err != nil {
 		return engine.Result{}, err
 	}
+	ch.src = src
 	return eng.Execute(ctx, engine.Request{Language: req.Language, Code: req.Code, Program: src, Timeout: req.Timeout,
 		WorkingDir: req.WorkingDir, Tool: "execute_code", Context: req.Call, Observe: req.Observe, Intent: req.Intent,
 		MemoryBytes: req.MemoryBytes, Prepare: req.Prepare, Channel: ch})
@@ -104,6 +105,7 @@ type runChannel struct {
 	ctx    context.Context
 	req    Request
 	mark   string
+	src    string // the wrapped program, to map stack traces back
 	r, w   *os.File
 	bridge *Bridge
 	ch     *Channel
@@ -154,6 +156,9 @@ func (c *runChannel) Finish(res engine.Result, timeout time.Duration) (engine.Re
 	}
 	env, envErr := c.envelope()
 	res = fillResult(res, len(c.req.Code), timeout, env, envErr)
+	if e := res.CodeError; e != nil && e.Stack != "" && c.req.Language == runtime.TypeScript {
+		e.Stack, e.Line, e.Column = mapTSStack(e.Stack, c.src, strings.Count(c.req.Code, "\n")+1)
+	}
 	if c.bridge == nil {
 		return res, nil
 	}

@@ -1,5 +1,6 @@
-// Package images recognises image files by name and fits them under a byte
-// budget for inline return (MCP image content): PNG, JPEG and GIF too large
+// Package images fits images under a byte budget for inline return (MCP
+// image content; which files are images is package mimetype's answer): PNG,
+// JPEG and GIF too large
 // are decoded and downscaled (golang.org/x/image/draw, bilinear) until they
 // fit; what cannot be fitted (SVG, undecodable data) is left to the caller to
 // return as a link instead.
@@ -12,29 +13,9 @@ import (
 	"image/jpeg"
 	"image/png"
 	"math"
-	"path"
-	"strings"
 
 	"golang.org/x/image/draw"
 )
-
-// MIMEType returns the image MIME type of a file name by its extension, or
-// "" when the name is not an image codexec returns inline.
-func MIMEType(name string) string {
-	switch strings.ToLower(path.Ext(name)) {
-	case ".png":
-		return "image/png"
-	case ".jpg", ".jpeg":
-		return "image/jpeg"
-	case ".gif":
-		return "image/gif"
-	case ".webp":
-		return "image/webp"
-	case ".svg":
-		return "image/svg+xml"
-	}
-	return ""
-}
 
 // Fit returns data unchanged when it is at most max bytes; otherwise a
 // downscaled re-encoding (PNG stays PNG, JPEG stays JPEG, GIF becomes PNG)

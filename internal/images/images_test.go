@@ -64,11 +64,3 @@ func TestFit(t *testing.T) {
 		}
 	}
 }
-
-func TestMIMEType(t *testing.T) {
-	for name, want := range map[string]string{"a.PNG": "image/png", "p/x.jpeg": "image/jpeg", "c.svg": "image/svg+xml", "d.txt": "", "png": ""} {
-		if got := MIMEType(name); got != want {
-			t.Errorf("MIMEType(%q) = %q, want %q", name, got, want)
-		}
-	}
-}

@@ -94,20 +94,37 @@ func nodeProgram(node, js string, esm bool, flags, args []string) Program {
 // (so both import and require work) unless the code uses top-level await,
 // which only ES modules allow; esm reports which was produced.
 func CompileTS(code string) (js string, esm bool, err error) {
+	res, esm, err := transformTS(code, api.SourceMapInline)
+	if err != nil {
+		return "", false, err
+	}
+	return string(res.Code), esm, nil
+}
+
+// SourceMapTS is the source map (version 3 JSON) of CompileTS(code)'s
+// JavaScript back to code: compiling is deterministic, so a caller can map
+// the positions of a stack trace after the run.
+func SourceMapTS(code string) ([]byte, error) {
+	res, _, err := transformTS(code, api.SourceMapExternal)
+	return res.Map, err
+}
+
+func transformTS(code string, sm api.SourceMap) (api.TransformResult, bool, error) {
 	opts := api.TransformOptions{
 		Loader: api.LoaderTS, Format: api.FormatCommonJS, Target: api.ES2022,
-		Platform: api.PlatformNode, Sourcemap: api.SourceMapInline, Sourcefile: "main.ts",
+		Platform: api.PlatformNode, Sourcemap: sm, Sourcefile: "main.ts",
 	}
 	res := api.Transform(code, opts)
+	esm := false
 	if len(res.Errors) > 0 && strings.Contains(res.Errors[0].Text, "Top-level await") {
 		opts.Format = api.FormatESModule
 		res = api.Transform(code, opts)
 		esm = true
 	}
 	if len(res.Errors) > 0 {
-		return "", false, compileError(res.Errors[0])
+		return res, false, compileError(res.Errors[0])
 	}
-	return string(res.Code), esm, nil
+	return res, esm, nil
 }
 
 func compileError(m api.Message) *CompileError {

@@ -19,8 +19,9 @@ const tsClientMaxMessage = 10 << 20
 // TestDownloadDefaultRangeFitsClients reads a file larger than every range
 // from a real kept-artifact store with the default settings: a read with no
 // length, encoded as the whole JSON-RPC response line, must stay under what
-// the official clients accept, and explicit lengths up to
-// CODEXEC_MAX_DOWNLOAD_BYTES must still be honoured.
+// the official clients accept (with room for the start of the next message
+// in the client's buffer); so must explicit lengths up to
+// CODEXEC_MAX_DOWNLOAD_BYTES, which are cut, and text that escaping inflates.
 func TestDownloadDefaultRangeFitsClients(t *testing.T) {
 	cfg := config.Defaults(t.TempDir())
 	store, err := files.NewDirStore(t.TempDir(), files.DirOptions{})
@@ -38,18 +39,25 @@ func TestDownloadDefaultRangeFitsClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs := New(Deps{Config: cfg, Files: store})
+	// Text that JSON escapes sixfold (HTML-safe encoders write < as \u003c).
+	angles := bytes.Repeat([]byte("<"), int(cfg.MaxDownloadBytes))
+	if _, _, err := store.Put(ctx, "exec-2", "angles.txt", bytes.NewReader(angles), files.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name    string
+		item    string
+		path    string
 		length  int64
 		wantLen int
-		mustFit bool // the caller's own length may ask for more
 	}{
-		{"default range", 0, DefaultRangeBytes, true},
-		{"explicit maximum", cfg.MaxDownloadBytes, int(cfg.MaxDownloadBytes), false},
-		{"explicit small", 1000, 1000, true},
+		{"default range", "exec-1", "big.bin", 0, DefaultRangeBytes},
+		{"explicit maximum is cut to one message", "exec-1", "big.bin", cfg.MaxDownloadBytes, blobBudget},
+		{"explicit small", "exec-1", "big.bin", 1000, 1000},
+		{"escaped text is cut to one message", "exec-2", "angles.txt", 0, MessageBudget / 6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, out, err := fs.downloadFile(ctx, nil, DownloadIn{Path: "big.bin", ExecutionID: "exec-1", Length: tc.length})
+			res, out, err := fs.downloadFile(ctx, nil, DownloadIn{Path: tc.path, ExecutionID: tc.item, Length: tc.length})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,7 +69,7 @@ func TestDownloadDefaultRangeFitsClients(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.mustFit && len(line) >= tsClientMaxMessage {
+			if len(line) >= tsClientMaxMessage-(64<<10) {
 				t.Errorf("response of %d bytes, over the %d-byte message limit of the official TypeScript client", len(line), tsClientMaxMessage)
 			}
 			t.Logf("%d bytes read, response line %d bytes", out.Length, len(line))

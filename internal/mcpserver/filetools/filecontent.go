@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"mime"
 	"net/url"
-	"path"
 	"strings"
 	"unicode/utf8"
 
@@ -17,13 +15,15 @@ import (
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/images"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
+	"github.com/codexec/codexec/internal/mimetype"
 )
 
 // Result content limits: how many created files get a resource_link and how
 // many images are returned inline per execution.
 const (
-	maxLinks  = 20
-	maxImages = 8
+	maxLinks   = 20
+	maxImages  = 8
+	maxSniffed = 200
 )
 
 // fileURI is the resource URI of a file of a session ("sessions") or of a
@@ -70,34 +70,34 @@ func (s *Files) readTarget(ctx context.Context, t target, p string, off, n int64
 	return s.deps.Files.Read(ctx, t.ItemID, p, off, n, max)
 }
 
-// fileContent renders file bytes as MCP content: an image (whole image files
-// only), text (valid UTF-8 without NUL bytes), or an embedded resource blob.
-func fileContent(uri, name string, data []byte, whole bool) (mcp.Content, string) {
-	if mt := images.MIMEType(name); mt != "" && whole {
-		return &mcp.ImageContent{Data: data, MIMEType: mt}, mt
+// fileContent renders file bytes of media type mt as MCP content: an image
+// (whole image files only), text (valid UTF-8 without NUL bytes), or an
+// embedded resource blob.
+func fileContent(uri string, data []byte, whole bool, mt string) mcp.Content {
+	if isImage(mt) && whole {
+		return &mcp.ImageContent{Data: data, MIMEType: mt}
 	}
-	mt := mimeType(name, data)
 	if isText(data) {
-		return &mcp.TextContent{Text: string(data)}, mt
+		return &mcp.TextContent{Text: string(data)}
 	}
-	return &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: uri, MIMEType: mt, Blob: data}}, mt
+	return &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: uri, MIMEType: mt, Blob: data}}
 }
 
 func isText(data []byte) bool {
 	return utf8.Valid(data) && bytes.IndexByte(data, 0) < 0
 }
 
-func mimeType(name string, data []byte) string {
-	if mt := images.MIMEType(name); mt != "" {
-		return mt
+// isImage reports whether files of type mt are returned as image content.
+func isImage(mt string) bool { return strings.HasPrefix(mt, "image/") }
+
+// fileMIME is the media type of file p of t, from its first bytes, as every
+// place that shows the file reports it ("" when it cannot be read).
+func (s *Files) fileMIME(ctx context.Context, t target, p string) string {
+	head, _, err := s.readTarget(ctx, t, p, 0, mimetype.SniffLen)
+	if err != nil {
+		return ""
 	}
-	if mt := mime.TypeByExtension(path.Ext(name)); mt != "" {
-		return mt
-	}
-	if isText(data) {
-		return "text/plain; charset=utf-8"
-	}
-	return "application/octet-stream"
+	return mimetype.Detect(p, head)
 }
 
 // RegisterResources exposes files as resources: templates for session files
@@ -139,13 +139,14 @@ func (s *Files) keptResources(ctx context.Context) []*mcp.Resource {
 		if !strings.HasPrefix(it.ID, "exec_") {
 			continue // staged uploads are inputs, not results
 		}
+		t := target{ItemID: it.ID}
 		for _, e := range it.Files {
 			if len(out) >= 1000 {
 				return out
 			}
 			size := e.Size
 			out = append(out, &mcp.Resource{URI: fileURI("executions", it.ID, e.Path), Name: e.Path,
-				Title: it.ID + ": " + e.Path, MIMEType: mimeType(e.Path, nil), Size: size})
+				Title: it.ID + ": " + e.Path, MIMEType: s.fileMIME(ctx, t, e.Path), Size: size})
 		}
 	}
 	return out
@@ -177,7 +178,11 @@ func (s *Files) readResource(ctx context.Context, req *mcp.ReadResourceRequest) 
 	if int64(len(data)) < e.Size {
 		return nil, fmt.Errorf("%s is %d bytes, over CODEXEC_MAX_DOWNLOAD_BYTES (%d): read it in ranges with download_file", p, e.Size, s.deps.Config.MaxDownloadBytes)
 	}
-	rc := &mcp.ResourceContents{URI: uri, MIMEType: mimeType(p, data)}
+	if len(fitMessage(data)) < len(data) {
+		// No range in resources/read: a cut file would pass for the whole.
+		return nil, fmt.Errorf("%s is %d bytes, more than one message carries to every client (%d MiB encoded): read it in ranges with download_file (offset, length; each result's next_offset says where to continue)", p, e.Size, MessageBudget>>20)
+	}
+	rc := &mcp.ResourceContents{URI: uri, MIMEType: mimetype.Detect(p, data)}
 	if isText(data) {
 		rc.Text = string(data)
 	} else {
@@ -200,18 +205,24 @@ func (s *Files) WithFiles(ctx context.Context, r *mcp.CallToolResult, res engine
 	}
 	defer t.close()
 	nImg := 0
+	room := MessageBudget - resultSize(r)
 	for i, p := range res.Artifacts {
 		if !kept(p) {
 			continue
 		}
-		if mt := images.MIMEType(p); mt != "" && nImg < maxImages {
-			if c := s.inlineImage(ctx, t, p, mt); c != nil {
+		if i >= maxLinks && (nImg >= maxImages || i >= maxSniffed) {
+			break // each file is sniffed: bound the reads of a run that wrote thousands
+		}
+		mt := s.fileMIME(ctx, t, p)
+		if isImage(mt) && nImg < maxImages {
+			if c := s.inlineImage(ctx, t, p, mt, room/4*3); c != nil {
 				r.Content = append(r.Content, c)
+				room -= base64Len(len(c.Data))
 				nImg++
 			}
 		}
 		if i < maxLinks {
-			r.Content = append(r.Content, &mcp.ResourceLink{URI: t.uri(p), Name: p, MIMEType: mimeType(p, nil)})
+			r.Content = append(r.Content, &mcp.ResourceLink{URI: t.uri(p), Name: p, MIMEType: mt})
 		}
 	}
 	return r
@@ -233,14 +244,35 @@ func (s *Files) resultTarget(ctx context.Context, res engine.Result) (target, fu
 	return t, func(p string) bool { _, ok := it.Has(p); return ok }, nil
 }
 
-func (s *Files) inlineImage(ctx context.Context, t target, p, mt string) mcp.Content {
+// inlineImage is image p fitted under CODEXEC_MAX_IMAGE_BYTES and max bytes
+// (what is left of the result's MessageBudget), or nil.
+func (s *Files) inlineImage(ctx context.Context, t target, p, mt string, max int) *mcp.ImageContent {
+	max = min(max, int(s.deps.Config.MaxImageBytes))
+	if max <= 0 {
+		return nil
+	}
 	data, e, err := s.readTarget(ctx, t, p, 0, 0)
 	if err != nil || int64(len(data)) < e.Size {
 		return nil
 	}
-	out, outMT, ok := images.Fit(data, mt, int(s.deps.Config.MaxImageBytes))
+	out, outMT, ok := images.Fit(data, mt, max)
 	if !ok {
 		return nil
 	}
 	return &mcp.ImageContent{Data: out, MIMEType: outMT}
 }
+
+// resultSize is about how many bytes r's content takes encoded, before
+// images are added: its text, and a margin for links and structured content
+// (which repeats the text's fields).
+func resultSize(r *mcp.CallToolResult) int {
+	n := 64 << 10
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			n += 2 * len(tc.Text)
+		}
+	}
+	return n
+}
+
+func base64Len(n int) int { return (n + 2) / 3 * 4 }

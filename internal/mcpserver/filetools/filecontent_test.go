@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codexec/codexec/internal/mimetype"
 )
 
 func TestFileURIRoundTrip(t *testing.T) {
@@ -34,13 +36,14 @@ func TestFileContentKinds(t *testing.T) {
 		want  string
 	}{
 		{"a.txt", []byte("héllo"), true, "text"},
-		{"a.png", []byte("\x89PNG"), true, "image"},
-		{"a.png", []byte("\x89PNG"), false, "blob"},
+		{"a.png", []byte("\x89PNG\r\n\x1a\n"), true, "image"},
+		{"a.png", []byte("\x89PNG\r\n\x1a\n"), false, "blob"},
+		{"a.png", []byte("not a png"), true, "text"},
 		{"a.bin", []byte{0, 1, 2}, true, "blob"},
 		{"a.txt", []byte("a\x00b"), true, "blob"},
 	}
 	for _, c := range cases {
-		got, _ := fileContent("codexec://x", c.name, c.data, c.whole)
+		got := fileContent("codexec://x", c.data, c.whole, mimetype.Detect(c.name, c.data))
 		kind := "?"
 		switch got.(type) {
 		case *mcp.TextContent:

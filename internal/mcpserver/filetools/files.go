@@ -16,6 +16,7 @@ import (
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
+	"github.com/codexec/codexec/internal/mimetype"
 )
 
 // UploadIn is upload_file's input.
@@ -148,12 +149,19 @@ func (s *Files) downloadFile(ctx context.Context, _ *mcp.CallToolRequest, in Dow
 	if err != nil {
 		return nil, DownloadOut{}, tool.Rejected(err)
 	}
-	whole := in.Offset == 0 && int64(len(data)) == e.Size
-	if !whole {
+	if in.Offset+int64(len(data)) < e.Size {
 		data = trimPartialRune(data)
 	}
+	data = fitMessage(data)
+	whole := in.Offset == 0 && int64(len(data)) == e.Size
 	uri := t.uri(e.Path)
-	c, mt := fileContent(uri, e.Path, data, whole)
+	var mt string
+	if in.Offset == 0 && (whole || len(data) >= mimetype.SniffLen) {
+		mt = mimetype.Detect(e.Path, data) // the range holds the head already
+	} else {
+		mt = s.fileMIME(ctx, t, e.Path)
+	}
+	c := fileContent(uri, data, whole, mt)
 	out := DownloadOut{URI: uri, Size: e.Size, Offset: in.Offset, Length: len(data), MIMEType: mt}
 	if next := in.Offset + int64(len(data)); next < e.Size {
 		out.NextOffset = &next
@@ -162,10 +170,10 @@ func (s *Files) downloadFile(ctx context.Context, _ *mcp.CallToolRequest, in Dow
 }
 
 // DefaultRangeBytes is how much download_file returns when the caller gives
-// no length. As base64 in one JSON-RPC message 4 MiB is ~5.6 MB, well under
-// the 10 MiB a message may have in the official TypeScript SDK client
-// (which drops the connection past it); a caller may still ask for up to
-// CODEXEC_MAX_DOWNLOAD_BYTES with an explicit length.
+// no length: as base64 in one JSON-RPC message 4 MiB is ~5.6 MB, well within
+// MessageBudget. Longer ranges a caller asks for (up to
+// CODEXEC_MAX_DOWNLOAD_BYTES) are cut to fit MessageBudget; next_offset says
+// where the next range starts.
 const DefaultRangeBytes = 4 << 20
 
 // rangeLength is the length download_file reads: the caller's, or (none

@@ -2,6 +2,8 @@ package runtools
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"path"
 	"strings"
 
@@ -9,6 +11,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/codemode"
+	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/mcpserver/budget"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/upstream"
 )
@@ -126,4 +130,34 @@ func unknownTool(up *upstream.Manager, name string) error {
 		}
 	}
 	return tool.Coded(tool.CodeToolNotFound, "no upstream tool matches %q (use search_tools; names are server.tool)", name)
+}
+
+// fitResult turns a code-mode result too large for one message into a
+// RuntimeError saying so: the value and logs appear twice (JSON text and
+// structured content), escaped, and a client that cannot read the message
+// would drop the connection instead of seeing any answer.
+func fitResult(r engine.Result) engine.Result {
+	raw := 0
+	if v, ok := r.Value.(json.RawMessage); ok {
+		raw = len(v)
+	}
+	for _, l := range r.Logs {
+		raw += len(l)
+	}
+	if raw*14 < budget.MessageBytes { // even escaped twice over, it fits
+		return r
+	}
+	text := codeModeText(r).Content[0].(*mcp.TextContent).Text
+	structured, _ := json.Marshal(r)
+	size := len(text) + len(structured)
+	if size <= budget.MessageBytes {
+		return r
+	}
+	msg := fmt.Sprintf("the returned value and logs take %d bytes once encoded, more than one message carries to every MCP client (%d MiB): return less, or write the data to a file and return its path (read it with download_file)",
+		size, budget.MessageBytes>>20)
+	r.Value, r.Logs = json.RawMessage("null"), []string{}
+	r.CodeError = &codemode.Error{Type: "RuntimeError", Name: "ResultTooLarge", Message: msg}
+	full := "ResultTooLarge: " + msg
+	r.Status, r.Success, r.ErrorMessage = engine.StatusExecutionError, false, &full
+	return r
 }

@@ -141,6 +141,7 @@ func (s *toolset) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest,
 	if err != nil {
 		return tool.Fail(err)
 	}
+	res = fitResult(res)
 	return codeModeText(res), res, nil
 }
 

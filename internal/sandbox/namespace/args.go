@@ -19,11 +19,19 @@ var rootLinks = []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
 
 // etcFiles are the only host /etc entries a sandbox sees (read-only): the
 // dynamic linker cache, time zone, name service and alternatives links, TLS
-// roots (each bind costs ~0.2 ms per run, so the list is short). passwd and
-// group are synthesised.
+// roots, font configuration (each bind costs ~0.2 ms per run, so the list is
+// short). passwd and group are synthesised.
 var etcFiles = []string{
 	"/etc/ld.so.cache", "/etc/localtime", "/etc/nsswitch.conf", "/etc/hosts", "/etc/alternatives", "/etc/ssl",
+	"/etc/fonts",
 }
+
+// fontCache is the system's fontconfig cache, built by fc-cache when fonts
+// are installed. Seen read-only with /etc/fonts, font lookups (matplotlib
+// asks fc-list) find valid caches and write none: without them fontconfig
+// prints "Fontconfig error" and writes a cache of every font directory into
+// $HOME/.cache, which is the workspace, so it came back as artifacts.
+const fontCache = "/var/cache/fontconfig"
 
 // landlockInitPath is where the helper binary is visible in the sandbox.
 const landlockInitPath = "/opt/codexec/init"
@@ -88,6 +96,7 @@ func (b *bwrapArgs) build(spec sandbox.Spec) error {
 	for _, f := range etcFiles {
 		b.add("--ro-bind-try", f, f)
 	}
+	b.add("--ro-bind-try", fontCache, fontCache)
 	if err := b.identity(cmp.Or(spec.Dir, warmDir)); err != nil {
 		return err
 	}
