@@ -1,7 +1,6 @@
 package mcpserver_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -47,8 +46,9 @@ func TestToolSchemasSnapshot(t *testing.T) {
 	}
 }
 
-// TestToolSurfaceBudget fails when the default tools/list — what every
-// conversation pays for — grows past mcpserver.SurfaceBudget characters
+// TestToolSurfaceBudget fails when the default tools/list grows past its
+// budgets: mcpserver.ModelSurfaceBudget for what a model is shown (each
+// tool without its output schema), mcpserver.WireBudget for all of it
 // (compact JSON of the tools array, every toolset on).
 func TestToolSurfaceBudget(t *testing.T) {
 	dir := t.TempDir()
@@ -59,23 +59,37 @@ func TestToolSurfaceBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	var tools []json.RawMessage
+	var tools []map[string]json.RawMessage
 	if err := json.Unmarshal(listTools(t, a.Server), &tools); err != nil {
 		t.Fatal(err)
 	}
-	total := 2 // the array's brackets
-	for _, raw := range tools {
-		var b bytes.Buffer
-		if err := json.Compact(&b, raw); err != nil {
-			t.Fatal(err)
-		}
-		total += b.Len() + 1
-		t.Logf("%6d %s", b.Len(), toolName(raw))
+	wire, model := 2, 2 // the array's brackets
+	for _, tool := range tools {
+		all := compactLen(t, tool)
+		out := tool["outputSchema"]
+		delete(tool, "outputSchema")
+		shown := compactLen(t, tool)
+		wire += all + 1
+		model += shown + 1
+		t.Logf("%6d %6d (output schema %d) %s", all, shown, len(out), tool["name"])
 	}
-	t.Logf("tools/list surface: %d characters (budget %d)", total, mcpserver.SurfaceBudget)
-	if total > mcpserver.SurfaceBudget {
-		t.Errorf("tools/list is %d characters, over the %d budget: shorten descriptions or schemas", total, mcpserver.SurfaceBudget)
+	t.Logf("tools/list: %d characters (budget %d), shown to a model %d (budget %d)",
+		wire, mcpserver.WireBudget, model, mcpserver.ModelSurfaceBudget)
+	if model > mcpserver.ModelSurfaceBudget {
+		t.Errorf("the tools shown to a model take %d characters, over the %d budget: shorten descriptions or input schemas", model, mcpserver.ModelSurfaceBudget)
 	}
+	if wire > mcpserver.WireBudget {
+		t.Errorf("tools/list is %d characters, over the %d budget: shorten schemas", wire, mcpserver.WireBudget)
+	}
+}
+
+func compactLen(t *testing.T, v any) int {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(b)
 }
 
 func toolName(raw json.RawMessage) string {

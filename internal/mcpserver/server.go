@@ -47,18 +47,24 @@ import (
 	"github.com/codexec/codexec/internal/version"
 )
 
-// SurfaceBudget is the most characters the default tools/list may cost (the
-// compact JSON of its tools array): every conversation pays it. The schema
+// ModelSurfaceBudget is the most characters the part of the default
+// tools/list that clients put in a model's context may cost: each tool
+// without its output schema (name, title, description, input schema,
+// annotations; compact JSON). Every conversation pays it, so the schema
 // test fails beyond it.
 //
-// It was 12000 while only execute_code had an output schema (10,942
-// measured). Every tool returns structured content, and clients that check
-// it need each tool's output schema: the 22 output schemas, shape only
-// (no descriptions, required lists or $defs, which not every client
-// resolves) and portable (nullable as anyOf), measured 10,263 characters
-// and the titles 542, while the input schemas lost their ["null", X] type
-// arrays; 20,871 in all. The budget leaves a little room above that.
-const SurfaceBudget = 21500
+// Output schemas are not counted here: clients read them to check results
+// in code, and the tool formats of the model APIs have no field for them.
+// They are bounded by WireBudget instead.
+const ModelSurfaceBudget = 12000
+
+// WireBudget is the most characters the whole default tools/list may cost
+// (compact JSON of its tools array, output schemas included): what a client
+// downloads and keeps per connection. Every tool returns structured content
+// and has an output schema, shape only (no descriptions, required lists or
+// $defs, which not every client resolves) and portable (nullable as anyOf);
+// the 22 output schemas measured 10,263 characters, 20,871 in all.
+const WireBudget = 21500
 
 // Version is the server version reported to clients (serverInfo.version
 // in initialize): the module version of this build, as `codexec version`
