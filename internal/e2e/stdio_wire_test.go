@@ -121,6 +121,28 @@ func (r *rawStdio) await(id string) (before []wireMsg, last wireMsg) {
 	}
 }
 
+// answer returns the one answer to the line just sent. A line with an id
+// is awaited by that id: the server may answer requests out of order (a
+// tools/call runs concurrently with what follows it). A line answered with
+// a null id is followed by a ping with id probe, and must be the one
+// answer before the probe's.
+func (r *rawStdio) answer(id, probe string) wireMsg {
+	r.t.Helper()
+	if id != "null" {
+		before, a := r.await(id)
+		if len(before) != 0 {
+			r.t.Fatalf("answers before the one to the line: %+v", before)
+		}
+		return a
+	}
+	r.send(`{"jsonrpc":"2.0","id":` + probe + `,"method":"ping"}`)
+	got, _ := r.await(probe)
+	if len(got) != 1 {
+		r.t.Fatalf("got %d answers to the line, want exactly 1: %+v", len(got), got)
+	}
+	return got[0]
+}
+
 // call sends a tools/call and returns its result's text and isError.
 func (r *rawStdio) call(name string, args map[string]any) (text string, isError bool, structured map[string]any) {
 	r.t.Helper()
@@ -192,13 +214,7 @@ func TestStdioMalformedInputIsAnswered(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r.t = t
 			r.send(tc.line)
-			probe := fmt.Sprintf(`"probe-%d"`, i)
-			r.send(`{"jsonrpc":"2.0","id":` + probe + `,"method":"ping"}`)
-			got, _ := r.await(probe)
-			if len(got) != 1 {
-				t.Fatalf("got %d answers to the line, want exactly 1: %+v", len(got), got)
-			}
-			a := got[0]
+			a := r.answer(tc.id, fmt.Sprintf(`"probe-%d"`, i))
 			if string(a.ID) != tc.id {
 				t.Errorf("answer id %s, want %s", a.ID, tc.id)
 			}
