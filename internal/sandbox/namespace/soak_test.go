@@ -43,7 +43,10 @@ func soak(t *testing.T, fork bool) {
 		if i%5 == 0 {
 			kind, code = sandbox.WarmNode, fmt.Sprintf("console.log(%d)", i)
 		}
-		n.AwaitWarm(kind, 2*time.Second) // most runs served warm (refills run at low CPU weight)
+		// Most runs are served warm: refills run at low CPU weight, so on a
+		// loaded machine one can take seconds; the wait ends as soon as one is
+		// ready.
+		n.AwaitWarm(kind, 10*time.Second)
 		return sandboxtest.Run(t, n, sandboxtest.WarmSpec(kind, ws, code))
 	})
 	for _, s := range n.PoolStats() {
