@@ -73,9 +73,10 @@ func TestSweepDeadRuns(t *testing.T) {
 		sh, d := startDaemon(t, env(c.marker))
 		pids[c.name] = [2]int{sh, d}
 	}
-	if n := sweepDeadRuns(); n < 2 {
-		t.Errorf("sweep found %d processes, want at least the shell and the daemon of the dead server's run", n)
-	}
+	// The count is not checked: any codexec starting on this host at the
+	// same time (another test binary) sweeps the same dead run, and may win.
+	// What must hold is who is alive afterwards.
+	sweepDeadRuns()
 	time.Sleep(100 * time.Millisecond)
 	want, got := map[string][2]bool{}, map[string][2]bool{}
 	for _, c := range cases {
