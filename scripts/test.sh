@@ -8,6 +8,11 @@ gofmt_out=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$gofmt_out" ]; then echo "gofmt needed: $gofmt_out" >&2; exit 1; fi
 go vet ./...
 go test -race -count=1 -timeout 20m ./... "$@"
+# The Helm chart: rendered with the Helm library and every object decoded
+# strictly into the Kubernetes API types. Its own module (deploy/helm/go.mod),
+# so codexec does not depend on Helm; compiling Helm is slow, and the test
+# has no concurrency worth the race detector.
+(cd deploy/helm && go vet ./... && go test -count=1 -timeout 15m ./...)
 # The end-to-end suite again with the light subprocess backend (the run above
 # uses the default auto mode, which picks the namespace sandbox where it works).
 CODEXEC_TEST_SANDBOX_MODE=subprocess go test -count=1 -timeout 20m ./internal/e2e/ "$@"
