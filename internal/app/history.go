@@ -32,7 +32,7 @@ func (a *App) buildHistory(ctx context.Context, cfg config.Config, deps *mcpserv
 	if err != nil {
 		return err
 	}
-	deps.Scripts = &scripts.Runner{Store: store, Engine: a.Engine}
+	deps.Scripts = &scripts.Runner{Libraries: scripts.Files(store), Engine: a.Engine}
 	logger := a.logger
 	idx := logindex.New(logger.Dir(), filepath.Join(logger.Dir(), logindex.FileName))
 	if err := idx.Ready(); err != nil {
