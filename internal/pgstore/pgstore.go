@@ -17,10 +17,15 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
+
+// connectTimeout bounds one connection attempt unless the DSN sets
+// connect_timeout.
+const connectTimeout = 10 * time.Second
 
 // Store is an open PostgreSQL store. Close it when done.
 type Store struct {
@@ -33,6 +38,9 @@ func Open(ctx context.Context, dsn string) (_ *Store, retErr error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store: %s", strings.ReplaceAll(err.Error(), dsn, "<dsn>"))
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = connectTimeout // no connect_timeout in the DSN: do not hang on a black hole
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
