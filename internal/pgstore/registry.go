@@ -83,6 +83,12 @@ func (g *Registry) MarkLost(ctx context.Context, replicaID string, at time.Time)
 	return int(n), registryErr(err)
 }
 
+// ForgetLost implements sessionreg.Registry.
+func (g *Registry) ForgetLost(ctx context.Context, before time.Time) (int, error) {
+	tag, err := g.s.pool.Exec(ctx, `DELETE FROM sessions WHERE lost_at < $1`, before.UTC())
+	return int(tag.RowsAffected()), registryErr(err)
+}
+
 // Expired implements sessionreg.Registry.
 func (g *Registry) Expired(ctx context.Context, now time.Time, lease time.Duration) ([]sessionreg.Replica, error) {
 	rows, _ := g.s.pool.Query(ctx, `SELECT id, addr FROM replicas WHERE last_seen < $1 ORDER BY id COLLATE "C"`, now.Add(-lease).UTC())

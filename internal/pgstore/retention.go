@@ -61,7 +61,8 @@ func (h *History) Run(ctx context.Context, r logindex.Retention, interval time.D
 }
 
 // RetainOnce applies retention as of now unless another replica is
-// applying it (ran is false then).
+// applying it (ran is false then); the registry forgets sessions lost more
+// than r.Session days ago in the same pass.
 func (h *History) RetainOnce(ctx context.Context, now time.Time, r logindex.Retention) (ran bool, err error) {
 	conn, err := h.s.pool.Acquire(ctx)
 	if err != nil {
@@ -72,5 +73,13 @@ func (h *History) RetainOnce(ctx context.Context, now time.Time, r logindex.Rete
 		return false, unavailable(err)
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(lockRetention))
-	return true, h.ApplyRetention(ctx, now, r)
+	if err := h.ApplyRetention(ctx, now, r); err != nil {
+		return true, err
+	}
+	if n, err := h.s.Registry().ForgetLost(ctx, now.AddDate(0, 0, -r.Session)); err != nil {
+		return true, err
+	} else if n > 0 {
+		slog.Info("session registry: forgot sessions lost longer than the session log retention", "sessions", n)
+	}
+	return true, nil
 }

@@ -69,9 +69,14 @@ func (l library) save(ctx context.Context, tx pgx.Tx, in scripts.SaveInput) erro
 		m.ScriptID, m.CreatedAt, m.Version = old.ScriptID, old.CreatedAt, old.Version+1
 		m.LastRunAt, m.RunCount, m.LastRunSuccess = old.LastRunAt, old.RunCount, old.LastRunSuccess
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO scripts (owner, name, version, meta, code) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (owner, name) DO UPDATE SET version = excluded.version, meta = excluded.meta, code = excluded.code`,
-		l.owner, in.Name, m.Version, m, in.Code)
+	// A first save is a plain INSERT: when another replica's first save of
+	// the name wins the race, this one fails (unique violation) and Save
+	// retries it as a second version instead of overwriting the first.
+	sql := `INSERT INTO scripts (owner, name, version, meta, code) VALUES ($1, $2, $3, $4, $5)`
+	if found {
+		sql = `UPDATE scripts SET version = $3, meta = $4, code = $5 WHERE owner = $1 AND name = $2`
+	}
+	_, err = tx.Exec(ctx, sql, l.owner, in.Name, m.Version, m, in.Code)
 	return err
 }
 

@@ -90,6 +90,20 @@ func (m *Memory) MarkLost(_ context.Context, replicaID string, at time.Time) (in
 	return n, nil
 }
 
+// ForgetLost implements Registry.
+func (m *Memory) ForgetLost(_ context.Context, before time.Time) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for id, o := range m.sessions {
+		if o.LostAt != nil && o.LostAt.Before(before) {
+			delete(m.sessions, id)
+			n++
+		}
+	}
+	return n, nil
+}
+
 // Expired implements Registry.
 func (m *Memory) Expired(_ context.Context, now time.Time, lease time.Duration) ([]Replica, error) {
 	m.mu.Lock()

@@ -79,6 +79,9 @@ type Registry interface {
 	// MarkLost marks every session replicaID owns as lost at at, drops its
 	// lease, and returns how many sessions it marked.
 	MarkLost(ctx context.Context, replicaID string, at time.Time) (int, error)
+	// ForgetLost drops the records of sessions marked lost before before
+	// (after that, a call for one is ErrNotFound) and returns how many.
+	ForgetLost(ctx context.Context, before time.Time) (int, error)
 	// Expired lists the replicas whose last heartbeat is older than lease
 	// as of now, by id.
 	Expired(ctx context.Context, now time.Time, lease time.Duration) ([]Replica, error)

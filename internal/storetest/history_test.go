@@ -128,6 +128,11 @@ func TestHistorySearch(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		dup := entries[3]
+		dup.Stdout = "a second entry with a recorded id"
+		if err := h.Append(ctx, dup); err != nil {
+			t.Fatal(err)
+		}
 		for _, q := range queries {
 			got[b.name] = append(got[b.name], search(ownerCtx(q.owner), h, q.q))
 		}
@@ -150,6 +155,9 @@ func TestHistorySearch(t *testing.T) {
 		if emb.Total < q.minTotal {
 			t.Errorf("%s: %d matches, want at least %d", q.name, emb.Total, q.minTotal)
 		}
+	}
+	if g := gets["postgres"][3]; g.Stdout != entries[3].Stdout {
+		t.Errorf("an entry appended again with its id replaced the first: stdout %q", g.Stdout)
 	}
 	if diff := cmp.Diff(gets["embedded"], gets["postgres"]); diff != "" {
 		t.Errorf("get: embedded and postgres differ (-embedded +postgres)\n%s", diff)
@@ -229,4 +237,37 @@ func idNum(id string) int {
 	var n int
 	_, _ = fmt.Sscanf(strings.TrimPrefix(id, "exec_"), "%d", &n)
 	return n
+}
+
+// TestHistoryCountCap: past logindex.CountCap matches both stores stop
+// counting at the same number and return the same newest page.
+func TestHistoryCountCap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("appends over 10,000 executions to each store")
+	}
+	base := time.Now().Add(-time.Hour)
+	qs := []logindex.Query{{}, {Text: "capword"}, {Text: "capword", Status: "success", Limit: 7}}
+	got := map[string][]answer{}
+	for _, b := range backends(t) {
+		h := b.open(t).history
+		for i := range logindex.CountCap + 5 {
+			e := execlog.Entry{ExecutionID: fmt.Sprintf("exec_cap%05d", i), Language: "python", Status: "success",
+				Code: fmt.Sprintf("print('capword %d')", i), ExecutedAt: base.Add(time.Duration(i) * 100 * time.Millisecond)}
+			if err := h.Append(context.Background(), e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, q := range qs {
+			got[b.name] = append(got[b.name], search(context.Background(), h, q))
+		}
+	}
+	for i, q := range qs {
+		emb := got["embedded"][i]
+		if diff := cmp.Diff(emb, got["postgres"][i]); diff != "" {
+			t.Errorf("%+v: embedded and postgres differ (-embedded +postgres)\n%s", q, diff)
+		}
+		if emb.Total != logindex.CountCap+1 {
+			t.Errorf("%+v: total %d, want %d (the cap plus one)", q, emb.Total, logindex.CountCap+1)
+		}
+	}
 }

@@ -73,6 +73,15 @@ func TestRegistry(t *testing.T) {
 			n, err := r.MarkLost(ctx, a.ID, lost)
 			return fmt.Sprintf("%d %s", n, errName(err))
 		}, "0 "},
+		{"lost sessions are kept until forgotten", func(ctx context.Context, r sessionreg.Registry) any {
+			n, err := r.ForgetLost(ctx, lost)
+			return fmt.Sprintf("%d %s", n, errName(err))
+		}, "0 "},
+		{"forget lost sessions", func(ctx context.Context, r sessionreg.Registry) any {
+			n, err := r.ForgetLost(ctx, lost.Add(time.Second))
+			return fmt.Sprintf("%d %s", n, errName(err))
+		}, "1 "},
+		{"forgotten session is unknown", owner("sess_1"), "not found"},
 		{"release by owner", func(ctx context.Context, r sessionreg.Registry) any {
 			return errName(r.Release(ctx, "sess_2", b.ID))
 		}, ""},

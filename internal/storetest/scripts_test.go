@@ -3,6 +3,8 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -148,6 +150,46 @@ func TestScripts(t *testing.T) {
 				if diff := cmp.Diff(st.want, st.do(ctx, lib)); diff != "" {
 					t.Errorf("%s: (-want +got)\n%s", st.name, diff)
 				}
+			}
+		})
+	}
+}
+
+// TestScriptsConcurrentSaves: saves of one name racing each other (on a
+// shared store: from several replicas) each become a version; none is
+// overwritten.
+func TestScriptsConcurrentSaves(t *testing.T) {
+	const n = 8
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			lib, err := b.open(t).scripts.For(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					if _, err := lib.Save(ctx, scripts.SaveInput{Name: "race", Language: "python", Code: fmt.Sprintf("print(%d)", i)}); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			cur, err := lib.Get(ctx, "race", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			codes := map[string]bool{}
+			for _, v := range cur.Versions {
+				sc, err := lib.Get(ctx, "race", v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				codes[sc.Code] = true
+			}
+			if len(cur.Versions) != n || len(codes) != n {
+				t.Errorf("%d saves: versions %v holding %d distinct codes, want %d of each", n, cur.Versions, len(codes), n)
 			}
 		})
 	}
