@@ -24,19 +24,26 @@ func isWordRune(r rune) bool {
 }
 
 // fold is unicode61's case folding and removal of diacritics: lower case,
-// then the combining marks of the canonical decomposition dropped.
+// then the combining marks that the canonical decomposition puts on Latin
+// letters dropped (unicode61 folds only Latin: "á" is "a", Greek "ά" stays).
 func fold(w string) string {
 	w = strings.ToLower(w)
 	if isASCII(w) {
 		return w
 	}
-	d := norm.NFD.String(w)
-	return strings.Map(func(r rune) rune {
+	var b strings.Builder
+	latin := false
+	for _, r := range norm.NFD.String(w) {
 		if unicode.Is(unicode.Mn, r) {
-			return -1
+			if !latin {
+				b.WriteRune(r)
+			}
+			continue
 		}
-		return r
-	}, d)
+		latin = unicode.Is(unicode.Latin, r)
+		b.WriteRune(r)
+	}
+	return norm.NFC.String(b.String())
 }
 
 func isASCII(s string) bool {

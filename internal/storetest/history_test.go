@@ -25,7 +25,8 @@ func history(base time.Time) []execlog.Entry {
 	r := rand.New(rand.NewPCG(25, 1))
 	codes := []string{"import pandas as pd\nprint(total_sum)", "console.log('café au lait')", "echo foo-bar && ls x.y",
 		"import numpy_array\nraise ValueError('Über bad')", "print('hello world')", "fetch_prices(\"EUR\")"}
-	outs := []string{"hello world", "Traceback (most recent call last):\nValueError: Über bad", "", "42\n", "foo bar baz"}
+	outs := []string{"hello world", "Traceback (most recent call last):\nValueError: Über bad", "", "42\n", "foo bar baz",
+		"smørrebrød Ελληνικά straße naïve 日本語 x² ﬁle Ǆemal İstanbul"}
 	langs := []string{"python", "node", "bash", "typescript"}
 	statuses := []string{"success", "success", "execution_error", "timeout", "cancelled", "lost", "setup_error"}
 	var out []execlog.Entry
@@ -95,6 +96,23 @@ var queries = []struct {
 	{"diacritics folded", "", logindex.Query{Text: "cafe"}, 1},
 	{"diacritics folded, capital", "", logindex.Query{Text: "uber"}, 1},
 	{"diacritics in the query", "", logindex.Query{Text: "Café"}, 1},
+	// Words beyond ASCII, as unicode61 sees them: only Latin diacritics
+	// fold (no ø→o, no Greek accents, no ligatures or digraphs), no
+	// word segmentation of CJK runs.
+	{"ø", "", logindex.Query{Text: "smorrebrod"}, 0},
+	{"ø as written", "", logindex.Query{Text: "smørrebrød"}, 1},
+	{"greek accent folded", "", logindex.Query{Text: "ελληνικα"}, 0},
+	{"greek as written", "", logindex.Query{Text: "Ελληνικά"}, 1},
+	{"sharp s", "", logindex.Query{Text: "STRASSE"}, 0},
+	{"sharp s as written", "", logindex.Query{Text: "straße"}, 1},
+	{"diaeresis", "", logindex.Query{Text: "naive"}, 1},
+	{"cjk run", "", logindex.Query{Text: "日本語"}, 1},
+	{"cjk part", "", logindex.Query{Text: "日本"}, 0},
+	{"superscript digit", "", logindex.Query{Text: "x²"}, 1},
+	{"ligature", "", logindex.Query{Text: "file"}, 0},
+	{"ligature as written", "", logindex.Query{Text: "ﬁle"}, 1},
+	{"digraph", "", logindex.Query{Text: "dzemal"}, 0},
+	{"dotted capital I", "", logindex.Query{Text: "istanbul"}, 1},
 	{"word in the output", "", logindex.Query{Text: "Traceback"}, 1},
 	{"word in the error message", "", logindex.Query{Text: "boom"}, 1},
 	{"no such word", "", logindex.Query{Text: "zebra"}, 0},
