@@ -148,12 +148,12 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr 
 	if err := logger.Probe(); err != nil {
 		warnLogUnwritable(err)
 	}
-	// What killed servers left open is closed before this one records its
-	// own work, and after the backend killed what their runs left running
-	// and openDisks detached their bounded disks (from their workspaces).
 	if err := a.openStore(ctx, cfg, logger); err != nil {
 		return nil, err
 	}
+	// What killed servers left open is closed before this one records its
+	// own work, and after the backend killed what their runs left running
+	// and openDisks detached their bounded disks (from their workspaces).
 	recoverLeftovers(journalDir(cfg.LogDir), logger, cfg.SandboxDir)
 	removeStaleTemps(cfg.ScriptsDir, journalDir(cfg.LogDir))
 	if opts.Journal, err = inflight.Open(journalDir(cfg.LogDir)); err != nil {
