@@ -53,27 +53,46 @@ type Server struct {
 // installed) and returns it; it is stopped and removed at t's cleanup.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	s, skip, err := Launch()
+	if skip != "" {
+		t.Skip(skip)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Launch starts a cluster for a whole test binary (TestMain); the caller
+// stops it with Stop. skip says why it cannot run here (PostgreSQL not
+// installed); err is a failure to start it.
+func Launch() (_ *Server, skip string, retErr error) {
 	bin, err := binDir()
 	if err != nil {
-		t.Skip(err)
+		return nil, err.Error(), nil
 	}
 	s := &Server{bin: bin, port: 20000 + rand.IntN(40000)}
 	if os.Geteuid() == 0 {
 		if _, err := user.Lookup("postgres"); err != nil {
-			t.Skip("running as root and no postgres user to run the PostgreSQL server as")
+			return nil, "running as root and no postgres user to run the PostgreSQL server as", nil
 		}
 		s.asUser = "postgres"
 	}
+	defer func() {
+		if retErr != nil {
+			s.Stop()
+		}
+	}()
 	if err := s.init(); err != nil {
-		t.Fatal(err)
+		return nil, "", err
 	}
-	t.Cleanup(s.stop)
 	if err := s.run("pg_ctl", "-D", s.data(), "-l", filepath.Join(s.dir, "log"), "-w", "-o",
 		fmt.Sprintf("-k %s -p %d -c listen_addresses='' -c fsync=off -c max_connections=200", s.dir, s.port), "start"); err != nil {
 		log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
-		t.Fatalf("%v\n%s", err, log)
+		return nil, "", fmt.Errorf("%v\n%s", err, log)
 	}
-	return s
+	return s, "", nil
 }
 
 // init makes the temporary directory (owned by the server's user) and
@@ -110,7 +129,11 @@ func (s *Server) run(prog string, args ...string) error {
 	return nil
 }
 
-func (s *Server) stop() {
+// Stop stops the cluster and removes its directory.
+func (s *Server) Stop() {
+	if s.dir == "" {
+		return
+	}
 	_ = s.run("pg_ctl", "-D", s.data(), "-m", "immediate", "-w", "stop")
 	_ = os.RemoveAll(s.dir)
 }

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -26,12 +28,32 @@ type backend struct {
 	open func(t *testing.T) stores
 }
 
-// backends returns the embedded stores and, on a throwaway PostgreSQL
-// server started for t (t is skipped when PostgreSQL is not installed), the
-// PostgreSQL ones.
-func backends(t *testing.T) []backend {
-	srv := pgtest.Start(t)
-	return []backend{{"embedded", openEmbedded}, {"postgres", func(t *testing.T) stores { return openPostgres(t, srv) }}}
+// pg is the PostgreSQL server of this test binary (nil when it cannot
+// run here, pgSkip saying why); each test gets a database of its own.
+var (
+	pg     *pgtest.Server
+	pgSkip string
+)
+
+func TestMain(m *testing.M) {
+	srv, skip, err := pgtest.Launch()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "storetest: PostgreSQL did not start:", err)
+		os.Exit(1)
+	}
+	pg, pgSkip = srv, skip
+	code := m.Run()
+	if srv != nil {
+		srv.Stop()
+	}
+	os.Exit(code)
+}
+
+// backends returns the embedded stores and the PostgreSQL ones; opening
+// the latter skips the test, with the reason, when PostgreSQL is not
+// installed (after the embedded part ran).
+func backends() []backend {
+	return []backend{{"embedded", openEmbedded}, {"postgres", openPostgres}}
 }
 
 func openEmbedded(t *testing.T) stores {
@@ -51,8 +73,11 @@ func openEmbedded(t *testing.T) stores {
 	return stores{scripts: scripts.Files(lib), history: logindex.Embedded{Log: logger, Index: idx}, registry: &sessionreg.Memory{}}
 }
 
-func openPostgres(t *testing.T, srv *pgtest.Server) stores {
-	st, err := pgstore.Open(context.Background(), srv.NewDatabase(t))
+func openPostgres(t *testing.T) stores {
+	if pg == nil {
+		t.Skip(pgSkip)
+	}
+	st, err := pgstore.Open(context.Background(), pg.NewDatabase(t))
 	if err != nil {
 		t.Fatal(err)
 	}

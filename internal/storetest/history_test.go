@@ -138,7 +138,7 @@ func TestHistorySearch(t *testing.T) {
 	entries := history(time.Now())
 	got := map[string][]answer{}
 	gets := map[string][]execlog.Entry{}
-	for _, b := range backends(t) {
+	for _, b := range backends() {
 		h := b.open(t).history
 		ctx := context.Background()
 		for _, e := range entries {
@@ -217,7 +217,7 @@ func TestHistoryRetention(t *testing.T) {
 		{"sessions expire", now.AddDate(0, 0, 40), logindex.Retention{Success: 600, Failure: 600, Session: 30}},
 	}
 	left := map[string][][]string{}
-	for _, b := range backends(t) {
+	for _, b := range backends() {
 		h := b.open(t).history
 		for _, e := range entries {
 			if err := h.Append(context.Background(), e); err != nil {
@@ -266,7 +266,7 @@ func TestHistoryCountCap(t *testing.T) {
 	base := time.Now().Add(-time.Hour)
 	qs := []logindex.Query{{}, {Text: "capword"}, {Text: "capword", Status: "success", Limit: 7}}
 	got := map[string][]answer{}
-	for _, b := range backends(t) {
+	for _, b := range backends() {
 		h := b.open(t).history
 		for i := range logindex.CountCap + 5 {
 			e := execlog.Entry{ExecutionID: fmt.Sprintf("exec_cap%05d", i), Language: "python", Status: "success",

@@ -87,7 +87,7 @@ func TestRegistry(t *testing.T) {
 		}, ""},
 		{"released session is unknown", owner("sess_2"), "not found"},
 	}
-	for _, bk := range backends(t) {
+	for _, bk := range backends() {
 		t.Run(bk.name, func(t *testing.T) {
 			r := bk.open(t).registry
 			for _, st := range steps {

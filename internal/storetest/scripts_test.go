@@ -135,7 +135,7 @@ func TestScripts(t *testing.T) {
 			return v.Description
 		}, "remove temp files"},
 	}
-	for _, b := range backends(t) {
+	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			libs := b.open(t).scripts
 			for _, st := range steps {
@@ -160,7 +160,7 @@ func TestScripts(t *testing.T) {
 // overwritten.
 func TestScriptsConcurrentSaves(t *testing.T) {
 	const n = 8
-	for _, b := range backends(t) {
+	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
 			lib, err := b.open(t).scripts.For(ctx)
