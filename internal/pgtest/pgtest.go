@@ -98,7 +98,13 @@ func Launch() (_ *Server, skip string, retErr error) {
 // init makes the temporary directory (owned by the server's user) and
 // the cluster in it.
 func (s *Server) init() error {
-	dir, err := os.MkdirTemp("", "codexec-pg-")
+	// /tmp rather than $TMPDIR: the socket path must stay short (about
+	// 100 bytes) and, as root, the postgres user must reach it.
+	parent := ""
+	if fi, err := os.Stat("/tmp"); err == nil && fi.IsDir() {
+		parent = "/tmp"
+	}
+	dir, err := os.MkdirTemp(parent, "codexec-pg-")
 	if err != nil {
 		return err
 	}
