@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -70,5 +72,23 @@ func checkFound(t *testing.T, s *server, word, id, tool, stdout string) {
 	}
 	if lg.Tool != tool || lg.Stdout != stdout || lg.Status != "success" {
 		t.Errorf("get %s: tool %q stdout %q status %q, want %q %q success", id, lg.Tool, lg.Stdout, lg.Status, tool, stdout)
+	}
+}
+
+// TestSharedStoreUnreachable: a store that cannot be reached stops the
+// start with an error naming the setting and the reason, not the password.
+func TestSharedStoreUnreachable(t *testing.T) {
+	cmd := exec.Command(binary(t), "serve", "--data-dir", t.TempDir(), "--sandbox-mode", "subprocess")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
+		"CODEXEC_STORE=postgres://codexec:s3cret@127.0.0.1:1/codexec?connect_timeout=5"}
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("server started with an unreachable store:\n%s", out)
+	}
+	if !strings.Contains(string(out), "CODEXEC_STORE: store: cannot reach PostgreSQL at 127.0.0.1:1") {
+		t.Errorf("start-up error does not say which setting failed and why:\n%s", tail(string(out), 2000))
+	}
+	if strings.Contains(string(out), "s3cret") {
+		t.Errorf("start-up output shows the store's password:\n%s", out)
 	}
 }
