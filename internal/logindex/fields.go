@@ -38,13 +38,18 @@ func FieldsOf(e execlog.Entry) (Fields, bool) {
 	if json.Unmarshal(b, &l) != nil || l.ExecutionID == "" {
 		return Fields{}, false
 	}
+	return l.fields(), true
+}
+
+// fields are the Fields of an execution line whose language is known.
+func (l line) fields() Fields {
 	status := SearchStatus(l.Status, l.TimedOut, l.ExitCode)
 	h := Hit{ExecutionID: l.ExecutionID, SessionID: l.SessionID, Language: l.Language, CodePreview: preview(l.Code),
 		Status: status, ExitCode: l.ExitCode, ErrorPreview: errorPreview(l, status), DurationMs: l.DurationMs,
 		ExecutedAt: time.UnixMilli(l.when().UnixMilli()).UTC()}
 	return Fields{Hit: h, Owner: owner(l.Owner), Key: TimeKey(l.when()) + int64(fnv32(l.ExecutionID)%ridSlots),
 		Text: []string{l.Code, l.Stdout + "\n" + l.Stderr + "\n" + l.ErrorMessage,
-			metaToken("status", status) + " " + metaToken("lang", l.Language) + ownerTokens(l.Owner)}}, true
+			metaToken("status", status) + " " + metaToken("lang", l.Language) + ownerTokens(l.Owner)}}
 }
 
 // AsLogged completes an entry read back from a store as Get returns it:
