@@ -25,7 +25,7 @@ type stores struct {
 // backend opens a fresh, empty set of stores for t.
 type backend struct {
 	name string
-	open func(t *testing.T) stores
+	open func(t testing.TB) stores
 }
 
 // pg is the PostgreSQL server of this test binary (nil when it cannot
@@ -56,7 +56,7 @@ func backends() []backend {
 	return []backend{{"embedded", openEmbedded}, {"postgres", openPostgres}}
 }
 
-func openEmbedded(t *testing.T) stores {
+func openEmbedded(t testing.TB) stores {
 	dir := t.TempDir()
 	lib, err := scripts.Open(filepath.Join(dir, "scripts"))
 	if err != nil {
@@ -73,7 +73,7 @@ func openEmbedded(t *testing.T) stores {
 	return stores{scripts: scripts.Files(lib), history: logindex.Embedded{Log: logger, Index: idx}, registry: &sessionreg.Memory{}}
 }
 
-func openPostgres(t *testing.T) stores {
+func openPostgres(t testing.TB) stores {
 	if pg == nil {
 		t.Skip(pgSkip)
 	}
