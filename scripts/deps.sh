@@ -7,6 +7,7 @@ pkgs+=(python3-pip) # install_package tests: pip --target against a local index
 pkgs+=(e2fsprogs) # mkfs.ext4: bounded workspace disks (CODEXEC_DISK_LIMIT)
 pkgs+=(python3-matplotlib python3-pandas) # plots as images, DataFrame tables (files tests)
 pkgs+=(haproxy) # deploy/haproxy: the session-sticky proxy configurations, checked with haproxy -c
+pkgs+=(postgresql) # the shared store tests start their own throwaway cluster (internal/pgtest)
 command -v npm >/dev/null 2>&1 || pkgs+=(npm) # nodesource's nodejs already ships npm
 missing=()
 for p in "${pkgs[@]}"; do

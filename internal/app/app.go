@@ -20,6 +20,7 @@ import (
 	"github.com/codexec/codexec/internal/inflight"
 	"github.com/codexec/codexec/internal/mcpserver"
 	"github.com/codexec/codexec/internal/output"
+	"github.com/codexec/codexec/internal/pgstore"
 	"github.com/codexec/codexec/internal/quota"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
@@ -78,6 +79,8 @@ type App struct {
 	logger  *execlog.Logger
 	// upstreams are code mode's upstream MCP servers (nil when none).
 	upstreams *upstream.Manager
+	// store is the shared store CODEXEC_STORE names (nil: embedded).
+	store *pgstore.Store
 }
 
 // Close stops sessions and closes logs, in reverse order of creation.
@@ -144,6 +147,9 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr 
 	a.closers = append(a.closers, func() { _ = logger.Close() })
 	if err := logger.Probe(); err != nil {
 		warnLogUnwritable(err)
+	}
+	if err := a.openStore(ctx, cfg, logger); err != nil {
+		return nil, err
 	}
 	// What killed servers left open is closed before this one records its
 	// own work, and after the backend killed what their runs left running

@@ -32,7 +32,10 @@ func (a *App) buildHistory(ctx context.Context, cfg config.Config, deps *mcpserv
 	if err != nil {
 		return err
 	}
-	deps.Scripts = &scripts.Runner{Store: store, Engine: a.Engine}
+	deps.Scripts = &scripts.Runner{Libraries: scripts.Files(store), Engine: a.Engine}
+	if a.store != nil {
+		deps.Scripts.Libraries = a.store.Scripts()
+	}
 	logger := a.logger
 	idx := logindex.New(logger.Dir(), filepath.Join(logger.Dir(), logindex.FileName))
 	if err := idx.Ready(); err != nil {
@@ -48,5 +51,24 @@ func (a *App) buildHistory(ctx context.Context, cfg config.Config, deps *mcpserv
 	}()
 	a.closers = append(a.closers, func() { cancel(); <-done; _ = idx.Close() })
 	deps.Logs = idx
+	if a.store != nil {
+		a.runSharedRetention(ctx, cfg, deps)
+	}
 	return nil
+}
+
+// runSharedRetention serves the logs tools from the shared history and
+// prunes it (one replica at a time) until App.Close. The local index
+// above keeps pruning this server's own JSONL files.
+func (a *App) runSharedRetention(ctx context.Context, cfg config.Config, deps *mcpserver.Deps) {
+	hist := a.store.History()
+	deps.Logs = hist
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	r := cfg.RetentionDays
+	go func() {
+		defer close(done)
+		hist.Run(runCtx, logindex.Retention{Success: r.Success, Failure: r.Failure, Session: r.Session}, retentionEvery)
+	}()
+	a.closers = append(a.closers, func() { cancel(); <-done })
 }

@@ -42,6 +42,8 @@ type Config struct {
 	ScriptsDir string
 	// PackagesDir holds globally installed packages (python/ and node/).
 	PackagesDir string
+	// Store is CODEXEC_STORE: StoreEmbedded or a PostgreSQL URL (StoreDSN).
+	Store string
 
 	// SandboxMode is one of ModeAuto, ModeSubprocess, ModeNamespace, ModeDocker.
 	SandboxMode   string
@@ -299,7 +301,7 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("%s must be an absolute path (or start with ~/), got %q", d.name, d.v))
 		}
 	}
-	errs = append(errs, c.Remote.validate())
+	errs = append(errs, c.Remote.validate(), validateStore(c.Store))
 	return errors.Join(errs...)
 }
 

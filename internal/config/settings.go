@@ -15,6 +15,7 @@ var settings = []setting{
 	{"CODEXEC_LOG_DIR", "", "JSONL execution logs (default DATA_DIR/logs)", str(func(c *Config) *string { return &c.LogDir })},
 	{"CODEXEC_SCRIPTS_DIR", "", "saved script library (default DATA_DIR/scripts)", str(func(c *Config) *string { return &c.ScriptsDir })},
 	{"CODEXEC_PACKAGES_DIR", "", "globally installed packages (default DATA_DIR/packages)", str(func(c *Config) *string { return &c.PackagesDir })},
+	{"CODEXEC_STORE", StoreEmbedded, "where scripts, execution history and the session registry live: embedded (files and SQLite under the data directory, one server) | postgres://user:password@host:5432/db (PostgreSQL shared by replicas)", str(func(c *Config) *string { return &c.Store })},
 	{"CODEXEC_SANDBOX_MODE", ModeAuto, "auto | subprocess | namespace | docker", oneOf(func(c *Config) *string { return &c.SandboxMode }, ModeAuto, ModeSubprocess, ModeNamespace, ModeDocker)},
 	{"CODEXEC_DOCKER_IMAGE", "annabelle-sandbox", "container image for docker mode", str(func(c *Config) *string { return &c.DockerImage })},
 	{"CODEXEC_DOCKER_CLI", "docker", "docker-compatible CLI for docker mode (docker, podman)", str(func(c *Config) *string { return &c.DockerCLI })},

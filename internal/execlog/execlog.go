@@ -156,12 +156,8 @@ func SessionFile(sessionID string) string { return "session-" + sessionID + ".js
 // AppendExecution writes e to the daily file, or to its session's file when
 // e.SessionID is set.
 func (l *Logger) AppendExecution(e Entry) error {
-	e.Type = "execution"
+	e = AsWritten(e)
 	name := fileOf(e.SessionID, e.ExecutedAt)
-	if e.SessionID != nil && *e.SessionID != "" {
-		at := e.ExecutedAt
-		e.At = &at
-	}
 	if err := l.Append(name, e); err != nil {
 		return err
 	}
@@ -172,6 +168,17 @@ func (l *Logger) AppendExecution(e Entry) error {
 		fn(e)
 	}
 	return nil
+}
+
+// AsWritten is e as AppendExecution writes it: type "execution" and, in a
+// session, "at" beside executed_at.
+func AsWritten(e Entry) Entry {
+	e.Type = "execution"
+	if e.SessionID != nil && *e.SessionID != "" {
+		at := e.ExecutedAt
+		e.At = &at
+	}
+	return e
 }
 
 // Append writes v as one JSON line to the named file in the log directory:

@@ -60,12 +60,11 @@ func (w *writer) add(file string, off int64, b []byte, lang *string) error {
 	if l.Language == "" {
 		l.Language = *lang
 	}
-	status := SearchStatus(l.Status, l.TimedOut, l.ExitCode)
-	at := l.when().UnixMilli()
-	rid := TimeKey(l.when()) + int64(fnv32(l.ExecutionID)%ridSlots)
+	f := l.fields()
+	rid := f.Key
 	for tries := 0; ; tries++ {
-		_, err := w.exec.ExecContext(w.ctx, rid, l.ExecutionID, file, off+int64(skip), len(b)-skip, l.SessionID,
-			owner(l.Owner), l.Language, status, l.ExitCode, l.DurationMs, at, preview(l.Code), errorPreview(l, status))
+		_, err := w.exec.ExecContext(w.ctx, rid, f.ExecutionID, file, off+int64(skip), len(b)-skip, f.SessionID,
+			f.Owner, f.Language, f.Status, f.ExitCode, f.DurationMs, f.ExecutedAt.UnixMilli(), f.CodePreview, f.ErrorPreview)
 		if err == nil {
 			break
 		}
@@ -78,8 +77,7 @@ func (w *writer) add(file string, off int64, b []byte, lang *string) error {
 			return err
 		}
 	}
-	_, err := w.fts.ExecContext(w.ctx, rid, l.Code, l.Stdout+"\n"+l.Stderr+"\n"+l.ErrorMessage,
-		metaToken("status", status)+" "+metaToken("lang", l.Language)+ownerTokens(l.Owner))
+	_, err := w.fts.ExecContext(w.ctx, rid, f.Text[0], f.Text[1], f.Text[2])
 	return err
 }
 

@@ -31,7 +31,6 @@ import (
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/files"
-	"github.com/codexec/codexec/internal/logindex"
 	"github.com/codexec/codexec/internal/mcpserver/filetools"
 	"github.com/codexec/codexec/internal/mcpserver/logtools"
 	"github.com/codexec/codexec/internal/mcpserver/packagetools"
@@ -86,7 +85,7 @@ type Deps struct {
 	Packages        *packages.Installer // install_package; nil hides the tool
 	SessionPackages SessionPackages     // per-session installs; nil until sessions are wired
 	Scripts         *scripts.Runner
-	Logs            *logindex.Index
+	Logs            logtools.History  // search_execution_logs, get_execution_log; nil disables them
 	Limiter         quota.Limiter     // per-principal execution slots; nil: unlimited
 	Files           files.Store       // files toolset, kept artifacts, resources; nil disables them
 	Upstreams       *upstream.Manager // code mode's upstream MCP servers; nil = none configured

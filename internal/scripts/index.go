@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 )
 
@@ -107,17 +106,11 @@ func (s *Store) List(lang, tag string) ([]Meta, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := []Meta{}
-	for _, e := range ents {
-		if lang != "" && e.Language != lang {
-			continue
-		}
-		if tag != "" && !slices.ContainsFunc(e.Tags, func(t string) bool { return strings.EqualFold(t, tag) }) {
-			continue
-		}
-		out = append(out, e.Meta)
+	all := make([]Meta, len(ents))
+	for i, e := range ents {
+		all[i] = e.Meta
 	}
-	return out, nil
+	return Filter(all, lang, tag), nil
 }
 
 // Match is one search_scripts hit. Relevance names the strongest field that
@@ -132,22 +125,14 @@ type Match struct {
 // any word of query (case-insensitive substring), best first: a word in the
 // name weighs 8, in a tag 4, in the description 2, the language 1.
 func (s *Store) Search(query string) ([]Match, error) {
-	words := tokens(query)
-	if len(words) == 0 {
-		return nil, fmt.Errorf("query must contain at least one word")
+	if len(tokens(query)) == 0 {
+		return Rank(nil, query)
 	}
 	all, err := s.List("", "")
 	if err != nil {
 		return nil, err
 	}
-	out := []Match{}
-	for _, m := range all {
-		if score, rel := scoreOf(m, words); score > 0 {
-			out = append(out, Match{Meta: m, Relevance: rel, Score: score})
-		}
-	}
-	slices.SortStableFunc(out, func(a, b Match) int { return b.Score - a.Score })
-	return out, nil
+	return Rank(all, query)
 }
 
 func scoreOf(m Meta, words []string) (int, string) {

@@ -18,8 +18,9 @@ import (
 
 // Runner runs saved scripts through the engine. Safe for concurrent use.
 type Runner struct {
-	Store  *Store
-	Engine *engine.Engine
+	// Libraries holds the scripts (Files(store) for the embedded library).
+	Libraries Libraries
+	Engine    *engine.Engine
 }
 
 // ErrPreflight marks a package pre-flight check that could not run.
@@ -69,11 +70,11 @@ type RunRequest struct {
 // program is a Result with its status.
 func (r *Runner) Run(ctx context.Context, req RunRequest) (engine.Result, error) {
 	name := req.Name
-	store, err := r.Store.For(ctx)
+	lib, err := r.Libraries.For(ctx)
 	if err != nil {
 		return engine.Result{}, err
 	}
-	sc, err := store.Get(name, 0)
+	sc, err := lib.Get(ctx, name, 0)
 	if err != nil {
 		return engine.Result{}, err
 	}
@@ -90,7 +91,7 @@ func (r *Runner) Run(ctx context.Context, req RunRequest) (engine.Result, error)
 	if err != nil {
 		return res, err
 	}
-	if err := store.RecordRun(name, time.Now(), res.Success); err != nil {
+	if err := lib.RecordRun(ctx, name, time.Now(), res.Success); err != nil {
 		slog.Warn("could not record script run", "script", name, "err", err)
 	}
 	return res, nil

@@ -160,21 +160,16 @@ func langOfExt(ext string) string {
 // current files are first copied to versions/<n>/, so nothing is lost; its
 // created_at and run statistics carry over. Invalid input writes nothing.
 func (s *Store) Save(in SaveInput) (Script, error) {
-	if err := ValidateName(in.Name); err != nil {
+	in, err := Prepare(in)
+	if err != nil {
 		return Script{}, err
 	}
-	lang, err := runtime.Normalize(in.Language)
-	if err != nil {
-		return Script{}, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	if in.Code == "" {
-		return Script{}, fmt.Errorf("%w: code is required", ErrInvalid)
-	}
+	lang := in.Language
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now().UTC()
 	m := Meta{ScriptID: execlog.NewID("script_"), Name: in.Name, Description: in.Description, Language: lang,
-		Tags: nonNil(in.Tags), Packages: nonNil(in.Packages), SourceExecutionID: in.SourceExecutionID,
+		Tags: in.Tags, Packages: in.Packages, SourceExecutionID: in.SourceExecutionID,
 		Version: 1, CreatedAt: now, UpdatedAt: now}
 	dir := filepath.Join(s.root, in.Name)
 	if old, err := readScript(dir, in.Name); err == nil {

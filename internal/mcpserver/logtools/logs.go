@@ -78,9 +78,17 @@ type GetLogOut struct {
 	ExecutedAt        time.Time          `json:"executed_at"`
 }
 
+// History is what the logs toolset reads: the execution history, embedded
+// (*logindex.Index) or shared (a database). Errors wrap logindex's
+// ErrInvalidQuery, ErrNotFound and ErrUnavailable as those documents say.
+type History interface {
+	Search(ctx context.Context, q logindex.Query) ([]logindex.Hit, int, error)
+	Get(ctx context.Context, id string) (execlog.Entry, error)
+}
+
 // Deps are the services the logs toolset reads.
 type Deps struct {
-	Logs    *logindex.Index // nil: no logs toolset
+	Logs    History         // nil: no logs toolset
 	ExecLog *execlog.Logger // the execution log, whose write failure search_execution_logs reports; nil: none
 }
 

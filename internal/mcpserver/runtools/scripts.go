@@ -121,11 +121,11 @@ func (s *toolset) registerScripts() {
 }
 
 func (s *toolset) saveScript(ctx context.Context, _ *mcp.CallToolRequest, in SaveScriptIn) (*mcp.CallToolResult, SaveScriptOut, error) {
-	store, err := s.deps.Scripts.Store.For(ctx)
+	store, err := s.deps.Scripts.Libraries.For(ctx)
 	if err != nil {
 		return nil, SaveScriptOut{}, scriptError(err)
 	}
-	sc, err := store.Save(scripts.SaveInput{Name: in.Name, Description: in.Description, Language: in.Language,
+	sc, err := store.Save(ctx, scripts.SaveInput{Name: in.Name, Description: in.Description, Language: in.Language,
 		Code: in.Code, Tags: in.Tags, Packages: in.Packages, SourceExecutionID: in.SourceExecutionID})
 	if err != nil {
 		return nil, SaveScriptOut{}, scriptError(err)
@@ -135,11 +135,11 @@ func (s *toolset) saveScript(ctx context.Context, _ *mcp.CallToolRequest, in Sav
 }
 
 func (s *toolset) getScript(ctx context.Context, _ *mcp.CallToolRequest, in GetScriptIn) (*mcp.CallToolResult, GetScriptOut, error) {
-	store, err := s.deps.Scripts.Store.For(ctx)
+	store, err := s.deps.Scripts.Libraries.For(ctx)
 	if err != nil {
 		return nil, GetScriptOut{}, scriptError(err)
 	}
-	sc, err := store.Get(in.Name, in.Version)
+	sc, err := store.Get(ctx, in.Name, in.Version)
 	if err != nil {
 		return nil, GetScriptOut{}, scriptError(err)
 	}
@@ -159,11 +159,11 @@ func (s *toolset) listScripts(ctx context.Context, _ *mcp.CallToolRequest, in Li
 		}
 		lang = l
 	}
-	store, err := s.deps.Scripts.Store.For(ctx)
+	store, err := s.deps.Scripts.Libraries.For(ctx)
 	if err != nil {
 		return nil, ListScriptsOut{}, scriptError(err)
 	}
-	ms, err := store.List(lang, in.Tag)
+	ms, err := store.List(ctx, lang, in.Tag)
 	if err != nil {
 		return nil, ListScriptsOut{}, scriptError(err)
 	}
@@ -175,11 +175,11 @@ func (s *toolset) listScripts(ctx context.Context, _ *mcp.CallToolRequest, in Li
 }
 
 func (s *toolset) searchScripts(ctx context.Context, _ *mcp.CallToolRequest, in SearchScriptsIn) (*mcp.CallToolResult, SearchScriptsOut, error) {
-	store, err := s.deps.Scripts.Store.For(ctx)
+	store, err := s.deps.Scripts.Libraries.For(ctx)
 	if err != nil {
 		return nil, SearchScriptsOut{}, scriptError(err)
 	}
-	ms, err := store.Search(in.Query)
+	ms, err := store.Search(ctx, in.Query)
 	if err != nil {
 		return nil, SearchScriptsOut{}, tool.Invalidf("%v", err)
 	}

@@ -1,0 +1,92 @@
+package logindex
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/codexec/codexec/internal/execlog"
+)
+
+// Fields is what the index records of one execution entry: the Hit that
+// Search returns, its owner, the ordering key, and the text its words are
+// searched in. A shared store records the same fields so that its searches
+// give the same results.
+type Fields struct {
+	Hit
+	Owner string
+	// Key orders executions (newest first is descending Key) and is what
+	// Query.Since compares with TimeKey: TimeKey(executed_at) plus a slot
+	// from the execution id. Two executions may share a Key; the later
+	// recorded takes the next free one (Key+1, …), as the index does.
+	Key int64
+	// Text is every searchable text of the entry: its code, output
+	// (stdout, stderr, error message) and the filter tokens of its status,
+	// language and owner.
+	Text []string
+}
+
+// FieldsOf returns the Fields of e as the index would record them after e
+// went through its JSONL line (strings made valid UTF-8 as encoding/json
+// does). ok is false for an entry the index would skip (no execution id).
+func FieldsOf(e execlog.Entry) (Fields, bool) {
+	e.Type = "execution"
+	b, err := json.Marshal(e)
+	if err != nil {
+		return Fields{}, false
+	}
+	var l line
+	if json.Unmarshal(b, &l) != nil || l.ExecutionID == "" {
+		return Fields{}, false
+	}
+	return l.fields(), true
+}
+
+// fields are the Fields of an execution line whose language is known.
+func (l line) fields() Fields {
+	status := SearchStatus(l.Status, l.TimedOut, l.ExitCode)
+	h := Hit{ExecutionID: l.ExecutionID, SessionID: l.SessionID, Language: l.Language, CodePreview: preview(l.Code),
+		Status: status, ExitCode: l.ExitCode, ErrorPreview: errorPreview(l, status), DurationMs: l.DurationMs,
+		ExecutedAt: time.UnixMilli(l.when().UnixMilli()).UTC()}
+	return Fields{Hit: h, Owner: owner(l.Owner), Key: TimeKey(l.when()) + int64(fnv32(l.ExecutionID)%ridSlots),
+		Text: []string{l.Code, l.Stdout + "\n" + l.Stderr + "\n" + l.ErrorMessage,
+			metaToken("status", status) + " " + metaToken("lang", l.Language) + ownerTokens(l.Owner)}}
+}
+
+// AsLogged completes an entry read back from a store as Get returns it:
+// executed_at from a session line's "at", the language the store recorded,
+// and a status derived for lines that carry none.
+func AsLogged(e execlog.Entry, language string) execlog.Entry {
+	if e.ExecutedAt.IsZero() && e.At != nil {
+		e.ExecutedAt = *e.At
+	}
+	e.Language = language
+	e.Status = statusOrDerived(e)
+	return e
+}
+
+// ValidateQuery checks q as Search does: ErrInvalidQuery for an unknown
+// status or text without searchable words.
+func ValidateQuery(q Query) error {
+	_, _, _, err := q.where(owner(""))
+	return err
+}
+
+// PageSize is the page size of q: 20 by default, at most MaxLimit.
+func (q Query) PageSize() int {
+	if q.Limit <= 0 {
+		return 20
+	}
+	return min(q.Limit, MaxLimit)
+}
+
+// RetentionCutoffs are, for ApplyRetention at now, the instants before
+// which one-shot executions expire: success for successful ones, failure
+// for the rest. Only whole UTC days are expired (the daily files'
+// granularity: a day is pruned once all of it is past the shorter period),
+// so each cutoff is also bounded by the start of the day containing the
+// older of the two.
+func RetentionCutoffs(now time.Time, r Retention) (success, failure, days time.Time) {
+	oldest := now.AddDate(0, 0, -min(r.Success, r.Failure))
+	days = oldest.Add(-time.Nanosecond).UTC().Truncate(24 * time.Hour)
+	return now.AddDate(0, 0, -r.Success), now.AddDate(0, 0, -r.Failure), days
+}

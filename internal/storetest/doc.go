@@ -1,0 +1,7 @@
+// Package storetest holds the one test suite every store of codexec's
+// state must pass: the embedded one (script directories, JSONL history with
+// its SQLite index, the in-memory session registry) and the PostgreSQL one
+// (pgstore). Each test runs the same table against both and requires the
+// same answers, so a replica on the shared store behaves exactly as a
+// single server on its data directory. The package has no code of its own.
+package storetest
