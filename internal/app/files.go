@@ -16,7 +16,7 @@ import (
 // buildFiles opens the store of kept artifacts and staged uploads, makes the
 // engine keep every one-shot run's artifacts in it, and installs the python
 // support module (matplotlib backend) on every python run's path.
-func (a *App) buildFiles(cfg config.Config, opts *engine.Options) (*files.DirStore, error) {
+func (a *App) buildFiles(cfg config.Config, opts *engine.Options) (files.Store, error) {
 	store, err := files.NewDirStore(filepath.Join(cfg.DataDir, "artifacts"), files.DirOptions{TTL: cfg.ArtifactTTL, MaxBytes: cfg.ArtifactMaxBytes})
 	if err != nil {
 		return nil, err
