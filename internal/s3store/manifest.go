@@ -135,15 +135,33 @@ func (s *Store) readErr(id string, err error) error {
 	return fmt.Errorf("blob store %s: %w", s.opts.where(), err)
 }
 
-// load returns the manifest of a live item of the caller, or
-// files.NotFound in the same words for a missing, expired or foreign one.
+// load returns the manifest of a live item of the caller, read from the
+// bucket, or files.NotFound in the same words for a missing, expired or
+// foreign one.
 func (s *Store) load(ctx context.Context, id string) (*manifest, error) {
+	return s.loadFrom(ctx, id, false)
+}
+
+// loadCached is load that takes a manifest from the cache when it has one
+// (manifests never change): for Read and CopyTo, whose GET of the data
+// itself finds out when the item was removed meanwhile. It saves a round
+// trip per file when a listing sniffs every file's media type.
+func (s *Store) loadCached(ctx context.Context, id string) (*manifest, error) {
+	return s.loadFrom(ctx, id, true)
+}
+
+func (s *Store) loadFrom(ctx context.Context, id string, cached bool) (*manifest, error) {
 	if checkID(id) != nil {
 		return nil, files.NotFound(id)
 	}
-	m, err := s.fetch(ctx, id)
-	if err != nil {
-		return nil, err
+	s.mu.Lock()
+	m := s.known[id]
+	s.mu.Unlock()
+	if m == nil || !cached {
+		var err error
+		if m, err = s.fetch(ctx, id); err != nil {
+			return nil, err
+		}
 	}
 	if !tenant.Owns(ctx, m.Owner) || !m.live(s.opts.Now()) {
 		return nil, files.NotFound(id)

@@ -26,7 +26,7 @@ func (s *Store) Get(ctx context.Context, id string) (files.Item, error) {
 
 // Read implements files.Store with one ranged GET of at most max bytes.
 func (s *Store) Read(ctx context.Context, id, p string, offset, length, max int64) ([]byte, files.Entry, error) {
-	m, err := s.load(ctx, id)
+	m, err := s.loadCached(ctx, id)
 	if err != nil {
 		return nil, files.Entry{}, err
 	}
@@ -80,7 +80,7 @@ func (s *Store) readRange(ctx context.Context, key string, offset, n int64) ([]b
 // CopyTo implements files.Store: each object is streamed into dst (which
 // confines the names and refuses to overwrite), at most its recorded size.
 func (s *Store) CopyTo(ctx context.Context, id string, dst *files.Root) ([]files.Written, error) {
-	m, err := s.load(ctx, id)
+	m, err := s.loadCached(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -123,6 +123,34 @@ func testReopen(t *testing.T, h *harness) {
 	}
 }
 
+// testEvictedElsewhere: an item one store has read (and may cache) and
+// another store over the same storage evicts is gone for the first one too,
+// for every way of reaching it. Only for shared stores.
+func testEvictedElsewhere(t *testing.T, h *harness) {
+	if !h.Shared {
+		t.Skip("the store is not shared between running instances")
+	}
+	put(t, h.Store, alice(), "upl_a", "f", "12345")
+	if got, _, err := h.Store.Read(alice(), "upl_a", "f", 0, 0, 10); err != nil || string(got) != "12345" {
+		t.Fatalf("read: %q %v", got, err)
+	}
+	s2 := h.Reopen()
+	for _, id := range []string{"upl_b", "upl_c"} {
+		h.clock.add(time.Second)
+		put(t, s2, alice(), id, "f", "67890")
+	}
+	_, err := h.Store.Get(alice(), "upl_a")
+	wantNotFound(t, "get of the evicted item", "upl_a", err)
+	_, _, err = h.Store.Read(alice(), "upl_a", "f", 0, 0, 10)
+	wantNotFound(t, "read of the evicted item", "upl_a", err)
+	dst, _ := emptyRoot(t)
+	_, err = h.Store.CopyTo(alice(), "upl_a", dst)
+	wantNotFound(t, "copy of the evicted item", "upl_a", err)
+	if diff := cmp.Diff([]string{"upl_c", "upl_b"}, ids(h.Store.List(alice()))); diff != "" {
+		t.Fatalf("list after the eviction (-want +got):\n%s", diff)
+	}
+}
+
 // largeSize is bigger than any part or buffer a store may hold in memory.
 const largeSize = 48 << 20
 

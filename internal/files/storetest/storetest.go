@@ -6,8 +6,8 @@
 // The cases cover put and get, byte ranges, copying into a workspace,
 // keeping a hostile workspace's files, listing, owner isolation, expiry and
 // sweeping, the byte budget, a second store over the same storage (a
-// restart, or another replica) and streaming a file larger than any buffer
-// a store may hold.
+// restart, or another replica whose evictions the first one sees) and
+// streaming a file larger than any buffer a store may hold.
 package storetest
 
 import (
@@ -91,6 +91,7 @@ func cases() []testCase {
 		{"budget evicts the oldest", 10, testBudget},
 		{"keep skips what exceeds the budget", 10, testKeepBudget},
 		{"reopen sees what was kept", 1 << 20, testReopen},
+		{"another replica's eviction is seen", 10, testEvictedElsewhere},
 		{"large files stream", 1 << 30, testLarge},
 	}
 }
