@@ -42,3 +42,12 @@ conf="$(dirname "$0")/../internal/e2e/testdata/conformance"
 if ! cmp -s "$conf/package-lock.json" "$conf/node_modules/.package-lock.json.installed" 2>/dev/null; then
   (cd "$conf" && npm ci --no-audit --no-fund --loglevel=error >/dev/null && cp package-lock.json node_modules/.package-lock.json.installed)
 fi
+# The S3 blob store's tests (internal/s3store, the s3:// end-to-end test) run
+# against a real S3 server: Versity's gateway over a POSIX directory, built
+# from the Go module proxy into GOPATH/bin, where internal/s3store/s3test
+# looks for it. Reinstalled only when the pinned version changes.
+vgw_version=v1.8.0
+vgw="$(go env GOPATH)/bin/versitygw"
+if ! go version -m "$vgw" 2>/dev/null | grep -qE "^\s+mod\s+github.com/versity/versitygw\s+$vgw_version\s"; then
+  GOFLAGS=-buildvcs=false go install "github.com/versity/versitygw/cmd/versitygw@$vgw_version"
+fi

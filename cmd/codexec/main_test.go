@@ -57,7 +57,7 @@ func runCLI(t *testing.T, env []string, args ...string) (stdout, stderr string, 
 func cliEnv(t *testing.T, env []string) []string {
 	names := map[string]bool{}
 	for _, f := range config.Flags() {
-		names[f.Env] = true
+		names[f.Env], names[f.Fallback] = true, true
 	}
 	var out []string
 	for _, kv := range os.Environ() {
@@ -170,6 +170,24 @@ func TestEnv(t *testing.T) {
 	}
 	if strings.Contains(out, "s3cret") {
 		t.Error("env shows a credential")
+	}
+}
+
+// TestEnvMasksS3Secret: the S3 secret key is shown as *** whether it came
+// from CODEXEC_S3_SECRET_KEY or AWS_SECRET_ACCESS_KEY.
+func TestEnvMasksS3Secret(t *testing.T) {
+	store := "CODEXEC_BLOB_STORE=s3://codexec/p?endpoint=http://127.0.0.1:7070"
+	for _, env := range [][]string{
+		{store, "CODEXEC_S3_ACCESS_KEY=ak", "CODEXEC_S3_SECRET_KEY=topsecret"},
+		{store, "AWS_ACCESS_KEY_ID=ak", "AWS_SECRET_ACCESS_KEY=topsecret"},
+	} {
+		out, errOut, code := runCLI(t, env, "env")
+		if code != 0 || errOut != "" {
+			t.Fatalf("%v: exit %d, stderr %q", env, code, errOut)
+		}
+		if strings.Contains(out, "topsecret") || !regexp.MustCompile(`(?m)^CODEXEC_S3_SECRET_KEY +env +\*\*\*$`).MatchString(out) {
+			t.Errorf("%v: env shows\n%s", env, out)
+		}
 	}
 }
 

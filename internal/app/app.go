@@ -116,7 +116,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr 
 	if err := addGlobalPackages(&opts, cfg.PackagesDir); err != nil {
 		return nil, err
 	}
-	store, err := a.buildFiles(cfg, &opts)
+	store, err := a.buildFiles(ctx, cfg, &opts)
 	if err != nil {
 		return nil, err
 	}

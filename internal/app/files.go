@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -10,18 +11,19 @@ import (
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/runtime"
+	"github.com/codexec/codexec/internal/s3store"
 	"github.com/codexec/codexec/internal/sandbox"
 )
 
 // buildFiles opens the store of kept artifacts and staged uploads, makes the
 // engine keep every one-shot run's artifacts in it, and installs the python
 // support module (matplotlib backend) on every python run's path.
-func (a *App) buildFiles(cfg config.Config, opts *engine.Options) (*files.DirStore, error) {
-	store, err := files.NewDirStore(filepath.Join(cfg.DataDir, "artifacts"), files.DirOptions{TTL: cfg.ArtifactTTL, MaxBytes: cfg.ArtifactMaxBytes})
+func (a *App) buildFiles(ctx context.Context, cfg config.Config, opts *engine.Options) (files.Store, error) {
+	store, closeStore, err := openBlobStore(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	a.closers = append(a.closers, store.Close)
+	a.closers = append(a.closers, closeStore)
 	opts.AfterRun = keepArtifacts(store)
 	support := filepath.Join(cfg.DataDir, "support", "python")
 	if err := files.InstallPython(support); err != nil {
@@ -29,6 +31,28 @@ func (a *App) buildFiles(cfg config.Config, opts *engine.Options) (*files.DirSto
 	}
 	addPythonSupport(opts, support)
 	return store, nil
+}
+
+// openBlobStore opens the store CODEXEC_BLOB_STORE names: the embedded
+// directory store, or an S3-compatible bucket, checked (and with create=true
+// created) before the server starts so that a wrong endpoint, bucket or key
+// fails the start with an error saying which.
+func openBlobStore(ctx context.Context, cfg config.Config) (files.Store, func(), error) {
+	if loc := cfg.Blob.S3; loc != nil {
+		s, err := s3store.Open(ctx, s3store.Options{Endpoint: loc.Endpoint, Secure: loc.Secure, Region: loc.Region,
+			Bucket: loc.Bucket, Prefix: loc.Prefix, Create: loc.Create, AccessKey: cfg.Blob.AccessKey, SecretKey: cfg.Blob.SecretKey,
+			TTL: cfg.ArtifactTTL, MaxBytes: cfg.ArtifactMaxBytes})
+		if err != nil {
+			return nil, nil, fmt.Errorf("CODEXEC_BLOB_STORE: %w", err)
+		}
+		slog.Info("blob store: S3-compatible bucket", "endpoint", loc.Endpoint, "bucket", loc.Bucket, "prefix", loc.Prefix)
+		return s, s.Close, nil
+	}
+	s, err := files.NewDirStore(filepath.Join(cfg.DataDir, "artifacts"), files.DirOptions{TTL: cfg.ArtifactTTL, MaxBytes: cfg.ArtifactMaxBytes})
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, s.Close, nil
 }
 
 // keepArtifacts copies a run's created and modified files into the store

@@ -116,6 +116,8 @@ type Config struct {
 	MaxImageBytes    int64
 	ArtifactTTL      time.Duration
 	ArtifactMaxBytes int64
+	// Blob is where staged uploads and kept artifacts live (blobstore.go).
+	Blob BlobStore
 
 	CodeMode CodeMode
 }
@@ -241,7 +243,11 @@ func effective(c *Config, sources map[string]Source) []Effective {
 	}
 	out := make([]Effective, 0, len(settings))
 	for _, s := range settings {
-		out = append(out, Effective{Env: s.env, Value: MaskSecrets(s.get(c)), Source: sources[s.env]})
+		v := MaskSecrets(s.get(c))
+		if s.secret && v != "" {
+			v = masked
+		}
+		out = append(out, Effective{Env: s.env, Value: v, Source: sources[s.env]})
 	}
 	return out
 }
@@ -259,6 +265,8 @@ func pick(s setting, flagVal string, getenv func(string) string, home string, fs
 	v, src := s.def, SourceDefault
 	if e := getenv(s.env); e != "" {
 		v, src = e, SourceEnv
+	} else if s.fallback != "" && getenv(s.fallback) != "" {
+		v, src = getenv(s.fallback), SourceEnv
 	}
 	visited := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { visited[f.Name] = true })
@@ -301,7 +309,7 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("%s must be an absolute path (or start with ~/), got %q", d.name, d.v))
 		}
 	}
-	errs = append(errs, c.Remote.validate(), validateStore(c.Store))
+	errs = append(errs, c.Remote.validate(), validateStore(c.Store), c.Blob.validate())
 	return errors.Join(errs...)
 }
 

@@ -15,13 +15,16 @@ type Flag struct {
 	Env     string // the environment variable setting the same thing
 	Default string // as written in the table; empty when unset or derived
 	Help    string
+	// Fallback is the environment variable read when Env is unset ("" for
+	// none): AWS_SECRET_ACCESS_KEY for CODEXEC_S3_SECRET_KEY.
+	Fallback string
 }
 
 // Flags lists every setting's flag in documentation order.
 func Flags() []Flag {
 	out := make([]Flag, 0, len(settings))
 	for _, s := range settings {
-		out = append(out, Flag{Name: FlagName(s.env), Type: s.typ, Env: s.env, Default: s.def, Help: s.help})
+		out = append(out, Flag{Name: FlagName(s.env), Type: s.typ, Env: s.env, Default: s.def, Help: s.help, Fallback: s.fallback})
 	}
 	return out
 }

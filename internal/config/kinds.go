@@ -19,6 +19,12 @@ type kind struct {
 	// alias names an earlier setting writing the same field; the two share
 	// the source of whichever one gave the value (see Resolve).
 	alias string
+	// fallback names another environment variable read when the
+	// setting's own is unset (AWS_SECRET_ACCESS_KEY for
+	// CODEXEC_S3_SECRET_KEY).
+	fallback string
+	// secret values are shown masked.
+	secret bool
 }
 
 // Toolsets are the toolset names CODEXEC_TOOLSETS accepts besides "all",

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -119,17 +118,9 @@ func (s *DirStore) forget(id string) {
 	}
 }
 
-// validID refuses ids that could name something other than one directory.
-func validID(id string) error {
-	if id == "" || strings.ContainsAny(id, `/\`) || strings.HasPrefix(id, ".") || len(id) > 128 {
-		return fmt.Errorf("invalid item id %q", id)
-	}
-	return nil
-}
-
 // begin creates the item's directory and returns a Root on its files.
 func (s *DirStore) begin(ctx context.Context, id string) (*Item, *Root, error) {
-	if err := validID(id); err != nil {
+	if err := CheckID(id); err != nil {
 		return nil, nil, err
 	}
 	s.mu.Lock()
@@ -278,7 +269,7 @@ func (s *DirStore) Get(ctx context.Context, id string) (Item, error) {
 	defer s.mu.Unlock()
 	it := s.items[id]
 	if it == nil || !tenant.Owns(ctx, it.Owner) || !s.opts.Now().Before(it.Expires) {
-		return Item{}, notFound(id)
+		return Item{}, NotFound(id)
 	}
 	return *it, nil
 }
@@ -291,7 +282,7 @@ func (s *DirStore) open(ctx context.Context, id string) (Item, *Root, error) {
 	}
 	r, err := OpenRoot(filepath.Join(s.root, id, "files"))
 	if err != nil {
-		return Item{}, nil, notFound(id) // evicted or swept meanwhile
+		return Item{}, nil, NotFound(id) // evicted or swept meanwhile
 	}
 	return it, r, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -36,6 +37,14 @@ func (it Item) Has(p string) (Entry, bool) {
 // owner, and an item owned by someone else is reported as ErrNotFound, never
 // as "forbidden", so ids of other tenants cannot be probed. Implementations
 // are safe for concurrent use.
+//
+// Two implementations keep the same contract: DirStore (the embedded
+// default, a directory of the data dir) and the S3-compatible store of
+// package s3store (shared by several replicas); package storetest checks
+// both with one suite. A store only ever receives bytes and names: what it
+// keeps from a workspace it reads through a Root (confined, with the
+// sandbox user's rights), and what it writes into one goes through a Root
+// too, so no store acts on sandbox paths with the server's rights.
 type Store interface {
 	// Keep copies the regular files named by paths out of src as item id.
 	// Files that are not regular, cannot be read safely or do not fit the
@@ -53,7 +62,21 @@ type Store interface {
 	List(ctx context.Context) []Item
 }
 
-// notFound is the error for a missing, expired or foreign item.
-func notFound(id string) error {
+// NotFound is the error every Store returns for a missing, expired or
+// foreign item (errors.Is ErrNotFound), in the same words whichever store
+// keeps it.
+func NotFound(id string) error {
 	return fmt.Errorf("%s: %w (unknown, expired after the artifact TTL, or not yours)", id, ErrNotFound)
+}
+
+// CheckID refuses ids that could name something other than one item: empty,
+// longer than 128 bytes, starting with a dot, or holding a slash or
+// backslash. Stores build directory names and object keys from ids, and
+// callers pass ids they read from tool input, so every store checks an id
+// before it names anything with it.
+func CheckID(id string) error {
+	if id == "" || strings.ContainsAny(id, `/\`) || strings.HasPrefix(id, ".") || len(id) > 128 {
+		return fmt.Errorf("invalid item id %q", id)
+	}
+	return nil
 }
