@@ -181,6 +181,7 @@ func (w *world) auditTick() {
 				w.violate("session %s held by %s and %s", id, prev, r.ID)
 			}
 			seen[id] = r.ID
+			w.res.AuditReads++
 			o, err := w.audit.Owner(w.ctx, id)
 			switch {
 			case err != nil:

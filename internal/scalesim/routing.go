@@ -29,10 +29,10 @@ func (w *world) leastconn() *replica {
 	return best[w.rng.IntN(len(best))]
 }
 
-// pick is the server HAProxy sends a request of MCP session mcpID to:
+// pick is the server HAProxy sends a request of c's MCP session to:
 // the stuck one while its checks pass, else leastconn.
-func (w *world) pick(mcpID string) *replica {
-	if r := w.stick[mcpID]; r != nil && r.proxyUp {
+func (w *world) pick(c *client) *replica {
+	if r := c.stuck; r != nil && r.proxyUp {
 		return r
 	}
 	return w.leastconn()
@@ -55,7 +55,8 @@ func (w *world) openOn(c *client, r *replica) string {
 		return FailProxy
 	}
 	c.mcpID, c.mcpOn = w.id("m"), r
-	w.stick[c.mcpID] = r
+	c.stuck = r
+	w.stickEntries++
 	r.mcp++
 	return ""
 }
@@ -75,7 +76,7 @@ func (w *world) reach(c *client) (*replica, string) {
 			return nil, f
 		}
 	}
-	r := w.pick(c.mcpID)
+	r := w.pick(c)
 	switch {
 	case r == nil:
 		return nil, FailNoServer

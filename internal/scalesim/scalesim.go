@@ -140,6 +140,8 @@ type Result struct {
 	// StickEntries is the HAProxy stick table's size at the end (entries
 	// live an hour; the run is shorter).
 	StickEntries int
+	// AuditReads is how many Owner calls the audit made (not in Phase.Ops).
+	AuditReads int
 	// Violations lists every broken invariant; empty when all held.
 	Violations []string
 }

@@ -53,6 +53,7 @@ type replica struct {
 type client struct {
 	mcpID string
 	mcpOn *replica // the replica that issued mcpID (nil: none open)
+	stuck *replica // HAProxy's stick table entry for mcpID
 	sess  string   // codexec session id ("" when it must start one)
 	gen   int      // bumped for each codexec session, to drop stale closes
 }
@@ -71,9 +72,12 @@ type world struct {
 	replicas []*replica // every incarnation, in start order
 	byAddr   map[string]*replica
 	holder   map[string]*replica // session id → replica holding it
-	stick    map[string]*replica // HAProxy stick table: MCP session id → server
-	clients  []*client
-	nextID   int
+	// stickEntries counts HAProxy's stick table entries (one per MCP
+	// session opened; they expire after an hour, longer than a run). Each
+	// client keeps its own entry, client.stuck.
+	stickEntries int
+	clients      []*client
+	nextID       int
 
 	res     Result
 	ph      *Phase
@@ -116,12 +120,13 @@ func (w *world) fail(kind string) {
 }
 
 // Run simulates cfg against reg (an empty registry; the simulation claims
-// fresh ids) and returns what happened. audit, when not nil, is reg again
-// without counting, for the consistency checks.
+// fresh ids) and returns what happened. Only the periodic audit
+// (Config.Audit) reads reg without counting. It stops at the first broken
+// invariant (Result.Violations).
 func Run(ctx context.Context, cfg Config, reg sessionreg.Registry) (Result, error) {
 	w := &world{
 		cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5ca1e)), reg: &Counting{Inner: reg}, audit: reg, ctx: ctx,
-		byAddr: map[string]*replica{}, holder: map[string]*replica{}, stick: map[string]*replica{},
+		byAddr: map[string]*replica{}, holder: map[string]*replica{},
 	}
 	w.res.DetectionBound = cfg.Lease + cfg.Sweep
 	w.beginPhase(PhaseWarmup)
@@ -152,7 +157,7 @@ func Run(ctx context.Context, cfg Config, reg sessionreg.Registry) (Result, erro
 		}
 	}
 	w.endPhase()
-	w.res.StickEntries = len(w.stick)
+	w.res.StickEntries = w.stickEntries
 	return w.res, nil
 }
 
