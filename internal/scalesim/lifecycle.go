@@ -13,7 +13,7 @@ func (w *world) startReplica(initial bool) *replica {
 	n := len(w.replicas) + 1
 	r := &replica{
 		Replica: sessionreg.Replica{ID: fmt.Sprintf("replica-%02d", n), Addr: fmt.Sprintf("10.0.%d.%d:8080", n/250, n%250+1)},
-		alive:   true, proxyUp: initial, local: map[string]bool{},
+		alive:   true, proxyUp: initial, local: map[string]*client{},
 	}
 	w.replicas = append(w.replicas, r)
 	w.byAddr[r.Addr] = r
@@ -117,8 +117,14 @@ func (w *world) rollingUpdate() {
 		r := old[i]
 		w.at(w.cfg.PreStop, func() {
 			r.draining = true
+			if w.cfg.LostAtSigterm {
+				w.markOwnLost(r)
+			}
 			w.at(w.cfg.Drain, func() {
-				w.exit(r)
+				if !w.cfg.LostAtSigterm {
+					w.markOwnLost(r)
+				}
+				w.stopProcess(r)
 				w.at(w.cfg.Startup, func() {
 					w.startReplica(false)
 					step(i + 1)
@@ -129,8 +135,9 @@ func (w *world) rollingUpdate() {
 	step(0)
 }
 
-// exit is a drained replica marking its own sessions lost and stopping.
-func (w *world) exit(r *replica) {
+// markOwnLost is a draining replica marking its own sessions lost; it
+// holds none after.
+func (w *world) markOwnLost(r *replica) {
 	held := len(r.local)
 	r.stopped = true
 	n, err := w.reg.MarkLost(w.ctx, r.ID, w.clock())
@@ -141,15 +148,21 @@ func (w *world) exit(r *replica) {
 		w.violate("drained %s marked %d sessions lost, it held %d", r.ID, n, held)
 	}
 	w.ph.Lost += n
-	w.stopProcess(r)
+	w.dropSessions(r)
 }
 
 func (w *world) stopProcess(r *replica) {
 	r.alive, r.mcp = false, 0
-	for id := range r.local {
-		delete(w.holder, id)
+	w.dropSessions(r)
+}
+
+func (w *world) dropSessions(r *replica) {
+	for id, c := range r.local {
+		if c.sess == id {
+			c.held = nil
+		}
 	}
-	r.local = map[string]bool{}
+	r.local = map[string]*client{}
 }
 
 // killOne kills a replica without drain (kill -9, node loss); a survivor

@@ -137,7 +137,7 @@ func (w *world) serve(c *client) bool {
 // away. A forwarded call arriving at a replica that does not hold the
 // session is answered with an error there, never forwarded again.
 func (w *world) locate(c *client, r *replica) (*replica, int, string) {
-	if r.local[c.sess] {
+	if c.held == r {
 		return r, 0, ""
 	}
 	o, err := w.reg.Owner(w.ctx, c.sess)
@@ -159,7 +159,7 @@ func (w *world) locate(c *client, r *replica) (*replica, int, string) {
 		return nil, 1, FailUnreachable
 	case dst.draining:
 		return nil, 1, FailDraining
-	case !dst.local[c.sess]:
+	case c.held != dst:
 		w.violate("forwarded call for %s reached %s, which does not hold it", c.sess, dst.ID)
 		return nil, 1, FailUnreachable
 	}
@@ -170,7 +170,7 @@ func (w *world) locate(c *client, r *replica) (*replica, int, string) {
 // on its next call.
 func (w *world) told(c *client, lost *sessionreg.LostError) {
 	w.ph.LostTold++
-	if h := w.holder[c.sess]; h != nil && !h.stopped {
+	if h := c.held; h != nil && !h.stopped {
 		w.violate("session %s answered lost while %s holds it", c.sess, h.ID)
 	}
 	if rep := w.find(lost.Replica); rep == nil || !rep.stopped {
@@ -190,7 +190,7 @@ func (w *world) find(id string) *replica {
 
 // execute is a call answered with a result by owner.
 func (w *world) execute(c *client, owner *replica, hops int) {
-	if !owner.alive || owner.draining || w.holder[c.sess] != owner {
+	if !owner.alive || owner.draining || c.held != owner {
 		w.violate("call for %s answered by %s (alive %v, draining %v)", c.sess, owner.ID, owner.alive, owner.draining)
 	}
 	w.res.MaxHops = max(w.res.MaxHops, hops)
@@ -214,9 +214,8 @@ func (w *world) startSession(c *client, r *replica) bool {
 		w.violate("claim %s on %s: %v", id, r.ID, err)
 		return false
 	}
-	r.local[id] = true
-	w.holder[id] = r
-	c.sess = id
+	r.local[id] = c
+	c.sess, c.held = id, r
 	c.gen++
 	w.ph.Started++
 	w.ph.Succeeded++
@@ -247,10 +246,10 @@ func (w *world) endTask(c *client, gen int) {
 	id := c.sess
 	if w.closeSession(c) {
 		w.ph.Succeeded++
-	} else if h := w.holder[id]; h != nil && h.alive && !h.draining {
+	} else if h := c.held; h != nil && h.alive && !h.draining {
 		// The close did not get through; the owner closes the idle session later.
 		w.at(w.cfg.IdleTimeout, func() {
-			if h.alive && !h.draining && h.local[id] {
+			if h.alive && !h.draining && h.local[id] != nil {
 				w.release(h, id)
 			}
 		})
@@ -285,8 +284,10 @@ func (w *world) release(h *replica, id string) {
 	if err := w.reg.Release(w.ctx, id, h.ID); err != nil {
 		w.violate("release %s: %v", id, err)
 	}
+	if c := h.local[id]; c != nil && c.sess == id {
+		c.held = nil
+	}
 	delete(h.local, id)
-	delete(w.holder, id)
 }
 
 // reconnect is a client whose connection dropped: it opens a new MCP

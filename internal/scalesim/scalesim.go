@@ -50,6 +50,10 @@ type Config struct {
 	PreStop time.Duration // pod preStop sleep before SIGTERM (still serving)
 	Drain   time.Duration // SIGTERM to exit: running calls finish (at most the grace)
 	Startup time.Duration // a new pod's start until it answers /readyz
+	// LostAtSigterm marks a draining replica's sessions lost when the drain
+	// starts (its calls are refused from then on anyway) rather than when
+	// it exits, so their clients hear "session lost" and move on sooner.
+	LostAtSigterm bool
 
 	Warmup time.Duration // before the steady window (not reported)
 	Steady time.Duration // steady window, then the rolling update

@@ -2,6 +2,7 @@ package scalesim
 
 import (
 	"context"
+	"flag"
 	"testing"
 	"time"
 
@@ -9,11 +10,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+var lostAtSigterm = flag.Bool("lost-at-sigterm", false, "TestScale: a draining replica marks its sessions lost at SIGTERM, not at exit")
+
 // TestScale runs the configuration of docs/scaling.md (10,000 sessions over
 // 20 replicas, a rolling update, one node loss) against the in-memory
 // registry and checks the invariants. -v prints the table.
 func TestScale(t *testing.T) {
 	cfg := Default()
+	cfg.LostAtSigterm = *lostAtSigterm
 	start := time.Now()
 	res, err := Run(context.Background(), cfg, &sessionreg.Memory{})
 	if err != nil {
@@ -106,4 +110,27 @@ func small() Config {
 	cfg.Steady, cfg.Settle, cfg.After = 2*time.Minute, time.Minute, time.Minute
 	cfg.Audit = 20 * time.Second
 	return cfg
+}
+
+// TestScaleLostAtSigterm compares marking a draining replica's sessions lost
+// at SIGTERM with marking them at exit: the same sessions are lost, and
+// their clients stop retrying refused calls sooner.
+func TestScaleLostAtSigterm(t *testing.T) {
+	atExit, atSigterm := small(), small()
+	atSigterm.LostAtSigterm = true
+	a, err := Run(context.Background(), atExit, &sessionreg.Memory{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Run(context.Background(), atSigterm, &sessionreg.Memory{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkInvariants(t, atSigterm, b)
+	ra, rb := a.Phase(PhaseRolling), b.Phase(PhaseRolling)
+	if rb.Failed[FailDraining] >= ra.Failed[FailDraining] {
+		t.Errorf("refused calls: %d at SIGTERM, %d at exit; want fewer", rb.Failed[FailDraining], ra.Failed[FailDraining])
+	}
+	t.Logf("rolling update: lost %d vs %d sessions, refused %d vs %d calls (at exit vs at SIGTERM)",
+		ra.Lost, rb.Lost, ra.Failed[FailDraining], rb.Failed[FailDraining])
 }

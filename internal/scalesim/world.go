@@ -39,14 +39,14 @@ func (q queue) peekAt() time.Duration { return q[0].at }
 // replica is one codexec process (one pod incarnation).
 type replica struct {
 	sessionreg.Replica
-	alive    bool // the process runs
-	draining bool // SIGTERM received: /readyz 503, tool calls refused
-	proxyUp  bool // HAProxy's view
-	okRun    int  // consecutive passed checks
-	failRun  int  // consecutive failed checks
-	mcp      int  // open MCP sessions (HAProxy leastconn counts their connections)
-	local    map[string]bool
-	stopped  bool // drained or killed: its sessions may be lost
+	alive    bool               // the process runs
+	draining bool               // SIGTERM received: /readyz 503, tool calls refused
+	proxyUp  bool               // HAProxy's view
+	okRun    int                // consecutive passed checks
+	failRun  int                // consecutive failed checks
+	mcp      int                // open MCP sessions (HAProxy leastconn counts their connections)
+	local    map[string]*client // sessions it holds, with their client
+	stopped  bool               // drained or killed: its sessions may be lost
 }
 
 // client is one slot: the current agent task's MCP and codexec sessions.
@@ -55,6 +55,7 @@ type client struct {
 	mcpOn *replica // the replica that issued mcpID (nil: none open)
 	stuck *replica // HAProxy's stick table entry for mcpID
 	sess  string   // codexec session id ("" when it must start one)
+	held  *replica // the replica holding sess (nil: none, or it stopped)
 	gen   int      // bumped for each codexec session, to drop stale closes
 }
 
@@ -71,7 +72,6 @@ type world struct {
 	q        queue
 	replicas []*replica // every incarnation, in start order
 	byAddr   map[string]*replica
-	holder   map[string]*replica // session id → replica holding it
 	// stickEntries counts HAProxy's stick table entries (one per MCP
 	// session opened; they expire after an hour, longer than a run). Each
 	// client keeps its own entry, client.stuck.
@@ -126,7 +126,7 @@ func (w *world) fail(kind string) {
 func Run(ctx context.Context, cfg Config, reg sessionreg.Registry) (Result, error) {
 	w := &world{
 		cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5ca1e)), reg: &Counting{Inner: reg}, audit: reg, ctx: ctx,
-		byAddr: map[string]*replica{}, holder: map[string]*replica{},
+		byAddr: map[string]*replica{},
 	}
 	w.res.DetectionBound = cfg.Lease + cfg.Sweep
 	w.beginPhase(PhaseWarmup)
