@@ -24,7 +24,12 @@ func Table(r Result) string {
 		}
 		b.WriteString("\n")
 	}
-	rate := func(n int, p Phase) string { return fmt.Sprintf("%.1f", float64(n)/p.Seconds()) }
+	rate := func(n int, p Phase) string {
+		if v := float64(n) / p.Seconds(); v < 1 && v > 0 {
+			return fmt.Sprintf("%.3f", v)
+		}
+		return fmt.Sprintf("%.1f", float64(n)/p.Seconds())
+	}
 	row("measure", func(p Phase) string { return p.Name })
 	b.WriteString("|---|" + strings.Repeat("---:|", len(ph)) + "\n")
 	row("length (s)", func(p Phase) string { return fmt.Sprintf("%.0f", p.Seconds()) })
