@@ -24,9 +24,11 @@ func (w *world) startReplica(initial bool) *replica {
 	return r
 }
 
-// heartbeat renews r's lease while the process runs.
+// heartbeat renews r's lease while the process runs. With LostAtSigterm a
+// draining replica has dropped its lease with its sessions and must not
+// renew it: the renewal would bring the lease back, to lapse after exit.
 func (w *world) heartbeat(r *replica) {
-	if !r.alive {
+	if !r.alive || (r.draining && w.cfg.LostAtSigterm) {
 		return
 	}
 	if err := w.reg.Heartbeat(w.ctx, r.Replica, w.clock()); err != nil {

@@ -95,6 +95,10 @@ func (w *world) reach(c *client) (*replica, string) {
 	return c.mcpOn, ""
 }
 
+// answeredLost is locate's outcome for a call answered "session lost"
+// (an answer, not a failure).
+const answeredLost = "lost"
+
 // call is one tool call of c on its codexec session (start_session first
 // when it has none), then schedules the next.
 func (w *world) call(c *client) {
@@ -121,7 +125,7 @@ func (w *world) serve(c *client) bool {
 		return w.startSession(c, r)
 	}
 	owner, hops, f := w.locate(c, r)
-	if f == "lost" {
+	if f == answeredLost {
 		return true
 	}
 	if f != "" {
@@ -148,7 +152,7 @@ func (w *world) locate(c *client, r *replica) (*replica, int, string) {
 	var lost *sessionreg.LostError
 	if errors.As(o.Lost(), &lost) {
 		w.told(c, lost)
-		return nil, 0, "lost"
+		return nil, 0, answeredLost
 	}
 	if o.Replica.ID == r.ID {
 		w.violate("registry names %s owner of %s, which it does not hold", r.ID, c.sess)
@@ -271,7 +275,7 @@ func (w *world) closeSession(c *client) bool {
 	}
 	owner, _, f := w.locate(c, r)
 	if f != "" {
-		if f != "lost" {
+		if f != answeredLost {
 			w.fail(f)
 		}
 		return false
