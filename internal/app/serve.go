@@ -79,9 +79,13 @@ func (a *App) serveHTTP(ctx context.Context, cfg config.Config) error {
 	if err := a.authOptions(ctx, r, m, &o); err != nil {
 		return err
 	}
+
 	o.Listening = func(addr net.Addr) {
 		slog.Info("http listening", "addr", addr.String(), "version", mcpserver.Version, "sandbox", a.backend.Name())
 	}
+	a.wireReplica(ctx, cfg, &o)
+	stop := context.AfterFunc(ctx, func() { a.draining.Store(true) })
+	defer stop()
 	return httpserve.Serve(ctx, o)
 }
 
@@ -142,9 +146,13 @@ func (a *App) instrument(m *metrics.Metrics) {
 	}
 }
 
-// ready is /readyz: the sandbox can run at least one language (the
-// start-up health check marks the ones that cannot).
+// ready is /readyz: the server is not draining, and the sandbox can run at
+// least one language (the start-up health check marks the ones that
+// cannot).
 func (a *App) ready(context.Context) error {
+	if a.draining.Load() {
+		return errors.New("draining: shutting down, finishing running calls")
+	}
 	var errs []string
 	for _, lang := range []string{runtime.Python, runtime.Node, runtime.Bash} {
 		err := a.Engine.LanguageError(lang)
