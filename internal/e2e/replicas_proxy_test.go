@@ -189,6 +189,7 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 		}
 	}
 	measure(t, px, dsn, ws[0].sess, want)
+	measureHop(t, reps, ws[0].sess)
 
 	// kill -9 one replica: which sessions it held, the registry knows;
 	// the owner is found by asking each replica's list_sessions.
@@ -308,4 +309,46 @@ func measure(t *testing.T, px *proxy, dsn, _ string, counters map[string]int) {
 	t.Logf("load through HAProxy, 3 replicas, %d workers × %d send_to_session calls (sessions spread over the replicas, some forwarded): %d calls in %v = %.1f calls/s (%.1f per replica); p50 %v, p99 %v; store: %d transactions = %.2f per call (heartbeats and sweeps of 3 replicas included)",
 		workers, perWorker, len(ds), elapsed.Round(time.Millisecond), float64(len(ds))/elapsed.Seconds(), float64(len(ds))/elapsed.Seconds()/3,
 		pct(0.5).Round(time.Microsecond), pct(0.99).Round(time.Microsecond), xacts, float64(xacts)/float64(len(ds)))
+}
+
+// measureHop times one session's calls made directly at its owner and at
+// another replica (one forwarding hop), sequentially, and logs both.
+func measureHop(t *testing.T, reps []*httpServer, sess string) {
+	t.Helper()
+	owner := -1
+	for i, rep := range reps {
+		cs := connectTo(t, rep.URL)
+		var listed struct {
+			Sessions []struct {
+				SessionID string `json:"session_id"`
+			} `json:"sessions"`
+		}
+		decodeStructured(t, tcall(t, cs, "list_sessions", map[string]any{}), &listed)
+		for _, s := range listed.Sessions {
+			if s.SessionID == sess {
+				owner = i
+			}
+		}
+		_ = cs.Close()
+	}
+	if owner < 0 {
+		t.Fatalf("no replica lists session %s", sess)
+	}
+	const calls = 40
+	p50 := func(base string) (time.Duration, time.Duration) {
+		cs := connectTo(t, base)
+		defer cs.Close()
+		ds := make([]time.Duration, 0, calls)
+		for range calls {
+			t0 := time.Now()
+			tout(t, cs, "send_to_session", map[string]any{"session_id": sess, "code": "n += 0"})
+			ds = append(ds, time.Since(t0))
+		}
+		slices.Sort(ds)
+		return ds[calls/2], ds[calls*99/100]
+	}
+	l50, l99 := p50(reps[owner].URL)
+	f50, f99 := p50(reps[(owner+1)%len(reps)].URL)
+	t.Logf("one session, %d sequential send_to_session calls straight to a replica: at its owner p50 %v p99 %v; through another replica (one hop) p50 %v p99 %v",
+		calls, l50.Round(time.Microsecond), l99.Round(time.Microsecond), f50.Round(time.Microsecond), f99.Round(time.Microsecond))
 }
