@@ -162,8 +162,8 @@ func (s *Set) beat(ctx context.Context) {
 	}
 }
 
-// Sweep marks the sessions of every replica whose lease ran out as lost,
-// at the time of the sweep, and returns how many replicas it found.
+// Sweep marks the sessions of every other replica whose lease ran out as
+// lost, at the time of the sweep, and returns how many replicas it found.
 func (s *Set) Sweep(ctx context.Context) int {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
@@ -173,7 +173,14 @@ func (s *Set) Sweep(ctx context.Context) int {
 		slog.Warn("session registry: lease sweep failed", "err", err)
 		return 0
 	}
+	found := 0
 	for _, r := range dead {
+		if r.ID == s.Self().ID {
+			// Its own heartbeats failed (the registry was unreachable): it
+			// is alive, and renews the lease at its next beat.
+			continue
+		}
+		found++
 		n, err := s.o.Registry.MarkLost(ctx, r.ID, now)
 		if err != nil {
 			slog.Warn("session registry: marking a dead replica's sessions lost failed", "replica", r.ID, "err", err)
@@ -181,7 +188,7 @@ func (s *Set) Sweep(ctx context.Context) int {
 		}
 		slog.Warn("replica stopped heartbeating: its sessions are lost", "replica", r.ID, "sessions", n)
 	}
-	return len(dead)
+	return found
 }
 
 // Stop marks every session of this replica lost now and drops its lease:

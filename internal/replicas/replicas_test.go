@@ -150,7 +150,9 @@ func TestLifecycle(t *testing.T) {
 	a.beat(ctx)
 	steps = append(steps, struct{ name, got, want string }{"c within its lease", strconv.Itoa(a.Sweep(ctx)), "0"})
 	now = now.Add(6 * time.Second) // 12 s after c's heartbeat, 6 s after a's
-	steps = append(steps, struct{ name, got, want string }{"sweep finds b and c", strconv.Itoa(a.Sweep(ctx)), "2"},
+	steps = append(steps, struct{ name, got, want string }{"c's own sweep spares itself", strconv.Itoa(c.Sweep(ctx)), "1"},
+		struct{ name, got, want string }{"c still holds its session", route(c, "alice", "sess_3"), "here"},
+		struct{ name, got, want string }{"sweep finds c (b was swept by c)", strconv.Itoa(a.Sweep(ctx)), "1"},
 		struct{ name, got, want string }{"c's session lost", route(a, "alice", "sess_3"), "session lost (replica c stopped at 2026-03-01T12:00:12Z)"})
 	for _, st := range steps {
 		if st.got != st.want {
