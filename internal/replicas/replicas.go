@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -34,6 +35,9 @@ import (
 // (heartbeat, sweep, release).
 const opTimeout = 5 * time.Second
 
+// dialTimeout bounds connecting to another replica for a forwarded call.
+const dialTimeout = 5 * time.Second
+
 // Options configure a Set.
 type Options struct {
 	Self     sessionreg.Replica
@@ -42,8 +46,9 @@ type Options struct {
 	Secret string
 	// Lease: see the package comment.
 	Lease time.Duration
-	// Client makes the hop's requests; nil: a client without a timeout
-	// (a forwarded run lasts as long as the run).
+	// Client makes the hop's requests; nil: one that bounds the dial by
+	// dialTimeout and nothing else (a forwarded run lasts as long as the
+	// run).
 	Client *http.Client
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
@@ -59,7 +64,11 @@ type Set struct {
 // New returns the Set of o.Self.
 func New(o Options) *Set {
 	if o.Client == nil {
-		o.Client = &http.Client{}
+		// No overall timeout (a forwarded run lasts as long as the run),
+		// but a bounded dial: a dead pod's address may swallow packets.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.DialContext = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
+		o.Client = &http.Client{Transport: tr}
 	}
 	if o.Now == nil {
 		o.Now = time.Now
