@@ -131,6 +131,9 @@ func (a *App) instrument(m *metrics.Metrics) {
 	}
 	m.GaugeFunc("mcp_sessions", "Connected MCP sessions (clients).", func() float64 { return float64(a.Server.LiveSessions()) })
 	m.GaugeFunc("running_calls", "Tool calls in progress.", func() float64 { return float64(a.Server.Running()) })
+	if st := a.store; st != nil {
+		m.CounterFunc("store_queries_total", "Statements sent to the shared PostgreSQL store (round trips).", func() float64 { return float64(st.Queries()) })
+	}
 	if p, ok := a.backend.(sandbox.Pooled); ok {
 		m.WarmPool(func() []metrics.PoolSample { return poolSamples(p) })
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/pgtest"
@@ -93,22 +91,12 @@ func connectTo(t *testing.T, base string) *mcp.ClientSession {
 	return cs
 }
 
-// storeXacts is the number of transactions PostgreSQL committed or rolled
-// back in dsn's database: each statement pgx sends outside a transaction is
-// one, so it counts the store's round trips (a multi-statement transaction
-// counts once).
-func storeXacts(t *testing.T, dsn string) int64 {
-	t.Helper()
-	u, _ := url.Parse(dsn)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, strings.Replace(dsn, u.Path, "/postgres", 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	var n int64
-	if err := conn.QueryRow(ctx, `SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = $1`, strings.TrimPrefix(u.Path, "/")).Scan(&n); err != nil {
-		t.Fatal(err)
+// storeQueries is the statements (round trips) the replicas sent to the
+// shared store so far, summed over their codexec_store_queries_total.
+func storeQueries(reps []*httpServer) float64 {
+	n := 0.0
+	for _, r := range reps {
+		n += r.metric("codexec_store_queries_total")
 	}
 	return n
 }
@@ -188,7 +176,7 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 			_ = cs.Close()
 		}
 	}
-	measure(t, px, dsn, ws[0].sess, want)
+	measure(t, px, reps, want)
 	measureHop(t, reps, ws[0].sess)
 
 	// kill -9 one replica: which sessions it held, the registry knows;
@@ -252,7 +240,7 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 // measure runs a bounded load through the proxy (concurrent clients, each
 // on its own MCP session, calls to sessions on every replica) and logs
 // calls/s, p50/p99 and store round trips per call.
-func measure(t *testing.T, px *proxy, dsn, _ string, counters map[string]int) {
+func measure(t *testing.T, px *proxy, reps []*httpServer, counters map[string]int) {
 	t.Helper()
 	const workers, perWorker = 6, 25
 	var sessions []string
@@ -270,8 +258,7 @@ func measure(t *testing.T, px *proxy, dsn, _ string, counters map[string]int) {
 	for i := range conns {
 		conns[i] = connectTo(t, px.URL)
 	}
-	time.Sleep(1500 * time.Millisecond) // let PostgreSQL's statistics settle
-	before := storeXacts(t, dsn)
+	before := storeQueries(reps)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i := range workers {
@@ -295,8 +282,7 @@ func measure(t *testing.T, px *proxy, dsn, _ string, counters map[string]int) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	time.Sleep(1500 * time.Millisecond)
-	xacts := storeXacts(t, dsn) - before
+	queries := storeQueries(reps) - before
 	ds := make([]time.Duration, len(samples))
 	for i, s := range samples {
 		ds[i] = s.d
@@ -306,9 +292,9 @@ func measure(t *testing.T, px *proxy, dsn, _ string, counters map[string]int) {
 		t.Fatal("no load samples")
 	}
 	pct := func(p float64) time.Duration { return ds[min(len(ds)-1, int(p*float64(len(ds))))] }
-	t.Logf("load through HAProxy, 3 replicas, %d workers × %d send_to_session calls (sessions spread over the replicas, some forwarded): %d calls in %v = %.1f calls/s (%.1f per replica); p50 %v, p99 %v; store: %d transactions = %.2f per call (heartbeats and sweeps of 3 replicas included)",
+	t.Logf("load through HAProxy, 3 replicas, %d workers × %d send_to_session calls (sessions spread over the replicas, some forwarded): %d calls in %v = %.1f calls/s (%.1f per replica); p50 %v, p99 %v; store: %.0f statements = %.2f round trips per call (heartbeats and lease sweeps of 3 replicas included)",
 		workers, perWorker, len(ds), elapsed.Round(time.Millisecond), float64(len(ds))/elapsed.Seconds(), float64(len(ds))/elapsed.Seconds()/3,
-		pct(0.5).Round(time.Microsecond), pct(0.99).Round(time.Microsecond), xacts, float64(xacts)/float64(len(ds)))
+		pct(0.5).Round(time.Microsecond), pct(0.99).Round(time.Microsecond), queries, queries/float64(len(ds)))
 }
 
 // measureHop times one session's calls made directly at its owner and at
