@@ -79,6 +79,15 @@ func TestReplicasForwardAndLose(t *testing.T) {
 	if got := tout(t, aliceB, "send_to_session", map[string]any{"session_id": sess, "code": "print(x + 1)"})["stdout"]; got != "42\n" {
 		t.Errorf("forwarded send_to_session: stdout %q, want 42", got)
 	}
+	// A forwarded call asking for progress still gets its result (the
+	// progress notifications themselves stay on the owner).
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	res, err := aliceB.CallTool(ctx, &mcp.CallToolParams{Name: "send_to_session", Meta: mcp.Meta{"progressToken": "p-1"},
+		Arguments: map[string]any{"session_id": sess, "code": "import time\nfor i in range(3):\n    print(i, flush=True); time.sleep(0.1)"}})
+	cancel()
+	if err != nil || res.IsError || !strings.Contains(text(res), "0\n1\n2") {
+		t.Errorf("forwarded call with a progress token: %v %s", err, text(res))
+	}
 	tout(t, aliceA, "create_context", map[string]any{"name": "shared-ctx"})
 	tout(t, aliceA, "run_code", map[string]any{"context_id": "shared-ctx", "code": "y = 'kept'"})
 	if got := tout(t, aliceB, "run_code", map[string]any{"context_id": "shared-ctx", "code": "print(y)"})["stdout"]; got != "kept\n" {
@@ -101,7 +110,7 @@ func TestReplicasForwardAndLose(t *testing.T) {
 	if err := b.terminate(30 * time.Second); err != nil {
 		t.Fatalf("b did not exit cleanly: %v", err)
 	}
-	res := tcall(t, aliceA, "send_to_session", map[string]any{"session_id": sessB, "code": "print(1)"})
+	res = tcall(t, aliceA, "send_to_session", map[string]any{"session_id": sessB, "code": "print(1)"})
 	if errCode(res) != "SESSION_LOST" || !strings.Contains(text(res), "session lost (replica r-b stopped at ") {
 		t.Errorf("a drained replica's session: %s", text(res))
 	}
