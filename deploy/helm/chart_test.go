@@ -20,7 +20,7 @@ const fullname = releaseName + "-codexec"
 // Values shared by several cases: authentication and the shared stores.
 const (
 	tokens       = "auth:\n  tokens: \"tok-1 alice\\n\"\n"
-	sharedStores = "store:\n  dsn: postgres://codexec:pw@pg:5432/codexec\nblobStore:\n  dsn: s3://codexec-blobs\n"
+	sharedStores = "store:\n  dsn: postgres://codexec:pw@pg:5432/codexec\nblobStore:\n  dsn: s3://codexec-blobs\nreplicaSecret:\n  value: 0123456789abcdef0123\n"
 )
 
 // chartCase is one value set and what it must render.
@@ -44,8 +44,9 @@ func chartCases() []chartCase {
 			want:   objects("HorizontalPodAutoscaler", "PodDisruptionBudget", "Secret"),
 			check: func(t *testing.T, r rendered) {
 				namespaceMode(t, r)
-				wantEnv(t, r, map[string]string{"CODEXEC_SANDBOX_MODE": "namespace", "CODEXEC_AUTH_TOKENS": "/etc/codexec/auth/tokens", "CODEXEC_SHUTDOWN_GRACE_MS": "30000"})
-				wantSecretKeys(t, r, fullname, "auth-tokens", "blob-store-dsn", "store-dsn")
+				wantEnv(t, r, map[string]string{"CODEXEC_SANDBOX_MODE": "namespace", "CODEXEC_AUTH_TOKENS": "/etc/codexec/auth/tokens", "CODEXEC_SHUTDOWN_GRACE_MS": "30000",
+					"CODEXEC_REPLICA_ADDR": "http://$(POD_IP):8080"})
+				wantSecretKeys(t, r, fullname, "auth-tokens", "blob-store-dsn", "replica-secret", "store-dsn")
 			},
 		},
 		{
@@ -80,6 +81,7 @@ func chartCases() []chartCase {
   oauth: {issuer: "https://idp.example.com", scopes: [codexec, exec]}
   resourceURL: https://codexec.example.com/mcp
 store: {existingSecret: pg-app, existingSecretKey: uri}
+replicaSecret: {existingSecret: codexec-replica}
 blobStore: {existingSecret: codexec-s3}
 env: {CODEXEC_MAX_SESSIONS: "20"}
 ingress: {enabled: true, backendService: codexec-haproxy}
@@ -87,7 +89,7 @@ extraEnv:
   - name: AWS_ACCESS_KEY_ID
     valueFrom: {secretKeyRef: {name: codexec-s3, key: access-key}}
 `,
-			external: map[string][]string{"codexec-tokens": {"tokens"}, "pg-app": {"uri"}, "codexec-s3": {"access-key", "dsn"}},
+			external: map[string][]string{"codexec-tokens": {"tokens"}, "pg-app": {"uri"}, "codexec-s3": {"access-key", "dsn"}, "codexec-replica": {"replica-secret"}},
 			want:     objects("HorizontalPodAutoscaler", "Ingress", "PodDisruptionBudget"),
 			check: func(t *testing.T, r rendered) {
 				for _, p := range r["Ingress/"+fullname].(*networkingv1.Ingress).Spec.Rules[0].HTTP.Paths {
@@ -157,6 +159,7 @@ func TestChartRefuses(t *testing.T) {
 		{"no authentication", sharedStores, "no authentication"},
 		{"replicas without shared stores", tokens, "needs the shared stores"},
 		{"only one shared store", tokens + "store:\n  dsn: postgres://pg/codexec\n", "needs the shared stores"},
+		{"store without replica secret", tokens + "store:\n  dsn: postgres://pg/codexec\nblobStore:\n  dsn: s3://b\n", "store needs replicaSecret"},
 		{"oauth without resource URL", sharedStores + "auth:\n  oauth: {issuer: https://idp.example.com}\n", "needs auth.resourceURL"},
 		{"docker mode", tokens + sharedStores + "sandbox: {mode: docker}\n", "/sandbox/mode"},
 		{"chart-owned setting in env", tokens + sharedStores + "env: {CODEXEC_STORE: x}\n", "env.CODEXEC_STORE is set by the chart"},

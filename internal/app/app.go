@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/codexec/codexec/internal/config"
@@ -22,6 +23,7 @@ import (
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/pgstore"
 	"github.com/codexec/codexec/internal/quota"
+	"github.com/codexec/codexec/internal/replicas"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/session"
@@ -81,6 +83,11 @@ type App struct {
 	upstreams *upstream.Manager
 	// store is the shared store CODEXEC_STORE names (nil: embedded).
 	store *pgstore.Store
+	// replicas is this server among the replicas sharing store's session
+	// registry (nil: alone).
+	replicas *replicas.Set
+	// draining is set once a shutdown began: /readyz then fails.
+	draining atomic.Bool
 }
 
 // Close stops sessions and closes logs, in reverse order of creation.
@@ -151,6 +158,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr 
 	if err := a.openStore(ctx, cfg, logger); err != nil {
 		return nil, err
 	}
+	a.buildReplicas(cfg)
 	// What killed servers left open is closed before this one records its
 	// own work, and after the backend killed what their runs left running
 	// and openDisks detached their bounded disks (from their workspaces).
@@ -179,7 +187,11 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr 
 	if err != nil {
 		return nil, err
 	}
-	sessions := session.NewManager(session.Deps{Engine: a.Engine, Languages: langs, Log: logger, Journal: opts.Journal},
+	sdeps := session.Deps{Engine: a.Engine, Languages: langs, Log: logger, Journal: opts.Journal}
+	if a.replicas != nil {
+		sdeps.Claims = a.replicas
+	}
+	sessions := session.NewManager(sdeps,
 		session.Options{MaxSessions: cfg.MaxSessions, IdleTimeout: cfg.SessionIdleTimeout, KillGrace: cfg.KillGrace,
 			MaxPerPrincipal: cfg.MaxSessionsPerPrincipal, DefaultTimeout: opts.DefaultTimeout, Output: opts.Output,
 			PackagesDir: filepath.Join(opts.SandboxDir, ".packages"), SandboxMode: backend.Name()})
@@ -190,6 +202,9 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr 
 		deps.Limiter = l
 	}
 	deps.Files = store
+	if a.replicas != nil {
+		deps.Replicas = a.replicas
+	}
 	if err := a.buildHistory(ctx, cfg, &deps); err != nil {
 		return nil, err
 	}

@@ -79,9 +79,13 @@ func (a *App) serveHTTP(ctx context.Context, cfg config.Config) error {
 	if err := a.authOptions(ctx, r, m, &o); err != nil {
 		return err
 	}
+
 	o.Listening = func(addr net.Addr) {
 		slog.Info("http listening", "addr", addr.String(), "version", mcpserver.Version, "sandbox", a.backend.Name())
 	}
+	a.wireReplica(ctx, cfg, &o)
+	stop := context.AfterFunc(ctx, func() { a.draining.Store(true) })
+	defer stop()
 	return httpserve.Serve(ctx, o)
 }
 
@@ -127,6 +131,9 @@ func (a *App) instrument(m *metrics.Metrics) {
 	}
 	m.GaugeFunc("mcp_sessions", "Connected MCP sessions (clients).", func() float64 { return float64(a.Server.LiveSessions()) })
 	m.GaugeFunc("running_calls", "Tool calls in progress.", func() float64 { return float64(a.Server.Running()) })
+	if st := a.store; st != nil {
+		m.CounterFunc("store_queries_total", "Statements sent to the shared PostgreSQL store (round trips).", func() float64 { return float64(st.Queries()) })
+	}
 	if p, ok := a.backend.(sandbox.Pooled); ok {
 		m.WarmPool(func() []metrics.PoolSample { return poolSamples(p) })
 	}
@@ -142,9 +149,13 @@ func (a *App) instrument(m *metrics.Metrics) {
 	}
 }
 
-// ready is /readyz: the sandbox can run at least one language (the
-// start-up health check marks the ones that cannot).
+// ready is /readyz: the server is not draining, and the sandbox can run at
+// least one language (the start-up health check marks the ones that
+// cannot).
 func (a *App) ready(context.Context) error {
+	if a.draining.Load() {
+		return errors.New("draining: shutting down, finishing running calls")
+	}
 	var errs []string
 	for _, lang := range []string{runtime.Python, runtime.Node, runtime.Bash} {
 		err := a.Engine.LanguageError(lang)

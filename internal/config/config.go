@@ -118,6 +118,8 @@ type Config struct {
 	ArtifactMaxBytes int64
 	// Blob is where staged uploads and kept artifacts live (blobstore.go).
 	Blob BlobStore
+	// Replica names this server among replicas sharing a store (replica.go).
+	Replica Replica
 
 	CodeMode CodeMode
 }
@@ -309,7 +311,7 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("%s must be an absolute path (or start with ~/), got %q", d.name, d.v))
 		}
 	}
-	errs = append(errs, c.Remote.validate(), validateStore(c.Store), c.Blob.validate())
+	errs = append(errs, c.Remote.validate(), validateStore(c.Store), c.Blob.validate(), c.validateReplica())
 	return errors.Join(errs...)
 }
 

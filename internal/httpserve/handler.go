@@ -29,6 +29,9 @@ func newHandler(o Options) http.Handler {
 	mux.HandleFunc("GET "+routeHealth, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET "+routeReady, readyHandler(o.Ready))
 	mux.Handle("GET "+routeMetrics, o.Metrics.Handler())
+	for path, h := range o.Routes {
+		mux.Handle(path, h)
+	}
 	if len(o.AuthServers) > 0 {
 		prm := auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 			Resource: o.Resource, AuthorizationServers: o.AuthServers, ScopesSupported: o.Scopes,

@@ -53,6 +53,10 @@ type Options struct {
 	Drain func(ctx context.Context) int
 	// Grace bounds the wait for running calls at shutdown.
 	Grace time.Duration
+	// Routes are more handlers by path (the internal hop between
+	// replicas), served outside /mcp's bearer auth and Host checks: each
+	// authenticates its requests itself.
+	Routes map[string]http.Handler
 	// Listening, if set, is called with the bound address (tests, logs).
 	Listening func(net.Addr)
 }

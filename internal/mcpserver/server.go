@@ -89,6 +89,7 @@ type Deps struct {
 	Limiter         quota.Limiter     // per-principal execution slots; nil: unlimited
 	Files           files.Store       // files toolset, kept artifacts, resources; nil disables them
 	Upstreams       *upstream.Manager // code mode's upstream MCP servers; nil = none configured
+	Replicas        Router            // the replicas sharing the session registry (forward.go); nil = alone
 
 	// What the tools say about the sandbox and take from the host, filled
 	// by app from the parts it built.
@@ -113,6 +114,10 @@ func New(deps Deps) (*Server, error) {
 	s := &Server{deps: deps, drain: newDrain()}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "codexec", Title: "codexec — code execution sandbox", Version: Version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: slog.Default()})
+	// Each call wraps the handler so far: a request passes drain, then
+	// tenancy, then forward, then slots.
+	s.mcp.AddReceivingMiddleware(s.slots)
+	s.mcp.AddReceivingMiddleware(s.forward)
 	s.mcp.AddReceivingMiddleware(s.tenancy)
 	s.mcp.AddReceivingMiddleware(s.drain.middleware)
 	for _, ts := range deps.Config.Toolsets {

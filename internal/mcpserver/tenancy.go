@@ -23,10 +23,9 @@ var errNoPrincipal = errors.New("the request's credentials name no principal")
 
 // tenancy is the one place where a request's principal is decided and put
 // into its context (tenant.With): the verified token's user when the
-// transport authenticated the request (HTTP), else tenant.Local (stdio).
-// Every handler and store below reads it with tenant.From. Calls of
-// executionTools also take an execution slot of that principal first; a
-// principal over its quota gets a "busy" tool error after the queue wait.
+// transport authenticated the request (HTTP, or a call forwarded by another
+// replica), else tenant.Local (stdio). Every handler and store below reads
+// it with tenant.From.
 func (s *Server) tenancy(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		p := tenant.Local
@@ -35,12 +34,21 @@ func (s *Server) tenancy(next mcp.MethodHandler) mcp.MethodHandler {
 				return nil, errNoPrincipal
 			}
 		}
-		ctx = tenant.With(ctx, p)
+		return next(tenant.With(ctx, p), method, req)
+	}
+}
+
+// slots makes calls of executionTools take an execution slot of their
+// principal first; a principal over its quota gets a "busy" tool error
+// after the queue wait. It runs after forward, so a call forwarded to
+// another replica holds a slot there only.
+func (s *Server) slots(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		call, ok := req.(*mcp.CallToolRequest)
 		if !ok || call.Params == nil || !executionTools[call.Params.Name] || s.deps.Limiter == nil {
 			return next(ctx, method, req)
 		}
-		release, err := s.deps.Limiter.Acquire(ctx, p)
+		release, err := s.deps.Limiter.Acquire(ctx, tenant.From(ctx))
 		if err != nil {
 			return s.reg.ErrorResultFor(call.Params.Name, err), nil
 		}

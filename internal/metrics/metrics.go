@@ -87,6 +87,15 @@ func (m *Metrics) HTTPRequest(route, method string, code int, d time.Duration) {
 	m.httpDuration.WithLabelValues(route).Observe(d.Seconds())
 }
 
+// CounterFunc registers codexec_<name>, a counter read by calling fn at
+// each scrape (fn must never decrease), as GaugeFunc does for gauges.
+func (m *Metrics) CounterFunc(name, help string, fn func() float64) {
+	if m == nil {
+		return
+	}
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, fn))
+}
+
 // GaugeFunc registers codexec_<name>, read by calling fn at each scrape. It
 // is the hook for values another package owns (live sessions, pool sizes).
 // fn must be cheap and safe for concurrent use. Registering a name twice

@@ -17,8 +17,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -29,8 +31,24 @@ const connectTimeout = 10 * time.Second
 
 // Store is an open PostgreSQL store. Close it when done.
 type Store struct {
-	pool *pgxpool.Pool
+	pool    *pgxpool.Pool
+	queries *queryCounter
 }
+
+// queryCounter counts the statements sent to PostgreSQL, each one round
+// trip (BEGIN and COMMIT of a transaction included).
+type queryCounter struct{ n atomic.Int64 }
+
+func (q *queryCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	q.n.Add(1)
+	return ctx
+}
+
+func (q *queryCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// Queries is how many statements this store sent to PostgreSQL since Open
+// (the metric codexec_store_queries_total).
+func (s *Store) Queries() int64 { return s.queries.n.Load() }
 
 // Open connects to dsn (a postgres:// URL or key=value string, as libpq
 // reads it), checks the server answers and migrates the schema.
@@ -42,6 +60,8 @@ func Open(ctx context.Context, dsn string) (_ *Store, retErr error) {
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = connectTimeout // no connect_timeout in the DSN: do not hang on a black hole
 	}
+	qc := &queryCounter{}
+	cfg.ConnConfig.Tracer = qc
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -57,7 +77,7 @@ func Open(ctx context.Context, dsn string) (_ *Store, retErr error) {
 	if err := migrate(ctx, pool); err != nil {
 		return nil, fmt.Errorf("store: schema migration: %w", err)
 	}
-	return &Store{pool: pool}, nil
+	return &Store{pool: pool, queries: qc}, nil
 }
 
 // Close closes every connection.

@@ -64,7 +64,7 @@ func (g *Registry) Owner(ctx context.Context, sessionID string) (sessionreg.Owne
 
 // Release implements sessionreg.Registry.
 func (g *Registry) Release(ctx context.Context, sessionID, replicaID string) error {
-	_, err := g.s.pool.Exec(ctx, `DELETE FROM sessions WHERE session_id = $1 AND replica_id = $2`, sessionID, replicaID)
+	_, err := g.s.pool.Exec(ctx, `DELETE FROM sessions WHERE session_id = $1 AND replica_id = $2 AND lost_at IS NULL`, sessionID, replicaID)
 	return registryErr(err)
 }
 

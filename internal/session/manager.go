@@ -82,6 +82,20 @@ type Deps struct {
 	// Journal records sessions, runs and directories in flight; nil
 	// records nothing.
 	Journal *inflight.Journal
+	// Claims records which replica holds each session id and context name
+	// when replicas share a session registry; nil: this process is alone.
+	Claims Claims
+}
+
+// Claims is the session registry as the Manager uses it: a session (and a
+// context's name) is claimed before its interpreter starts and released
+// when it ends. Keys are per principal, like the Manager's own.
+type Claims interface {
+	// Claim fails when another replica holds (or held) idOrName of
+	// principal p: the session must not be created here.
+	Claim(ctx context.Context, p, idOrName string) error
+	// Release forgets a claim; it never fails the caller.
+	Release(p, idOrName string)
 }
 
 // ErrNotFound is returned for unknown session or context ids.
@@ -162,6 +176,14 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (info Info, retEr
 			m.drop(k)
 		}
 	}()
+	if err := m.claim(ctx, k, req); err != nil {
+		return Info{}, err
+	}
+	defer func() {
+		if retErr != nil && m.deps.Claims != nil {
+			m.releaseClaims(k, req.Kind, req.Name)
+		}
+	}()
 	s, err := m.launch(ctx, k, lang, req)
 	if err != nil {
 		return Info{}, err
@@ -205,10 +227,46 @@ func (m *Manager) reserve(k key, req StartRequest) error {
 	return nil
 }
 
+// drop removes k from the Manager and releases its claims.
 func (m *Manager) drop(k key) {
 	m.mu.Lock()
+	s := m.byID[k]
 	delete(m.byID, k)
 	m.mu.Unlock()
+	if s != nil && m.deps.Claims != nil {
+		m.releaseClaims(k, s.Kind, s.Name)
+	}
+}
+
+// claim claims k's id, and a context's name, in the registry shared by
+// replicas; on a failure it releases what it claimed.
+func (m *Manager) claim(ctx context.Context, k key, req StartRequest) (retErr error) {
+	c := m.deps.Claims
+	if c == nil {
+		return nil
+	}
+	if err := c.Claim(ctx, k.owner, k.id); err != nil {
+		return fmt.Errorf("session %q cannot start on this replica: %w", k.id, err)
+	}
+	defer func() {
+		if retErr != nil {
+			c.Release(k.owner, k.id)
+		}
+	}()
+	if req.Kind == KindContext && req.Name != "" && req.Name != k.id {
+		if err := c.Claim(ctx, k.owner, req.Name); err != nil {
+			return fmt.Errorf("a context named %q already exists on another replica: %w", req.Name, err)
+		}
+	}
+	return nil
+}
+
+// releaseClaims releases what claim claimed for k.
+func (m *Manager) releaseClaims(k key, kind, name string) {
+	m.deps.Claims.Release(k.owner, k.id)
+	if kind == KindContext && name != "" && name != k.id {
+		m.deps.Claims.Release(k.owner, name)
+	}
 }
 
 // registered reports whether s is still the live registry entry for its key.

@@ -67,7 +67,7 @@ func (m *Memory) Owner(_ context.Context, sessionID string) (Owner, error) {
 func (m *Memory) Release(_ context.Context, sessionID, replicaID string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if o, ok := m.sessions[sessionID]; ok && o.Replica.ID == replicaID {
+	if o, ok := m.sessions[sessionID]; ok && o.Replica.ID == replicaID && o.LostAt == nil {
 		delete(m.sessions, sessionID)
 	}
 	return nil

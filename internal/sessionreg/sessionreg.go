@@ -73,8 +73,9 @@ type Registry interface {
 	Claim(ctx context.Context, sessionID string, r Replica, at time.Time) error
 	// Owner returns the record of sessionID, or ErrNotFound.
 	Owner(ctx context.Context, sessionID string) (Owner, error)
-	// Release forgets sessionID when replicaID owns it (the session ended
-	// normally); otherwise it does nothing.
+	// Release forgets sessionID when replicaID owns it and it is not lost
+	// (the session ended normally); otherwise it does nothing, so a replica
+	// closing its sessions after MarkLost keeps them answering "lost".
 	Release(ctx context.Context, sessionID, replicaID string) error
 	// MarkLost marks every session replicaID owns as lost at at, drops its
 	// lease, and returns how many sessions it marked.

@@ -67,6 +67,13 @@ func TestRegistry(t *testing.T) {
 			}
 			return o.Lost().Error()
 		}, "session lost (replica replica-a stopped at 2026-03-01T12:01:00Z)"},
+		{"release after marking lost keeps the session lost", func(ctx context.Context, r sessionreg.Registry) any {
+			if err := r.Release(ctx, "sess_1", a.ID); err != nil {
+				return err.Error()
+			}
+			o, err := r.Owner(ctx, "sess_1")
+			return fmt.Sprintf("%v %s", o.LostAt != nil, errName(err))
+		}, "true "},
 		{"a's lease is gone", expired(t0.Add(time.Hour)), []sessionreg.Replica{b}},
 		{"a lost session cannot be claimed again", claim("sess_1", a), "claimed"},
 		{"marking lost twice marks nothing", func(ctx context.Context, r sessionreg.Registry) any {

@@ -14,6 +14,7 @@ import (
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/quota"
 	"github.com/codexec/codexec/internal/session"
+	"github.com/codexec/codexec/internal/sessionreg"
 )
 
 // Every failed call has one shape (docs/errors.md): isError true, the text
@@ -57,6 +58,7 @@ const (
 	CodePreflightFailed       = "PREFLIGHT_FAILED"
 	CodeContextNotFound       = "CONTEXT_NOT_FOUND"
 	CodeSessionNotFound       = "SESSION_NOT_FOUND"
+	CodeSessionLost           = "SESSION_LOST"
 	CodeScriptNotFound        = "SCRIPT_NOT_FOUND"
 	CodeExecutionNotFound     = "EXECUTION_NOT_FOUND"
 	CodeFileNotFound          = "FILE_NOT_FOUND"
@@ -91,6 +93,7 @@ var Codes = []CodeInfo{
 	{CodePreflightFailed, "the script's package check could not run", ClassRefused},
 	{CodeContextNotFound, "no live context has this id or name (list_contexts)", ClassNotFound},
 	{CodeSessionNotFound, "no live session of yours has this id (list_sessions)", ClassNotFound},
+	{CodeSessionLost, "the session or context was held by a replica that stopped; its state is gone (the message names the replica and when); start a new one", ClassNotFound},
 	{CodeScriptNotFound, "no saved script has this name or version (list_scripts)", ClassNotFound},
 	{CodeExecutionNotFound, "no logged execution or kept artifacts have this id", ClassNotFound},
 	{CodeFileNotFound, "no such file, upload or artifact (list_files)", ClassNotFound},
@@ -153,7 +156,10 @@ func Classify(err error) *Error {
 		return te
 	}
 	code := CodeInternal
+	var lost *sessionreg.LostError
 	switch {
+	case errors.As(err, &lost):
+		code = CodeSessionLost
 	case errors.Is(err, session.ErrNotFound):
 		return &Error{Message: sessionError(err), Code: CodeSessionNotFound}
 	case errors.Is(err, session.ErrFull), errors.Is(err, files.ErrTooLarge):

@@ -35,7 +35,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
 {{- define "codexec.hasInlineSecret" -}}
-{{- if or (and .Values.auth.tokens (not .Values.auth.existingSecret)) (and .Values.store.dsn (not .Values.store.existingSecret)) (and .Values.blobStore.dsn (not .Values.blobStore.existingSecret)) -}}true{{- end -}}
+{{- if or (and .Values.auth.tokens (not .Values.auth.existingSecret)) (and .Values.store.dsn (not .Values.store.existingSecret)) (and .Values.blobStore.dsn (not .Values.blobStore.existingSecret)) (and .Values.replicaSecret.value (not .Values.replicaSecret.existingSecret)) -}}true{{- end -}}
 {{- end -}}
 
 {{/* Whether the shared stores are configured (both are needed for replicas). */}}
@@ -45,7 +45,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 
 {{/* Settings the chart sets itself; refused in .Values.env. */}}
 {{- define "codexec.ownedEnv" -}}
-CODEXEC_SANDBOX_MODE CODEXEC_DATA_DIR CODEXEC_HTTP_ADDR CODEXEC_AUTH_TOKENS CODEXEC_OAUTH_ISSUER CODEXEC_OAUTH_JWKS_URL CODEXEC_OAUTH_SCOPES CODEXEC_RESOURCE_URL CODEXEC_STORE CODEXEC_BLOB_STORE CODEXEC_SHUTDOWN_GRACE_MS
+CODEXEC_SANDBOX_MODE CODEXEC_DATA_DIR CODEXEC_HTTP_ADDR CODEXEC_AUTH_TOKENS CODEXEC_OAUTH_ISSUER CODEXEC_OAUTH_JWKS_URL CODEXEC_OAUTH_SCOPES CODEXEC_RESOURCE_URL CODEXEC_STORE CODEXEC_BLOB_STORE CODEXEC_SHUTDOWN_GRACE_MS CODEXEC_REPLICA_ID CODEXEC_REPLICA_ADDR CODEXEC_REPLICA_SECRET
 {{- end -}}
 
 {{/*
@@ -66,6 +66,9 @@ that anyone on the network could use. Included by the Deployment.
 {{- $replicas := ternary (int $v.autoscaling.maxReplicas) (int $v.replicaCount) $v.autoscaling.enabled -}}
 {{- if and (gt $replicas 1) (not (include "codexec.sharedStore" .)) -}}
 {{- fail "more than one replica (replicaCount > 1 or autoscaling.enabled) needs the shared stores: set store.dsn or store.existingSecret (PostgreSQL) and blobStore.dsn or blobStore.existingSecret (S3)" -}}
+{{- end -}}
+{{- if and (or $v.store.dsn $v.store.existingSecret) (not (or $v.replicaSecret.value $v.replicaSecret.existingSecret)) -}}
+{{- fail "store needs replicaSecret.value or replicaSecret.existingSecret: the secret replicas sign the calls they forward to each other with (16+ characters; openssl rand -hex 32)" -}}
 {{- end -}}
 {{- if and $v.persistence.enabled (gt $replicas 1) -}}
 {{- fail "persistence.enabled gives one ReadWriteOnce volume: use it with replicaCount=1 and autoscaling.enabled=false" -}}

@@ -1,0 +1,340 @@
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codexec/codexec/internal/pgtest"
+	"github.com/codexec/codexec/internal/s3store/s3test"
+)
+
+// proxy is HAProxy in front of the replicas, from a copy of
+// deploy/haproxy/haproxy.cfg with the addresses rewritten.
+type proxy struct{ URL string }
+
+var serverLineRE = regexp.MustCompile(`(?m)^\s*server replica\d+ .*\n`)
+
+// startProxy runs haproxy (Debian's; the test skips without it) with the
+// shipped configuration in front of backends.
+func startProxy(t *testing.T, backends []*httpServer) *proxy {
+	t.Helper()
+	bin, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Skip("haproxy not installed (scripts/deps.sh installs Debian's): the multi-replica proxy test needs it")
+	}
+	cfg, err := os.ReadFile("../../deploy/haproxy/haproxy.cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := freeAddr(t)
+	var servers strings.Builder
+	for i, b := range backends {
+		fmt.Fprintf(&servers, "    server replica%d %s\n", i+1, strings.TrimPrefix(b.URL, "http://"))
+	}
+	s := strings.Replace(string(cfg), "bind 127.0.0.1:18080", "bind "+front, 1)
+	s = serverLineRE.ReplaceAllString(s, "")
+	s = strings.TrimRight(s, "\n") + "\n" + servers.String()
+	path := filepath.Join(t.TempDir(), "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-db", "-f", path)
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("haproxy log:\n%s", tail(logs.String(), 4000))
+		}
+	})
+	p := &proxy{URL: "http://" + front}
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if resp, err := http.Get(p.URL + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p
+			}
+		}
+	}
+	t.Fatalf("haproxy did not pass /readyz within 20s\n%s", logs.String())
+	return nil
+}
+
+// connectTo opens an MCP session at base (the proxy or one replica).
+func connectTo(t *testing.T, base string) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "codexec-e2e-replicas", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp", MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatalf("connect %s: %v", base, err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// storeQueries is the statements (round trips) the replicas sent to the
+// shared store so far, summed over their codexec_store_queries_total.
+func storeQueries(reps []*httpServer) float64 {
+	n := 0.0
+	for _, r := range reps {
+		n += r.metric("codexec_store_queries_total")
+	}
+	return n
+}
+
+// TestReplicasBehindHAProxy: three replicas behind the shipped HAProxy
+// configuration, on one PostgreSQL store and one S3 bucket. Clients through
+// the proxy start sessions, save scripts, run, upload and download; every
+// replica sees every script, log entry and artifact; a client that
+// reconnects reaches its session from any replica; after kill -9 of one
+// replica its sessions answer SESSION_LOST within the lease bound and the
+// other sessions keep counting without a lost or repeated call. It logs
+// the figures measured through the proxy.
+func TestReplicasBehindHAProxy(t *testing.T) {
+	if _, err := exec.LookPath("haproxy"); err != nil {
+		t.Skip("haproxy not installed (scripts/deps.sh installs Debian's)")
+	}
+	dsn := pgtest.Start(t).NewDatabase(t)
+	s3 := s3test.Start(t)
+	var reps []*httpServer
+	for i := range 3 {
+		reps = append(reps, startHTTP(t, "", replicaEnv(dsn, fmt.Sprintf("r%d", i+1), s3Env(t, s3)...)...))
+	}
+	px := startProxy(t, reps)
+
+	// Clients through the proxy: each a session, a script, a run, a file.
+	const clients = 6
+	type work struct {
+		sess, script, execID, sha string
+		size                      int
+	}
+	ws := make([]work, clients)
+	for i := range ws {
+		cs := connectTo(t, px.URL)
+		w := &ws[i]
+		w.sess = tout(t, cs, "start_session", map[string]any{"language": "python"})["session_id"].(string)
+		tout(t, cs, "send_to_session", map[string]any{"session_id": w.sess, "code": "n = 0"})
+		w.script = fmt.Sprintf("replica-script-%d", i)
+		tout(t, cs, "save_script", map[string]any{"name": w.script, "language": "python", "code": fmt.Sprintf("print('script %d')", i), "description": "replica test"})
+		data := randomBytes(t, 50_000+i)
+		up := tout(t, cs, "upload_file", map[string]any{"path": "in/data.bin", "content_base64": base64.StdEncoding.EncodeToString(data)})
+		r := tout(t, cs, "execute_code", map[string]any{"language": "python", "code": roundTripCode, "files": []string{up["upload_id"].(string)}})
+		w.execID, w.sha, w.size = r["execution_id"].(string), sum(data), len(data)
+		if strings.TrimSpace(r["stdout"].(string)) != w.sha {
+			t.Fatalf("client %d run: %v", i, r)
+		}
+	}
+	// Every replica, asked directly, sees every script, log entry and
+	// artifact, and reaches every session (its own or forwarded).
+	for ri, rep := range reps {
+		cs := connectTo(t, rep.URL)
+		for i, w := range ws {
+			if out := tout(t, cs, "run_script", map[string]any{"name": w.script}); out["stdout"] != fmt.Sprintf("script %d\n", i) {
+				t.Errorf("replica %d run_script %s: %v", ri+1, w.script, out["stdout"])
+			}
+			if lg := tout(t, cs, "get_execution_log", map[string]any{"execution_id": w.execID}); lg["stdout"] != w.sha+"\n" {
+				t.Errorf("replica %d log %s: %v", ri+1, w.execID, lg["stdout"])
+			}
+			if dl := tout(t, cs, "download_file", map[string]any{"execution_id": w.execID, "path": "out/result.bin"}); int(dl["size"].(float64)) != w.size {
+				t.Errorf("replica %d artifact of %s: %v", ri+1, w.execID, dl)
+			}
+			tout(t, cs, "send_to_session", map[string]any{"session_id": w.sess, "code": "n += 1"})
+		}
+	}
+	// Reconnecting clients (new MCP sessions through the proxy) reach
+	// their sessions; the counter shows each call ran exactly once.
+	want := map[string]int{}
+	for _, w := range ws {
+		want[w.sess] = len(reps)
+	}
+	for round := range 2 {
+		for _, w := range ws {
+			cs := connectTo(t, px.URL)
+			want[w.sess]++
+			if out := tout(t, cs, "send_to_session", map[string]any{"session_id": w.sess, "code": "n += 1; print(n)"}); out["stdout"] != fmt.Sprintf("%d\n", want[w.sess]) {
+				t.Errorf("round %d, session %s: stdout %v, want %d", round, w.sess, out["stdout"], want[w.sess])
+			}
+			_ = cs.Close()
+		}
+	}
+	measure(t, px, reps, want)
+	measureHop(t, reps, ws[0].sess)
+
+	// kill -9 one replica: which sessions it held, the registry knows;
+	// the owner is found by asking each replica's list_sessions.
+	victim := reps[1]
+	held := map[string]bool{}
+	vcs := connectTo(t, victim.URL)
+	var listed struct {
+		Sessions []struct {
+			SessionID string `json:"session_id"`
+		} `json:"sessions"`
+	}
+	decodeStructured(t, tcall(t, vcs, "list_sessions", map[string]any{}), &listed)
+	for _, s := range listed.Sessions {
+		held[s.SessionID] = true
+	}
+	_ = vcs.Close()
+	killed := time.Now()
+	_ = victim.Cmd.Process.Kill()
+	survivors := []*httpServer{reps[0], reps[2]}
+	lostBy := map[string]time.Duration{}
+	for time.Since(killed) < 4*replicaLease+5*time.Second && len(lostBy) < len(held) {
+		cs := connectTo(t, survivors[len(lostBy)%2].URL)
+		for s := range held {
+			if _, done := lostBy[s]; done {
+				continue
+			}
+			res := tcall(t, cs, "send_to_session", map[string]any{"session_id": s, "code": "print(n)"})
+			if errCode(res) == "SESSION_LOST" {
+				lostBy[s] = time.Since(killed)
+			} else if !res.IsError {
+				t.Fatalf("a killed replica's session %s answered: %s", s, text(res))
+			}
+		}
+		_ = cs.Close()
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("kill -9 of replica r2 (%d sessions): lost answers after %v (bound 4/3 × %v)", len(held), lostBy, replicaLease)
+	for s := range held {
+		if d, ok := lostBy[s]; !ok || d > replicaLease*4/3+2*time.Second {
+			t.Errorf("session %s of the killed replica: lost after %v (ok %v)", s, d, ok)
+		}
+	}
+	// The other sessions keep counting through the proxy, each call once.
+	for _, w := range ws {
+		if held[w.sess] {
+			continue
+		}
+		cs := connectTo(t, px.URL)
+		want[w.sess]++
+		if out := tout(t, cs, "send_to_session", map[string]any{"session_id": w.sess, "code": "n += 1; print(n)"}); out["stdout"] != fmt.Sprintf("%d\n", want[w.sess]) {
+			t.Errorf("after the kill, session %s: %v, want %d", w.sess, out["stdout"], want[w.sess])
+		}
+		_ = cs.Close()
+	}
+	if len(held) == 0 || len(held) == len(ws) {
+		t.Logf("note: the killed replica held %d of %d sessions", len(held), len(ws))
+	}
+}
+
+// measure runs a bounded load through the proxy (concurrent clients, each
+// on its own MCP session, calls to sessions on every replica) and logs
+// calls/s, p50/p99 and store round trips per call.
+func measure(t *testing.T, px *proxy, reps []*httpServer, counters map[string]int) {
+	t.Helper()
+	const workers, perWorker = 6, 25
+	var sessions []string
+	for s := range counters {
+		sessions = append(sessions, s)
+	}
+	slices.Sort(sessions)
+	type sample struct {
+		d    time.Duration
+		sess string
+	}
+	var mu sync.Mutex
+	var samples []sample
+	conns := make([]*mcp.ClientSession, workers)
+	for i := range conns {
+		conns[i] = connectTo(t, px.URL)
+	}
+	before := storeQueries(reps)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sess := sessions[i%len(sessions)]
+			for range perWorker {
+				t0 := time.Now()
+				res, err := conns[i].CallTool(context.Background(), &mcp.CallToolParams{Name: "send_to_session",
+					Arguments: map[string]any{"session_id": sess, "code": "n += 0"}})
+				if err != nil || res.IsError {
+					t.Errorf("load call: %v %v", err, res)
+					return
+				}
+				mu.Lock()
+				samples = append(samples, sample{time.Since(t0), sess})
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	queries := storeQueries(reps) - before
+	ds := make([]time.Duration, len(samples))
+	for i, s := range samples {
+		ds[i] = s.d
+	}
+	slices.Sort(ds)
+	if len(ds) == 0 {
+		t.Fatal("no load samples")
+	}
+	pct := func(p float64) time.Duration { return ds[min(len(ds)-1, int(p*float64(len(ds))))] }
+	t.Logf("load through HAProxy, 3 replicas, %d workers × %d send_to_session calls (sessions spread over the replicas, some forwarded): %d calls in %v = %.1f calls/s (%.1f per replica); p50 %v, p99 %v; store: %.0f statements = %.2f round trips per call (heartbeats and lease sweeps of 3 replicas included)",
+		workers, perWorker, len(ds), elapsed.Round(time.Millisecond), float64(len(ds))/elapsed.Seconds(), float64(len(ds))/elapsed.Seconds()/3,
+		pct(0.5).Round(time.Microsecond), pct(0.99).Round(time.Microsecond), queries, queries/float64(len(ds)))
+}
+
+// measureHop times one session's calls made directly at its owner and at
+// another replica (one forwarding hop), sequentially, and logs both.
+func measureHop(t *testing.T, reps []*httpServer, sess string) {
+	t.Helper()
+	owner := -1
+	for i, rep := range reps {
+		cs := connectTo(t, rep.URL)
+		var listed struct {
+			Sessions []struct {
+				SessionID string `json:"session_id"`
+			} `json:"sessions"`
+		}
+		decodeStructured(t, tcall(t, cs, "list_sessions", map[string]any{}), &listed)
+		for _, s := range listed.Sessions {
+			if s.SessionID == sess {
+				owner = i
+			}
+		}
+		_ = cs.Close()
+	}
+	if owner < 0 {
+		t.Fatalf("no replica lists session %s", sess)
+	}
+	const calls = 40
+	p50 := func(base string) (time.Duration, time.Duration) {
+		cs := connectTo(t, base)
+		defer cs.Close()
+		ds := make([]time.Duration, 0, calls)
+		for range calls {
+			t0 := time.Now()
+			tout(t, cs, "send_to_session", map[string]any{"session_id": sess, "code": "n += 0"})
+			ds = append(ds, time.Since(t0))
+		}
+		slices.Sort(ds)
+		return ds[calls/2], ds[calls*99/100]
+	}
+	l50, l99 := p50(reps[owner].URL)
+	f50, f99 := p50(reps[(owner+1)%len(reps)].URL)
+	t.Logf("one session, %d sequential send_to_session calls straight to a replica: at its owner p50 %v p99 %v; through another replica (one hop) p50 %v p99 %v",
+		calls, l50.Round(time.Microsecond), l99.Round(time.Microsecond), f50.Round(time.Microsecond), f99.Round(time.Microsecond))
+}
