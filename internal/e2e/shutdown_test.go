@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,10 +53,15 @@ func TestHTTPShutdownLetsRunningCallFinish(t *testing.T) {
 	}()
 	waitFor(t, 30*time.Second, "the call to run", func() bool { return s.metric("codexec_running_calls") == 1 })
 	_ = s.Cmd.Process.Signal(syscall.SIGTERM)
-	waitFor(t, 5*time.Second, "the listener to close", func() bool {
-		_, err := httpClient("").Get(s.URL + "/healthz")
-		return err != nil
+	// While the call runs, the server still answers: /readyz says it is
+	// draining (a proxy stops sending new work), /healthz that it is alive.
+	waitFor(t, 5*time.Second, "/readyz to report draining", func() bool {
+		code, body := probe(s.URL + "/readyz")
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "draining")
 	})
+	if code, _ := probe(s.URL + "/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz while draining: %d, want 200", code)
+	}
 	out := <-done
 	if out.err != nil || out.r.Status != "success" || out.r.Stdout != "finished\n" {
 		t.Fatalf("running call did not finish normally: %+v %v", out.r, out.err)
@@ -65,6 +72,17 @@ func TestHTTPShutdownLetsRunningCallFinish(t *testing.T) {
 	if log := s.Stderr.String(); !strings.Contains(log, "http server stopped") || strings.Contains(log, "killed=") {
 		t.Errorf("shutdown log:\n%s", tail(log, 1500))
 	}
+}
+
+// probe GETs url and returns the status and body; 0 when nothing answers.
+func probe(url string) (int, string) {
+	resp, err := httpClient("").Get(url)
+	if err != nil {
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 func TestHTTPShutdownKillsCallPastGrace(t *testing.T) {

@@ -62,8 +62,9 @@ type Options struct {
 }
 
 // Serve listens and serves until ctx ends, then shuts down gracefully: the
-// listener closes at once, running tool calls get Grace to finish, the rest
-// are cancelled, and remaining connections (idle SSE streams) are closed.
+// listener stays open while running tool calls get Grace to finish (Ready
+// should then report draining), the rest are cancelled, and then the
+// listener and remaining connections (idle SSE streams) are closed.
 func Serve(ctx context.Context, o Options) error {
 	ln, err := net.Listen("tcp", listenAddr(o.Addr))
 	if err != nil {
@@ -95,22 +96,31 @@ func Serve(ctx context.Context, o Options) error {
 }
 
 // shutdown runs the graceful stop sequence and logs what it had to kill.
+//
+// The listener stays open while the drain runs: /readyz answers 503 (the
+// caller's Ready reports draining), so a proxy or Kubernetes stops sending
+// new work and probes see why, while the running calls finish and new tool
+// calls are refused in the tool's own error shape. Only then does the
+// server close, letting the last responses flush.
 func shutdown(srv *http.Server, o Options) {
 	start := time.Now()
-	slog.Info("shutting down: listener closed, waiting for running calls", "grace", o.Grace)
+	slog.Info("shutting down: /readyz reports draining, waiting for running calls", "grace", o.Grace)
 	graceCtx, cancel := context.WithTimeout(context.Background(), o.Grace)
 	defer cancel()
-	stopped := make(chan error, 1)
-	go func() { stopped <- srv.Shutdown(graceCtx) }()
 	cancelled := 0
 	if o.Drain != nil {
 		cancelled = o.Drain(graceCtx)
 	}
-	// Let the last responses flush; idle SSE streams keep Shutdown waiting
-	// for ever, so they are cut after a short pause.
-	select {
-	case <-stopped:
-	case <-time.After(time.Second):
+	stopped := make(chan error, 1)
+	go func() {
+		// Shutdown waits for handlers still writing; a second is enough
+		// for the last responses, and idle SSE streams would keep it
+		// waiting for ever, so they are cut then.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		stopped <- srv.Shutdown(ctx)
+	}()
+	if err := <-stopped; err != nil {
 		_ = srv.Close()
 	}
 	if cancelled > 0 {
