@@ -58,7 +58,7 @@ func NewDirStore(dir string, o DirOptions) (*DirStore, error) {
 	}
 	s := &DirStore{root: dir, opts: o, items: map[string]*Item{}, stop: make(chan struct{})}
 	s.load()
-	go s.sweepLoop()
+	go SweepEvery(s.stop, s.opts.TTL, s.Sweep)
 	return s, nil
 }
 
@@ -80,15 +80,17 @@ func (s *DirStore) load() {
 	}
 }
 
-func (s *DirStore) sweepLoop() {
-	t := time.NewTicker(min(s.opts.TTL/4+time.Second, time.Minute))
+// SweepEvery calls sweep every quarter of ttl (plus a second, at most a
+// minute) until stop is closed: how often a store drops expired items.
+func SweepEvery(stop <-chan struct{}, ttl time.Duration, sweep func()) {
+	t := time.NewTicker(min(ttl/4+time.Second, time.Minute))
 	defer t.Stop()
 	for {
 		select {
-		case <-s.stop:
+		case <-stop:
 			return
 		case <-t.C:
-			s.Sweep()
+			sweep()
 		}
 	}
 }

@@ -111,7 +111,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	go s.sweepLoop()
+	go files.SweepEvery(s.stop, s.opts.TTL, s.Sweep)
 	return s, nil
 }
 
@@ -169,19 +169,6 @@ func (s *Store) check(ctx context.Context) error {
 
 // Close stops the sweeper. Kept items stay in the bucket.
 func (s *Store) Close() { s.once.Do(func() { close(s.stop) }) }
-
-func (s *Store) sweepLoop() {
-	t := time.NewTicker(min(s.opts.TTL/4+time.Second, time.Minute))
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			s.Sweep()
-		}
-	}
-}
 
 // Object keys. Ids are checked by checkID before any key is made.
 func (s *Store) manifestKey(id string) string { return s.opts.Prefix + "items/" + id + ".json" }

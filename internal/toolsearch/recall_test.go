@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +57,7 @@ func readJSON(tb testing.TB, path string, v any) {
 func corpusDocs(tools []corpusTool) []Doc {
 	docs := make([]Doc, len(tools))
 	for i, t := range tools {
-		names, descs := paramText(t.InputSchema)
+		names, descs := ParamText(t.InputSchema)
 		docs[i] = Doc{ID: t.Server + "." + t.Name, Name: t.Name, Title: t.Title, Server: t.Server,
 			Description: t.Description, Params: names, ParamDocs: descs, Hints: Hints{
 				ReadOnly: hint(t.Annotations, "readOnlyHint"), Destructive: hint(t.Annotations, "destructiveHint"),
@@ -73,22 +72,6 @@ func hint(a map[string]any, k string) *bool {
 		return &b
 	}
 	return nil
-}
-
-func paramText(schema json.RawMessage) (names, descs string) {
-	var s struct {
-		Properties map[string]struct {
-			Description string `json:"description"`
-		} `json:"properties"`
-	}
-	_ = json.Unmarshal(schema, &s)
-	var n, d []string
-	for k, p := range s.Properties {
-		n, d = append(n, k), append(d, p.Description)
-	}
-	sort.Strings(n)
-	sort.Strings(d)
-	return strings.Join(n, " "), strings.Join(d, " ")
 }
 
 // evaluation is one pass of every intent through an index.

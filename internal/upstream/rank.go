@@ -2,9 +2,6 @@ package upstream
 
 import (
 	"context"
-	"encoding/json"
-	"sort"
-	"strings"
 	"sync"
 
 	"github.com/codexec/codexec/internal/toolsearch"
@@ -90,7 +87,7 @@ func (c *rankCache) closeIndex() {
 
 // Doc is how a tool is indexed for ranking (its ID is "server.tool").
 func Doc(t Tool) toolsearch.Doc {
-	names, descs := paramText(t.InputSchema)
+	names, descs := toolsearch.ParamText(t.InputSchema)
 	d := toolsearch.Doc{ID: t.Server + "." + t.Name, Name: t.Name, Title: t.Title, Server: t.Server,
 		Description: t.Description, Params: names, ParamDocs: descs}
 	if a := t.Annotations; a != nil {
@@ -98,22 +95,4 @@ func Doc(t Tool) toolsearch.Doc {
 			Idempotent: &a.IdempotentHint, OpenWorld: a.OpenWorldHint}
 	}
 	return d
-}
-
-// paramText returns a schema's top-level parameter names and their
-// descriptions, space-separated.
-func paramText(schema json.RawMessage) (names, descs string) {
-	var s struct {
-		Properties map[string]struct {
-			Description string `json:"description"`
-		} `json:"properties"`
-	}
-	_ = json.Unmarshal(schema, &s)
-	var n, d []string
-	for k, p := range s.Properties {
-		n, d = append(n, k), append(d, p.Description)
-	}
-	sort.Strings(n)
-	sort.Strings(d)
-	return strings.Join(n, " "), strings.Join(d, " ")
 }
