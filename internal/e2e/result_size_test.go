@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -48,19 +47,6 @@ func TestPrintResultSize(t *testing.T) {
 // rawResponse returns the output line answering id (JSON text), as sent.
 func (r *rawStdio) rawResponse(id string) []byte {
 	r.t.Helper()
-	timeout := time.After(2 * time.Minute)
-	for {
-		select {
-		case line, ok := <-r.lines:
-			if !ok {
-				r.t.Fatalf("the server's output ended while waiting for the response to %s", id)
-			}
-			var m wireMsg
-			if json.Unmarshal(line, &m) == nil && string(m.ID) == id {
-				return line
-			}
-		case <-timeout:
-			r.t.Fatalf("no response to %s within 2 minutes", id)
-		}
-	}
+	_, m := r.await(id)
+	return m.raw
 }

@@ -32,6 +32,8 @@ type wireMsg struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`
+	// raw is the output line as sent.
+	raw []byte
 }
 
 func startRawStdio(t *testing.T, env ...string) *rawStdio {
@@ -108,6 +110,7 @@ func (r *rawStdio) await(id string) (before []wireMsg, last wireMsg) {
 			if err := json.Unmarshal(line, &m); err != nil {
 				r.t.Fatalf("output line %.300q is not JSON: %v", line, err)
 			}
+			m.raw = line
 			if m.ID == nil {
 				continue // a notification
 			}
