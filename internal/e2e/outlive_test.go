@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codexec/codexec/internal/cgroup"
 	"github.com/codexec/codexec/internal/instance"
 )
 
@@ -111,6 +112,9 @@ func testKill9(t *testing.T, mode string, env []string) {
 	_ = s.Session.Close() // reaps the killed process
 	time.Sleep(time.Second)
 	t.Logf("1 s after the kill, before a restart: %s", leftOf(mode, old, pid, marks))
+	if dirs, _ := cgroup.ServerDirs(cgroup.Detect(), old); mode == "namespace" && cgroup.Detect().Usable() && len(dirs) == 0 {
+		t.Errorf("the killed server left no cgroup directory: the check after the restart proves nothing")
+	}
 
 	s2 := start(t, env...)
 	time.Sleep(time.Second)
@@ -186,11 +190,8 @@ func leftOf(mode, old string, pid int, marks map[string]string) string {
 		}
 	}
 	suffix := "-" + strconv.Itoa(pid)
-	for _, pat := range []string{"/sys/fs/cgroup/codexec/*", "/sys/fs/cgroup/*/codexec/*", "/sys/fs/cgroup/*/*/codexec/*"} {
-		groups, _ := filepath.Glob(pat + suffix)
-		for _, g := range groups {
-			left = append(left, "cgroup "+g)
-		}
+	if dirs, _ := cgroup.ServerDirs(cgroup.Detect(), old); len(dirs) > 0 {
+		left = append(left, fmt.Sprintf("cgroups %v", dirs))
 	}
 	if _, err := os.Stat("/run/codexec" + suffix); err == nil {
 		left = append(left, "staging root /run/codexec"+suffix)

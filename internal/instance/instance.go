@@ -99,6 +99,14 @@ func Foreign(id string) bool {
 	return okb && okn && n.boot == boot && n.pidns != ns
 }
 
+// Local reports whether id is a well-formed name of a server of this pid
+// namespace: the only names whose pid means a process here.
+func Local(id string) bool {
+	n, ok := parse(id)
+	ns, okn := pidNS()
+	return ok && okn && n.pidns != 0 && n.pidns == ns
+}
+
 // Of returns the name of the running process pid of this pid namespace
 // (Self is Of of this process). When its start time, the boot id or the pid
 // namespace cannot be read the name is malformed on purpose

@@ -57,6 +57,9 @@ func TestJudge(t *testing.T) {
 		if got := Foreign(c.id); got != c.foreign {
 			t.Errorf("%s: Foreign(%q) = %v, want %v", c.name, c.id, got, c.foreign)
 		}
+		if local := strings.HasSuffix(c.id, "-"+f[3]); Local(c.id) != local {
+			t.Errorf("%s: Local(%q) = %v, want %v", c.name, c.id, !local, local)
+		}
 	}
 }
 
