@@ -26,6 +26,7 @@ import (
 // directories and temporary files are gone. In every sandbox mode the host
 // supports.
 func TestKill9LeavesNothing(t *testing.T) {
+	sameInEveryMode(t, "pins its sandbox modes")
 	for _, mode := range []string{"subprocess", "namespace", "docker"} {
 		t.Run(mode, func(t *testing.T) {
 			env := []string{"CODEXEC_SANDBOX_MODE=" + mode}
@@ -38,7 +39,7 @@ func TestKill9LeavesNothing(t *testing.T) {
 					t.Skip("namespace mode needs bubblewrap: " + err.Error())
 				}
 			case "docker":
-				denv, why := dockerTestEnv(t, "")
+				denv, why := dockerTestEnv(t, "node")
 				if why != "" {
 					t.Skip(why)
 				}
@@ -235,7 +236,8 @@ func processesMarkedBy(old string) []string {
 // end by themselves at the runs' deadlines (timeout + kill grace + 2 s), and
 // the idle warm containers at once.
 func TestKill9DockerDeadline(t *testing.T) {
-	denv, why := dockerTestEnv(t, "")
+	sameInEveryMode(t, "pins its sandbox modes")
+	denv, why := dockerTestEnv(t, "node")
 	if why != "" {
 		t.Skip(why)
 	}
