@@ -29,6 +29,8 @@ type run struct {
 	// serve; the output is no longer kept here, only its sizes.
 	stored           bool
 	outSize, errSize int64
+	// claimed: this replica holds the run's id in the session registry.
+	claimed bool
 }
 
 func newRun(owner, tool string, outputMax int64, now time.Time) *run {
@@ -90,11 +92,6 @@ func (r *run) markStored() {
 	r.stdout.buf, r.stderr.buf = nil, nil
 }
 
-func (r *run) isStored() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.stored
-}
 
 // await waits until r has output past the offsets, has ended, wait has
 // passed or ctx ends.

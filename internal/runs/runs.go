@@ -79,6 +79,11 @@ type Options struct {
 	// Dir holds the files of a result while they are put in the store;
 	// empty: os.TempDir().
 	Dir string
+	// SharedStore: every replica reads the Store (S3), so a run's claim in
+	// the session registry is released once its result is stored there;
+	// otherwise (a directory store of this server's own) this replica keeps
+	// the claim, and answers for the run, for as long as it lists it.
+	SharedStore bool
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 }
@@ -283,7 +288,22 @@ func (m *Manager) register(ctx context.Context, r *run, id string) {
 	if c := m.deps.Claims; c != nil {
 		if err := c.Claim(ctx, r.owner, id); err != nil {
 			slog.Warn("background run: claim in the session registry failed; other replicas cannot forward to it", "execution_id", id, "err", err)
+			return
 		}
+		r.mu.Lock()
+		r.claimed = true
+		r.mu.Unlock()
+	}
+}
+
+// release gives up r's claim in the session registry, if it holds one.
+func (m *Manager) release(r *run) {
+	r.mu.Lock()
+	claimed := r.claimed
+	r.claimed = false
+	r.mu.Unlock()
+	if claimed {
+		m.deps.Claims.Release(r.owner, r.id)
 	}
 }
 
@@ -309,13 +329,10 @@ func (m *Manager) pruneLocked(owner string, room int) {
 	m.byOwner[owner] = keep
 }
 
-// forgetLocked drops r from the index; a claim it still holds (its result
-// did not reach the store) is released.
+// forgetLocked drops r from the index and releases its claim.
 func (m *Manager) forgetLocked(r *run) {
 	delete(m.byID, r.id)
-	if c := m.deps.Claims; c != nil && !r.isStored() {
-		go c.Release(r.owner, r.id)
-	}
+	go m.release(r)
 }
 
 // finish waits for r's job, records its end, frees what the call lent it
@@ -329,10 +346,8 @@ func (m *Manager) finish(ctx context.Context, r *run, ended <-chan jobEnd, done 
 	if done != nil {
 		done()
 	}
-	if m.store(context.WithoutCancel(ctx), r) {
-		if c := m.deps.Claims; c != nil {
-			c.Release(r.owner, r.id) // any replica reads it from the store now
-		}
+	if m.store(context.WithoutCancel(ctx), r) && m.opts.SharedStore {
+		m.release(r) // any replica reads it from the store now
 	}
 }
 
