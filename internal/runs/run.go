@@ -92,7 +92,6 @@ func (r *run) markStored() {
 	r.stdout.buf, r.stderr.buf = nil, nil
 }
 
-
 // await waits until r has output past the offsets, has ended, wait has
 // passed or ctx ends.
 func (r *run) await(ctx context.Context, outOff, errOff int64, wait time.Duration) {
