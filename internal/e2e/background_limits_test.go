@@ -286,3 +286,22 @@ func TestBackgroundRunResultEqualsForeground(t *testing.T) {
 		})
 	}
 }
+
+// TestBackgroundRunNotAnMCPTask: the SDK has no MCP Tasks, so the server
+// announces no tasks capability and tasks/get is refused as unsupported;
+// the tools are the contract.
+func TestBackgroundRunNotAnMCPTask(t *testing.T) {
+	s := startHTTP(t, "")
+	_, body, hdr := do(t, "POST", s.URL+"/mcp", initBody, mcpHeaders(nil))
+	sid := hdr.Get("Mcp-Session-Id")
+	if sid == "" || strings.Contains(body, `"tasks"`) {
+		t.Fatalf("initialize: session %q, %s", sid, body)
+	}
+	h := mcpHeaders(map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-06-18"})
+	do(t, "POST", s.URL+"/mcp", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, h)
+	code, body, _ := do(t, "POST", s.URL+"/mcp", `{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":"exec_0"}}`, h)
+	t.Logf("tasks/get: HTTP %d %s", code, body)
+	if code == 200 || !strings.Contains(body, `"tasks/get" unsupported`) {
+		t.Errorf("tasks/get: HTTP %d %s", code, body)
+	}
+}
