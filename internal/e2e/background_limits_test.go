@@ -285,6 +285,24 @@ func TestBackgroundRunResultEqualsForeground(t *testing.T) {
 			}
 		})
 	}
+	// The background runs' artifacts are kept as any run's; their stored
+	// results are not files of the caller's.
+	var kept []string
+	for _, e := range structured(t, callTool(t, cs, "list_files", nil))["entries"].([]any) {
+		kept = append(kept, e.(map[string]any)["path"].(string))
+	}
+	arts, runsListed := 0, 0
+	for _, p := range kept {
+		if strings.HasSuffix(p, "/art.txt") {
+			arts++
+		}
+		if strings.HasPrefix(p, "run_") {
+			runsListed++
+		}
+	}
+	if arts != 4 || runsListed != 0 {
+		t.Errorf("list_files: %v; want the four runs' art.txt and no run_ item", kept)
+	}
 }
 
 // TestBackgroundRunNotAnMCPTask: the SDK has no MCP Tasks, so the server
