@@ -281,6 +281,9 @@ func (m *Manager) register(ctx context.Context, r *run, id string) {
 	r.mu.Unlock()
 	m.mu.Lock()
 	m.unreserveLocked(r.owner)
+	for owner := range m.byOwner { // every principal's expired runs go, not only those who come back
+		m.pruneLocked(owner, 0)
+	}
 	m.pruneLocked(r.owner, 1)
 	m.byID[id] = r
 	m.byOwner[r.owner] = append(m.byOwner[r.owner], r)

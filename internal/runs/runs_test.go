@@ -295,3 +295,26 @@ func TestRunLostFromHistory(t *testing.T) {
 		}
 	}
 }
+
+// TestRunExpiresFromList: an ended run leaves the list once it has been
+// listed for Keep (the blob store's TTL, which its own clock enforces), for
+// every principal, also one that does not come back.
+func TestRunExpiresFromList(t *testing.T) {
+	f := newFixture(t)
+	var now atomic.Int64
+	now.Store(time.Now().UnixNano())
+	m := f.manager(t, Options{Keep: time.Hour, Now: func() time.Time { return time.Unix(0, now.Load()) }})
+	alice, bob := tenant.With(context.Background(), "alice"), tenant.With(context.Background(), "bob")
+	var done atomic.Int32
+	id := start(t, alice, m, f.bash("echo x", &done))
+	readAll(t, alice, m, id)
+	awaitStored(t, m, id)
+	now.Add(int64(2 * time.Hour))
+	readAll(t, bob, m, start(t, bob, m, f.bash("echo y", &done)))
+	if m.Holds(alice, id) {
+		t.Errorf("alice's run is still held two hours after it ended")
+	}
+	if v, err := m.Get(alice, id, Read{}); err != nil || v.Status != "success" || v.Stdout != "x\n" {
+		t.Errorf("from the store: %+v %v", v, err)
+	}
+}
