@@ -126,7 +126,10 @@ func readAll(t *testing.T, ctx context.Context, m *Manager, id string) (View, st
 func awaitStored(t *testing.T, m *Manager, id string) {
 	t.Helper()
 	for range 500 {
-		if r := m.lookup(context.Background(), id); r != nil && func() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.stored }() {
+		m.mu.Lock()
+		r := m.byID[id]
+		m.mu.Unlock()
+		if r != nil && func() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.stored }() {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
