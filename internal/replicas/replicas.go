@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -99,9 +100,30 @@ func Key(p, idOrName string) string {
 	return tenant.Tag(p) + "/" + idOrName
 }
 
-// Claim records this replica as the holder of principal p's idOrName.
-func (s *Set) Claim(ctx context.Context, p, idOrName string) error {
-	return s.o.Registry.Claim(ctx, Key(p, idOrName), s.Self(), s.o.Now())
+// Claim records this replica as the holder of principal p's idOrName,
+// described by l.
+func (s *Set) Claim(ctx context.Context, p, idOrName string, l sessionreg.Label) error {
+	return s.o.Registry.Claim(ctx, sessionreg.Owner{SessionID: Key(p, idOrName), Replica: s.Self(), ClaimedAt: s.o.Now(), Label: l})
+}
+
+// Holdings returns the records of principal p's sessions and context names
+// that other replicas hold or held (lost ones included), by id, with
+// SessionID the id or name as p gave it. One registry query.
+func (s *Set) Holdings(ctx context.Context, p string) ([]sessionreg.Owner, error) {
+	prefix := Key(p, "")
+	all, err := s.o.Registry.List(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	self := s.Self().ID
+	out := all[:0]
+	for _, o := range all {
+		if o.Replica.ID != self {
+			o.SessionID = strings.TrimPrefix(o.SessionID, prefix)
+			out = append(out, o)
+		}
+	}
+	return out, nil
 }
 
 // Release forgets principal p's idOrName when this replica holds it and it

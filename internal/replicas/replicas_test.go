@@ -117,12 +117,12 @@ func TestLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(a.Claim(ctx, "alice", "sess_1"))
-	must(b.Claim(ctx, "alice", "sess_2"))
-	if err := b.Claim(ctx, "alice", "sess_1"); !errors.Is(err, sessionreg.ErrClaimed) {
+	must(a.Claim(ctx, "alice", "sess_1", sessionreg.Label{}))
+	must(b.Claim(ctx, "alice", "sess_2", sessionreg.Label{}))
+	if err := b.Claim(ctx, "alice", "sess_1", sessionreg.Label{}); !errors.Is(err, sessionreg.ErrClaimed) {
 		t.Errorf("b claimed a's session: %v", err)
 	}
-	must(b.Claim(ctx, "bob", "sess_1")) // another principal's id is another key
+	must(b.Claim(ctx, "bob", "sess_1", sessionreg.Label{})) // another principal's id is another key
 	route := func(s *Set, p, id string) string {
 		o, remote, err := s.Route(ctx, p, id)
 		switch {
@@ -145,7 +145,7 @@ func TestLifecycle(t *testing.T) {
 	must(b.Start(ctx)) // b is back as a new life; c dies without draining
 	c := New(Options{Self: sessionreg.Replica{ID: "c", Addr: "http://c"}, Registry: reg, Secret: secret, Lease: 9 * time.Second, Now: clock})
 	must(c.Start(ctx))
-	must(c.Claim(ctx, "alice", "sess_3"))
+	must(c.Claim(ctx, "alice", "sess_3", sessionreg.Label{}))
 	now = now.Add(6 * time.Second)
 	a.beat(ctx)
 	steps = append(steps, struct{ name, got, want string }{"c within its lease", strconv.Itoa(a.Sweep(ctx)), "0"})
