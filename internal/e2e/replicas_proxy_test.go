@@ -179,21 +179,21 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 	measure(t, px, reps, want)
 	measureHop(t, reps, ws[0].sess)
 
-	// kill -9 one replica: which sessions it held, the registry knows;
-	// the owner is found by asking each replica's list_sessions.
+	// kill -9 one replica: which sessions it held, any replica's listing
+	// says (a client through the proxy lists every session of its
+	// principal, with the replica holding it).
 	victim := reps[1]
 	held := map[string]bool{}
-	vcs := connectTo(t, victim.URL)
-	var listed struct {
-		Sessions []struct {
-			SessionID string `json:"session_id"`
-		} `json:"sessions"`
+	lcs := connectTo(t, px.URL)
+	listed := listSessions(t, lcs)
+	for _, w := range ws {
+		if s := listed[w.sess]; s.Status != "active" || !slices.Contains([]string{"r1", "r2", "r3"}, s.Replica) {
+			t.Errorf("session %s listed through the proxy as %+v", w.sess, s)
+		} else if s.Replica == "r2" {
+			held[w.sess] = true
+		}
 	}
-	decodeStructured(t, tcall(t, vcs, "list_sessions", map[string]any{}), &listed)
-	for _, s := range listed.Sessions {
-		held[s.SessionID] = true
-	}
-	_ = vcs.Close()
+	_ = lcs.Close()
 	killed := time.Now()
 	_ = victim.Cmd.Process.Kill()
 	survivors := []*httpServer{reps[0], reps[2]}
@@ -220,6 +220,15 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 			t.Errorf("session %s of the killed replica: lost after %v (ok %v)", s, d, ok)
 		}
 	}
+	// Listed through the proxy, the killed replica's sessions are lost, the
+	// others active.
+	lcs = connectTo(t, px.URL)
+	for id, s := range listSessions(t, lcs) {
+		if want := map[bool]string{true: "lost", false: "active"}[held[id]]; s.Status != want || (held[id] && (s.Replica != "r2" || s.LostAt == nil)) {
+			t.Errorf("after the kill, session %s is listed as %+v, want %s", id, s, want)
+		}
+	}
+	_ = lcs.Close()
 	// The other sessions keep counting through the proxy, each call once.
 	for _, w := range ws {
 		if held[w.sess] {
@@ -301,24 +310,12 @@ func measure(t *testing.T, px *proxy, reps []*httpServer, counters map[string]in
 // another replica (one forwarding hop), sequentially, and logs both.
 func measureHop(t *testing.T, reps []*httpServer, sess string) {
 	t.Helper()
-	owner := -1
-	for i, rep := range reps {
-		cs := connectTo(t, rep.URL)
-		var listed struct {
-			Sessions []struct {
-				SessionID string `json:"session_id"`
-			} `json:"sessions"`
-		}
-		decodeStructured(t, tcall(t, cs, "list_sessions", map[string]any{}), &listed)
-		for _, s := range listed.Sessions {
-			if s.SessionID == sess {
-				owner = i
-			}
-		}
-		_ = cs.Close()
-	}
+	cs := connectTo(t, reps[0].URL)
+	holder := listSessions(t, cs)[sess].Replica
+	_ = cs.Close()
+	owner := slices.IndexFunc([]string{"r1", "r2", "r3"}, func(id string) bool { return id == holder })
 	if owner < 0 {
-		t.Fatalf("no replica lists session %s", sess)
+		t.Fatalf("session %s is listed on replica %q", sess, holder)
 	}
 	const calls = 40
 	p50 := func(base string) (time.Duration, time.Duration) {

@@ -57,9 +57,10 @@ type Options struct {
 
 // Set is this replica among the others. Safe for concurrent use.
 type Set struct {
-	o    Options
-	mu   sync.Mutex
-	self sessionreg.Replica // o.Self, with the address SetAddr gave
+	o      Options
+	mu     sync.Mutex
+	self   sessionreg.Replica // o.Self, with the address SetAddr gave
+	nonces nonceCache         // of the hop requests accepted (hop.go)
 }
 
 // New returns the Set of o.Self.
@@ -74,7 +75,7 @@ func New(o Options) *Set {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Set{o: o, self: o.Self}
+	return &Set{o: o, self: o.Self, nonces: nonceCache{max: MaxNonces}}
 }
 
 // Self is this replica.
