@@ -318,20 +318,25 @@ func measureHop(t *testing.T, reps []*httpServer, sess string) {
 		t.Fatalf("session %s is listed on replica %q", sess, holder)
 	}
 	const calls = 40
-	p50 := func(base string) (time.Duration, time.Duration) {
+	p50 := func(base, tool string, args map[string]any) (time.Duration, time.Duration) {
 		cs := connectTo(t, base)
 		defer cs.Close()
 		ds := make([]time.Duration, 0, calls)
 		for range calls {
 			t0 := time.Now()
-			tout(t, cs, "send_to_session", map[string]any{"session_id": sess, "code": "n += 0"})
+			tout(t, cs, tool, args)
 			ds = append(ds, time.Since(t0))
 		}
 		slices.Sort(ds)
 		return ds[calls/2], ds[calls*99/100]
 	}
-	l50, l99 := p50(reps[owner].URL)
-	f50, f99 := p50(reps[(owner+1)%len(reps)].URL)
+	send := map[string]any{"session_id": sess, "code": "n += 0"}
+	l50, l99 := p50(reps[owner].URL, "send_to_session", send)
+	f50, f99 := p50(reps[(owner+1)%len(reps)].URL, "send_to_session", send)
+	r := func(d time.Duration) time.Duration { return d.Round(time.Microsecond) }
 	t.Logf("one session, %d sequential send_to_session calls straight to a replica: at its owner p50 %v p99 %v; through another replica (one hop) p50 %v p99 %v",
-		calls, l50.Round(time.Microsecond), l99.Round(time.Microsecond), f50.Round(time.Microsecond), f99.Round(time.Microsecond))
+		calls, r(l50), r(l99), r(f50), r(f99))
+	n50, n99 := p50(reps[owner].URL, "list_sessions", map[string]any{})
+	t.Logf("%d sequential list_sessions calls at one replica (its own sessions, one registry query, in parallel one hop to each other replica holding one): p50 %v p99 %v",
+		calls, r(n50), r(n99))
 }
