@@ -2,8 +2,10 @@
 // session registry (sessionreg): it claims the sessions and contexts it
 // starts and releases them when they end, renews its lease (Heartbeat)
 // while serving, marks the sessions of replicas whose lease ran out as
-// lost, marks its own lost when it drains, and routes a call for a session
-// another replica holds to that replica over the internal hop (hop.go).
+// lost, marks its own lost when it drains, routes a request for a session
+// another replica holds to that replica over the internal hop (hop.go, which
+// also documents its wire protocol), and finds what other replicas hold of
+// one principal for the listings (Holdings).
 //
 // Registry keys are scoped by principal (tenant.Tag): a session id or
 // context name exists once per principal, as in session.Manager, so two
