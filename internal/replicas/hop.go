@@ -71,8 +71,8 @@ const MaxSkew = 60 * time.Second
 const nonceTTL = 2 * MaxSkew
 
 // MaxNonces bounds the nonces a replica remembers: 131,072 accepted hop
-// requests in nonceTTL (about 1,090 per second, sustained), some 16 MB at
-// most.
+// requests in nonceTTL (about 1,090 per second, sustained), 22.5 MB of heap
+// when full (measured).
 const MaxNonces = 1 << 17
 
 // Header names of the hop.
