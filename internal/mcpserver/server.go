@@ -62,7 +62,7 @@ const ModelSurfaceBudget = 12000
 // downloads and keeps per connection. Every tool returns structured content
 // and has an output schema, shape only (no descriptions, required lists or
 // $defs, which not every client resolves) and portable (nullable as anyOf);
-// the 22 output schemas measured 10,263 characters, 20,871 in all.
+// the 22 output schemas measured 10,456 characters, 21,064 in all.
 const WireBudget = 21500
 
 // Version is the server version reported to clients (serverInfo.version
@@ -133,7 +133,7 @@ func New(deps Deps) (*Server, error) {
 	fs := filetools.New(filetools.Deps{Config: deps.Config, Files: deps.Files, Sessions: deps.Sessions})
 	run := runtools.Deps{Config: deps.Config, Engine: deps.Engine, Sessions: deps.Sessions, Scripts: deps.Scripts,
 		Upstreams: deps.Upstreams, Shell: deps.Shell, Files: fs, Isolated: deps.Isolated}
-	sess := sessiontools.Deps{Sessions: deps.Sessions, Engine: deps.Engine, Files: fs, Isolated: deps.Isolated}
+	sess := sessiontools.Deps{Sessions: deps.Sessions, Engine: deps.Engine, Files: fs, Isolated: deps.Isolated, Peers: s.peers()}
 	register := map[string]func(){
 		"exec":     func() { runtools.RegisterExec(r, run) },
 		"sessions": func() { sessiontools.RegisterSessions(r, sess) },
