@@ -64,9 +64,9 @@ const ModelSurfaceBudget = 12000
 // downloads and keeps per connection. Every tool returns structured content
 // and has an output schema, shape only (no descriptions, required lists or
 // $defs, which not every client resolves) and portable (nullable as anyOf);
-// the 22 output schemas measured 10,263 characters, 20,871 in all. The runs
+// the 22 output schemas measured 10,456 characters, 21,064 in all. The runs
 // toolset (get_run, cancel_run, list_runs, and background on the four run
-// tools) added 2,382 to it (23,253 in all), and this budget as much.
+// tools) added 2,382 to it (23,446 in all), and this budget as much.
 const WireBudget = 23882
 
 // Version is the server version reported to clients (serverInfo.version
@@ -141,7 +141,7 @@ func New(deps Deps) (*Server, error) {
 	if slices.Contains(deps.Config.Toolsets, "runs") {
 		run.Runs = deps.Runs // background: true needs get_run to be read
 	}
-	sess := sessiontools.Deps{Sessions: deps.Sessions, Engine: deps.Engine, Files: fs, Isolated: deps.Isolated}
+	sess := sessiontools.Deps{Sessions: deps.Sessions, Engine: deps.Engine, Files: fs, Isolated: deps.Isolated, Peers: s.peers()}
 	register := map[string]func(){
 		"exec":     func() { runtools.RegisterExec(r, run) },
 		"sessions": func() { sessiontools.RegisterSessions(r, sess) },

@@ -35,6 +35,7 @@ import (
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/output"
+	"github.com/codexec/codexec/internal/sessionreg"
 	"github.com/codexec/codexec/internal/tenant"
 )
 
@@ -106,11 +107,16 @@ type History interface {
 }
 
 // Claims is the session registry as runs use it (replicas.Set): execution
-// ids are claimed like session ids, scoped by principal.
+// ids are claimed like session ids, scoped by principal, with the label
+// Kind LabelKind (so the listings of sessions leave them out).
 type Claims interface {
-	Claim(ctx context.Context, p, id string) error
+	Claim(ctx context.Context, p, id string, l sessionreg.Label) error
 	Release(p, id string)
 }
+
+// LabelKind is the kind of a background run's claim in the session
+// registry.
+const LabelKind = "run"
 
 // Job is the work of one background run.
 type Job struct {
@@ -289,7 +295,7 @@ func (m *Manager) register(ctx context.Context, r *run, id string) {
 	m.byOwner[r.owner] = append(m.byOwner[r.owner], r)
 	m.mu.Unlock()
 	if c := m.deps.Claims; c != nil {
-		if err := c.Claim(ctx, r.owner, id); err != nil {
+		if err := c.Claim(ctx, r.owner, id, sessionreg.Label{Kind: LabelKind, Name: r.tool}); err != nil {
 			slog.Warn("background run: claim in the session registry failed; other replicas cannot forward to it", "execution_id", id, "err", err)
 			return
 		}

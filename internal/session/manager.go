@@ -46,6 +46,7 @@ import (
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sessionreg"
 	"github.com/codexec/codexec/internal/tenant"
 )
 
@@ -92,8 +93,9 @@ type Deps struct {
 // when it ends. Keys are per principal, like the Manager's own.
 type Claims interface {
 	// Claim fails when another replica holds (or held) idOrName of
-	// principal p: the session must not be created here.
-	Claim(ctx context.Context, p, idOrName string) error
+	// principal p: the session must not be created here. l describes the
+	// session to other replicas' listings.
+	Claim(ctx context.Context, p, idOrName string, l sessionreg.Label) error
 	// Release forgets a claim; it never fails the caller.
 	Release(p, idOrName string)
 }
@@ -176,7 +178,7 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (info Info, retEr
 			m.drop(k)
 		}
 	}()
-	if err := m.claim(ctx, k, req); err != nil {
+	if err := m.claim(ctx, k, lang, req); err != nil {
 		return Info{}, err
 	}
 	defer func() {
@@ -240,12 +242,13 @@ func (m *Manager) drop(k key) {
 
 // claim claims k's id, and a context's name, in the registry shared by
 // replicas; on a failure it releases what it claimed.
-func (m *Manager) claim(ctx context.Context, k key, req StartRequest) (retErr error) {
+func (m *Manager) claim(ctx context.Context, k key, lang string, req StartRequest) (retErr error) {
 	c := m.deps.Claims
 	if c == nil {
 		return nil
 	}
-	if err := c.Claim(ctx, k.owner, k.id); err != nil {
+	l := sessionreg.Label{Kind: req.Kind, Language: lang, Name: req.Name}
+	if err := c.Claim(ctx, k.owner, k.id, l); err != nil {
 		return fmt.Errorf("session %q cannot start on this replica: %w", k.id, err)
 	}
 	defer func() {
@@ -254,7 +257,8 @@ func (m *Manager) claim(ctx context.Context, k key, req StartRequest) (retErr er
 		}
 	}()
 	if req.Kind == KindContext && req.Name != "" && req.Name != k.id {
-		if err := c.Claim(ctx, k.owner, req.Name); err != nil {
+		l.Of = k.id
+		if err := c.Claim(ctx, k.owner, req.Name, l); err != nil {
 			return fmt.Errorf("a context named %q already exists on another replica: %w", req.Name, err)
 		}
 	}

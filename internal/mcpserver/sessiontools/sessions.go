@@ -52,7 +52,7 @@ type CloseSessionOut struct {
 type SessionInfo struct {
 	SessionID         string    `json:"session_id"`
 	Kind              string    `json:"kind"`   // session or context
-	Status            string    `json:"status"` // active, or dead when the interpreter exited on its own
+	Status            string    `json:"status"` // active; dead when the interpreter exited on its own; lost or unreachable (remote.go)
 	Language          string    `json:"language"`
 	Name              string    `json:"name"`
 	StartedAt         time.Time `json:"started_at"`
@@ -61,6 +61,12 @@ type SessionInfo struct {
 	Pid               int       `json:"pid"`
 	MemoryMB          float64   `json:"memory_mb"` // resident memory as last read from /proc
 	PackagesInstalled []string  `json:"packages_installed"`
+	// With replicas (remote.go): the one holding it; when it stopped, for
+	// status lost; why the session is shown from the registry alone, for
+	// status unreachable.
+	Replica string     `json:"replica,omitempty"`
+	LostAt  *time.Time `json:"lost_at,omitempty"`
+	Note    string     `json:"note,omitempty"`
 }
 
 // ListSessionsOut is list_sessions' output.
@@ -125,6 +131,12 @@ func (s *toolset) listSessions(ctx context.Context, _ *mcp.CallToolRequest, _ to
 		out.Sessions = append(out.Sessions, SessionInfo{SessionID: i.ID, Kind: i.Kind, Status: i.Status, Language: i.Language,
 			Name: i.Name, StartedAt: i.StartedAt, LastActivityAt: i.LastActivity.UTC(), ExecutionsCount: i.Executions,
 			Pid: i.Pid, MemoryMB: float64(int(i.MemoryMB*10)) / 10, PackagesInstalled: i.Packages})
+	}
+	if s.deps.Peers != nil {
+		var err error
+		if out.Sessions, err = s.remoteSessions(ctx, out.Sessions); err != nil {
+			return nil, ListSessionsOut{}, err
+		}
 	}
 	return nil, out, nil
 }
