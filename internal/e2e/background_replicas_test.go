@@ -25,6 +25,9 @@ func TestBackgroundRunAcrossReplicas(t *testing.T) {
 	if v := getRun(t, aliceB, id, 0, 0, 5000); v.Status != "running" || v.Stdout != "one\n" {
 		t.Errorf("get_run through the other replica: %+v", v)
 	}
+	if listed := listSessions(t, aliceB); len(listed) != 0 {
+		t.Errorf("list_sessions across replicas lists the run's claim: %v", listed)
+	}
 	if res := tcall(t, bobB, "get_run", map[string]any{"execution_id": id}); errCode(res) != "EXECUTION_NOT_FOUND" {
 		t.Errorf("bob's get_run of alice's run: %s", text(res))
 	}
@@ -48,5 +51,8 @@ func TestBackgroundRunAcrossReplicas(t *testing.T) {
 			t.Fatalf("a killed replica's run: %s", text(res))
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	if listed := listSessions(t, aliceB); len(listed) != 0 {
+		t.Errorf("list_sessions lists the lost run's claim: %v", listed)
 	}
 }
