@@ -1,11 +1,15 @@
 package e2e
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/codexec/codexec/internal/pgtest"
+	"github.com/codexec/codexec/internal/s3store/s3test"
 )
 
 // TestBackgroundRunAcrossReplicas: a background run started on one replica
@@ -54,5 +58,28 @@ func TestBackgroundRunAcrossReplicas(t *testing.T) {
 	}
 	if listed := listSessions(t, aliceB); len(listed) != 0 {
 		t.Errorf("list_sessions lists the lost run's claim: %v", listed)
+	}
+}
+
+// TestBackgroundRunInS3Store: with the S3 blob store an ended run's result
+// and output are objects of the bucket, and another server on the same
+// bucket (a replica, or this one restarted elsewhere) reads the run whole.
+func TestBackgroundRunInS3Store(t *testing.T) {
+	srv := s3test.Start(t)
+	s1 := start(t, s3Env(t, srv)...)
+	id := startBackground(t, s1.Session, "execute_code", map[string]any{"language": "python", "code": "print('s3 kept')\nprint('é' * 3)"})
+	r := &reader{id: id}
+	if v := r.untilEnd(t, s1.Session, time.Minute); v.Status != "success" {
+		t.Fatalf("run: %+v", v)
+	}
+	obj := filepath.Join(srv.Dir, "codexec", "replicas", "items", "run_"+id+".json")
+	waitFor(t, 30*time.Second, "the run's item in the bucket", func() bool { _, err := os.Stat(obj); return err == nil })
+	s2 := start(t, s3Env(t, srv)...)
+	other := &reader{id: id}
+	v := other.untilEnd(t, s2.Session, time.Minute)
+	var res struct{ Status, Stdout string }
+	_ = json.Unmarshal(v.Result, &res)
+	if v.Status != "success" || other.stdout.String() != r.stdout.String() || res.Stdout != "s3 kept\nééé\n" {
+		t.Errorf("read by another server on the bucket: %+v, output %q", v, other.stdout.String())
 	}
 }
