@@ -323,3 +323,32 @@ func TestBackgroundRunNotAnMCPTask(t *testing.T) {
 		t.Errorf("tasks/get: HTTP %d %s", code, body)
 	}
 }
+
+// TestBackgroundRunCancelledAtShutdown: a stdio client that leaves ends its
+// server; the background runs still going are cancelled like running calls
+// (a stdio client that closed its input gets no grace), their results say
+// why and are kept, so the next server on the data directory reads them.
+func TestBackgroundRunCancelledAtShutdown(t *testing.T) {
+	data := t.TempDir()
+	s := start(t, "CODEXEC_DATA_DIR="+data)
+	id := startBackground(t, s.Session, "execute_code", map[string]any{"language": "bash", "code": "echo before; sleep 60"})
+	getRun(t, s.Session, id, 0, 0, 5000)
+	t0 := time.Now()
+	if err := s.Session.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	if d := time.Since(t0); d > 20*time.Second {
+		t.Errorf("the server took %v to exit", d)
+	}
+	s2 := start(t, "CODEXEC_DATA_DIR="+data)
+	r := &reader{id: id}
+	v := r.untilEnd(t, s2.Session, time.Minute)
+	var res struct {
+		Status       string `json:"status"`
+		ErrorMessage string `json:"error_message"`
+	}
+	_ = json.Unmarshal(v.Result, &res)
+	if v.Status != "cancelled" || r.stdout.String() != "before\n" || !strings.Contains(res.ErrorMessage, "server shut down") {
+		t.Errorf("after the shutdown: %+v %s, output %q", v, v.Result, r.stdout.String())
+	}
+}

@@ -292,6 +292,15 @@ func TestRunLostFromHistory(t *testing.T) {
 	if err != nil || v.Status != StatusLost || v.Tool != "run_script" || !strings.Contains(v.ErrorMessage, "server stopped") {
 		t.Errorf("the lost background run: %+v %v", v, err)
 	}
+	// A run that ended, whose stored result expired: the logged status.
+	done := execlog.Entry{ExecutionID: "exec_0000000000cc", Tool: "execute_command", Language: "bash", Status: "success",
+		ExecutedAt: at, Background: true}
+	if err := f.log.AppendExecution(done); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := m.Get(context.Background(), done.ExecutionID, Read{}); err != nil || v.Status != "success" || !strings.Contains(v.ErrorMessage, "CODEXEC_ARTIFACT_TTL") {
+		t.Errorf("an expired run: %+v %v", v, err)
+	}
 	for _, id := range []string{fg.ExecutionID, "../exec_x", "exec_"} {
 		if _, err := m.Get(context.Background(), id, Read{}); !errors.Is(err, ErrNotFound) {
 			t.Errorf("%s: %v, want not found", id, err)
