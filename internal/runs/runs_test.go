@@ -64,6 +64,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(store.Close)
 	idx := logindex.New(log.Dir(), filepath.Join(log.Dir(), logindex.FileName))
 	t.Cleanup(func() { _ = idx.Close() })
+	log.OnAppend(func(file string, _ int64, _ []byte) { idx.Notify(file) }) // as the app hooks them
 	return &fixture{eng: eng, log: log, hist: logindex.Embedded{Log: log, Index: idx}, store: store, dir: dir}
 }
 
