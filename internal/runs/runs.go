@@ -180,49 +180,43 @@ func New(opts Options, deps Deps) *Manager {
 // run has started, with its first view; or, when the request was rejected
 // or ended before the run started, the call's own answer: out (a result to
 // return as is) or err. j.Done is called in every case, once.
-func (m *Manager) Start(ctx context.Context, j Job) (v View, out *Outcome, err error) {
+func (m *Manager) Start(ctx context.Context, j Job) (View, *Outcome, error) {
+	if j.Done == nil {
+		j.Done = func() {}
+	}
 	owner := tenant.From(ctx)
 	if err := m.reserve(owner); err != nil {
-		if j.Done != nil {
-			j.Done()
-		}
+		j.Done()
 		return View{}, nil, err
 	}
-	r := newRun(owner, j.Tool, m.opts.OutputMax, m.opts.Now())
-	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	r.cancel = cancel
-	started := make(chan string, 1)
-	rctx = engine.OnStart(rctx, func(id string) {
-		select {
-		case started <- id:
-		default: // a job starts one logged run; a second is not this run
-		}
-	})
-	ended := make(chan jobEnd, 1)
-	m.work.Add(1) // done when its end is stored (finish) or it did not start
-	go func() {
-		o, err := j.Run(rctx, r.observer(j.Observe))
-		ended <- jobEnd{o, err}
-	}()
+	l := m.launch(ctx, owner, j)
 	select {
-	case id := <-started:
-		m.register(ctx, r, id)
-		go m.finish(rctx, r, ended, j.Done)
-		return m.viewOf(ctx, r, Read{}), nil, nil
-	case e := <-ended:
-		return m.notStarted(owner, cancel, j, e)
+	case id := <-l.started:
+		m.register(ctx, l.run, id)
+		go m.finish(l, j.Done)
+		return m.viewOf(ctx, l.run, Read{}), nil, nil
+	case e := <-l.ended:
+		return m.notStarted(l, j, e)
 	case <-ctx.Done():
-		cancel(errCallGone)
+		l.run.cancel(errCallGone)
 		select {
-		case id := <-started: // it started meanwhile: it is a run now, cancelled
-			m.register(ctx, r, id)
-			go m.finish(rctx, r, ended, j.Done)
-			return View{}, nil, ctx.Err()
-		case e := <-ended:
-			_, _, _ = m.notStarted(owner, cancel, j, e)
-			return View{}, nil, ctx.Err()
+		case id := <-l.started: // it started meanwhile: a run now, cancelled
+			m.register(ctx, l.run, id)
+			go m.finish(l, j.Done)
+		case e := <-l.ended:
+			_, _, _ = m.notStarted(l, j, e)
 		}
+		return View{}, nil, ctx.Err()
 	}
+}
+
+// starting is one job on its way: its run, the run's context, and the
+// channels that say it started (its id) and that the job ended.
+type starting struct {
+	run     *run
+	ctx     context.Context
+	started chan string
+	ended   chan jobEnd
 }
 
 // jobEnd is what a job's Run returned.
@@ -231,14 +225,33 @@ type jobEnd struct {
 	err error
 }
 
+// launch starts j's Run with a context of its own, whose engine hook says
+// when the run started.
+func (m *Manager) launch(ctx context.Context, owner string, j Job) starting {
+	r := newRun(owner, j.Tool, m.opts.OutputMax, m.opts.Now())
+	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	r.cancel = cancel
+	l := starting{run: r, started: make(chan string, 1), ended: make(chan jobEnd, 1)}
+	l.ctx = engine.OnStart(rctx, func(id string) {
+		select {
+		case l.started <- id:
+		default: // a job starts one logged run; a second is not this run
+		}
+	})
+	m.work.Add(1) // done when its end is stored (finish) or it did not start
+	go func() {
+		o, err := j.Run(l.ctx, r.observer(j.Observe))
+		l.ended <- jobEnd{o, err}
+	}()
+	return l
+}
+
 // notStarted answers a start whose job ended before its run started.
-func (m *Manager) notStarted(owner string, cancel context.CancelCauseFunc, j Job, e jobEnd) (View, *Outcome, error) {
+func (m *Manager) notStarted(l starting, j Job, e jobEnd) (View, *Outcome, error) {
 	defer m.work.Done()
-	m.unreserve(owner)
-	cancel(nil)
-	if j.Done != nil {
-		j.Done()
-	}
+	m.unreserve(l.run.owner)
+	l.run.cancel(nil)
+	j.Done()
 	if e.err != nil {
 		return View{}, nil, e.err
 	}
@@ -344,18 +357,17 @@ func (m *Manager) forgetLocked(r *run) {
 	go m.release(r)
 }
 
-// finish waits for r's job, records its end, frees what the call lent it
+// finish waits for l's job, records its end, frees what the call lent it
 // and puts the result in the store.
-func (m *Manager) finish(ctx context.Context, r *run, ended <-chan jobEnd, done func()) {
+func (m *Manager) finish(l starting, done func()) {
 	defer m.work.Done()
-	e := <-ended
+	r := l.run
+	e := <-l.ended
 	defer r.cancel(nil) // frees the context; its cause, if any, stays
 	res := resultOf(e)
 	r.end(res.Status, mustJSON(res.Result), m.opts.Now())
-	if done != nil {
-		done()
-	}
-	if m.store(context.WithoutCancel(ctx), r) && m.opts.SharedStore {
+	done()
+	if m.store(context.WithoutCancel(l.ctx), r) && m.opts.SharedStore {
 		m.release(r) // any replica reads it from the store now
 	}
 }
