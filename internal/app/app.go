@@ -208,6 +208,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr 
 	if err := a.buildHistory(ctx, cfg, &deps); err != nil {
 		return nil, err
 	}
+	a.buildRuns(cfg, store, &deps)
 	if deps.Upstreams, err = newUpstreams(cfg, env); err != nil {
 		return nil, err
 	}

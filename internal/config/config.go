@@ -122,6 +122,19 @@ type Config struct {
 	Replica Replica
 
 	CodeMode CodeMode
+
+	// Background bounds background runs (package runs).
+	Background Background
+}
+
+// Background holds the settings of background runs.
+type Background struct {
+	// MaxTimeout caps (and is the default of) a background run's timeout.
+	MaxTimeout time.Duration
+	// MaxRuns is how many runs of one principal are kept at once.
+	MaxRuns int
+	// MaxOutput is how many bytes of each output stream of a run are kept.
+	MaxOutput int64
 }
 
 // CodeMode holds the settings of code mode (execute_code with TypeScript and upstream tools).

@@ -426,6 +426,7 @@ func (e *Engine) logExecution(ctx context.Context, res Result, req Request, call
 		TimedOut: res.TimedOut, Truncated: res.Truncated, DurationMs: res.DurationMs, MemoryPeakMB: res.MemoryPeakMB,
 		SandboxMode: res.SandboxMode, WorkingDir: res.WorkingDir, Artifacts: res.Diff, Context: req.Context,
 		ExecutedAt: started.UTC(), Owner: tenant.From(ctx), Intent: req.Intent, ToolCalls: calls,
+		Background: startHook(ctx) != nil,
 	}
 	if err := e.log.AppendExecution(entry); err != nil {
 		slog.Error("execution log write failed; result still returned", "execution_id", res.ExecutionID, "err", err)

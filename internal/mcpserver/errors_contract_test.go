@@ -35,6 +35,12 @@ type contractRow struct {
 }
 
 var contractRows = map[string]contractRow{
+	"cancel_run": {invalid: contractCall{map[string]any{"execution_id": 1}, tool.CodeInvalidParams, "execution_id"},
+		refused: contractCall{map[string]any{"execution_id": "exec_nope"}, tool.CodeExecutionNotFound, ""}},
+	"get_run": {invalid: contractCall{map[string]any{"execution_id": "exec_x", "wait_ms": 60001}, tool.CodeInvalidParams, "wait_ms"},
+		refused: contractCall{map[string]any{"execution_id": "exec_nope"}, tool.CodeExecutionNotFound, ""}},
+	"list_runs": {invalid: contractCall{map[string]any{"limit": "5"}, tool.CodeInvalidParams, "limit"},
+		refused: contractCall{map[string]any{"status": "paused"}, tool.CodeInvalidParams, "status"}},
 	"close_session": {invalid: contractCall{map[string]any{"session_id": 7}, tool.CodeInvalidParams, "session_id"},
 		refused: contractCall{map[string]any{"session_id": "nope"}, tool.CodeSessionNotFound, ""}},
 	"create_context": {invalid: contractCall{map[string]any{"name": []any{"a"}}, tool.CodeInvalidParams, "name"},

@@ -44,6 +44,8 @@ var sessionArgs = map[string][]string{
 	"run_code": {"context_id"}, "stop_context": {"context_id"}, "install_package": {"session_id"},
 	"upload_file": {"session_id", "context_id"}, "download_file": {"session_id", "context_id"},
 	"list_files": {"session_id", "context_id"},
+	// Background runs are claimed by execution id like sessions.
+	"get_run": {"execution_id"}, "cancel_run": {"execution_id"},
 }
 
 // sessionTarget is the session or context a call names, or "".
@@ -148,8 +150,12 @@ func (s *Server) forwardRead(ctx context.Context, method string, req *mcp.ReadRe
 	return res, nil
 }
 
-// holds reports whether this replica holds the caller's session idOrName.
+// holds reports whether this replica holds the caller's session idOrName
+// (or background run).
 func (s *Server) holds(ctx context.Context, idOrName string) bool {
+	if s.deps.Runs != nil && s.deps.Runs.Holds(ctx, idOrName) {
+		return true
+	}
 	if s.deps.Sessions == nil {
 		return false
 	}

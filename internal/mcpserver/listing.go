@@ -13,6 +13,7 @@ import (
 
 	"github.com/codexec/codexec/internal/mcpserver/sessiontools"
 	"github.com/codexec/codexec/internal/replicas"
+	"github.com/codexec/codexec/internal/runs"
 	"github.com/codexec/codexec/internal/sessionreg"
 	"github.com/codexec/codexec/internal/tenant"
 )
@@ -52,6 +53,8 @@ func (pl peers) Elsewhere(ctx context.Context, toolName string) (sessiontools.Re
 	owners := map[string]sessionreg.Replica{}
 	for _, o := range recs {
 		switch {
+		case o.Label.Kind == runs.LabelKind:
+			// A background run: list_runs', not a session.
 		case o.Label.Of != "":
 			// A context's name: its id's record stands for the context.
 		case o.LostAt != nil:

@@ -41,7 +41,7 @@ type Owner struct {
 // show it from the registry alone when its replica stopped or does not
 // answer.
 type Label struct {
-	Kind     string // "session" or "context"
+	Kind     string // "session", "context", or "run" (a background run, package runs)
 	Language string
 	Name     string
 	// Of is set on the record of a context's name: the id of the context
