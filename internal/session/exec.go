@@ -56,8 +56,13 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 	changes := engine.TrackChanges(ws)
 	oc := s.exec(ctx, req.Code, req.Timeout, m.opts.KillGrace, m.opts.Output, req.Observe)
 	res := changes.Apply(s.ws.NoteDiskFull(m.result(s, oc, req.Timeout, id)))
+	if r := s.takeResumed(); r != nil {
+		res.Resumed = r
+	}
 	if oc.lost {
 		m.lose(s, oc)
+	} else {
+		m.scheduleAuto(s)
 	}
 	res.LogError = m.logExec(s, req, res, started)
 	return res, nil
@@ -105,6 +110,7 @@ func (m *Manager) result(s *Session, oc execOutcome, timeout time.Duration, id s
 func (m *Manager) lose(s *Session, oc execOutcome) {
 	m.drop(s.key())
 	m.terminate(s)
+	m.forgetCheckpoint(s)
 	m.logEnd(s, "lost: "+oc.lostWhy)
 }
 
