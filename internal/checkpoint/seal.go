@@ -5,10 +5,7 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
-	"encoding/base64"
-	"encoding/hex"
 	"fmt"
-	"strings"
 )
 
 // Sealer encrypts checkpoints at rest with AES-256-GCM. A nil *Sealer
@@ -16,20 +13,6 @@ import (
 // checkpoints). Safe for concurrent use.
 type Sealer struct {
 	aead cipher.AEAD
-}
-
-// ParseKey reads a 32-byte key written as 64 hex digits or as base64.
-func ParseKey(s string) ([]byte, error) {
-	s = strings.TrimSpace(s)
-	if b, err := hex.DecodeString(s); err == nil && len(b) == 32 {
-		return b, nil
-	}
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if b, err := enc.DecodeString(s); err == nil && len(b) == 32 {
-			return b, nil
-		}
-	}
-	return nil, fmt.Errorf("the checkpoint key must be 32 bytes, as 64 hex digits or base64 (e.g. openssl rand -hex 32)")
 }
 
 // NewSealer returns a Sealer for a 32-byte key.

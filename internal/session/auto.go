@@ -60,7 +60,7 @@ func (m *Manager) autoCheckpoint(s *Session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
-	case errors.Is(err, errStateTooBig):
+	case errors.Is(err, ErrStateTooBig):
 		s.ckExecs = s.executions // try again once it has run
 		slog.Info("automatic checkpoint skipped: state over the limit", "session_id", s.ID)
 	case err != nil:

@@ -9,9 +9,9 @@ import (
 	"github.com/codexec/codexec/internal/checkpoint"
 )
 
-// errStateTooBig is a checkpoint refused because the state is over the
+// ErrStateTooBig is a checkpoint refused because the state is over the
 // per-session limit.
-var errStateTooBig = errors.New("the session's state is over the checkpoint limit")
+var ErrStateTooBig = errors.New("the session's state is over the checkpoint limit")
 
 // onChunk collects a checkpoint's bytes for the request in flight, up to
 // its limit (the rest is dropped and the length check fails the request).
@@ -51,7 +51,7 @@ func (s *Session) checkpointState(ctx context.Context, max int64, timeout, grace
 	s.mu.Unlock()
 	switch {
 	case r.TooBig || got.over:
-		return nil, checkpoint.Report{}, fmt.Errorf("%w of %d bytes", errStateTooBig, max)
+		return nil, checkpoint.Report{}, fmt.Errorf("%w of %d bytes", ErrStateTooBig, max)
 	case !r.OK:
 		return nil, checkpoint.Report{}, fmt.Errorf("the interpreter could not checkpoint its state: %s", r.Error)
 	case int64(len(got.b)) != r.Bytes:

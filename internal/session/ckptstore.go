@@ -228,3 +228,7 @@ func (m *Manager) forget(k key, blob string) {
 
 // checkpoints reports whether this Manager keeps checkpoints.
 func (m *Manager) checkpoints() bool { return m.deps.Checkpoints != nil }
+
+// CheckpointsEnabled reports whether sessions can be paused, resumed and
+// forked here.
+func (m *Manager) CheckpointsEnabled() bool { return m != nil && m.checkpoints() }

@@ -114,7 +114,7 @@ func (m *Manager) snapshot(ctx context.Context, s *Session, auto bool) (Record, 
 		return Record{}, err
 	}
 	if int64(len(plain)) > o.MaxBytes {
-		return Record{}, fmt.Errorf("checkpoint session %s: %w of %d bytes (CODEXEC_CHECKPOINT_MAX_BYTES)", s.ID, errStateTooBig, o.MaxBytes)
+		return Record{}, fmt.Errorf("checkpoint session %s: %w of %d bytes (CODEXEC_CHECKPOINT_MAX_BYTES)", s.ID, ErrStateTooBig, o.MaxBytes)
 	}
 	return m.commit(ctx, s, h, plain, auto)
 }

@@ -227,6 +227,9 @@ type ForkInfo struct {
 	Resumed *Resumed
 }
 
+// ErrBadCount is a fork count outside 1..MaxFork.
+var ErrBadCount = errors.New("bad fork count")
+
 // ErrSecrets refuses to fork a session holding values that look like
 // secrets without the caller's say-so.
 type ErrSecrets struct{ Names []string }
@@ -245,7 +248,7 @@ func (m *Manager) Fork(ctx context.Context, idOrName string, count int, allowSec
 		return ForkInfo{}, ErrCheckpointsOff
 	}
 	if count < 1 || count > m.opts.Checkpoints.MaxFork {
-		return ForkInfo{}, fmt.Errorf("count must be 1-%d (CODEXEC_CHECKPOINT_MAX_FORK), got %d", m.opts.Checkpoints.MaxFork, count)
+		return ForkInfo{}, fmt.Errorf("%w: count must be 1-%d (CODEXEC_CHECKPOINT_MAX_FORK), got %d", ErrBadCount, m.opts.Checkpoints.MaxFork, count)
 	}
 	rec, err := m.forkSource(ctx, idOrName)
 	if err != nil {
