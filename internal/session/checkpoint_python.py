@@ -211,7 +211,8 @@ def take_checkpoint(cap):
     _TooBig when the state passes cap bytes."""
     imports, direct, values, lost = [], {}, {}, {}
     for name, v in list(ns.items()):
-        if name.startswith("__") and name.endswith("__"):
+        # Dunder names are the namespace's own; _ is the last result shown.
+        if (name.startswith("__") and name.endswith("__")) or name == "_":
             continue
         if isinstance(v, types.ModuleType):
             imports.append([name, v.__name__, None])

@@ -30,15 +30,14 @@ type ExecRequest struct {
 // Cancelling ctx interrupts the code like a timeout does (status
 // cancelled); the result says whether the session's state survived.
 func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, error) {
-	s, err := m.Get(ctx, req.Session)
+	s, err := m.lockLive(ctx, req.Session)
 	if err != nil {
 		return engine.Result{}, err
 	}
+	defer s.execMu.Unlock()
 	if req.Timeout <= 0 {
 		req.Timeout = m.opts.DefaultTimeout
 	}
-	s.execMu.Lock()
-	defer s.execMu.Unlock()
 	if s.isDead() {
 		return engine.Result{}, fmt.Errorf("session %s is dead (%s); its state is lost: close it and start a new one", s.ID, s.deathReason())
 	}
@@ -66,6 +65,26 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 	}
 	res.LogError = m.logExec(s, req, res, started)
 	return res, nil
+}
+
+// lockLive returns ctx's principal's session idOrName with its execMu
+// held, resuming it when paused, also when it was paused while this call
+// waited for its turn.
+func (m *Manager) lockLive(ctx context.Context, idOrName string) (*Session, error) {
+	for {
+		s, err := m.Get(ctx, idOrName)
+		if err != nil {
+			return nil, err
+		}
+		s.execMu.Lock()
+		if m.registered(s) {
+			return s, nil
+		}
+		s.execMu.Unlock()
+		if _, p, err := m.lookup(ctx, idOrName); err != nil || p == nil {
+			return nil, fmt.Errorf("session %s was closed", s.ID)
+		}
+	}
 }
 
 // result maps the outcome of execution id onto the execute_code result

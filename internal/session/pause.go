@@ -74,12 +74,15 @@ func (m *Manager) pauseLocked(ctx context.Context, s *Session, reason string) (P
 	if err != nil {
 		return PauseInfo{}, err
 	}
+	// The interpreter and its workspace go first: a resume must not meet
+	// them (it reuses the workspace's name). Meanwhile the session is
+	// still the live one, and callers wait for execMu.
+	s.stopAuto()
+	m.terminate(s)
 	m.mu.Lock()
 	delete(m.byID, s.key())
 	m.paused[s.key()] = &pausedSession{rec: rec}
 	m.mu.Unlock()
-	s.stopAuto()
-	m.terminate(s)
 	m.logPause(s, reason, rec)
 	return PauseInfo{ID: s.ID, Bytes: rec.Bytes, Report: rec.Report}, nil
 }
