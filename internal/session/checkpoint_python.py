@@ -260,7 +260,6 @@ def restore_checkpoint(payload, fork):
     """Restores a checkpoint into ns; returns the report of what came back."""
     nl = payload.index(b"\n")
     header = json.loads(payload[:nl])
-    data = memoryview(payload)[nl + 1:]
     report = {"values": [], "defs": [], "modules": [], "lost": {}, "notes": []}
     lost = report["lost"]
     for name, mod, qual in header["imports"]:
@@ -274,7 +273,7 @@ def restore_checkpoint(payload, fork):
             lost[name] = "import failed: " + _why(e)
     deferred = _restore_defs(header["defs"], report)
     generators = [] if fork else None
-    _restore_values(header["values"], data, generators, report)
+    _restore_values(header["values"], payload, nl + 1, generators, report)
     if deferred:
         _restore_defs(deferred, report)
     _restore_random(header.get("random"), fork, generators, report)
@@ -306,15 +305,15 @@ def _restore_defs(defs, report):
     return failed
 
 
-def _restore_values(index, data, generators, report):
+def _restore_values(index, payload, start, generators, report):
     _, Unpickler = _picklers()
-    f = io.BytesIO(data)
+    f = io.BytesIO(payload)  # shares payload's buffer: no copy
     u = Unpickler(f, generators)
     enabled = gc.isenabled()
     gc.disable()
     try:
         for name, off, length in index:
-            f.seek(off)
+            f.seek(start + off)
             try:
                 ns[name] = u.load()
                 report["values"].append(name)
@@ -355,6 +354,12 @@ def _write_all(fd, b):
     view = memoryview(b)
     while view:
         view = view[os.write(fd, view):]
+
+
+def handle_warm(msg):
+    """Readies a spare interpreter for a restore (imports, classes)."""
+    _picklers()
+    return {}
 
 
 def handle_restore(msg):

@@ -75,6 +75,18 @@ func (s *Session) restoreState(ctx context.Context, state []byte, fork bool, tim
 	return r.Report, nil
 }
 
+// warmUp readies a spare interpreter for a restore: it loads what a
+// restore needs (pickle, v8) before anyone waits for it.
+func (s *Session) warmUp(ctx context.Context, timeout, grace time.Duration) error {
+	p := s.beginCall(nil)
+	defer s.endCall()
+	r, err := s.call(ctx, p, map[string]any{"id": p.id, "op": "warm"}, nil, timeout, grace)
+	if err == nil && !r.OK {
+		err = errors.New(r.Error)
+	}
+	return err
+}
+
 // beginCall starts a request that is not user code: no output sinks (what
 // the code prints meanwhile, from __getstate__ say, is dropped) and it
 // does not count as an execution or as activity.
@@ -126,6 +138,9 @@ func (s *Session) call(ctx context.Context, p *pending, msg map[string]any, payl
 func (s *Session) sendWith(msg map[string]any, payload []byte) error {
 	if err := s.send(msg); err != nil || payload == nil {
 		return err
+	}
+	if len(payload) > 64<<10 {
+		growPipe(s.stdin)
 	}
 	_, err := s.stdin.Write(payload)
 	return err

@@ -107,7 +107,7 @@ function pump() {
     return;
   }
   const msg = queue.shift();
-  if (msg.op === "checkpoint" || msg.op === "restore") {
+  if (msg.op === "checkpoint" || msg.op === "restore" || msg.op === "warm") {
     answer(msg);
     setImmediate(pump);
     return;
@@ -198,6 +198,8 @@ function answer(msg) {
       }
       reply.bytes = payload.length;
       reply.report = report;
+    } else if (msg.op === "warm") {
+      require("v8");
     } else {
       reply.report = __codexecCheckpoint.restore(Buffer.from(msg.payload.buffer, msg.payload.byteOffset, msg.payload.byteLength), !!msg.fork);
     }

@@ -142,7 +142,7 @@ def serve():
         frame(1, reply)
 
 
-OPS = {"checkpoint": handle_checkpoint, "restore": handle_restore}
+OPS = {"checkpoint": handle_checkpoint, "restore": handle_restore, "warm": handle_warm}
 
 
 def answer(msg):

@@ -7,6 +7,7 @@ package session
 //	                           {"op": "interrupt"}   (KeyboardInterrupt / SIGINT in running code)
 //	                           {"id": n, "op": "checkpoint", "max": bytes}
 //	                           {"id": n, "op": "restore", "bytes": b, "fork": bool} + b raw bytes
+//	                           {"id": n, "op": "warm"}   (a spare loads what a restore needs)
 //	server ◀─stdout── driver   user output, interleaved with frames MARK + JSON + "\n":
 //	                           {"op": "ready", "pid": p, "rss_kb": k}          once, at start
 //	                           {"op":"chunk","id":n,"data":"BASE64"}           checkpoint bytes, in order

@@ -105,6 +105,8 @@ func (m *Manager) reserveResume(k key, kind string) error {
 // restoreRecord reads rec's checkpoint and restores it into a new
 // interpreter registered as session k (fork: reseeded generators).
 func (m *Manager) restoreRecord(ctx context.Context, rec Record, k key, fork bool) (*Session, checkpoint.Report, error) {
+	t0 := time.Now()
+	defer func() { slog.Debug("checkpoint restored", "session_id", k.id, "took", time.Since(t0)) }()
 	plain, err := m.readBlob(ctx, rec)
 	if err != nil {
 		return nil, checkpoint.Report{}, err
@@ -126,10 +128,15 @@ func (m *Manager) restoreRecord(ctx context.Context, rec Record, k key, fork boo
 // restoreDecoded starts (or takes a spare) interpreter for session k,
 // fills its workspace and restores the interpreter state into it.
 func (m *Manager) restoreDecoded(ctx context.Context, d checkpoint.Decoded, k key, lang, workingDir string, fork bool) (_ *Session, _ checkpoint.Report, retErr error) {
-	s, err := m.interpreterFor(ctx, k, lang, workingDir)
+	t0 := time.Now()
+	s, spare, err := m.interpreterFor(ctx, k, lang, workingDir)
 	if err != nil {
 		return nil, checkpoint.Report{}, err
 	}
+	t1 := time.Now()
+	defer func() {
+		slog.Debug("checkpoint restore", "session_id", k.id, "spare", spare, "interpreter", t1.Sub(t0), "restore", time.Since(t1), "bytes", len(d.Interp))
+	}()
 	defer func() {
 		if retErr != nil {
 			m.terminate(s)
@@ -180,14 +187,15 @@ func mergeLost(a, b map[string]string) map[string]string {
 // interpreterFor returns a started interpreter named as session k: a
 // spare when one is ready (and the session needs no directory of the
 // caller's), else a new one.
-func (m *Manager) interpreterFor(ctx context.Context, k key, lang, workingDir string) (*Session, error) {
+func (m *Manager) interpreterFor(ctx context.Context, k key, lang, workingDir string) (*Session, bool, error) {
 	if workingDir == "" {
 		if s := m.takeSpare(lang); s != nil {
 			s.adopt(k)
-			return s, nil
+			return s, true, nil
 		}
 	}
-	return m.launch(ctx, k, lang, StartRequest{Kind: KindSession, WorkingDir: workingDir})
+	s, err := m.launch(ctx, k, lang, StartRequest{Kind: KindSession, WorkingDir: workingDir})
+	return s, false, err
 }
 
 // takeResumed returns the resume report once.

@@ -71,6 +71,14 @@ func (m *Manager) startSpare(lang string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s, err := m.launchSpare(ctx, k, lang)
+	if err == nil {
+		s.execMu.Lock()
+		err = s.warmUp(ctx, m.opts.Checkpoints.Timeout, m.opts.KillGrace)
+		s.execMu.Unlock()
+		if err != nil {
+			m.terminate(s)
+		}
+	}
 	sp := &m.spares
 	sp.mu.Lock()
 	sp.starting[lang]--
