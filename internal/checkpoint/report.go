@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"fmt"
 	"regexp"
 	"sort"
 )
@@ -71,5 +72,44 @@ func (r Report) Merge(restored Report) Report {
 	}
 	out.Files, out.FilesLost = r.Files, r.FilesLost
 	out.Notes = append(append([]string(nil), r.Notes...), restored.Notes...)
+	return out
+}
+
+// MaxNames bounds each list and map of a report a client sees: a session
+// may hold thousands of names, and every byte of a result costs the agent.
+const MaxNames = 200
+
+// Bounded returns r with each list and map cut to MaxNames entries (the
+// first ones in sorted order) and a note per cut saying how many more
+// there were.
+func (r Report) Bounded() Report {
+	cut := func(what string, l []string) []string {
+		if len(l) <= MaxNames {
+			return l
+		}
+		sort.Strings(l)
+		r.Notes = append(r.Notes, fmt.Sprintf("%d more %s not listed", len(l)-MaxNames, what))
+		return l[:MaxNames:MaxNames]
+	}
+	r.Values, r.Defs, r.Modules = cut("values", r.Values), cut("defs", r.Defs), cut("modules", r.Modules)
+	r.Lost = cutMap(r.Lost, "lost names", &r.Notes)
+	r.FilesLost = cutMap(r.FilesLost, "files not carried", &r.Notes)
+	return r
+}
+
+func cutMap(m map[string]string, what string, notes *[]string) map[string]string {
+	if len(m) <= MaxNames {
+		return m
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make(map[string]string, MaxNames)
+	for _, k := range keys[:MaxNames] {
+		out[k] = m[k]
+	}
+	*notes = append(*notes, fmt.Sprintf("%d more %s not listed", len(m)-MaxNames, what))
 	return out
 }

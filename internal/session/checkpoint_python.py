@@ -13,9 +13,9 @@
 # (instances, lists of functions) refer to them by key.
 # pickle and base64 are imported on first use: a session that is never
 # checkpointed does not pay for them at start-up.
-import ast, gc, importlib, io, json, os, sys, types
+import ast, gc, importlib, io, json, os, sys, types, weakref
 
-_defs = {}      # key -> (object, name, source)
+_defs = {}      # key -> (ref to the object, name, source)
 _def_ids = {}   # id(object) -> key
 _cells = [0]
 _made = {}      # key -> object re-created by a restore
@@ -71,13 +71,31 @@ def record_defs(code, body, before):
         if obj is None or obj is before.get(name) or not _made_by(node, obj):
             continue
         key = "%d:%d:%s" % (_cells[0], node.lineno, name)
-        _defs[key] = (obj, name, _source_of(lines, node))
-        _def_ids[id(obj)] = key
+        _remember(key, obj, name, _source_of(lines, node))
+
+
+def _remember(key, obj, name, src):
+    """Records a definition. The record holds its object weakly where it
+    can, so a function redefined in a loop does not pile up: a dead
+    record is dropped (its id may then name another object)."""
+    try:
+        ref = weakref.ref(obj, lambda _r, k=key, i=id(obj): _forget(k, i))
+    except TypeError:
+        ref = lambda o=obj: o
+    _defs[key] = (ref, name, src)
+    _def_ids[id(obj)] = key
+
+
+def _forget(key, oid):
+    _defs.pop(key, None)
+    if _def_ids.get(oid) == key:
+        del _def_ids[oid]
 
 
 def _def_key(obj):
     key = _def_ids.get(id(obj))
-    if key is not None and _defs[key][0] is obj:
+    rec = _defs.get(key) if key is not None else None
+    if rec is not None and rec[0]() is obj:
         return key
     return None
 
@@ -277,6 +295,7 @@ def restore_checkpoint(payload, fork):
     if deferred:
         _restore_defs(deferred, report)
     _restore_random(header.get("random"), fork, generators, report)
+    _made.clear()  # only the unpickling above looks definitions up by key
     report["values"].sort()
     report["defs"].sort()
     report["modules"].sort()
@@ -297,8 +316,7 @@ def _restore_defs(defs, report):
             continue
         obj = ns.get(name)
         _made[key] = obj
-        _defs[key] = (obj, name, src)
-        _def_ids[id(obj)] = key
+        _remember(key, obj, name, src)
         report["lost"].pop(name, None)
         if obj is not before and name not in report["defs"]:
             report["defs"].append(name)

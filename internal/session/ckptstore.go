@@ -103,6 +103,9 @@ type Record struct {
 	TakenAt      time.Time         `json:"taken_at"`
 	Auto         bool              `json:"auto,omitempty"`
 	Report       checkpoint.Report `json:"report"`
+	// Secrets are the carried values named like secrets (fork_session
+	// copies them only when allowed).
+	Secrets []string `json:"secrets,omitempty"`
 }
 
 func (r Record) key() key { return key{r.Owner, r.ID} }

@@ -462,7 +462,9 @@ func (m *Manager) List(ctx context.Context) []Info {
 			mine = append(mine, s)
 		}
 	}
-	return append(infos(mine), m.pausedInfos(owner)...)
+	all := append(infos(mine), m.pausedInfos(owner)...)
+	sort.SliceStable(all, func(i, j int) bool { return all[i].StartedAt.After(all[j].StartedAt) })
+	return all
 }
 
 // all returns every registered session of every principal.

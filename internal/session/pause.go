@@ -97,7 +97,9 @@ func (m *Manager) snapshot(ctx context.Context, s *Session, auto bool) (Record, 
 	if err != nil {
 		return Record{}, fmt.Errorf("checkpoint session %s: %w", s.ID, err)
 	}
-	h := checkpoint.Header{Language: s.Language, TakenAt: taken.UTC(), Report: rep}
+	// The secret check sees every name; what is stored and shown is bounded.
+	secrets := rep.SecretValues()
+	h := checkpoint.Header{Language: s.Language, TakenAt: taken.UTC(), Report: rep.Bounded()}
 	var data []byte
 	if s.ws.Owned {
 		w, err := m.archive(s, o.MaxBytes-int64(len(state)))
@@ -119,11 +121,11 @@ func (m *Manager) snapshot(ctx context.Context, s *Session, auto bool) (Record, 
 	if int64(len(plain)) > o.MaxBytes {
 		return Record{}, fmt.Errorf("checkpoint session %s: %w of %d bytes (CODEXEC_CHECKPOINT_MAX_BYTES)", s.ID, ErrStateTooBig, o.MaxBytes)
 	}
-	return m.commit(ctx, s, h, plain, auto)
+	return m.commit(ctx, s, h, plain, auto, secrets)
 }
 
 // commit stores plain as s's checkpoint and makes it the current one.
-func (m *Manager) commit(ctx context.Context, s *Session, h checkpoint.Header, plain []byte, auto bool) (Record, error) {
+func (m *Manager) commit(ctx context.Context, s *Session, h checkpoint.Header, plain []byte, auto bool, secrets []string) (Record, error) {
 	id, n, err := m.putBlob(ctx, s.key(), plain)
 	if err != nil {
 		return Record{}, err
@@ -131,7 +133,7 @@ func (m *Manager) commit(ctx context.Context, s *Session, h checkpoint.Header, p
 	info := s.info()
 	rec := Record{ID: s.ID, Owner: s.Owner, Kind: s.Kind, Language: s.Language, Name: s.Name, Description: s.Description,
 		WorkingDir: s.workingDir, StartedAt: s.StartedAt, LastActivity: info.LastActivity, Executions: info.Executions,
-		Blob: id, Bytes: n, TakenAt: h.TakenAt, Auto: auto, Report: h.Report}
+		Blob: id, Bytes: n, TakenAt: h.TakenAt, Auto: auto, Report: h.Report, Secrets: secrets}
 	if err := m.saveRecord(rec); err != nil {
 		m.dropBlob(s.key(), id)
 		return Record{}, fmt.Errorf("record the checkpoint: %w", err)

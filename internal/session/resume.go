@@ -153,7 +153,7 @@ func (m *Manager) restoreDecoded(ctx context.Context, d checkpoint.Decoded, k ke
 	if err != nil {
 		return nil, checkpoint.Report{}, err
 	}
-	return s, rep.Merge(got), nil
+	return s, rep.Merge(got).Bounded(), nil
 }
 
 // extract writes a checkpoint's workspace into s's, through its confined
@@ -262,7 +262,7 @@ func (m *Manager) Fork(ctx context.Context, idOrName string, count int, allowSec
 	if err != nil {
 		return ForkInfo{}, err
 	}
-	if names := rec.Report.SecretValues(); len(names) > 0 && !allowSecrets {
+	if names := rec.Secrets; len(names) > 0 && !allowSecrets {
 		return ForkInfo{}, &ErrSecrets{Names: names}
 	}
 	plain, err := m.readBlob(ctx, rec)
