@@ -333,3 +333,32 @@ func TestIdlePausesAndClosePausedRemovesCheckpoint(t *testing.T) {
 		t.Errorf("records left: %v", recs)
 	}
 }
+
+// TestCheckpointKeepsTypesAndSharing: plain data (carried by marshal) and
+// data with a bytearray or a subclass (carried by pickle) come back with
+// their exact types and with objects shared between names still shared.
+func TestCheckpointKeepsTypesAndSharing(t *testing.T) {
+	m, _ := ckptManager(t, t.TempDir(), CheckpointOptions{})
+	ctx := context.Background()
+	check := `print(b is a, s["x"] is a, r[0] is r, type(big).__name__, big, nan != nan, type(fs).__name__, t[1][0], type(ba).__name__, type(od).__name__)`
+	for name, extra := range map[string]string{
+		"plain":     "ba = b'raw'\nod = {}",
+		"bytearray": "ba = bytearray(b'raw')\nod = {}",
+		"subclass":  "import collections\nba = b'raw'\nod = collections.OrderedDict(a=1)",
+	} {
+		t.Run(name, func(t *testing.T) {
+			info, err := m.Start(ctx, StartRequest{Kind: KindSession, Language: "python"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			run(t, m, ctx, info.ID, "a = [1, 2]\nb = a\ns = {'x': a}\nr = []\nr.append(r)\nbig = 10**40\nnan = float('nan')\nfs = frozenset({1})\nt = (1, ('deep',))\n"+extra)
+			before := run(t, m, ctx, info.ID, check).Stdout
+			if _, err := m.Pause(ctx, info.ID); err != nil {
+				t.Fatal(err)
+			}
+			if after := run(t, m, ctx, info.ID, check).Stdout; after != before {
+				t.Errorf("after resume %q, before %q", after, before)
+			}
+		})
+	}
+}
