@@ -136,6 +136,9 @@ func TestPauseRestartResume(t *testing.T) {
 	if !processGone(sess.Pid) {
 		t.Errorf("the paused session's process %d is still running", sess.Pid)
 	}
+	if _, err := os.Stat(filepath.Join(data, "sandbox", sess.SessionID)); !os.IsNotExist(err) {
+		t.Errorf("the paused session's workspace is still there: %v", err)
+	}
 	l := s1.list()
 	if len(l.Sessions) != 1 || l.Sessions[0].Status != "paused" || l.Sessions[0].Pid != 0 {
 		t.Fatalf("list_sessions after pause: %+v", l)
