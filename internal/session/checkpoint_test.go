@@ -362,3 +362,42 @@ func TestCheckpointKeepsTypesAndSharing(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeDeadSessionFromAutomaticCheckpoint: an interpreter that died
+// on its own is restored from its latest automatic checkpoint.
+func TestResumeDeadSessionFromAutomaticCheckpoint(t *testing.T) {
+	m, _ := ckptManager(t, t.TempDir(), CheckpointOptions{Auto: 30 * time.Millisecond})
+	ctx := context.Background()
+	info, err := m.Start(ctx, StartRequest{Kind: KindSession, Language: "python"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, m, ctx, info.ID, "saved = 'before'")
+	waitRecord(t, m, info.ID)
+	res, _ := m.Exec(ctx, ExecRequest{Session: info.ID, Code: "saved = 'after'\nimport os\nos._exit(3)"})
+	if res.Success || res.ErrorMessage == nil || !strings.Contains(*res.ErrorMessage, "resumes it from that checkpoint") {
+		t.Fatalf("death during a run: %+v", res)
+	}
+	if l := m.List(ctx); len(l) != 1 || l[0].Status != StatusPaused {
+		t.Fatalf("after the death: %+v", l)
+	}
+	out := run(t, m, ctx, info.ID, "print(saved)")
+	r, _ := out.Resumed.(*Resumed)
+	if out.Stdout != "before\n" || r == nil || !r.Auto {
+		t.Errorf("after resume: %q %+v", out.Stdout, r)
+	}
+	// A death between runs leaves the session dead, resumable on demand.
+	waitRecord(t, m, info.ID)
+	s, _, _ := m.lookup(ctx, info.ID)
+	_ = s.proc.Kill()
+	<-s.dead
+	if _, err := m.Exec(ctx, ExecRequest{Session: info.ID, Code: "1"}); err == nil || !strings.Contains(err.Error(), "resume_session") {
+		t.Fatalf("exec in the dead session: %v", err)
+	}
+	if _, r, err := m.Resume(ctx, info.ID); err != nil || r == nil || !r.Auto {
+		t.Fatalf("resume of the dead session: %v %+v", err, r)
+	}
+	if out := run(t, m, ctx, info.ID, "print(saved)"); out.Stdout != "before\n" {
+		t.Errorf("after resume: %q", out.Stdout)
+	}
+}

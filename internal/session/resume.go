@@ -36,7 +36,11 @@ func (m *Manager) Resume(ctx context.Context, idOrName string) (*Session, *Resum
 	if err != nil {
 		return nil, nil, err
 	}
-	if s != nil {
+	if s != nil && s.isDead() {
+		if p, err = m.revive(s); err != nil {
+			return nil, nil, err
+		}
+	} else if s != nil {
 		return s, nil, nil
 	}
 	s, err = m.resumePaused(ctx, p)
@@ -44,6 +48,29 @@ func (m *Manager) Resume(ctx context.Context, idOrName string) (*Session, *Resum
 		return nil, nil, err
 	}
 	return s, s.takeResumed(), nil
+}
+
+// revive turns a session whose interpreter died into a paused one with
+// its latest (automatic) checkpoint, which the caller resumes.
+func (m *Manager) revive(s *Session) (*pausedSession, error) {
+	s.execMu.Lock()
+	defer s.execMu.Unlock()
+	rec := s.currentRecord()
+	if rec == nil {
+		return nil, fmt.Errorf("session %s is dead (%s) and has no checkpoint to resume from: close it and start a new one", s.ID, s.deathReason())
+	}
+	if !m.registered(s) {
+		return nil, fmt.Errorf("session %s changed meanwhile: try again", s.ID)
+	}
+	// Its workspace goes first: the resume reuses the name.
+	s.stopAuto()
+	m.terminate(s)
+	p := &pausedSession{rec: *rec}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.byID, s.key())
+	m.paused[s.key()] = p
+	return p, nil
 }
 
 // resumePaused resumes p once; concurrent callers wait and get the same
