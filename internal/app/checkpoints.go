@@ -14,9 +14,9 @@ import (
 )
 
 // checkpointStore is the blob store a checkpoint lives in (see
-// session.Blobs) with its Close.
+// checkpoint.Blobs) with its Close.
 type checkpointStore interface {
-	session.Blobs
+	checkpoint.Blobs
 	Close()
 }
 
@@ -25,7 +25,7 @@ type checkpointStore interface {
 // prefix (PREFIX/checkpoints/) of their own, so their expiry and budget
 // are theirs — and returns them with the Manager's options. Records of
 // paused sessions stay under the data dir (DATA_DIR/checkpoint-records).
-func (a *App) buildCheckpoints(ctx context.Context, cfg config.Config) (session.Blobs, session.CheckpointOptions, error) {
+func (a *App) buildCheckpoints(ctx context.Context, cfg config.Config) (checkpoint.Blobs, session.CheckpointOptions, error) {
 	c := cfg.Checkpoint
 	o := session.CheckpointOptions{Dir: filepath.Join(cfg.DataDir, "checkpoint-records"), MaxBytes: c.MaxBytes, MaxTotal: c.MaxTotal,
 		Auto: c.Auto, IdleClose: c.IdleAction == config.IdleClose, Spares: c.Spares, MaxFork: c.MaxFork}

@@ -169,7 +169,7 @@ func (m *Manager) closePaused(p *pausedSession, reason string) (CloseInfo, error
 		return CloseInfo{}, errors.New("session " + p.rec.ID + " changed meanwhile: try again")
 	}
 	p.gone = true
-	k := p.rec.key()
+	k := recKey(p.rec)
 	m.mu.Lock()
 	delete(m.paused, k)
 	m.mu.Unlock()
@@ -185,7 +185,7 @@ func (m *Manager) closePaused(p *pausedSession, reason string) (CloseInfo, error
 // good.
 func (m *Manager) logClosedPaused(rec Record, reason string) {
 	if log := m.deps.Log; log != nil {
-		_ = log.Append(execlog.SessionFile(storageName(rec.key())), endEntry{Type: "session_end", SessionID: rec.ID, Owner: rec.Owner,
+		_ = log.Append(execlog.SessionFile(storageName(recKey(rec))), endEntry{Type: "session_end", SessionID: rec.ID, Owner: rec.Owner,
 			Reason: reason, TotalDurationMs: time.Since(rec.StartedAt).Milliseconds(), ExecutionsCount: rec.Executions, At: time.Now().UTC()})
 	}
 }

@@ -180,7 +180,7 @@ func TestTamperedSealedCheckpointIsRefused(t *testing.T) {
 	if _, err := m.Pause(ctx, info.ID); err != nil {
 		t.Fatal(err)
 	}
-	blobs, _ := filepath.Glob(filepath.Join(dir, "checkpoints", "*", "files", blobPath))
+	blobs, _ := filepath.Glob(filepath.Join(dir, "checkpoints", "*", "files", "checkpoint"))
 	if len(blobs) != 1 {
 		t.Fatalf("blobs: %v", blobs)
 	}

@@ -39,6 +39,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codexec/codexec/internal/checkpoint"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/frame"
@@ -90,7 +91,7 @@ type Deps struct {
 	Claims Claims
 	// Checkpoints keeps session checkpoints (pause, resume, fork,
 	// automatic checkpoints); nil: sessions end with their interpreter.
-	Checkpoints Blobs
+	Checkpoints checkpoint.Blobs
 }
 
 // Claims is the session registry as the Manager uses it: a session (and a
@@ -117,11 +118,11 @@ type Manager struct {
 	opts Options
 	mu   sync.Mutex
 	byID map[key]*Session
-	// paused holds the sessions without a process (pause.go); ckBytes the
-	// size of each session's current checkpoint, for the total bound.
-	paused  map[key]*pausedSession
-	ckBytes map[key]int64
-	spares  sparePool
+	// paused holds the sessions without a process (pause.go); keeper
+	// their checkpoints and records (nil: no checkpoints).
+	paused map[key]*pausedSession
+	keeper *checkpoint.Keeper
+	spares sparePool
 	stop    chan struct{}
 	once    sync.Once
 	// openMu serializes creations through Open (callerid.go).
@@ -146,8 +147,10 @@ func NewManager(deps Deps, opts Options) *Manager {
 	}
 	opts.Checkpoints = opts.Checkpoints.withDefaults()
 	m := &Manager{eng: deps.Engine, deps: deps, opts: opts, byID: map[key]*Session{}, paused: map[key]*pausedSession{},
-		ckBytes: map[key]int64{}, stop: make(chan struct{})}
-	if m.checkpoints() {
+		stop: make(chan struct{})}
+	if deps.Checkpoints != nil {
+		o := opts.Checkpoints
+		m.keeper = checkpoint.NewKeeper(deps.Checkpoints, checkpoint.KeeperOptions{Dir: o.Dir, Sealer: o.Sealer, MaxBytes: o.MaxBytes, MaxTotal: o.MaxTotal})
 		m.loadRecords()
 		m.startSpares()
 	}

@@ -126,28 +126,21 @@ func (m *Manager) snapshot(ctx context.Context, s *Session, auto bool) (Record, 
 
 // commit stores plain as s's checkpoint and makes it the current one.
 func (m *Manager) commit(ctx context.Context, s *Session, h checkpoint.Header, plain []byte, auto bool, secrets []string) (Record, error) {
-	id, n, err := m.putBlob(ctx, s.key(), plain)
-	if err != nil {
-		return Record{}, err
-	}
 	info := s.info()
 	rec := Record{ID: s.ID, Owner: s.Owner, Kind: s.Kind, Language: s.Language, Name: s.Name, Description: s.Description,
 		WorkingDir: s.workingDir, StartedAt: s.StartedAt, LastActivity: info.LastActivity, Executions: info.Executions,
-		Blob: id, Bytes: n, TakenAt: h.TakenAt, Auto: auto, Report: h.Report, Secrets: secrets}
-	if err := m.saveRecord(rec); err != nil {
-		m.dropBlob(s.key(), id)
-		return Record{}, fmt.Errorf("record the checkpoint: %w", err)
+		TakenAt: h.TakenAt, Auto: auto, Report: h.Report, Secrets: secrets}
+	var old string
+	if cur := s.currentRecord(); cur != nil {
+		old = cur.Blob
+	}
+	rec, err := m.keeper.Store(ctx, s.storage, rec, plain, old)
+	if err != nil {
+		return Record{}, err
 	}
 	s.mu.Lock()
-	old := s.ckpt
 	s.ckpt, s.ckExecs = &rec, info.Executions
 	s.mu.Unlock()
-	m.mu.Lock()
-	m.ckBytes[s.key()] = n
-	m.mu.Unlock()
-	if old != nil {
-		m.dropBlob(s.key(), old.Blob)
-	}
 	m.wantSpare(s.Language)
 	return rec, nil
 }

@@ -85,7 +85,7 @@ func (m *Manager) resumePaused(ctx context.Context, p *pausedSession) (*Session,
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, p.rec.ID)
 	}
 	rec := p.rec
-	k := rec.key()
+	k := recKey(rec)
 	if err := m.reserveResume(k, rec.Kind); err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func (m *Manager) reserveResume(k key, kind string) error {
 func (m *Manager) restoreRecord(ctx context.Context, rec Record, k key, fork bool) (*Session, checkpoint.Report, error) {
 	t0 := time.Now()
 	defer func() { slog.Debug("checkpoint restored", "session_id", k.id, "took", time.Since(t0)) }()
-	plain, err := m.readBlob(ctx, rec)
+	plain, err := m.keeper.Read(ctx, rec)
 	if err != nil {
 		return nil, checkpoint.Report{}, err
 	}
@@ -292,7 +292,7 @@ func (m *Manager) Fork(ctx context.Context, idOrName string, count int, allowSec
 	if names := rec.Secrets; len(names) > 0 && !allowSecrets {
 		return ForkInfo{}, &ErrSecrets{Names: names}
 	}
-	plain, err := m.readBlob(ctx, rec)
+	plain, err := m.keeper.Read(ctx, rec)
 	if err != nil {
 		return ForkInfo{}, err
 	}
@@ -351,6 +351,9 @@ func (m *Manager) forkChildren(ctx context.Context, rec Record, d checkpoint.Dec
 			out.Resumed = r
 			break
 		}
+	}
+	if out.Resumed != nil && rec.WorkingDir != "" {
+		out.Resumed.Notes = append(out.Resumed.Notes, "each child has an empty workspace of its own")
 	}
 	return out
 }

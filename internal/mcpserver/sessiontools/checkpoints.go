@@ -6,6 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codexec/codexec/internal/checkpoint"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/session"
 )
@@ -109,7 +110,7 @@ func checkpointError(err error) error {
 		return tool.Coded(tool.CodeNotEnabled, "%v", err)
 	case errors.As(err, &secrets):
 		return tool.Coded(tool.CodeNotAllowed, "%v", err)
-	case errors.Is(err, session.ErrStateTooBig):
+	case errors.Is(err, session.ErrStateTooBig), errors.Is(err, checkpoint.ErrStoreFull):
 		return tool.Coded(tool.CodeLimitExceeded, "%v", err)
 	case errors.Is(err, session.ErrBadCount):
 		return tool.Invalidf("%v", err)
