@@ -123,8 +123,8 @@ type Manager struct {
 	paused map[key]*pausedSession
 	keeper *checkpoint.Keeper
 	spares sparePool
-	stop    chan struct{}
-	once    sync.Once
+	stop   chan struct{}
+	once   sync.Once
 	// openMu serializes creations through Open (callerid.go).
 	openMu sync.Mutex
 }
