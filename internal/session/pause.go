@@ -141,7 +141,11 @@ func (m *Manager) commit(ctx context.Context, s *Session, h checkpoint.Header, p
 	s.mu.Lock()
 	s.ckpt, s.ckExecs = &rec, info.Executions
 	s.mu.Unlock()
-	m.wantSpare(s.Language)
+	if !auto {
+		// A paused session will want an interpreter to resume into; an
+		// automatic checkpoint may never be restored.
+		m.wantSpare(s.Language)
+	}
 	return rec, nil
 }
 
