@@ -67,13 +67,11 @@ func startData(t *testing.T, data string, env ...string) *server {
 }
 
 // stop ends s gracefully, as a client leaving does (stdin closes; the
-// server pauses its sessions on the way out), and waits for it to exit.
+// server pauses its sessions on the way out); closing the client session
+// waits for the server to exit.
 func (s *server) stop() {
 	s.t.Helper()
 	_ = s.Session.Close()
-	if s.Cmd.ProcessState == nil {
-		_ = s.Cmd.Wait()
-	}
 }
 
 // sendOK runs code in a session and returns the result with its resumed
@@ -221,10 +219,10 @@ func TestCheckpointAfterKill9(t *testing.T) {
 	s1.sendOK(sess.SessionID, "counter = 41\ndef bump():\n    global counter\n    counter += 1\n    return counter\n")
 	waitFile(t, filepath.Join(data, "checkpoint-records", sess.SessionID+".json"))
 	time.Sleep(500 * time.Millisecond) // the checkpoint ages
-	if err := s1.Cmd.Process.Kill(); err != nil {
+	if err := s1.Cmd.Process.Kill(); err != nil { // SIGKILL of the server we started
 		t.Fatal(err)
 	}
-	_ = s1.Cmd.Wait()
+	_ = s1.Session.Close() // reaps the killed process
 
 	s2 := startData(t, data, env...)
 	out, r := s2.sendOK(sess.SessionID, "print(bump())")
