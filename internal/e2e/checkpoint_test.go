@@ -218,7 +218,7 @@ func TestCheckpointAfterKill9(t *testing.T) {
 	sess := s1.startSession("python")
 	s1.sendOK(sess.SessionID, "counter = 41\ndef bump():\n    global counter\n    counter += 1\n    return counter\n")
 	waitFile(t, filepath.Join(data, "checkpoint-records", sess.SessionID+".json"))
-	time.Sleep(500 * time.Millisecond) // the checkpoint ages
+	time.Sleep(500 * time.Millisecond)            // the checkpoint ages
 	if err := s1.Cmd.Process.Kill(); err != nil { // SIGKILL of the server we started
 		t.Fatal(err)
 	}
