@@ -120,6 +120,8 @@ type Config struct {
 	Blob BlobStore
 	// Replica names this server among replicas sharing a store (replica.go).
 	Replica Replica
+	// Checkpoint configures session checkpoints (checkpoint.go).
+	Checkpoint Checkpoint
 
 	CodeMode CodeMode
 
@@ -324,7 +326,7 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("%s must be an absolute path (or start with ~/), got %q", d.name, d.v))
 		}
 	}
-	errs = append(errs, c.Remote.validate(), validateStore(c.Store), c.Blob.validate(), c.validateReplica())
+	errs = append(errs, c.Remote.validate(), validateStore(c.Store), c.Blob.validate(), c.validateReplica(), c.validateCheckpoint())
 	return errors.Join(errs...)
 }
 
