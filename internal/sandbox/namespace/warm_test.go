@@ -109,6 +109,13 @@ func testWarmMatchesCold(t *testing.T, n *Backend, fork bool) {
 	}
 }
 
+// TestWarmBashSemantics: bash runs served by exec runners keep the
+// semantics every backend's warm runs keep (sandboxtest.WarmSemantics).
+func TestWarmBashSemantics(t *testing.T) {
+	dir := t.TempDir()
+	sandboxtest.WarmSemantics(t, newWarmNamespace(t, 1), sandbox.WarmBash, dir, dir, 65534)
+}
+
 // sameStderr compares error output up to node's internal stack frames,
 // which differ between `node -e` and the runner's evaluation.
 func sameStderr(a, b string) bool {
