@@ -16,16 +16,23 @@ import (
 
 // Exec runners. A warm bash is this helper waiting on fd 3 (its runner's
 // control socket) inside a finished sandbox, and executing bash when it
-// gets its run. The stub is the helper, not a python or bash waiting:
+// gets its run. The stub is the helper, not a python or bash waiting
+// (measured on the project's 2-core VM):
 //   - the helper is already the last step of every namespace sandbox
 //     (sandbox-landlock), so a bash runner starts no interpreter at all:
-//     bwrap plus this one process, ~2 MB resident of which ~0.6 MB
-//     anonymous, against ~9 MB (3.5 MB anonymous) for a python stub;
+//     ~14 ms of CPU in its sandbox to get ready against ~34 ms for a
+//     python runner, and it holds ~1.6 MiB of its cgroup against ~5 MiB
+//     (the process: ~2 MB resident, 0.6 MB anonymous; a python stub ~9 MB,
+//     3.5 MB anonymous);
 //   - its Go runtime started with the runner, so at take time it costs a
-//     read, a chdir and an execve — the same execve a cold run does;
+//     read, a chdir and an execve — the same execve a cold run ends with.
+//     From the run's message to bash's first command: 1.77 ms p50, against
+//     1.49 ms for a bash that waited on a pipe and 1.86 ms for a python
+//     (execve ends the Go runtime's other threads);
 //   - it takes descriptors over the socket (fresh stdout and stderr), which
-//     a bash stub could not, and reads the message in large reads, where
-//     bash's read builtin reads a socket a byte at a time.
+//     a bash stub could not, reads the message in large reads, where bash's
+//     read builtin reads a socket a byte at a time, and hands bash exactly
+//     the run's environment, names bash could not export included.
 // The program replaces the stub, so nothing is left to report its exit
 // status: the run's status is the sandbox's (see warm.Early.AttachExec).
 
