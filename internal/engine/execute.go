@@ -318,6 +318,8 @@ func warmKind(lang string) string {
 		return sandbox.WarmPython
 	case runtime.Node, runtime.TypeScript:
 		return sandbox.WarmNode
+	case runtime.Bash:
+		return sandbox.WarmBash
 	}
 	return ""
 }
