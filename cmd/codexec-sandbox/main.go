@@ -1,11 +1,13 @@
 // Command codexec-sandbox is the small helper the sandboxes execute on every
 // run: `sandbox-init` (join the run's cgroups, drop privileges, exec
 // bubblewrap) and `sandbox-landlock` (restrict itself with Landlock inside
-// the sandbox, then exec the program) in namespace mode, and
-// `sandbox-fsize` (set the file size cap, then exec the program) in
-// subprocess mode. Package helper has the bodies and the diagram of the
-// whole chain. It lives next to the codexec binary; codexec falls back to
-// re-executing itself when it is missing.
+// the sandbox, then exec the program — or, for a warm bash, wait for its
+// run first) in namespace mode, and `sandbox-fsize` (set the file size
+// cap, then exec the program) and `sandbox-runner` (a warm bash's stub:
+// wait for the run, then exec bash) in subprocess mode. Package helper has
+// the bodies and the diagram of the whole chain. It lives next to the
+// codexec binary; codexec falls back to re-executing itself when it is
+// missing.
 //
 // It exists because it starts in about a millisecond: the full codexec binary
 // pays several milliseconds of package initialisation (SDK, esbuild, SQLite)

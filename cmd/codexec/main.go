@@ -33,6 +33,7 @@ import (
 	"github.com/codexec/codexec/internal/app"
 	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/packages"
+	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/sandbox/helper"
 )
 
@@ -108,6 +109,7 @@ func runServer(cmd string, cfg config.Config, home string, repairACLs bool) int 
 		stopProfile := startProfile(path)
 		defer stopProfile()
 	}
+	proc.CloseOnExecInherited()
 	if cmd == "doctor" {
 		return app.Doctor(ctx, cfg, env, os.Stdout, repairACLs)
 	}

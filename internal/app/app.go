@@ -191,10 +191,15 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr 
 	if a.replicas != nil {
 		sdeps.Claims = a.replicas
 	}
+	ckpts, ckptOpts, err := a.buildCheckpoints(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	sdeps.Checkpoints = ckpts
 	sessions := session.NewManager(sdeps,
 		session.Options{MaxSessions: cfg.MaxSessions, IdleTimeout: cfg.SessionIdleTimeout, KillGrace: cfg.KillGrace,
 			MaxPerPrincipal: cfg.MaxSessionsPerPrincipal, DefaultTimeout: opts.DefaultTimeout, Output: opts.Output,
-			PackagesDir: filepath.Join(opts.SandboxDir, ".packages"), SandboxMode: backend.Name()})
+			PackagesDir: filepath.Join(opts.SandboxDir, ".packages"), SandboxMode: backend.Name(), Checkpoints: ckptOpts})
 	a.closers = append(a.closers, sessions.Close)
 	deps := mcpserver.Deps{Config: cfg, Engine: a.Engine, Sessions: sessions, Packages: installer, SessionPackages: sessions,
 		Isolated: backend.Isolated(), Shell: shellOptions(cfg, env, backend, langs), ExecLog: logger}
@@ -208,6 +213,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr 
 	if err := a.buildHistory(ctx, cfg, &deps); err != nil {
 		return nil, err
 	}
+	a.buildRuns(cfg, store, &deps)
 	if deps.Upstreams, err = newUpstreams(cfg, env); err != nil {
 		return nil, err
 	}

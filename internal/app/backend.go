@@ -166,7 +166,7 @@ func doctorNamespace(ctx context.Context, cfg config.Config, env HostEnv, langs 
 		return err
 	}
 	fmt.Fprintf(w, "namespace: available (bubblewrap, user/pid/net/ipc/uts/mount namespaces, seccomp, Landlock where the kernel has it, %s)\n", b.CgroupInfo())
-	doctorWarm(cfg, langs, b, w, runtime.Python, runtime.Node)
+	doctorWarm(cfg, langs, b, w, runtime.Python, runtime.Node, runtime.Bash)
 	return b.Close()
 }
 
@@ -185,7 +185,8 @@ func doctorWarm(cfg config.Config, langs *runtime.Set, b warmBackend, w io.Write
 	if cfg.PoolSize == 0 {
 		return
 	}
-	for _, l := range []struct{ lang, kind, flag string }{{runtime.Python, sandbox.WarmPython, "-c"}, {runtime.Node, sandbox.WarmNode, "-e"}} {
+	for _, l := range []struct{ lang, kind, flag string }{{runtime.Python, sandbox.WarmPython, "-c"}, {runtime.Node, sandbox.WarmNode, "-e"},
+		{runtime.Bash, sandbox.WarmBash, "-c"}} {
 		in := langs.Get(l.lang)
 		if in.Err != nil || !slices.Contains(warmLangs, l.lang) {
 			continue

@@ -120,8 +120,23 @@ type Config struct {
 	Blob BlobStore
 	// Replica names this server among replicas sharing a store (replica.go).
 	Replica Replica
+	// Checkpoint configures session checkpoints (checkpoint.go).
+	Checkpoint Checkpoint
 
 	CodeMode CodeMode
+
+	// Background bounds background runs (package runs).
+	Background Background
+}
+
+// Background holds the settings of background runs.
+type Background struct {
+	// MaxTimeout caps (and is the default of) a background run's timeout.
+	MaxTimeout time.Duration
+	// MaxRuns is how many runs of one principal are kept at once.
+	MaxRuns int
+	// MaxOutput is how many bytes of each output stream of a run are kept.
+	MaxOutput int64
 }
 
 // CodeMode holds the settings of code mode (execute_code with TypeScript and upstream tools).
@@ -311,7 +326,7 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("%s must be an absolute path (or start with ~/), got %q", d.name, d.v))
 		}
 	}
-	errs = append(errs, c.Remote.validate(), validateStore(c.Store), c.Blob.validate(), c.validateReplica())
+	errs = append(errs, c.Remote.validate(), validateStore(c.Store), c.Blob.validate(), c.validateReplica(), c.validateCheckpoint())
 	return errors.Join(errs...)
 }
 

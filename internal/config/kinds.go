@@ -29,7 +29,7 @@ type kind struct {
 
 // Toolsets are the toolset names CODEXEC_TOOLSETS accepts besides "all",
 // which means every one of them.
-var Toolsets = []string{"exec", "sessions", "contexts", "scripts", "logs", "packages", "commands", "files", "codemode"}
+var Toolsets = []string{"exec", "sessions", "contexts", "scripts", "logs", "packages", "commands", "files", "codemode", "runs"}
 
 func str(field func(*Config) *string) kind {
 	return kind{typ: "string",

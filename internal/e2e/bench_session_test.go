@@ -60,10 +60,15 @@ type rawDriver struct {
 }
 
 func startRawDriver(b testing.TB) *rawDriver {
-	src, err := os.ReadFile("../session/driver_python.py")
+	ckpt, err := os.ReadFile("../session/checkpoint_python.py")
 	if err != nil {
 		b.Fatal(err)
 	}
+	drv, err := os.ReadFile("../session/driver_python.py")
+	if err != nil {
+		b.Fatal(err)
+	}
+	src := append(append(ckpt, '\n'), drv...) // as the server starts it
 	mark := "\x1e\x1fbench:"
 	cmd := exec.Command("/usr/bin/python3", "-c", string(src), mark)
 	cmd.Dir = b.TempDir()

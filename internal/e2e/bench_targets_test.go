@@ -19,6 +19,8 @@ import (
 //	P1  execute_code python print(1) p50 vs bare /usr/bin/python3 -c
 //	P1q the same, 250 ms of quiet before each spawn and each call
 //	P1n execute_code node console.log(1) p50 vs bare node -e
+//	P1b execute_code bash echo 1 p50 vs bare /usr/bin/bash -c
+//	P1bq the same, 250 ms of quiet before each spawn and each call
 //	P2  send_to_session x += 1 p50 vs a raw pipe round trip to the driver
 //	P3  one-shot python runs/s at concurrency 8 vs bare spawns at 8
 //	P1f, P3f  P1 and P3 with CODEXEC_POOL_FORK=on (namespace mode)
@@ -62,6 +64,10 @@ func measureTargets(tb testing.TB, n targetSizes) {
 		p, bp = s.oneShotP50(n.p1, 0, "node", "console.log(1)", node, "-e", "console.log(1)")
 		report("P1n", p, bp, "ms")
 	}
+	p, bp = s.bashP50(n.p1)
+	report("P1bq", p, bp, "ms")
+	p, bp = s.oneShotP50(n.p1, 0, "bash", "echo 1", "/usr/bin/bash", "-c", "echo 1")
+	report("P1b", p, bp, "ms")
 	p, bp = s.sessionP50(n.p2)
 	report("P2", p, bp, "ms")
 	p, bp = s.throughput(n.p3, 8)
@@ -122,6 +128,17 @@ func (s *server) oneShotP50(n int, pause time.Duration, lang, code string, bare 
 		got = append(got, time.Since(t1))
 	}
 	return ms(percentile(got, 50)), ms(percentile(base, 50))
+}
+
+// bashP50 is P1bq: bash echo 1 against bare bash -c at an agent's pace,
+// after a first run that makes bash runners wanted. bash starts in ~1 ms,
+// so what is measured is the sandbox and the server: runs are served by
+// exec runners (the sandbox made ahead, bash executed at take time). Back
+// to back (P1b) a bare bash leaves a refill ~3 ms where a bare python
+// leaves it ~15 ms, so there most runs wait for a runner or start cold.
+func (s *server) bashP50(n int) (float64, float64) {
+	s.exec1("bash", "echo 1")
+	return s.oneShotP50(max(n/4, 1), 250*time.Millisecond, "bash", "echo 1", "/usr/bin/bash", "-c", "echo 1")
 }
 
 // sessionP50 is the send_to_session round trip against the raw driver pipe.

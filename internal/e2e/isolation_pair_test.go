@@ -25,7 +25,7 @@ var isolationPairs = []isolationPair{
 		"import os; c=[open('/proc/%s/cmdline'%p,'rb').read() for p in os.listdir('/proc') if p.isdigit()]; print('CLEAN' if not any(x.split(b'\\0')[0].endswith(b'sleep') for x in c) else 'LEAK', len(c))"},
 	{"open descriptors", "python",
 		"import os; fs=[open('/tmp/f%d'%i,'w') for i in range(5)]; r,w=os.pipe(); os.set_inheritable(r,True); os.set_inheritable(w,True); print(sorted(os.listdir('/proc/self/fd')))",
-		"import os; print('FDS', sorted(os.listdir('/proc/self/fd')))"},
+		fdsProbes["python"]},
 	{"sys.modules, builtins, globals, sys.path", "python",
 		"import sys, builtins, json; sys.modules['json']='poison'; sys.modules['evil']=1; builtins.len=lambda x: 42; builtins.LEAKED=1; sys.path.insert(0,'/tmp/evil'); global G; G=1",
 		"import sys, builtins; ok = 'evil' not in sys.modules and sys.modules.get('json') != 'poison' and len([1,2]) == 2 and not hasattr(builtins,'LEAKED') and '/tmp/evil' not in sys.path and 'G' not in globals(); print('CLEAN' if ok else 'LEAK')"},
@@ -35,6 +35,32 @@ var isolationPairs = []isolationPair{
 	{"node globals, prototypes, require cache, env", "node",
 		"globalThis.LEAK=1; Object.prototype.polluted=1; Array.prototype.push=function(){return -1}; process.env.LEAK='1'; require.cache['/x']={exports:1}; require('fs').writeFileSync('/tmp/leak','x')",
 		"const ok = typeof LEAK==='undefined' && ({}).polluted===undefined && [].push(1)===1 && !process.env.LEAK && !require.cache['/x'] && !require('fs').existsSync('/tmp/leak'); console.log(ok ? 'CLEAN' : 'LEAK')"},
+	// bash runs are served by exec runners: the helper waits in the
+	// sandbox and executes bash when the run comes.
+	{"bash: files in /tmp and HOME", "bash",
+		"echo x > /tmp/leak; mkdir -p /tmp/d/e; echo x > ~/leak 2>/dev/null; echo left",
+		"if [ -e /tmp/leak ] || [ -e /tmp/d ] || [ -e ~/leak ]; then echo LEAK; else echo CLEAN; fi; ls -A ~"},
+	{"bash: environment, functions, rc files", "bash",
+		"export LEAK=1; f() { :; }; export -f f; echo 'export LEAK2=1' >> ~/.bashrc 2>/dev/null; echo 'export LEAK3=1' >> /tmp/.profile; echo left",
+		`if [ -n "${LEAK+x}${LEAK2+x}${LEAK3+x}" ] || declare -F f >/dev/null || env | grep -q BASH_FUNC; then echo LEAK; else echo CLEAN; fi`},
+	{"bash: background processes", "bash",
+		"setsid sleep 60 >/dev/null 2>&1 & (sleep 61 &); nohup sleep 62 >/dev/null 2>&1 & disown; echo left",
+		`for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < "$f"; echo; done 2>/dev/null | grep -q '^sleep' && echo LEAK || echo CLEAN`},
+	{"bash: open descriptors", "bash",
+		"exec 5>/tmp/f5 7</dev/null 9>&1; ls /proc/$$/fd",
+		fdsProbes["bash"]},
+	{"bash: memory counters", "bash",
+		"dd if=/dev/zero of=/dev/null bs=100M count=1 status=none && echo left",
+		"echo CLEAN"},
+}
+
+// fdsProbes print "FDS" and the descriptors a run holds; a probe that
+// does must print what it printed in a run of its own before any pair.
+var fdsProbes = map[string]string{
+	"python": "import os; print('FDS', sorted(os.listdir('/proc/self/fd')))",
+	// Listed to a file, not through a pipe or command substitution:
+	// bash holds a pipeline's pipes while it starts it.
+	"bash": "ls /proc/$$/fd > /tmp/fds; echo FDS $(cat /tmp/fds)",
 }
 
 // TestIsolationPairs runs each pair through the server in every isolated
@@ -54,11 +80,19 @@ func TestIsolationPairs(t *testing.T) {
 			env := append([]string{"CODEXEC_SANDBOX_MODE=" + m.name, "CODEXEC_POOL_SIZE=2", "CODEXEC_MEMORY_LIMIT=256m"}, m.env...)
 			s := start(t, env...)
 			s.awaitWarm("python")
-			baseline, _ := s.exec(map[string]any{"language": "python", "code": "import os; print('FDS', sorted(os.listdir('/proc/self/fd')))"})
+			baselines := map[string]string{}
+			for lang, probe := range fdsProbes {
+				r, _ := s.exec(map[string]any{"language": lang, "code": probe})
+				baselines[lang] = r.Stdout
+			}
 			warm, forked := 0, 0
 			for _, p := range isolationPairs {
 				t.Run(p.name, func(t *testing.T) {
-					s.awaitWarm(p.lang)
+					// Docker mode serves bash cold: no runner to wait for.
+					coldOnly := m.name == "docker" && p.lang == "bash"
+					if !coldOnly {
+						s.awaitWarm(p.lang)
+					}
 					first, _ := s.exec(map[string]any{"language": p.lang, "code": p.leave})
 					if first.Status == "setup_error" && strings.Contains(deref(first.ErrorMessage), "unavailable") {
 						t.Skipf("%s unavailable in this mode: %s", p.lang, deref(first.ErrorMessage))
@@ -66,11 +100,13 @@ func TestIsolationPairs(t *testing.T) {
 					if first.Status != "success" {
 						t.Fatalf("leave run: %s %s %s", first.Status, deref(first.ErrorMessage), first.Stderr)
 					}
-					s.awaitWarm(p.lang)
+					if !coldOnly {
+						s.awaitWarm(p.lang)
+					}
 					second, _ := s.exec(map[string]any{"language": p.lang, "code": p.probe})
 					want := "CLEAN"
 					if strings.HasPrefix(second.Stdout, "FDS") {
-						want = baseline.Stdout
+						want = baselines[p.lang]
 					}
 					if !strings.HasPrefix(second.Stdout, want) {
 						t.Fatalf("second run saw the first's leftovers: %q (stderr %q); want %q", second.Stdout, second.Stderr, want)
@@ -81,7 +117,7 @@ func TestIsolationPairs(t *testing.T) {
 					if strings.Contains(s.Stderr.String(), `msg="warm run" id=`+second.ExecutionID+" kind=python forked=true") {
 						forked++
 					}
-					if p.name == "memory counters" {
+					if strings.HasSuffix(p.name, "memory counters") {
 						s.checkMemoryPeak(first.ExecutionID, second.ExecutionID)
 					}
 				})

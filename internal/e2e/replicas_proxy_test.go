@@ -180,21 +180,21 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 	measure(t, px, reps, want)
 	measureHop(t, reps, ws[0].sess)
 
-	// kill -9 one replica: which sessions it held, the registry knows;
-	// the owner is found by asking each replica's list_sessions.
+	// kill -9 one replica: which sessions it held, any replica's listing
+	// says (a client through the proxy lists every session of its
+	// principal, with the replica holding it).
 	victim := reps[1]
 	held := map[string]bool{}
-	vcs := connectTo(t, victim.URL)
-	var listed struct {
-		Sessions []struct {
-			SessionID string `json:"session_id"`
-		} `json:"sessions"`
+	lcs := connectTo(t, px.URL)
+	listed := listSessions(t, lcs)
+	for _, w := range ws {
+		if s := listed[w.sess]; s.Status != "active" || !slices.Contains([]string{"r1", "r2", "r3"}, s.Replica) {
+			t.Errorf("session %s listed through the proxy as %+v", w.sess, s)
+		} else if s.Replica == "r2" {
+			held[w.sess] = true
+		}
 	}
-	decodeStructured(t, tcall(t, vcs, "list_sessions", map[string]any{}), &listed)
-	for _, s := range listed.Sessions {
-		held[s.SessionID] = true
-	}
-	_ = vcs.Close()
+	_ = lcs.Close()
 	killed := time.Now()
 	_ = victim.Cmd.Process.Kill()
 	survivors := []*httpServer{reps[0], reps[2]}
@@ -221,6 +221,15 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 			t.Errorf("session %s of the killed replica: lost after %v (ok %v)", s, d, ok)
 		}
 	}
+	// Listed through the proxy, the killed replica's sessions are lost, the
+	// others active.
+	lcs = connectTo(t, px.URL)
+	for id, s := range listSessions(t, lcs) {
+		if want := map[bool]string{true: "lost", false: "active"}[held[id]]; s.Status != want || (held[id] && (s.Replica != "r2" || s.LostAt == nil)) {
+			t.Errorf("after the kill, session %s is listed as %+v, want %s", id, s, want)
+		}
+	}
+	_ = lcs.Close()
 	// The other sessions keep counting through the proxy, each call once.
 	for _, w := range ws {
 		if held[w.sess] {
@@ -302,40 +311,33 @@ func measure(t *testing.T, px *proxy, reps []*httpServer, counters map[string]in
 // another replica (one forwarding hop), sequentially, and logs both.
 func measureHop(t *testing.T, reps []*httpServer, sess string) {
 	t.Helper()
-	owner := -1
-	for i, rep := range reps {
-		cs := connectTo(t, rep.URL)
-		var listed struct {
-			Sessions []struct {
-				SessionID string `json:"session_id"`
-			} `json:"sessions"`
-		}
-		decodeStructured(t, tcall(t, cs, "list_sessions", map[string]any{}), &listed)
-		for _, s := range listed.Sessions {
-			if s.SessionID == sess {
-				owner = i
-			}
-		}
-		_ = cs.Close()
-	}
+	cs := connectTo(t, reps[0].URL)
+	holder := listSessions(t, cs)[sess].Replica
+	_ = cs.Close()
+	owner := slices.IndexFunc([]string{"r1", "r2", "r3"}, func(id string) bool { return id == holder })
 	if owner < 0 {
-		t.Fatalf("no replica lists session %s", sess)
+		t.Fatalf("session %s is listed on replica %q", sess, holder)
 	}
 	const calls = 40
-	p50 := func(base string) (time.Duration, time.Duration) {
+	p50 := func(base, tool string, args map[string]any) (time.Duration, time.Duration) {
 		cs := connectTo(t, base)
 		defer cs.Close()
 		ds := make([]time.Duration, 0, calls)
 		for range calls {
 			t0 := time.Now()
-			tout(t, cs, "send_to_session", map[string]any{"session_id": sess, "code": "n += 0"})
+			tout(t, cs, tool, args)
 			ds = append(ds, time.Since(t0))
 		}
 		slices.Sort(ds)
 		return ds[calls/2], ds[calls*99/100]
 	}
-	l50, l99 := p50(reps[owner].URL)
-	f50, f99 := p50(reps[(owner+1)%len(reps)].URL)
+	send := map[string]any{"session_id": sess, "code": "n += 0"}
+	l50, l99 := p50(reps[owner].URL, "send_to_session", send)
+	f50, f99 := p50(reps[(owner+1)%len(reps)].URL, "send_to_session", send)
+	r := func(d time.Duration) time.Duration { return d.Round(time.Microsecond) }
 	t.Logf("one session, %d sequential send_to_session calls straight to a replica: at its owner p50 %v p99 %v; through another replica (one hop) p50 %v p99 %v",
-		calls, l50.Round(time.Microsecond), l99.Round(time.Microsecond), f50.Round(time.Microsecond), f99.Round(time.Microsecond))
+		calls, r(l50), r(l99), r(f50), r(f99))
+	n50, n99 := p50(reps[owner].URL, "list_sessions", map[string]any{})
+	t.Logf("%d sequential list_sessions calls at one replica (its own sessions, one registry query, in parallel one hop to each other replica holding one): p50 %v p99 %v",
+		calls, r(n50), r(n99))
 }

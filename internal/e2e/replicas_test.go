@@ -80,15 +80,8 @@ func TestReplicasForwardAndLose(t *testing.T) {
 	if got := tout(t, aliceB, "send_to_session", map[string]any{"session_id": sess, "code": "print(x + 1)"})["stdout"]; got != "42\n" {
 		t.Errorf("forwarded send_to_session: stdout %q, want 42", got)
 	}
-	// A forwarded call asking for progress still gets its result (the
-	// progress notifications themselves stay on the owner).
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	res, err := aliceB.CallTool(ctx, &mcp.CallToolParams{Name: "send_to_session", Meta: mcp.Meta{"progressToken": "p-1"},
-		Arguments: map[string]any{"session_id": sess, "code": "import time\nfor i in range(3):\n    print(i, flush=True); time.sleep(0.1)"}})
-	cancel()
-	if err != nil || res.IsError || !strings.Contains(text(res), "0\n1\n2") {
-		t.Errorf("forwarded call with a progress token: %v %s", err, text(res))
-	}
+	checkForwardedProgress(t, b, aliceA, sess)
+	checkForwardedResource(t, aliceA, aliceB, bobB, sess)
 	tout(t, aliceA, "create_context", map[string]any{"name": "shared-ctx"})
 	tout(t, aliceA, "run_code", map[string]any{"context_id": "shared-ctx", "code": "y = 'kept'"})
 	if got := tout(t, aliceB, "run_code", map[string]any{"context_id": "shared-ctx", "code": "print(y)"})["stdout"]; got != "kept\n" {
@@ -105,16 +98,22 @@ func TestReplicasForwardAndLose(t *testing.T) {
 		t.Errorf("bob reached alice's session: %s", text(res))
 	}
 	checkHop(t, a, sess)
+	checkListing(t, aliceA, aliceB, bobB, sess)
 
 	// A drained replica: its sessions are lost, not recreated elsewhere.
 	sessB := tout(t, aliceB, "start_session", map[string]any{"language": "python"})["session_id"].(string)
+	checkHopListsOwnOnly(t, a, sessB)
 	if err := b.terminate(30 * time.Second); err != nil {
 		t.Fatalf("b did not exit cleanly: %v", err)
 	}
-	res = tcall(t, aliceA, "send_to_session", map[string]any{"session_id": sessB, "code": "print(1)"})
+	res := tcall(t, aliceA, "send_to_session", map[string]any{"session_id": sessB, "code": "print(1)"})
 	if errCode(res) != "SESSION_LOST" || !strings.Contains(text(res), "session lost (replica r-b stopped at ") {
 		t.Errorf("a drained replica's session: %s", text(res))
 	}
+	if s := listSessions(t, aliceA)[sessB]; s.Status != "lost" || s.Replica != "r-b" || s.LostAt == nil || s.Language != "python" {
+		t.Errorf("a drained replica's session is listed as %+v", s)
+	}
+	checkReadLost(t, aliceA, sessB)
 
 	// A killed replica: found by the lease sweep within 4/3 of the lease.
 	c := startHTTP(t, "", replicaEnv(dsn, "r-c", tokens)...)
@@ -122,6 +121,7 @@ func TestReplicasForwardAndLose(t *testing.T) {
 	tout(t, aliceC, "execute_code", map[string]any{"language": "python", "code": "w = 1", "session_id": "on-c"})
 	killed := time.Now()
 	_ = c.Cmd.Process.Kill()
+	awaitListedLost(t, aliceA, "on-c", "r-c", killed, replicaLease*4/3+2*time.Second)
 	var lostAfter time.Duration
 	for time.Since(killed) < 4*replicaLease {
 		res := tcall(t, aliceA, "execute_code", map[string]any{"language": "python", "code": "print(w)", "session_id": "on-c"})
@@ -155,11 +155,15 @@ func checkHop(t *testing.T, a *httpServer, sess string) {
 	owner := sessionreg.Replica{ID: "r-a", Addr: a.URL}
 	params := json.RawMessage(`{"name":"send_to_session","arguments":{"session_id":"` + sess + `","code":"print(x)"}}`)
 	wrong := replicas.New(replicas.Options{Secret: "not-the-shared-secret-000", Lease: time.Second})
-	if _, err := wrong.Forward(context.Background(), owner, "alice", params); err == nil || !strings.Contains(err.Error(), "403") {
+	if _, err := wrong.Forward(context.Background(), owner, "alice", "tools/call", params, nil); err == nil || !strings.Contains(err.Error(), "403") {
 		t.Errorf("hop with a wrong secret: %v, want 403", err)
 	}
 	right := replicas.New(replicas.Options{Secret: replicaSecret, Lease: time.Second})
-	raw, err := right.Forward(context.Background(), owner, "bob", params)
+	misaddressed := sessionreg.Replica{ID: "r-b", Addr: a.URL}
+	if _, err := right.Forward(context.Background(), misaddressed, "alice", "tools/call", params, nil); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Errorf("hop addressed to r-b sent to r-a: %v, want 403", err)
+	}
+	raw, err := right.Forward(context.Background(), owner, "bob", "tools/call", params, nil)
 	var res mcp.CallToolResult
 	if err == nil {
 		err = json.Unmarshal(raw, &res)
@@ -167,7 +171,7 @@ func checkHop(t *testing.T, a *httpServer, sess string) {
 	if err != nil || errCode(&res) != "SESSION_NOT_FOUND" {
 		t.Errorf("signed hop as bob for alice's session: %v %s", err, text(&res))
 	}
-	raw, err = right.Forward(context.Background(), owner, "alice", params)
+	raw, err = right.Forward(context.Background(), owner, "alice", "tools/call", params, nil)
 	if err == nil {
 		err = json.Unmarshal(raw, &res)
 	}

@@ -229,8 +229,10 @@ func TestSessionListAndLimits(t *testing.T) {
 	}
 }
 
+// TestSessionIdleTimeout: with the close idle action, an idle session ends
+// and its state is gone (the pause action: TestIdlePauses).
 func TestSessionIdleTimeout(t *testing.T) {
-	s := start(t, "CODEXEC_SESSION_IDLE_TIMEOUT_MS=400")
+	s := start(t, "CODEXEC_SESSION_IDLE_TIMEOUT_MS=400", "CODEXEC_SESSION_IDLE_ACTION=close")
 	sess := s.startSession("python")
 	time.Sleep(1500 * time.Millisecond)
 	if _, isErr := s.send(sess.SessionID, "1", nil); !isErr {

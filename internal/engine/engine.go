@@ -187,25 +187,37 @@ func (e *Engine) ResolveTimeout(timeoutMs, timeoutSec *int) (time.Duration, erro
 	return resolveTimeout(timeoutMs, timeoutSec, e.opts.DefaultTimeout, e.opts.MaxTimeout)
 }
 
+// ResolveTimeoutUpTo is ResolveTimeout for runs with a cap of their own
+// (background runs): def when neither field is set, at most max, and the
+// messages name setting as the cap.
+func (e *Engine) ResolveTimeoutUpTo(timeoutMs, timeoutSec *int, def, max time.Duration, setting string) (time.Duration, error) {
+	return resolveTimeoutNamed(timeoutMs, timeoutSec, def, max, setting)
+}
+
 // maxTimeoutSeconds is the largest timeout in seconds.
 const maxTimeoutSeconds = 300
 
 func resolveTimeout(timeoutMs, timeoutSec *int, def, max time.Duration) (time.Duration, error) {
+	return resolveTimeoutNamed(timeoutMs, timeoutSec, def, max, "CODEXEC_MAX_TIMEOUT_MS")
+}
+
+// resolveTimeoutNamed is resolveTimeout with the cap's setting named.
+func resolveTimeoutNamed(timeoutMs, timeoutSec *int, def, max time.Duration, setting string) (time.Duration, error) {
 	switch {
 	case timeoutMs != nil && timeoutSec != nil:
 		return 0, fmt.Errorf("give either timeout_ms (milliseconds) or timeout (seconds), not both")
 	case timeoutSec != nil:
 		hi := min(maxTimeoutSeconds, int64(max/time.Second))
 		if hi < 1 {
-			return 0, fmt.Errorf("timeout (seconds) cannot be used: the server maximum is %d ms (CODEXEC_MAX_TIMEOUT_MS); give timeout_ms", max.Milliseconds())
+			return 0, fmt.Errorf("timeout (seconds) cannot be used: the server maximum is %d ms (%s); give timeout_ms", max.Milliseconds(), setting)
 		}
 		if n := int64(*timeoutSec); n < 1 || n > hi {
-			return 0, fmt.Errorf("timeout must be between 1 and %d seconds%s, got %d", hi, maxNote(hi < maxTimeoutSeconds), n)
+			return 0, fmt.Errorf("timeout must be between 1 and %d seconds%s, got %d", hi, maxNote(hi < maxTimeoutSeconds, setting), n)
 		}
 		return time.Duration(*timeoutSec) * time.Second, nil
 	case timeoutMs != nil:
 		if n, hi := int64(*timeoutMs), max.Milliseconds(); n < 1 || n > hi {
-			return 0, fmt.Errorf("timeout_ms must be between 1 and %d (CODEXEC_MAX_TIMEOUT_MS), got %d", hi, n)
+			return 0, fmt.Errorf("timeout_ms must be between 1 and %d (%s), got %d", hi, setting, n)
 		}
 		return time.Duration(*timeoutMs) * time.Millisecond, nil
 	}
@@ -213,9 +225,9 @@ func resolveTimeout(timeoutMs, timeoutSec *int, def, max time.Duration) (time.Du
 }
 
 // maxNote names the setting that lowered a bound below its usual value.
-func maxNote(lowered bool) string {
+func maxNote(lowered bool, setting string) string {
 	if lowered {
-		return " (CODEXEC_MAX_TIMEOUT_MS)"
+		return " (" + setting + ")"
 	}
 	return ""
 }

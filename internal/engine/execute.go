@@ -120,6 +120,10 @@ type Result struct {
 	// WorkingDirNote says how the code could use a caller's working_dir.
 	WorkingDirNote string `json:"working_dir_note,omitempty" jsonschema:"how the code could use the given working_dir (read-only, or unconfined in subprocess mode)"`
 	LogError       string `json:"log_error,omitempty" jsonschema:"set when this execution could not be recorded in the execution log, and why; the result itself is complete"`
+	// Resumed is set on the first result of a paused session that resumed
+	// for this call (session.Resumed): its checkpoint's age and, by name,
+	// what came back and what was lost. Untyped so the schema stays small.
+	Resumed any `json:"resumed,omitempty" jsonschema:"the paused session resumed first: checkpoint age and what was restored or lost, by name"`
 	// Code-mode fields, set only for code-mode executions (package
 	// codemode).
 	Value     any              `json:"result,omitempty" jsonschema:"code mode: the JSON value the code returned"`
@@ -314,6 +318,8 @@ func warmKind(lang string) string {
 		return sandbox.WarmPython
 	case runtime.Node, runtime.TypeScript:
 		return sandbox.WarmNode
+	case runtime.Bash:
+		return sandbox.WarmBash
 	}
 	return ""
 }
@@ -426,6 +432,7 @@ func (e *Engine) logExecution(ctx context.Context, res Result, req Request, call
 		TimedOut: res.TimedOut, Truncated: res.Truncated, DurationMs: res.DurationMs, MemoryPeakMB: res.MemoryPeakMB,
 		SandboxMode: res.SandboxMode, WorkingDir: res.WorkingDir, Artifacts: res.Diff, Context: req.Context,
 		ExecutedAt: started.UTC(), Owner: tenant.From(ctx), Intent: req.Intent, ToolCalls: calls,
+		Background: startHook(ctx) != nil,
 	}
 	if err := e.log.AppendExecution(entry); err != nil {
 		slog.Error("execution log write failed; result still returned", "execution_id", res.ExecutionID, "err", err)

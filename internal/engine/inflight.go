@@ -14,15 +14,23 @@ import (
 // id, canonical language lang, directory dir, started at at) to the log and
 // the in-flight journal, so that a server killed while it runs has it
 // logged as lost at the next start. Nothing is written for req.NoLog or
-// without a logger. The run's end is recorded by its execution entry
-// (logExecution, LogResult).
+// without a logger; a background run's OnStart hook is called after it
+// (with or without a logger). The run's end is recorded by its execution
+// entry (logExecution, LogResult).
 func (e *Engine) logStarted(ctx context.Context, id, lang, dir string, req Request, at time.Time) {
-	if e.log == nil || req.NoLog {
+	if req.NoLog {
+		return
+	}
+	hook := startHook(ctx)
+	if hook != nil {
+		defer hook(id) // once recorded: a background run's call returns now
+	}
+	if e.log == nil {
 		return
 	}
 	s := execlog.Started{ExecutionID: id, Tool: req.Tool, Language: lang, Code: req.Code, Args: req.Args,
 		ScriptName: req.ScriptName, Stdin: req.Stdin, SandboxMode: e.backend.Name(), WorkingDir: dir,
-		Context: req.Context, ExecutedAt: at.UTC(), Owner: tenant.From(ctx)}
+		Context: req.Context, ExecutedAt: at.UTC(), Owner: tenant.From(ctx), Background: hook != nil}
 	s.Intent = req.Intent
 	e.opts.Journal.RunStarted(id, "", s)
 	if err := e.log.AppendStarted(s); err != nil {

@@ -173,8 +173,7 @@ func (e *Engine) waitWithTimeout(ctx context.Context, proc sandbox.Process, time
 		r = e.stop(proc, done)
 	case <-ctx.Done():
 		oc.Cancelled = true
-		_ = proc.Kill()
-		r = <-done
+		r = killUntilDone(proc, done)
 	}
 	if r.err != nil {
 		slog.Warn("wait failed", "err", r.err)
@@ -192,7 +191,26 @@ func (e *Engine) stop(proc sandbox.Process, done <-chan waitResult) waitResult {
 	case r := <-done:
 		return r
 	case <-grace.C:
+		return killUntilDone(proc, done)
+	}
+}
+
+// killRetry is how often killUntilDone kills again.
+const killRetry = 50 * time.Millisecond
+
+// killUntilDone kills the run, and again every killRetry until it is gone:
+// a kill that comes while the run is still entering its sandbox (its
+// control group still empty) finds nothing to kill, and a background run
+// cancelled right after it started would otherwise run on to its end.
+func killUntilDone(proc sandbox.Process, done <-chan waitResult) waitResult {
+	t := time.NewTicker(killRetry)
+	defer t.Stop()
+	for {
 		_ = proc.Kill()
-		return <-done
+		select {
+		case r := <-done:
+			return r
+		case <-t.C:
+		}
 	}
 }

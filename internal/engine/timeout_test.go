@@ -59,3 +59,32 @@ func TestResolveTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestResolveTimeoutUpTo: a background run's timeout is defaulted and
+// capped by its own setting, which the messages name.
+func TestResolveTimeoutUpTo(t *testing.T) {
+	n := func(v int) *int { return &v }
+	e := &Engine{opts: Options{DefaultTimeout: time.Second, MaxTimeout: 5 * time.Second}}
+	const limit = time.Hour
+	for _, tc := range []struct {
+		ms, sec *int
+		want    time.Duration
+		wantErr string
+	}{
+		{want: limit},
+		{ms: n(3_600_000), want: limit},
+		{ms: n(3_600_001), wantErr: "timeout_ms must be between 1 and 3600000 (CODEXEC_BACKGROUND_MAX_TIMEOUT_MS), got 3600001"},
+		{sec: n(300), want: 300 * time.Second},
+	} {
+		got, err := e.ResolveTimeoutUpTo(tc.ms, tc.sec, limit, limit, "CODEXEC_BACKGROUND_MAX_TIMEOUT_MS")
+		if tc.wantErr != "" {
+			if err == nil || err.Error() != tc.wantErr {
+				t.Errorf("%v %v: got %v, %v; want %q", tc.ms, tc.sec, got, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%v %v: got %v, %v; want %v", tc.ms, tc.sec, got, err, tc.want)
+		}
+	}
+}

@@ -69,6 +69,9 @@ type Entry struct {
 	// Owner is the principal the execution ran for (tenant.From); entries
 	// written before tenants existed have none and belong to tenant.Local.
 	Owner string `json:"owner,omitempty"`
+	// Background marks a background run (the call returned before it ran;
+	// get_run reads it), so a lost one is still found as a run.
+	Background bool `json:"background,omitempty"`
 }
 
 // ToolCall is one upstream tool call made by code-mode code.

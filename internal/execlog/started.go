@@ -28,6 +28,7 @@ type Started struct {
 	Intent      string      `json:"intent,omitempty"`
 	ExecutedAt  time.Time   `json:"executed_at"`
 	Owner       string      `json:"owner,omitempty"`
+	Background  bool        `json:"background,omitempty"`
 }
 
 // fileOf is the log file of an execution of sessionID at t (see
@@ -53,5 +54,5 @@ func Lost(s Started) Entry {
 		Code: s.Code, Args: s.Args, ScriptName: s.ScriptName, Stdin: s.Stdin, Status: StatusLost,
 		ErrorMessage: "The server stopped (killed or crashed) while this ran; its output and exit status are unknown.",
 		SandboxMode:  s.SandboxMode, WorkingDir: s.WorkingDir, Context: s.Context, Intent: s.Intent,
-		ExecutedAt: s.ExecutedAt, Owner: s.Owner}
+		ExecutedAt: s.ExecutedAt, Owner: s.Owner, Background: s.Background}
 }

@@ -88,9 +88,14 @@ func (s *Server) Running() int {
 
 // Shutdown refuses new tool calls, waits until the running ones finish or
 // ctx ends, then cancels those left (their runs are killed and logged as
-// cancelled) and waits up to killWait for them to return. It reports how
-// many calls were still running at the deadline. Call it once.
+// cancelled) and waits up to killWait for them to return. Background runs
+// get the same grace, then are cancelled too (their results say the server
+// shut down). It reports how many calls and runs were still running at the
+// deadline. Call it once.
 func (s *Server) Shutdown(ctx context.Context, killWait time.Duration) (cancelled int) {
+	if r := s.deps.Runs; r != nil {
+		defer func() { cancelled += r.Shutdown(ctx, killWait) }()
+	}
 	d := s.drain
 	d.mu.Lock()
 	d.draining = true

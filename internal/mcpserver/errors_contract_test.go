@@ -35,6 +35,12 @@ type contractRow struct {
 }
 
 var contractRows = map[string]contractRow{
+	"cancel_run": {invalid: contractCall{map[string]any{"execution_id": 1}, tool.CodeInvalidParams, "execution_id"},
+		refused: contractCall{map[string]any{"execution_id": "exec_nope"}, tool.CodeExecutionNotFound, ""}},
+	"get_run": {invalid: contractCall{map[string]any{"execution_id": "exec_x", "wait_ms": 60001}, tool.CodeInvalidParams, "wait_ms"},
+		refused: contractCall{map[string]any{"execution_id": "exec_nope"}, tool.CodeExecutionNotFound, ""}},
+	"list_runs": {invalid: contractCall{map[string]any{"limit": "5"}, tool.CodeInvalidParams, "limit"},
+		refused: contractCall{map[string]any{"status": "paused"}, tool.CodeInvalidParams, "status"}},
 	"close_session": {invalid: contractCall{map[string]any{"session_id": 7}, tool.CodeInvalidParams, "session_id"},
 		refused: contractCall{map[string]any{"session_id": "nope"}, tool.CodeSessionNotFound, ""}},
 	"create_context": {invalid: contractCall{map[string]any{"name": []any{"a"}}, tool.CodeInvalidParams, "name"},
@@ -47,6 +53,8 @@ var contractRows = map[string]contractRow{
 		refused: contractCall{map[string]any{"command": "ls"}, tool.CodeNotAllowed, ""}},
 	"execute_process": {invalid: contractCall{map[string]any{"file": "ls", "args": []any{1}}, tool.CodeInvalidParams, "args[0]"},
 		refused: contractCall{map[string]any{"file": "ls"}, tool.CodeNotAllowed, ""}},
+	"fork_session": {invalid: contractCall{map[string]any{"session_id": "s", "count": "3"}, tool.CodeInvalidParams, "count"},
+		refused: contractCall{map[string]any{"session_id": "nope", "count": 2}, tool.CodeSessionNotFound, ""}},
 	"get_execution_log": {invalid: contractCall{map[string]any{"execution_id": 1}, tool.CodeInvalidParams, "execution_id"},
 		refused: contractCall{map[string]any{"execution_id": "exe_nope"}, tool.CodeExecutionNotFound, ""}},
 	"get_script": {invalid: contractCall{map[string]any{"name": "x", "version": "2"}, tool.CodeInvalidParams, "version"},
@@ -61,6 +69,10 @@ var contractRows = map[string]contractRow{
 		refused: contractCall{map[string]any{"language": "cobol"}, tool.CodeInvalidLanguage, ""}},
 	"list_sessions": {invalid: contractCall{[]any{1}, tool.CodeInvalidParams, "arguments"},
 		noRefused: "lists the caller's sessions, refuses nothing"},
+	"pause_session": {invalid: contractCall{map[string]any{"session_id": false}, tool.CodeInvalidParams, "session_id"},
+		refused: contractCall{map[string]any{"session_id": "nope"}, tool.CodeSessionNotFound, ""}},
+	"resume_session": {invalid: contractCall{map[string]any{"session_id": []any{}}, tool.CodeInvalidParams, "session_id"},
+		refused: contractCall{map[string]any{"session_id": "nope"}, tool.CodeSessionNotFound, ""}},
 	"run_code": {invalid: contractCall{map[string]any{"code": 1, "context_id": "c"}, tool.CodeInvalidParams, "code"},
 		refused: contractCall{map[string]any{"code": "x = 1", "context_id": "nope"}, tool.CodeContextNotFound, ""}},
 	"run_script": {invalid: contractCall{map[string]any{"name": "x", "timeout_ms": 1.5}, tool.CodeInvalidParams, "timeout_ms"},

@@ -3,28 +3,38 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codexec/codexec/internal/mcpserver/filetools"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
+	"github.com/codexec/codexec/internal/replicas"
 	"github.com/codexec/codexec/internal/sessionreg"
 	"github.com/codexec/codexec/internal/tenant"
 )
 
-// Router finds the replica holding a session and forwards a call to it
+// Router finds the replica holding a session and forwards a request to it
 // (replicas.Set). With Deps.Replicas nil the server is alone and serves
-// every call itself.
+// every request itself.
 type Router interface {
 	// Route: ok true when another live replica holds principal p's
 	// idOrName; a lost session is a *sessionreg.LostError.
 	Route(ctx context.Context, p, idOrName string) (owner sessionreg.Replica, ok bool, err error)
-	// Forward sends a tools/call's params to owner as principal p and
-	// returns the result it answered.
-	Forward(ctx context.Context, owner sessionreg.Replica, p string, params json.RawMessage) (json.RawMessage, error)
+	// Forward sends a request (method, params) to owner as principal p and
+	// returns the result it answered, passing the notifications it sends
+	// meanwhile to notify (replicas.Set.Forward).
+	Forward(ctx context.Context, owner sessionreg.Replica, p, method string, params json.RawMessage, notify replicas.Notify) (json.RawMessage, error)
+	// Holdings lists principal p's sessions that other replicas hold or
+	// held (replicas.Set.Holdings).
+	Holdings(ctx context.Context, p string) ([]sessionreg.Owner, error)
+	// Self is this replica.
+	Self() sessionreg.Replica
 }
 
 // sessionArgs names, per tool, the arguments that name a session or
@@ -34,6 +44,8 @@ var sessionArgs = map[string][]string{
 	"run_code": {"context_id"}, "stop_context": {"context_id"}, "install_package": {"session_id"},
 	"upload_file": {"session_id", "context_id"}, "download_file": {"session_id", "context_id"},
 	"list_files": {"session_id", "context_id"},
+	// Background runs are claimed by execution id like sessions.
+	"get_run": {"execution_id"}, "cancel_run": {"execution_id"},
 }
 
 // sessionTarget is the session or context a call names, or "".
@@ -54,34 +66,96 @@ func sessionTarget(name string, raw json.RawMessage) string {
 	return ""
 }
 
-// forward sends a call for a session this replica does not hold to the
-// replica that does, and answers a call for a lost session with
-// SESSION_LOST; it never lets such a call create a new session here. It
-// runs inside tenancy, which named the principal.
+// forward sends a tool call or a resources/read for a session this replica
+// does not hold to the replica that does, and answers one for a lost
+// session as lost; it never lets such a request create a new session here.
+// A request that came over the hop is served here, cancelled when its hop
+// ends. It runs inside tenancy, which named the principal.
 func (s *Server) forward(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		call, ok := req.(*mcp.CallToolRequest)
-		if s.deps.Replicas == nil || !ok || call.Params == nil {
+		if s.deps.Replicas == nil {
 			return next(ctx, method, req)
 		}
-		id := sessionTarget(call.Params.Name, call.Params.Arguments)
-		if id == "" || s.holds(ctx, id) {
+		if replicas.Forwarded(ctx) {
+			ctx, release := replicas.FollowHop(ctx)
+			defer release()
 			return next(ctx, method, req)
 		}
-		p := tenant.From(ctx)
-		owner, remote, err := s.deps.Replicas.Route(ctx, p, id)
-		if err != nil {
-			return s.reg.ErrorResultFor(call.Params.Name, err), nil
+		switch r := req.(type) {
+		case *mcp.CallToolRequest:
+			if r.Params != nil {
+				return s.forwardCall(ctx, method, r, next)
+			}
+		case *mcp.ReadResourceRequest:
+			if r.Params != nil {
+				return s.forwardRead(ctx, method, r, next)
+			}
 		}
-		if !remote {
-			return next(ctx, method, req)
-		}
-		return s.forwardTo(ctx, owner, p, call)
+		return next(ctx, method, req)
 	}
 }
 
-// holds reports whether this replica holds the caller's session idOrName.
+// forwardCall routes a tool call by the session or context it names.
+func (s *Server) forwardCall(ctx context.Context, method string, call *mcp.CallToolRequest, next mcp.MethodHandler) (mcp.Result, error) {
+	id := sessionTarget(call.Params.Name, call.Params.Arguments)
+	if id == "" || s.holds(ctx, id) {
+		return next(ctx, method, call)
+	}
+	p := tenant.From(ctx)
+	owner, remote, err := s.deps.Replicas.Route(ctx, p, id)
+	if err != nil {
+		return s.reg.ErrorResultFor(call.Params.Name, err), nil
+	}
+	if !remote {
+		return next(ctx, method, call)
+	}
+	return s.forwardTo(ctx, owner, p, call)
+}
+
+// forwardRead routes a resources/read of a session's file
+// (codexec://sessions/{id}/files/…) by that session; kept artifacts are in
+// the shared store, read here.
+func (s *Server) forwardRead(ctx context.Context, method string, req *mcp.ReadResourceRequest, next mcp.MethodHandler) (mcp.Result, error) {
+	id := filetools.SessionOfURI(req.Params.URI)
+	if id == "" || s.holds(ctx, id) {
+		return next(ctx, method, req)
+	}
+	p := tenant.From(ctx)
+	owner, remote, err := s.deps.Replicas.Route(ctx, p, id)
+	if lost := (*sessionreg.LostError)(nil); errors.As(err, &lost) {
+		return nil, &jsonrpc.Error{Code: mcp.CodeResourceNotFound, Message: lost.Error()}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !remote {
+		return next(ctx, method, req)
+	}
+	params, err := json.Marshal(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := s.deps.Replicas.Forward(ctx, owner, p, method, params, nil)
+	if re := (*replicas.RemoteError)(nil); errors.As(err, &re) {
+		return nil, &jsonrpc.Error{Code: int64(re.Code), Message: re.Message, Data: re.Data}
+	}
+	if err != nil {
+		slog.Warn("forwarded resources/read failed", "replica", owner.ID, "err", err)
+		return nil, err
+	}
+	res := new(mcp.ReadResourceResult)
+	if err := json.Unmarshal(raw, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// holds reports whether this replica holds the caller's session idOrName
+// (or background run).
 func (s *Server) holds(ctx context.Context, idOrName string) bool {
+	if s.deps.Runs != nil && s.deps.Runs.Holds(ctx, idOrName) {
+		return true
+	}
 	if s.deps.Sessions == nil {
 		return false
 	}
@@ -89,13 +163,15 @@ func (s *Server) holds(ctx context.Context, idOrName string) bool {
 	return err == nil
 }
 
-// forwardTo makes the hop and returns the owner's result unchanged.
+// forwardTo makes the hop and returns the owner's result unchanged,
+// relaying the owner's progress notifications to the caller under the
+// caller's progress token.
 func (s *Server) forwardTo(ctx context.Context, owner sessionreg.Replica, p string, call *mcp.CallToolRequest) (mcp.Result, error) {
 	params, err := json.Marshal(call.Params)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := s.deps.Replicas.Forward(ctx, owner, p, params)
+	raw, err := s.deps.Replicas.Forward(ctx, owner, p, "tools/call", params, relayProgress(ctx, call))
 	if err != nil {
 		slog.Warn("forwarded call failed", "tool", call.Params.Name, "replica", owner.ID, "err", err)
 		return s.reg.ErrorResultFor(call.Params.Name, tool.Coded(tool.CodeInternal, "%v", err)), nil
@@ -107,19 +183,40 @@ func (s *Server) forwardTo(ctx context.Context, owner sessionreg.Replica, p stri
 	return res, nil
 }
 
+// relayProgress re-sends the owner's notifications/progress for call to
+// the caller's MCP session with the caller's own progress token (nil when
+// the caller asked for none).
+func relayProgress(ctx context.Context, call *mcp.CallToolRequest) replicas.Notify {
+	token := call.Params.GetProgressToken()
+	if token == nil || call.Session == nil {
+		return nil
+	}
+	return func(method string, raw json.RawMessage) {
+		var p mcp.ProgressNotificationParams
+		if method != "notifications/progress" || json.Unmarshal(raw, &p) != nil {
+			return
+		}
+		p.ProgressToken, p.Meta = token, nil
+		// Best effort, as for a local run: a caller that went away
+		// cancels ctx, and with it the hop and the owner's run.
+		_ = call.Session.NotifyProgress(ctx, &p)
+	}
+}
+
 // forwardedToken stands for the principal the hop authenticated (tenant.From
 // of the request): the SDK takes a principal only from a verified token.
 const forwardedToken = "forwarded"
 
-// ForwardedHandler serves calls forwarded by other replicas: one JSON-RPC
-// request per HTTP POST, without an MCP session (stateless, JSON
-// response), as the principal the hop put in the request context
-// (replicas.Set.Handler authenticates the hop; mount this only behind it).
-// The call passes the same middleware as any other: tenancy, drain,
-// slots, and the tool's own per-principal lookups.
+// ForwardedHandler serves requests forwarded by other replicas: one
+// JSON-RPC request per HTTP POST, without an MCP session (stateless), its
+// notifications and response as an SSE stream, as the principal the hop
+// put in the request context (replicas.Set.Handler authenticates the hop;
+// mount this only behind it). The request passes the same middleware as
+// any other: tenancy, drain, slots, and the tool's own per-principal
+// lookups; forward serves it here and cancels it when the hop ends.
 func (s *Server) ForwardedHandler(maxBody int64) http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
-		Stateless: true, JSONResponse: true, Logger: slog.Default(), MaxRequestBodyBytes: maxBody,
+		Stateless: true, Logger: slog.Default(), MaxRequestBodyBytes: maxBody,
 	})
 	verify := func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		return &auth.TokenInfo{UserID: tenant.From(r.Context()), Expiration: time.Now().Add(time.Hour)}, nil

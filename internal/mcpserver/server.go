@@ -6,7 +6,8 @@
 // CODEXEC_TOOLSETS can switch off, is one file of a sub-package: runtools
 // (exec, codemode, scripts, commands), sessiontools (sessions, contexts),
 // filetools (files, and files as resources), logtools (logs) and
-// packagetools (packages). They all register through package tool, the one
+// packagetools (packages); runtools also has the runs toolset (background
+// runs). They all register through package tool, the one
 // registration path and tool-error style; this package owns the Server:
 // which toolsets are on, the middleware every request passes (tenancy,
 // drain), the Streamable HTTP handler and its per-principal session cap.
@@ -39,6 +40,7 @@ import (
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/packages"
 	"github.com/codexec/codexec/internal/quota"
+	"github.com/codexec/codexec/internal/runs"
 	"github.com/codexec/codexec/internal/scripts"
 	"github.com/codexec/codexec/internal/session"
 	"github.com/codexec/codexec/internal/shell"
@@ -55,15 +57,25 @@ import (
 // Output schemas are not counted here: clients read them to check results
 // in code, and the tool formats of the model APIs have no field for them.
 // They are bounded by WireBudget instead.
-const ModelSurfaceBudget = 12000
+//
+// 22 tools measured 10,256; the runs and checkpoint tools (get_run,
+// cancel_run, list_runs, pause_session, resume_session, fork_session)
+// brought 28 tools to 13,020, about 460 characters a tool as before. An
+// operator whose agents need no background runs leaves out the runs
+// toolset (CODEXEC_TOOLSETS).
+const ModelSurfaceBudget = 13100
 
 // WireBudget is the most characters the whole default tools/list may cost
 // (compact JSON of its tools array, output schemas included): what a client
 // downloads and keeps per connection. Every tool returns structured content
 // and has an output schema, shape only (no descriptions, required lists or
 // $defs, which not every client resolves) and portable (nullable as anyOf);
-// the 22 output schemas measured 10,263 characters, 20,871 in all.
-const WireBudget = 21500
+// the 22 output schemas measured 10,456 characters, 21,064 in all. The runs
+// toolset (get_run, cancel_run, list_runs, and background on the four run
+// tools) added 2,382; the checkpoint tools (pause_session, resume_session,
+// fork_session) and the resumed and checkpoint_bytes fields added 2,773;
+// merged, 26,651 in all.
+const WireBudget = 26700
 
 // Version is the server version reported to clients (serverInfo.version
 // in initialize): the module version of this build, as `codexec version`
@@ -90,6 +102,7 @@ type Deps struct {
 	Files           files.Store       // files toolset, kept artifacts, resources; nil disables them
 	Upstreams       *upstream.Manager // code mode's upstream MCP servers; nil = none configured
 	Replicas        Router            // the replicas sharing the session registry (forward.go); nil = alone
+	Runs            *runs.Manager     // background runs and the runs toolset; nil disables them
 
 	// What the tools say about the sandbox and take from the host, filled
 	// by app from the parts it built.
@@ -133,7 +146,10 @@ func New(deps Deps) (*Server, error) {
 	fs := filetools.New(filetools.Deps{Config: deps.Config, Files: deps.Files, Sessions: deps.Sessions})
 	run := runtools.Deps{Config: deps.Config, Engine: deps.Engine, Sessions: deps.Sessions, Scripts: deps.Scripts,
 		Upstreams: deps.Upstreams, Shell: deps.Shell, Files: fs, Isolated: deps.Isolated}
-	sess := sessiontools.Deps{Sessions: deps.Sessions, Engine: deps.Engine, Files: fs, Isolated: deps.Isolated}
+	if slices.Contains(deps.Config.Toolsets, "runs") {
+		run.Runs = deps.Runs // background: true needs get_run to be read
+	}
+	sess := sessiontools.Deps{Sessions: deps.Sessions, Engine: deps.Engine, Files: fs, Isolated: deps.Isolated, Peers: s.peers()}
 	register := map[string]func(){
 		"exec":     func() { runtools.RegisterExec(r, run) },
 		"sessions": func() { sessiontools.RegisterSessions(r, sess) },
@@ -146,6 +162,7 @@ func New(deps Deps) (*Server, error) {
 		"commands": func() { runtools.RegisterCommands(r, run) },
 		"files":    func() { fs.Register(r) },
 		"codemode": func() { runtools.RegisterCodeMode(r, run) },
+		"runs":     func() { runtools.RegisterRuns(r, run) },
 	}
 	for _, ts := range Toolsets {
 		if slices.Contains(deps.Config.Toolsets, ts) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codexec/codexec/internal/quota"
 	"github.com/codexec/codexec/internal/tenant"
 )
 
@@ -52,7 +53,10 @@ func (s *Server) slots(next mcp.MethodHandler) mcp.MethodHandler {
 		if err != nil {
 			return s.reg.ErrorResultFor(call.Params.Name, err), nil
 		}
-		defer release()
+		// A background run takes the slot over (quota.Keep) and frees it
+		// when it ends.
+		ctx, done := quota.WithSlot(ctx, release)
+		defer done()
 		return next(ctx, method, req)
 	}
 }

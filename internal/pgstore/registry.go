@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/codexec/codexec/internal/sessionreg"
 	"github.com/jackc/pgx/v5"
@@ -27,39 +28,64 @@ func (g *Registry) Heartbeat(ctx context.Context, r sessionreg.Replica, at time.
 }
 
 // Claim implements sessionreg.Registry.
-func (g *Registry) Claim(ctx context.Context, sessionID string, r sessionreg.Replica, at time.Time) error {
-	tag, err := g.s.pool.Exec(ctx, `INSERT INTO sessions (session_id, replica_id, replica_addr, claimed_at)
-		VALUES ($1, $2, $3, $4) ON CONFLICT (session_id) DO NOTHING`, sessionID, r.ID, r.Addr, at.UTC())
+func (g *Registry) Claim(ctx context.Context, c sessionreg.Owner) error {
+	l := c.Label
+	tag, err := g.s.pool.Exec(ctx, `INSERT INTO sessions (session_id, replica_id, replica_addr, claimed_at, kind, language, name, of_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (session_id) DO NOTHING`,
+		c.SessionID, c.Replica.ID, c.Replica.Addr, c.ClaimedAt.UTC(), l.Kind, l.Language, l.Name, l.Of)
 	if err != nil || tag.RowsAffected() == 1 {
 		return registryErr(err)
 	}
-	o, err := g.Owner(ctx, sessionID)
+	o, err := g.Owner(ctx, c.SessionID)
 	if err != nil {
 		return err
 	}
-	if o.Replica.ID != r.ID || o.LostAt != nil {
-		return fmt.Errorf("%w: %s", sessionreg.ErrClaimed, sessionID)
+	if o.Replica.ID != c.Replica.ID || o.LostAt != nil {
+		return fmt.Errorf("%w: %s", sessionreg.ErrClaimed, c.SessionID)
 	}
 	return nil
 }
 
+// ownerColumns are the columns scanOwner reads, in its order.
+const ownerColumns = `session_id, replica_id, replica_addr, claimed_at, lost_at, kind, language, name, of_id`
+
+// scanOwner reads one record selected with ownerColumns.
+func scanOwner(row pgx.Row) (sessionreg.Owner, error) {
+	var o sessionreg.Owner
+	err := row.Scan(&o.SessionID, &o.Replica.ID, &o.Replica.Addr, &o.ClaimedAt, &o.LostAt,
+		&o.Label.Kind, &o.Label.Language, &o.Label.Name, &o.Label.Of)
+	o.ClaimedAt = o.ClaimedAt.UTC()
+	if o.LostAt != nil {
+		t := o.LostAt.UTC()
+		o.LostAt = &t
+	}
+	return o, err
+}
+
 // Owner implements sessionreg.Registry.
 func (g *Registry) Owner(ctx context.Context, sessionID string) (sessionreg.Owner, error) {
-	o := sessionreg.Owner{SessionID: sessionID}
-	err := g.s.pool.QueryRow(ctx, `SELECT replica_id, replica_addr, claimed_at, lost_at FROM sessions WHERE session_id = $1`,
-		sessionID).Scan(&o.Replica.ID, &o.Replica.Addr, &o.ClaimedAt, &o.LostAt)
+	o, err := scanOwner(g.s.pool.QueryRow(ctx, `SELECT `+ownerColumns+` FROM sessions WHERE session_id = $1`, sessionID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return sessionreg.Owner{}, fmt.Errorf("%w: %s", sessionreg.ErrNotFound, sessionID)
 	}
 	if err != nil {
 		return sessionreg.Owner{}, registryErr(err)
 	}
-	o.ClaimedAt = o.ClaimedAt.UTC()
-	if o.LostAt != nil {
-		t := o.LostAt.UTC()
-		o.LostAt = &t
-	}
 	return o, nil
+}
+
+// List implements sessionreg.Registry: a range scan of the sessions_key
+// index (byte order), from prefix up to prefix followed by the highest
+// code point (ids are never that long a stretch of it).
+func (g *Registry) List(ctx context.Context, prefix string) ([]sessionreg.Owner, error) {
+	rows, _ := g.s.pool.Query(ctx, `SELECT `+ownerColumns+` FROM sessions
+		WHERE session_id COLLATE "C" >= $1 AND session_id COLLATE "C" < $2 ORDER BY session_id COLLATE "C"`,
+		prefix, prefix+string(utf8.MaxRune))
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (sessionreg.Owner, error) { return scanOwner(r) })
+	if out == nil {
+		out = []sessionreg.Owner{}
+	}
+	return out, registryErr(err)
 }
 
 // Release implements sessionreg.Registry.

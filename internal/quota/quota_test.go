@@ -68,3 +68,36 @@ func TestUnlimited(t *testing.T) {
 		t.Error("max 0 must mean no limiter")
 	}
 }
+
+// TestKeep: a call's slot is freed when the call returns unless a
+// background run took it over, which then frees it once.
+func TestKeep(t *testing.T) {
+	l := NewLocal(1, 10*time.Millisecond)
+	acquire := func() (context.Context, func()) {
+		release, err := l.Acquire(context.Background(), "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return WithSlot(context.Background(), release)
+	}
+	_, done := acquire()
+	done()
+	if n := l.Running("alice"); n != 0 {
+		t.Fatalf("a call that returned holds %d slots", n)
+	}
+	ctx, done := acquire()
+	kept := Keep(ctx)
+	if again := Keep(ctx); again == nil {
+		t.Fatal("a second Keep returned nil")
+	}
+	done()
+	if n := l.Running("alice"); n != 1 {
+		t.Fatalf("the kept slot: %d held after the call returned, want 1", n)
+	}
+	kept()
+	kept()
+	if n := l.Running("alice"); n != 0 {
+		t.Fatalf("after the run ended: %d held", n)
+	}
+	Keep(context.Background())() // no slot: frees nothing
+}

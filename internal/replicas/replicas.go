@@ -2,8 +2,10 @@
 // session registry (sessionreg): it claims the sessions and contexts it
 // starts and releases them when they end, renews its lease (Heartbeat)
 // while serving, marks the sessions of replicas whose lease ran out as
-// lost, marks its own lost when it drains, and routes a call for a session
-// another replica holds to that replica over the internal hop (hop.go).
+// lost, marks its own lost when it drains, routes a request for a session
+// another replica holds to that replica over the internal hop (hop.go, which
+// also documents its wire protocol), and finds what other replicas hold of
+// one principal for the listings (Holdings).
 //
 // Registry keys are scoped by principal (tenant.Tag): a session id or
 // context name exists once per principal, as in session.Manager, so two
@@ -24,6 +26,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,9 +59,10 @@ type Options struct {
 
 // Set is this replica among the others. Safe for concurrent use.
 type Set struct {
-	o    Options
-	mu   sync.Mutex
-	self sessionreg.Replica // o.Self, with the address SetAddr gave
+	o      Options
+	mu     sync.Mutex
+	self   sessionreg.Replica // o.Self, with the address SetAddr gave
+	nonces nonceCache         // of the hop requests accepted (hop.go)
 }
 
 // New returns the Set of o.Self.
@@ -73,7 +77,7 @@ func New(o Options) *Set {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Set{o: o, self: o.Self}
+	return &Set{o: o, self: o.Self, nonces: nonceCache{max: MaxNonces}}
 }
 
 // Self is this replica.
@@ -99,9 +103,30 @@ func Key(p, idOrName string) string {
 	return tenant.Tag(p) + "/" + idOrName
 }
 
-// Claim records this replica as the holder of principal p's idOrName.
-func (s *Set) Claim(ctx context.Context, p, idOrName string) error {
-	return s.o.Registry.Claim(ctx, Key(p, idOrName), s.Self(), s.o.Now())
+// Claim records this replica as the holder of principal p's idOrName,
+// described by l.
+func (s *Set) Claim(ctx context.Context, p, idOrName string, l sessionreg.Label) error {
+	return s.o.Registry.Claim(ctx, sessionreg.Owner{SessionID: Key(p, idOrName), Replica: s.Self(), ClaimedAt: s.o.Now(), Label: l})
+}
+
+// Holdings returns the records of principal p's sessions and context names
+// that other replicas hold or held (lost ones included), by id, with
+// SessionID the id or name as p gave it. One registry query.
+func (s *Set) Holdings(ctx context.Context, p string) ([]sessionreg.Owner, error) {
+	prefix := Key(p, "")
+	all, err := s.o.Registry.List(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	self := s.Self().ID
+	out := all[:0]
+	for _, o := range all {
+		if o.Replica.ID != self {
+			o.SessionID = strings.TrimPrefix(o.SessionID, prefix)
+			out = append(out, o)
+		}
+	}
+	return out, nil
 }
 
 // Release forgets principal p's idOrName when this replica holds it and it

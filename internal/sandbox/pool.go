@@ -2,14 +2,16 @@ package sandbox
 
 import "time"
 
-// Warm runners: a backend may serve a python or node run (Spec.Warm) from
-// an interpreter it started ahead of time, with the same isolation and
-// behaviour as a cold start (see package warm).
+// Warm runners: a backend may serve a python, node or bash run (Spec.Warm)
+// from a sandbox and interpreter (for bash: a stub that executes it) it
+// started ahead of time, with the same isolation and behaviour as a cold
+// start (see package warm).
 
 // Runner kinds a Spec may ask for (Spec.Warm).
 const (
 	WarmPython = "python"
 	WarmNode   = "node"
+	WarmBash   = "bash"
 )
 
 // PoolOptions configure warm runners (CODEXEC_POOL_*).
@@ -31,7 +33,7 @@ type PoolOptions struct {
 
 // PoolStat is the state of the warm runners of one kind.
 type PoolStat struct {
-	// Kind is "python" or "node"; Key distinguishes kinds started with
+	// Kind is "python", "node" or "bash"; Key distinguishes kinds started with
 	// different flags, environment, mounts or limits.
 	Kind string
 	Key  string
@@ -54,7 +56,7 @@ type Pooled interface {
 	PoolTallies() []PoolTally
 }
 
-// PoolTally counts the runs of one kind (python, node) since the backend
+// PoolTally counts the runs of one kind (python, node, bash) since the backend
 // started: Warm were served by a runner, Cold found none. Unlike PoolStat's
 // counts they never go back: a kind that expires keeps its tally.
 type PoolTally struct {

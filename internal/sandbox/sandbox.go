@@ -94,11 +94,12 @@ type Spec struct {
 	// Network, when true, keeps host networking (only for trusted tools such
 	// as the shell command tools in subprocess mode). Isolated modes refuse it.
 	Network bool
-	// Warm (WarmPython, WarmNode) lets a backend serve the run from a warm
-	// runner started ahead of time: Argv must then be the interpreter, its
-	// flags, -c (python) or -e (node), the code and its arguments. Backends
-	// without runners, or without one ready, start the program as usual;
-	// either way the run's isolation and observable behaviour are the same.
+	// Warm (WarmPython, WarmNode, WarmBash) lets a backend serve the run
+	// from a warm runner started ahead of time: Argv must then be the
+	// interpreter, its flags, -c (python, bash) or -e (node), the code and
+	// its arguments. Backends without runners (of that kind), or without
+	// one ready, start the program as usual; either way the run's isolation
+	// and observable behaviour are the same.
 	Warm string
 	// Deadline, if positive, is the longest the run may live. The caller
 	// enforces its own timeout well before; backends whose runs could

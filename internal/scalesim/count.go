@@ -17,9 +17,12 @@ const (
 	OpMarkLost   = "mark_lost"
 	OpForgetLost = "forget_lost"
 	OpExpired    = "expired"
+	// OpList is list_sessions and list_contexts on a replica, which the
+	// simulated clients do not call.
+	OpList = "list"
 )
 
-// Ops lists the registry operations in report order.
+// Ops lists the registry operations in report order (the simulated ones).
 var Ops = []string{OpHeartbeat, OpExpired, OpClaim, OpOwner, OpRelease, OpMarkLost, OpForgetLost}
 
 // RoundTrips is how many PostgreSQL statements one call of each operation
@@ -27,7 +30,7 @@ var Ops = []string{OpHeartbeat, OpExpired, OpClaim, OpOwner, OpRelease, OpMarkLo
 // COMMIT; a Claim that finds the id taken adds a SELECT, which the
 // simulation never provokes since ids are fresh).
 var RoundTrips = map[string]int{
-	OpHeartbeat: 1, OpClaim: 1, OpOwner: 1, OpRelease: 1, OpMarkLost: 4, OpForgetLost: 1, OpExpired: 1,
+	OpHeartbeat: 1, OpClaim: 1, OpOwner: 1, OpRelease: 1, OpMarkLost: 4, OpForgetLost: 1, OpExpired: 1, OpList: 1,
 }
 
 // Counting passes every call to the registry it wraps and counts the calls
@@ -69,9 +72,15 @@ func (c *Counting) Heartbeat(ctx context.Context, r sessionreg.Replica, at time.
 }
 
 // Claim implements sessionreg.Registry.
-func (c *Counting) Claim(ctx context.Context, id string, r sessionreg.Replica, at time.Time) error {
+func (c *Counting) Claim(ctx context.Context, o sessionreg.Owner) error {
 	c.add(OpClaim)
-	return c.Inner.Claim(ctx, id, r, at)
+	return c.Inner.Claim(ctx, o)
+}
+
+// List implements sessionreg.Registry.
+func (c *Counting) List(ctx context.Context, prefix string) ([]sessionreg.Owner, error) {
+	c.add(OpList)
+	return c.Inner.List(ctx, prefix)
 }
 
 // Owner implements sessionreg.Registry.

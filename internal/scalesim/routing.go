@@ -214,7 +214,7 @@ func (w *world) execute(c *client, owner *replica, hops int) {
 // startSession is start_session on r: r claims a fresh id.
 func (w *world) startSession(c *client, r *replica) bool {
 	id := w.id("s")
-	if err := w.reg.Claim(w.ctx, id, r.Replica, w.clock()); err != nil {
+	if err := w.reg.Claim(w.ctx, sessionreg.Owner{SessionID: id, Replica: r.Replica, ClaimedAt: w.clock()}); err != nil {
 		w.violate("claim %s on %s: %v", id, r.ID, err)
 		return false
 	}

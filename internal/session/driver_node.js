@@ -1,4 +1,5 @@
-// codexec session driver for node. Same protocol as driver_python.py:
+// codexec session driver for node. Same protocol as driver_python.py
+// (checkpoint and restore requests included):
 // JSON request lines on stdin (read by a worker thread so an interrupt can
 // arrive while user code blocks the main thread), user output on stdout and
 // stderr, and MARK-prefixed frames answering each request on both streams.
@@ -49,17 +50,28 @@ const reader = new Worker(`
   const fs = require("fs");
   const { parentPort } = require("worker_threads");
   const buf = Buffer.alloc(65536);
-  let rest = "";
+  let rest = Buffer.alloc(0);
+  let want = null; // a restore request waiting for its payload bytes
   for (;;) {
     let n;
     try { n = fs.readSync(0, buf, 0, buf.length, null); } catch (e) { if (e.code === "EAGAIN") continue; break; }
     if (n === 0) break;
-    rest += buf.toString("utf8", 0, n);
-    let i;
-    while ((i = rest.indexOf("\\n")) >= 0) {
-      const line = rest.slice(0, i); rest = rest.slice(i + 1);
+    rest = Buffer.concat([rest, buf.subarray(0, n)]);
+    for (;;) {
+      if (want) {
+        if (rest.length < want.bytes) break;
+        want.payload = new Uint8Array(rest.subarray(0, want.bytes));
+        rest = rest.subarray(want.bytes);
+        parentPort.postMessage(want);
+        want = null;
+        continue;
+      }
+      const i = rest.indexOf(10);
+      if (i < 0) break;
+      const line = rest.subarray(0, i).toString("utf8"); rest = rest.subarray(i + 1);
       let msg; try { msg = JSON.parse(line); } catch (e) { continue; }
       if (msg.op === "interrupt") { parentPort.postMessage({ interrupt: true }); process.kill(process.pid, "SIGINT"); }
+      else if (msg.op === "restore") want = msg;
       else parentPort.postMessage(msg);
     }
   }
@@ -95,6 +107,12 @@ function pump() {
     return;
   }
   const msg = queue.shift();
+  if (msg.op === "checkpoint" || msg.op === "restore" || msg.op === "warm") {
+    answer(msg);
+    setImmediate(pump);
+    return;
+  }
+  __codexecCheckpoint.noteCell(msg.code);
   state.running = true;
   let done = false;
   const finish = (err, value, interrupted) => {
@@ -150,5 +168,55 @@ function pump() {
   armSigint();
 }
 
+// writeAll writes b whole, also to a non-blocking pipe (node makes stdout
+// one once user code touches process.stdout).
+function writeAll(fd, b) {
+  let off = 0;
+  while (off < b.length) {
+    try {
+      off += fs.writeSync(fd, b, off, b.length - off);
+    } catch (e) {
+      if (e.code !== "EAGAIN") throw e;
+    }
+  }
+}
+
+// answer runs a checkpoint or restore request (checkpoint_node.js, prepended
+// to this file) and sends its reply: a checkpoint's bytes go first, in
+// base64 chunk frames on stdout.
+function answer(msg) {
+  const reply = { id: msg.id, ok: true };
+  try {
+    if (msg.op === "checkpoint") {
+      const max = Number(msg.max) || (64 << 20);
+      const { payload, report } = __codexecCheckpoint.take(max);
+      // Chunk frames have one fixed shape, which the server reads without
+      // a JSON decoder: {"op":"chunk","id":N,"data":"BASE64"}.
+      const step = 1 << 20;
+      for (let i = 0; i < payload.length; i += step) {
+        writeAll(1, Buffer.from(MARK + '{"op":"chunk","id":' + Number(msg.id) + ',"data":"' + payload.subarray(i, i + step).toString("base64") + '"}\n'));
+      }
+      reply.bytes = payload.length;
+      reply.report = report;
+    } else if (msg.op === "warm") {
+      require("v8");
+    } else {
+      reply.report = __codexecCheckpoint.restore(Buffer.from(msg.payload.buffer, msg.payload.byteOffset, msg.payload.byteLength), !!msg.fork);
+    }
+  } catch (e) {
+    reply.ok = false;
+    if (e && e.tooBig) {
+      reply.too_big = true;
+      reply.error = "the session's state is over the checkpoint limit of " + msg.max + " bytes";
+    } else {
+      reply.error = String((e && e.stack) || e).split("\n")[0];
+    }
+  }
+  reply.rss_kb = rssKB();
+  frame(2, { id: msg.id, end: true });
+  frame(1, reply);
+}
+
 process.stdin.destroy();
+__codexecCheckpoint.baseline();
 frame(1, { op: "ready", pid: process.pid, rss_kb: rssKB() });

@@ -1,6 +1,9 @@
 # codexec session driver for python. Protocol (see protocol.go):
 #   stdin:  one JSON request per line: {"id": n, "op": "exec", "code": "..."}
-#           or {"op": "interrupt"} (raises KeyboardInterrupt in running code)
+#           or {"op": "interrupt"} (raises KeyboardInterrupt in running code);
+#           {"id": n, "op": "checkpoint", "max": bytes} and
+#           {"id": n, "op": "restore", "bytes": n, "fork": bool} followed by
+#           n raw bytes (see checkpoint_python.py, prepended to this file)
 #   stdout: user output, plus frames MARK + JSON + "\n" answering each request
 #   stderr: user output, plus MARK + {"id": n, "end": true} + "\n" after each request
 import ast, importlib, json, os, signal, sys, threading, traceback, queue
@@ -13,7 +16,8 @@ ns = {"__name__": "__main__", "__builtins__": __builtins__}
 
 
 def reader():
-    for line in os.fdopen(0, "rb", buffering=0):
+    f = os.fdopen(0, "rb")
+    for line in iter(f.readline, b""):
         try:
             msg = json.loads(line)
         except ValueError:
@@ -21,8 +25,10 @@ def reader():
         if msg.get("op") == "interrupt":
             if state["running"]:
                 os.kill(os.getpid(), signal.SIGINT)
-        else:
-            requests.put(msg)
+            continue
+        if msg.get("op") == "restore":
+            msg["payload"] = f.read(int(msg.get("bytes") or 0))
+        requests.put(msg)
     requests.put(None)
 
 
@@ -59,7 +65,11 @@ def run(code, ns):
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
-    exec(compile(tree, "<stdin>", "exec"), ns)
+    before = before_cell(tree.body)
+    try:
+        exec(compile(tree, "<stdin>", "exec"), ns)
+    finally:
+        record_defs(code, tree.body, before)
     if last is not None:
         value = eval(compile(last, "<stdin>", "eval"), ns)
         if value is not None:
@@ -102,6 +112,9 @@ def serve():
             continue
         if msg is None:
             return
+        if msg.get("op") in OPS:
+            answer(msg)
+            continue
         reply = {"id": msg.get("id"), "ok": True}
         try:
             state["running"] = True
@@ -127,6 +140,34 @@ def serve():
         reply["rss_kb"] = rss_kb()
         frame(2, {"id": msg.get("id"), "end": True})
         frame(1, reply)
+
+
+OPS = {"checkpoint": handle_checkpoint, "restore": handle_restore, "warm": handle_warm}
+
+
+def answer(msg):
+    """Runs a checkpoint or restore request and sends its reply."""
+    reply = {"id": msg.get("id"), "ok": True}
+    try:
+        state["running"] = True
+        try:
+            reply.update(OPS[msg["op"]](msg))
+        finally:
+            state["running"] = False
+    except _TooBig:
+        reply.update(ok=False, too_big=True, error="the session's state is over the checkpoint limit of %d bytes" % int(msg.get("max") or 0))
+    except KeyboardInterrupt:
+        reply.update(ok=False, interrupted=True, error="interrupted")
+    except BaseException as e:
+        reply.update(ok=False, error="".join(traceback.format_exception_only(type(e), e)).strip())
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    reply["rss_kb"] = rss_kb()
+    frame(2, {"id": msg.get("id"), "end": True})
+    frame(1, reply)
 
 
 threading.Thread(target=reader, daemon=True).start()

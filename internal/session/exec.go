@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/codexec/codexec/internal/engine"
@@ -30,16 +31,19 @@ type ExecRequest struct {
 // Cancelling ctx interrupts the code like a timeout does (status
 // cancelled); the result says whether the session's state survived.
 func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, error) {
-	s, err := m.Get(ctx, req.Session)
+	s, err := m.lockLive(ctx, req.Session)
 	if err != nil {
 		return engine.Result{}, err
 	}
+	defer s.execMu.Unlock()
 	if req.Timeout <= 0 {
 		req.Timeout = m.opts.DefaultTimeout
 	}
-	s.execMu.Lock()
-	defer s.execMu.Unlock()
 	if s.isDead() {
+		if rec := s.currentRecord(); rec != nil {
+			return engine.Result{}, fmt.Errorf("session %s is dead (%s): resume_session restores its checkpoint of %.0f s ago, or close it and start a new one",
+				s.ID, s.deathReason(), ageS(rec.TakenAt))
+		}
 		return engine.Result{}, fmt.Errorf("session %s is dead (%s); its state is lost: close it and start a new one", s.ID, s.deathReason())
 	}
 	if !m.registered(s) {
@@ -56,11 +60,36 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 	changes := engine.TrackChanges(ws)
 	oc := s.exec(ctx, req.Code, req.Timeout, m.opts.KillGrace, m.opts.Output, req.Observe)
 	res := changes.Apply(s.ws.NoteDiskFull(m.result(s, oc, req.Timeout, id)))
+	if r := s.takeResumed(); r != nil {
+		res.Resumed = r
+	}
 	if oc.lost {
 		m.lose(s, oc)
+	} else {
+		m.scheduleAuto(s)
 	}
 	res.LogError = m.logExec(s, req, res, started)
 	return res, nil
+}
+
+// lockLive returns ctx's principal's session idOrName with its execMu
+// held, resuming it when paused, also when it was paused while this call
+// waited for its turn.
+func (m *Manager) lockLive(ctx context.Context, idOrName string) (*Session, error) {
+	for {
+		s, err := m.Get(ctx, idOrName)
+		if err != nil {
+			return nil, err
+		}
+		s.execMu.Lock()
+		if m.registered(s) {
+			return s, nil
+		}
+		s.execMu.Unlock()
+		if _, p, err := m.lookup(ctx, idOrName); err != nil || p == nil {
+			return nil, fmt.Errorf("session %s was closed", s.ID)
+		}
+	}
 }
 
 // result maps the outcome of execution id onto the execute_code result
@@ -77,16 +106,16 @@ func (m *Manager) result(s *Session, oc execOutcome, timeout time.Duration, id s
 		msg = fmt.Sprintf("Execution timed out after %v; the running code was interrupted and the session's state is preserved.", timeout)
 	case oc.timedOut:
 		res.Status, res.TimedOut = engine.StatusTimeout, true
-		msg = fmt.Sprintf("Execution timed out after %v and %s: the session's state is lost and the session is closed; start a new one.", timeout, oc.lostWhy)
+		msg = fmt.Sprintf("Execution timed out after %v and %s: %s", timeout, oc.lostWhy, m.lostState(s))
 	case oc.cancelled && !oc.lost:
 		res.Status = engine.StatusCancelled
 		msg = "Execution cancelled by the client; the running code was interrupted and the session's state is preserved."
 	case oc.cancelled:
 		res.Status = engine.StatusCancelled
-		msg = "Execution cancelled by the client and " + oc.lostWhy + ": the session's state is lost and the session is closed; start a new one."
+		msg = "Execution cancelled by the client and " + oc.lostWhy + ": " + m.lostState(s)
 	case oc.lost:
 		res.Status = engine.StatusExecutionError
-		msg = "The session's interpreter died: " + oc.lostWhy + ". Its state is lost and the session is closed; start a new one."
+		msg = "The session's interpreter died: " + oc.lostWhy + ". " + upperFirst(m.lostState(s))
 	case oc.interrupted:
 		res.Status, msg = engine.StatusExecutionError, "Execution was interrupted."
 	case !oc.reply.OK:
@@ -101,10 +130,40 @@ func (m *Manager) result(s *Session, oc execOutcome, timeout time.Duration, id s
 	return res
 }
 
-// lose removes a session whose state is gone.
+// lostState says what became of a session whose interpreter is gone: with
+// a checkpoint, it is paused there (lose).
+func (m *Manager) lostState(s *Session) string {
+	if rec := s.currentRecord(); rec != nil && m.checkpoints() {
+		return fmt.Sprintf("its state since its checkpoint of %.0f s ago is lost; its next call resumes it from that checkpoint.", ageS(rec.TakenAt))
+	}
+	return "the session's state is lost and the session is closed; start a new one."
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// lose removes a session whose state is gone, or, when it has a
+// checkpoint, pauses it there.
 func (m *Manager) lose(s *Session, oc execOutcome) {
+	if rec := s.currentRecord(); rec != nil && m.checkpoints() {
+		s.stopAuto()
+		m.terminate(s)
+		m.mu.Lock()
+		if m.byID[s.key()] == s {
+			delete(m.byID, s.key())
+			m.paused[s.key()] = &pausedSession{rec: *rec}
+		}
+		m.mu.Unlock()
+		m.logPause(s, "lost: "+oc.lostWhy, *rec)
+		return
+	}
 	m.drop(s.key())
 	m.terminate(s)
+	m.forgetCheckpoint(s)
 	m.logEnd(s, "lost: "+oc.lostWhy)
 }
 

@@ -39,6 +39,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codexec/codexec/internal/checkpoint"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/frame"
@@ -46,6 +47,7 @@ import (
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sessionreg"
 	"github.com/codexec/codexec/internal/tenant"
 )
 
@@ -68,6 +70,9 @@ type Options struct {
 	PackagesDir string
 	// SandboxMode names the isolation mode in results and logs.
 	SandboxMode string
+	// Checkpoints configure pause, resume, fork and automatic checkpoints
+	// (with Deps.Checkpoints set).
+	Checkpoints CheckpointOptions
 }
 
 // Deps are what a Manager runs on, made by the caller (the app).
@@ -85,6 +90,9 @@ type Deps struct {
 	// Claims records which replica holds each session id and context name
 	// when replicas share a session registry; nil: this process is alone.
 	Claims Claims
+	// Checkpoints keeps session checkpoints (pause, resume, fork,
+	// automatic checkpoints); nil: sessions end with their interpreter.
+	Checkpoints checkpoint.Blobs
 }
 
 // Claims is the session registry as the Manager uses it: a session (and a
@@ -92,8 +100,9 @@ type Deps struct {
 // when it ends. Keys are per principal, like the Manager's own.
 type Claims interface {
 	// Claim fails when another replica holds (or held) idOrName of
-	// principal p: the session must not be created here.
-	Claim(ctx context.Context, p, idOrName string) error
+	// principal p: the session must not be created here. l describes the
+	// session to other replicas' listings.
+	Claim(ctx context.Context, p, idOrName string, l sessionreg.Label) error
 	// Release forgets a claim; it never fails the caller.
 	Release(p, idOrName string)
 }
@@ -111,8 +120,13 @@ type Manager struct {
 	opts Options
 	mu   sync.Mutex
 	byID map[key]*Session
-	stop chan struct{}
-	once sync.Once
+	// paused holds the sessions without a process (pause.go); keeper
+	// their checkpoints and records (nil: no checkpoints).
+	paused map[key]*pausedSession
+	keeper *checkpoint.Keeper
+	spares sparePool
+	stop   chan struct{}
+	once   sync.Once
 	// openMu serializes creations through Open (callerid.go).
 	openMu sync.Mutex
 }
@@ -133,7 +147,15 @@ func NewManager(deps Deps, opts Options) *Manager {
 	if opts.KillGrace <= 0 {
 		opts.KillGrace = 5 * time.Second
 	}
-	m := &Manager{eng: deps.Engine, deps: deps, opts: opts, byID: map[key]*Session{}, stop: make(chan struct{})}
+	opts.Checkpoints = opts.Checkpoints.withDefaults()
+	m := &Manager{eng: deps.Engine, deps: deps, opts: opts, byID: map[key]*Session{}, paused: map[key]*pausedSession{},
+		stop: make(chan struct{})}
+	if deps.Checkpoints != nil {
+		o := opts.Checkpoints
+		m.keeper = checkpoint.NewKeeper(deps.Checkpoints, checkpoint.KeeperOptions{Dir: o.Dir, Sealer: o.Sealer, MaxBytes: o.MaxBytes, MaxTotal: o.MaxTotal})
+		m.loadRecords()
+		m.startSpares()
+	}
 	if opts.IdleTimeout > 0 {
 		go m.reapIdle()
 	}
@@ -150,6 +172,9 @@ type StartRequest struct {
 	Description string
 	WorkingDir  string
 	Call        execlog.CallContext
+	// resuming: the slot is for a paused session coming back (its id is
+	// taken by itself).
+	resuming bool
 }
 
 // Start launches an interpreter owned by ctx's principal and registers it.
@@ -176,7 +201,7 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (info Info, retEr
 			m.drop(k)
 		}
 	}()
-	if err := m.claim(ctx, k, req); err != nil {
+	if err := m.claim(ctx, k, lang, req); err != nil {
 		return Info{}, err
 	}
 	defer func() {
@@ -202,6 +227,12 @@ func (m *Manager) reserve(k key, req StartRequest) error {
 	defer m.mu.Unlock()
 	if _, taken := m.byID[k]; taken {
 		return fmt.Errorf("session %q %w", k.id, ErrExists)
+	}
+	if p := m.paused[k]; p != nil && !req.resuming {
+		return fmt.Errorf("session %q %w (paused)", k.id, ErrExists)
+	}
+	if err := m.pausedNameTaken(k, req); err != nil {
+		return err
 	}
 	live, mine := 0, 0
 	for sk, s := range m.byID {
@@ -240,12 +271,13 @@ func (m *Manager) drop(k key) {
 
 // claim claims k's id, and a context's name, in the registry shared by
 // replicas; on a failure it releases what it claimed.
-func (m *Manager) claim(ctx context.Context, k key, req StartRequest) (retErr error) {
+func (m *Manager) claim(ctx context.Context, k key, lang string, req StartRequest) (retErr error) {
 	c := m.deps.Claims
 	if c == nil {
 		return nil
 	}
-	if err := c.Claim(ctx, k.owner, k.id); err != nil {
+	l := sessionreg.Label{Kind: req.Kind, Language: lang, Name: req.Name}
+	if err := c.Claim(ctx, k.owner, k.id, l); err != nil {
 		return fmt.Errorf("session %q cannot start on this replica: %w", k.id, err)
 	}
 	defer func() {
@@ -254,7 +286,8 @@ func (m *Manager) claim(ctx context.Context, k key, req StartRequest) (retErr er
 		}
 	}()
 	if req.Kind == KindContext && req.Name != "" && req.Name != k.id {
-		if err := c.Claim(ctx, k.owner, req.Name); err != nil {
+		l.Of = k.id
+		if err := c.Claim(ctx, k.owner, req.Name, l); err != nil {
 			return fmt.Errorf("a context named %q already exists on another replica: %w", req.Name, err)
 		}
 	}
@@ -294,14 +327,20 @@ func newID(kind string) string {
 
 // launch creates the workspace and starts the driver, waiting for it to be
 // ready.
-func (m *Manager) launch(ctx context.Context, k key, lang string, req StartRequest) (_ *Session, retErr error) {
+func (m *Manager) launch(ctx context.Context, k key, lang string, req StartRequest) (*Session, error) {
+	return m.launchWith(ctx, k, lang, req, false)
+}
+
+// launchWith is launch; spare marks a spare interpreter (spare.go).
+func (m *Manager) launchWith(ctx context.Context, k key, lang string, req StartRequest, spare bool) (_ *Session, retErr error) {
 	ws, err := m.eng.Workspace(storageName(k), req.WorkingDir)
 	if err != nil {
 		return nil, err
 	}
 	s := &Session{ID: k.id, Owner: k.owner, storage: storageName(k), Name: req.Name, Kind: req.Kind, Language: lang, Description: req.Description,
 		Workspace: ws.Dir.Path, StartedAt: time.Now().UTC(), lastActivity: time.Now(), ready: make(chan reply, 1),
-		dead: make(chan struct{}), pkgDirs: map[string]string{}, writable: ws.Dir.Writable, ws: ws}
+		dead: make(chan struct{}), pkgDirs: map[string]string{}, writable: ws.Dir.Writable, ws: ws, workingDir: req.WorkingDir}
+	s.pkgBase, s.spare = filepath.Join(m.opts.PackagesDir, s.storage), spare
 	defer func() {
 		if retErr != nil {
 			ws.Close()
@@ -330,7 +369,7 @@ func (m *Manager) startDriver(ctx context.Context, s *Session) error {
 	}
 	defer stdinR.Close()
 	s.stdin, s.enc = stdinW, frame.NewEncoder(stdinW)
-	s.outMux, s.errMux = newDemux(mark, s.onOut), newDemux(mark, s.onErr)
+	s.outMux, s.errMux = newDemux(mark, s.onOut, s.onChunk), newDemux(mark, s.onErr, nil)
 	proc, err := m.eng.StartProcess(ctx, engine.StartRequest{ID: s.storage, Argv: argv, Lang: s.Language, Workspace: s.ws,
 		SearchPath: searchPath, Mounts: mounts, Stdin: stdinR, Stdout: s.outMux, Stderr: s.errMux})
 	if err != nil {
@@ -372,9 +411,10 @@ func (m *Manager) packageDirs(s *Session) ([]string, []sandbox.Mount, error) {
 	return searchPath, []sandbox.Mount{{Host: base, Target: base, ReadOnly: true}}, nil
 }
 
-// packagesBase is the directory of s's installed packages.
+// packagesBase is the directory of s's installed packages (named when
+// its interpreter started: a spare's keeps its name once adopted).
 func (m *Manager) packagesBase(s *Session) string {
-	return filepath.Join(m.opts.PackagesDir, s.storage)
+	return s.pkgBase
 }
 
 // removeDir removes a directory the session made and records its removal.
@@ -386,20 +426,38 @@ func (m *Manager) removeDir(dir string) {
 
 // Get returns ctx's principal's session with the given id, or its context
 // with that unique name (clients pass a context's name where its id is
-// asked for). Another principal's session is ErrNotFound.
+// asked for). Another principal's session is ErrNotFound. A paused
+// session is resumed first (its report waits for the next Exec).
 func (m *Manager) Get(ctx context.Context, idOrName string) (*Session, error) {
+	s, p, err := m.lookup(ctx, idOrName)
+	if err != nil || s != nil {
+		return s, err
+	}
+	return m.resumePaused(ctx, p)
+}
+
+// lookup finds ctx's principal's session idOrName, live (s) or paused (p).
+func (m *Manager) lookup(ctx context.Context, idOrName string) (*Session, *pausedSession, error) {
 	owner := tenant.From(ctx)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if s := m.byID[key{owner, idOrName}]; s != nil {
-		return s, nil
+		return s, nil, nil
+	}
+	if p := m.paused[key{owner, idOrName}]; p != nil {
+		return nil, p, nil
 	}
 	for k, s := range m.byID {
 		if s != nil && k.owner == owner && s.Name == idOrName && s.Name != "" {
-			return s, nil
+			return s, nil, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: %s", ErrNotFound, idOrName)
+	for k, p := range m.paused {
+		if k.owner == owner && p.rec.Name == idOrName && p.rec.Name != "" {
+			return nil, p, nil
+		}
+	}
+	return nil, nil, fmt.Errorf("%w: %s", ErrNotFound, idOrName)
 }
 
 // List returns the sessions of ctx's principal, newest first.
@@ -411,7 +469,9 @@ func (m *Manager) List(ctx context.Context) []Info {
 			mine = append(mine, s)
 		}
 	}
-	return infos(mine)
+	all := append(infos(mine), m.pausedInfos(owner)...)
+	sort.SliceStable(all, func(i, j int) bool { return all[i].StartedAt.After(all[j].StartedAt) })
+	return all
 }
 
 // all returns every registered session of every principal.
@@ -445,11 +505,15 @@ type CloseInfo struct {
 // Stop stops the interpreter, removes the session and its workspace, and
 // logs session_end with reason. With waitRunning (stop_context) running
 // code may finish first; without it (close_session, idle reaping, shutdown) the interpreter is killed at once and the running call
-// reports that the session is gone.
+// reports that the session is gone. A paused session is closed without
+// being resumed; either way its checkpoint is removed.
 func (m *Manager) Stop(ctx context.Context, idOrName, reason string, waitRunning bool) (CloseInfo, error) {
-	s, err := m.Get(ctx, idOrName)
+	s, p, err := m.lookup(ctx, idOrName)
 	if err != nil {
 		return CloseInfo{}, err
+	}
+	if p != nil {
+		return m.closePaused(p, reason)
 	}
 	return m.stopSession(s, reason, waitRunning), nil
 }
@@ -464,6 +528,7 @@ func (m *Manager) stopSession(s *Session, reason string, waitRunning bool) Close
 	defer s.execMu.Unlock()
 	m.drop(s.key())
 	m.terminate(s)
+	m.forgetCheckpoint(s)
 	ci := CloseInfo{Info: s.info(), DurationTotal: time.Since(s.StartedAt)}
 	m.logEnd(s, reason)
 	return ci
@@ -484,16 +549,26 @@ func (m *Manager) terminate(s *Session) {
 	m.removeDir(m.packagesBase(s))
 }
 
-// onDeath logs a session whose interpreter died on its own.
+// onDeath logs a session whose interpreter died on its own (a spare's
+// death is no session's: takeSpare skips it).
 func (m *Manager) onDeath(s *Session) {
+	if s.isSpare() {
+		return
+	}
 	slog.Warn("session interpreter died", "session_id", s.ID, "reason", s.deathReason())
 	m.logEnd(s, "died: "+s.deathReason())
 }
 
-// Close stops every session (server shutdown or client disconnect).
+// Close stops every session (server shutdown or client disconnect). With
+// checkpoints, each live session is paused instead, so that the next
+// server resumes it; a session that cannot be paused is stopped.
 func (m *Manager) Close() {
 	m.once.Do(func() { close(m.stop) })
+	m.closeSpares()
 	for _, s := range m.all() {
+		if m.checkpoints() && m.pauseAtShutdown(s) {
+			continue
+		}
 		m.stopSession(s, "server_shutdown", false)
 	}
 }
@@ -509,8 +584,7 @@ func (m *Manager) reapIdle() {
 		}
 		for _, s := range m.all() {
 			if time.Since(s.info().LastActivity) >= m.opts.IdleTimeout {
-				slog.Info("closing idle session", "session_id", s.ID, "owner", s.Owner)
-				m.stopSession(s, "idle_timeout", true)
+				m.idle(s)
 			}
 		}
 	}

@@ -59,6 +59,20 @@ type Session struct {
 	// ws is the workspace with its bounded disk; closed by terminate once
 	// the interpreter is gone.
 	ws *engine.Workspace
+	// workingDir is the caller's working_dir ("" for codexec's own
+	// workspace); pkgBase the directory of its installed packages.
+	workingDir, pkgBase string
+
+	// Checkpoints (guarded by mu): the current one, the executions count
+	// it saw, the report a resume left for the next Exec, the automatic
+	// checkpoint's timer and hold-back, and whether this is a spare
+	// interpreter nobody owns yet.
+	ckpt      *Record
+	ckExecs   int
+	resumed   *Resumed
+	autoTimer *time.Timer
+	autoHold  time.Time
+	spare     bool
 }
 
 // Package is one package installed into a session.
@@ -71,6 +85,8 @@ type pending struct {
 	id    int64
 	reply chan reply
 	end   chan struct{}
+	// chunks collect a checkpoint's bytes (nil for other requests).
+	chunks *chunks
 }
 
 // onOut handles frames from the driver's stdout.
@@ -270,6 +286,9 @@ type Info struct {
 	Pid                                   int
 	MemoryMB                              float64
 	Packages                              []string
+	// CheckpointBytes is the size of the session's current checkpoint (0:
+	// none).
+	CheckpointBytes int64
 }
 
 func (s *Session) info() Info {
@@ -287,9 +306,13 @@ func (s *Session) info() Info {
 	// mode, the sandbox launcher otherwise (the driver's own pid may be a
 	// pid-namespace number).
 	pid := s.proc.Pid()
+	var ck int64
+	if s.ckpt != nil {
+		ck = s.ckpt.Bytes
+	}
 	return Info{ID: s.ID, Name: s.Name, Kind: s.Kind, Language: s.Language, Description: s.Description,
 		Status: status, StartedAt: s.StartedAt, LastActivity: s.lastActivity, Executions: s.executions,
-		Pid: pid, MemoryMB: float64(s.rssKB) / 1024, Packages: pkgs}
+		Pid: pid, MemoryMB: float64(s.rssKB) / 1024, Packages: pkgs, CheckpointBytes: ck}
 }
 
 // OpenWorkspace opens the session's workspace for the server to act on

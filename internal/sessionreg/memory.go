@@ -36,20 +36,35 @@ func (m *Memory) Heartbeat(_ context.Context, r Replica, at time.Time) error {
 }
 
 // Claim implements Registry.
-func (m *Memory) Claim(_ context.Context, sessionID string, r Replica, at time.Time) error {
+func (m *Memory) Claim(_ context.Context, c Owner) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if o, ok := m.sessions[sessionID]; ok {
-		if o.Replica.ID != r.ID || o.LostAt != nil {
-			return fmt.Errorf("%w: %s", ErrClaimed, sessionID)
+	if o, ok := m.sessions[c.SessionID]; ok {
+		if o.Replica.ID != c.Replica.ID || o.LostAt != nil {
+			return fmt.Errorf("%w: %s", ErrClaimed, c.SessionID)
 		}
 		return nil
 	}
 	if m.sessions == nil {
 		m.sessions = map[string]Owner{}
 	}
-	m.sessions[sessionID] = Owner{SessionID: sessionID, Replica: r, ClaimedAt: at.UTC()}
+	c.ClaimedAt, c.LostAt = c.ClaimedAt.UTC(), nil
+	m.sessions[c.SessionID] = c
 	return nil
+}
+
+// List implements Registry.
+func (m *Memory) List(_ context.Context, prefix string) ([]Owner, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := []Owner{}
+	for id, o := range m.sessions {
+		if strings.HasPrefix(id, prefix) {
+			out = append(out, o)
+		}
+	}
+	slices.SortFunc(out, func(a, b Owner) int { return strings.Compare(a.SessionID, b.SessionID) })
+	return out, nil
 }
 
 // Owner implements Registry.

@@ -33,6 +33,20 @@ type Owner struct {
 	// LostAt is set once the owner stopped or its lease ran out; the
 	// session is gone for good.
 	LostAt *time.Time
+	// Label is what the claim said about the session.
+	Label Label
+}
+
+// Label describes a session for listings made by other replicas, which
+// show it from the registry alone when its replica stopped or does not
+// answer.
+type Label struct {
+	Kind     string // "session", "context", or "run" (a background run, package runs)
+	Language string
+	Name     string
+	// Of is set on the record of a context's name: the id of the context
+	// it names. A session's (or context's) own id has Of "".
+	Of string
 }
 
 // Lost returns a *LostError when the session is lost, else nil.
@@ -67,10 +81,11 @@ type Registry interface {
 	// Heartbeat records r as alive at at (creating or renewing its lease
 	// and updating its address).
 	Heartbeat(ctx context.Context, r Replica, at time.Time) error
-	// Claim records r as the owner of sessionID at at. Claiming again by
-	// the same replica is a no-op; another replica's or a lost session is
+	// Claim records o.Replica as the owner of o.SessionID at o.ClaimedAt,
+	// with o.Label (o.LostAt is ignored). Claiming again by the same
+	// replica is a no-op; another replica's or a lost session is
 	// ErrClaimed.
-	Claim(ctx context.Context, sessionID string, r Replica, at time.Time) error
+	Claim(ctx context.Context, o Owner) error
 	// Owner returns the record of sessionID, or ErrNotFound.
 	Owner(ctx context.Context, sessionID string) (Owner, error)
 	// Release forgets sessionID when replicaID owns it and it is not lost
@@ -80,6 +95,9 @@ type Registry interface {
 	// MarkLost marks every session replicaID owns as lost at at, drops its
 	// lease, and returns how many sessions it marked.
 	MarkLost(ctx context.Context, replicaID string, at time.Time) (int, error)
+	// List returns the records whose session id starts with prefix, lost
+	// ones included, in byte order of the id.
+	List(ctx context.Context, prefix string) ([]Owner, error)
 	// ForgetLost drops the records of sessions marked lost before before
 	// (after that, a call for one is ErrNotFound) and returns how many.
 	ForgetLost(ctx context.Context, before time.Time) (int, error)

@@ -21,7 +21,9 @@ func TestRegistry(t *testing.T) {
 		return func(ctx context.Context, r sessionreg.Registry) any { return ownerView(r.Owner(ctx, id)) }
 	}
 	claim := func(id string, rep sessionreg.Replica) func(context.Context, sessionreg.Registry) any {
-		return func(ctx context.Context, r sessionreg.Registry) any { return errName(r.Claim(ctx, id, rep, t0)) }
+		return func(ctx context.Context, r sessionreg.Registry) any {
+			return errName(r.Claim(ctx, sessionreg.Owner{SessionID: id, Replica: rep, ClaimedAt: t0}))
+		}
 	}
 	beat := func(rep sessionreg.Replica, at time.Time) func(context.Context, sessionreg.Registry) any {
 		return func(ctx context.Context, r sessionreg.Registry) any { return errName(r.Heartbeat(ctx, rep, at)) }
@@ -123,4 +125,61 @@ func ownerView(o sessionreg.Owner, err error) any {
 		return errName(err)
 	}
 	return o
+}
+
+// TestRegistryList: one principal's records (keys <tag>/<id>) are listed
+// by prefix, with their labels, lost ones included, in byte order; keys of
+// other prefixes, even ones sharing the prefix's first characters, are not.
+func TestRegistryList(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	lost := t0.Add(time.Minute)
+	a := sessionreg.Replica{ID: "replica-a", Addr: "http://10.0.0.1:8080"}
+	b := sessionreg.Replica{ID: "replica-b", Addr: "http://10.0.0.2:8080"}
+	py := sessionreg.Label{Kind: "session", Language: "python"}
+	ctx1 := sessionreg.Label{Kind: "context", Language: "node", Name: "notebook"}
+	claims := []sessionreg.Owner{
+		{SessionID: "t1/sess_2", Replica: b, ClaimedAt: t0, Label: py},
+		{SessionID: "t1/ctx-1", Replica: a, ClaimedAt: t0.Add(time.Second), Label: ctx1},
+		{SessionID: "t1/notebook", Replica: a, ClaimedAt: t0.Add(time.Second), Label: sessionreg.Label{Kind: "context", Language: "node", Name: "notebook", Of: "ctx-1"}},
+		{SessionID: "t1/Zeta", Replica: b, ClaimedAt: t0, Label: py},
+		{SessionID: "t10/sess_9", Replica: a, ClaimedAt: t0, Label: py},
+		{SessionID: "t1x", Replica: a, ClaimedAt: t0, Label: py},
+		{SessionID: "/sess_local", Replica: a, ClaimedAt: t0, Label: py},
+	}
+	for _, bk := range backends() {
+		t.Run(bk.name, func(t *testing.T) {
+			r := bk.open(t).registry
+			ctx := context.Background()
+			for _, c := range claims {
+				if err := r.Claim(ctx, c); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := r.MarkLost(ctx, a.ID, lost); err != nil {
+				t.Fatal(err)
+			}
+			got, err := r.List(ctx, "t1/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []sessionreg.Owner{
+				{SessionID: "t1/Zeta", Replica: b, ClaimedAt: t0, Label: py},
+				{SessionID: "t1/ctx-1", Replica: a, ClaimedAt: t0.Add(time.Second), LostAt: &lost, Label: ctx1},
+				{SessionID: "t1/notebook", Replica: a, ClaimedAt: t0.Add(time.Second), LostAt: &lost, Label: claims[2].Label},
+				{SessionID: "t1/sess_2", Replica: b, ClaimedAt: t0, Label: py},
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("List(t1/): (-want +got)\n%s", diff)
+			}
+			if got, err := r.List(ctx, "/"); err != nil || len(got) != 1 || got[0].SessionID != "/sess_local" {
+				t.Errorf("List(/): %v %v, want the local principal's one record", got, err)
+			}
+			if got, err := r.List(ctx, "t2/"); err != nil || len(got) != 0 || got == nil {
+				t.Errorf("List(t2/): %#v %v, want an empty list", got, err)
+			}
+			if o, err := r.Owner(ctx, "t1/sess_2"); err != nil || o.Label != py {
+				t.Errorf("Owner keeps the label: %+v %v", o, err)
+			}
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -212,4 +213,31 @@ func allocated() int64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return int64(m.TotalAlloc)
+}
+
+// remover is the removal session checkpoints use (files.DirStore.Remove,
+// s3store.Store.Remove).
+type remover interface {
+	Remove(ctx context.Context, id string) error
+}
+
+func testRemove(t *testing.T, h *harness) {
+	r, ok := h.Store.(remover)
+	if !ok {
+		t.Fatalf("%T has no Remove", h.Store)
+	}
+	put(t, h.Store, alice(), "ck_1", "checkpoint", "state")
+	wantNotFound(t, "bob's remove", "ck_1", r.Remove(bob(), "ck_1"))
+	if _, err := h.Store.Get(alice(), "ck_1"); err != nil {
+		t.Fatalf("bob's remove took alice's item: %v", err)
+	}
+	if err := r.Remove(alice(), "ck_1"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.Store.Get(alice(), "ck_1")
+	wantNotFound(t, "get after remove", "ck_1", err)
+	if h.Holds("ck_1") {
+		t.Fatal("the storage still holds a removed item")
+	}
+	wantNotFound(t, "second remove", "ck_1", r.Remove(alice(), "ck_1"))
 }

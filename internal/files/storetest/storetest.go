@@ -93,6 +93,7 @@ func cases() []testCase {
 		{"reopen sees what was kept", 1 << 20, testReopen},
 		{"another replica's eviction is seen", 10, testEvictedElsewhere},
 		{"large files stream", 1 << 30, testLarge},
+		{"remove", 1 << 20, testRemove},
 	}
 }
 

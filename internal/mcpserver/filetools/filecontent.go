@@ -276,3 +276,14 @@ func resultSize(r *mcp.CallToolResult) int {
 }
 
 func base64Len(n int) int { return (n + 2) / 3 * 4 }
+
+// SessionOfURI is the session or context a codexec://sessions/{id}/files/…
+// URI names, or "" for any other URI (replicas route a resources/read of
+// a session's file to the replica holding the session).
+func SessionOfURI(uri string) string {
+	kind, id, _, err := parseFileURI(uri)
+	if err != nil || kind != "sessions" {
+		return ""
+	}
+	return id
+}

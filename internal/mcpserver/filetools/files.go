@@ -317,10 +317,14 @@ func itemListing(it files.Item, dir string, limit int) files.Listing {
 }
 
 // listKept lists the caller's staged uploads and kept artifacts as
-// "<id>/<path>" entries.
+// "<id>/<path>" entries (not the stored results of background runs, items
+// run_…, which get_run reads).
 func (s *Files) listKept(ctx context.Context, limit int) files.Listing {
 	l := files.Listing{Entries: []files.Entry{}}
 	for _, it := range s.deps.Files.List(ctx) {
+		if strings.HasPrefix(it.ID, "run_") {
+			continue
+		}
 		for _, e := range it.Files {
 			if len(l.Entries) >= limit {
 				l.Truncated = true

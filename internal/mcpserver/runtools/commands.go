@@ -5,28 +5,33 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/codexec/codexec/internal/mcpserver/tool"
+	"github.com/codexec/codexec/internal/output"
+	"github.com/codexec/codexec/internal/runs"
 	"github.com/codexec/codexec/internal/shell"
 )
 
 // ExecuteCommandIn is execute_command's input: a bash command line.
 type ExecuteCommandIn struct {
-	Command   string    `json:"command" jsonschema:"bash command line"`
-	Cwd       string    `json:"cwd,omitempty" jsonschema:"default: server cwd; relative to it"`
-	TimeoutMs *tool.Int `json:"timeout_ms,omitempty"`
+	Command    string    `json:"command" jsonschema:"bash command line"`
+	Cwd        string    `json:"cwd,omitempty" jsonschema:"default: server cwd; relative to it"`
+	TimeoutMs  *tool.Int `json:"timeout_ms,omitempty"`
+	Background bool      `json:"background,omitempty"`
 }
 
 // ExecuteProcessIn is execute_process's input: argv without a shell.
 type ExecuteProcessIn struct {
-	File      string    `json:"file"`
-	Args      []string  `json:"args,omitempty"`
-	Input     *string   `json:"input,omitempty" jsonschema:"stdin"`
-	Cwd       string    `json:"cwd,omitempty"`
-	TimeoutMs *tool.Int `json:"timeout_ms,omitempty"`
+	File       string    `json:"file"`
+	Args       []string  `json:"args,omitempty"`
+	Input      *string   `json:"input,omitempty" jsonschema:"stdin"`
+	Cwd        string    `json:"cwd,omitempty"`
+	TimeoutMs  *tool.Int `json:"timeout_ms,omitempty"`
+	Background bool      `json:"background,omitempty"`
 }
 
 // registerCommands registers execute_command and execute_process. They are
@@ -42,29 +47,67 @@ func (s *toolset) registerCommands() {
 		Description: "Run a bash command line; YAML result, a non-zero exit is normal, a timeout an error. Programs it starts " +
 			"must be allowed; builtins like echo, cd, exit always are. " + allowed + ".",
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCommandIn) (*mcp.CallToolResult, shell.Result, error) {
-		timeout, err := eng.ResolveTimeout(tool.IntPtr(in.TimeoutMs), nil)
+		timeout, err := s.commandTimeout(in.TimeoutMs, in.Background)
 		if err != nil {
 			return nil, shell.Result{}, tool.Invalidf("%v", err)
 		}
-		obs, finish := tool.StreamOutput(ctx, req)
-		defer finish()
-		res, err := runner.Command(ctx, shell.CommandRequest{Command: in.Command, Cwd: in.Cwd, Timeout: timeout, Context: tool.CallContext(req), Observe: obs})
-		return commandResult(res, err)
+		run := func(ctx context.Context, obs output.Observer) (shell.Result, error) {
+			return runner.Command(ctx, shell.CommandRequest{Command: in.Command, Cwd: in.Cwd, Timeout: timeout, Context: tool.CallContext(req), Observe: obs})
+		}
+		return s.runCommand(ctx, req, "execute_command", in.Background, run)
 	})
 	tool.Add(s.r, &mcp.Tool{
 		Name: "execute_process", Title: "Run program", Annotations: ann,
 		Description: "Run an allowed program with argv, no shell; result as execute_command.",
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in ExecuteProcessIn) (*mcp.CallToolResult, shell.Result, error) {
-		timeout, err := eng.ResolveTimeout(tool.IntPtr(in.TimeoutMs), nil)
+		timeout, err := s.commandTimeout(in.TimeoutMs, in.Background)
 		if err != nil {
 			return nil, shell.Result{}, tool.Invalidf("%v", err)
 		}
+		run := func(ctx context.Context, obs output.Observer) (shell.Result, error) {
+			return runner.Process(ctx, shell.ProcessRequest{File: in.File, Args: in.Args, Input: in.Input, Cwd: in.Cwd,
+				Timeout: timeout, Context: tool.CallContext(req), Observe: obs})
+		}
+		return s.runCommand(ctx, req, "execute_process", in.Background, run)
+	})
+}
+
+// commandTimeout resolves a command's timeout, a background one's against
+// its own cap.
+func (s *toolset) commandTimeout(ms *tool.Int, background bool) (time.Duration, error) {
+	if background {
+		return s.backgroundTimeout(ms, nil)
+	}
+	return s.deps.Engine.ResolveTimeout(tool.IntPtr(ms), nil)
+}
+
+// runCommand runs a command tool's run in the foreground, streaming its
+// output as progress, or starts it in the background; the answer is the
+// YAML result (in the background: status running and the execution id).
+func (s *toolset) runCommand(ctx context.Context, req *mcp.CallToolRequest, name string, background bool,
+	run func(context.Context, output.Observer) (shell.Result, error)) (*mcp.CallToolResult, shell.Result, error) {
+	if !background {
 		obs, finish := tool.StreamOutput(ctx, req)
 		defer finish()
-		res, err := runner.Process(ctx, shell.ProcessRequest{File: in.File, Args: in.Args, Input: in.Input, Cwd: in.Cwd,
-			Timeout: timeout, Context: tool.CallContext(req), Observe: obs})
-		return commandResult(res, err)
-	})
+		return commandResult(run(ctx, obs))
+	}
+	v, out, err := s.background(ctx, req, runs.Job{Tool: name, Run: func(ctx context.Context, obs output.Observer) (runs.Outcome, error) {
+		res, err := run(ctx, obs)
+		if err != nil {
+			return runs.Outcome{}, commandError(err)
+		}
+		stoppedNote(ctx, res.Status, &res.ErrorMessage)
+		res = timeoutNote(res)
+		return runs.Outcome{Status: res.Status, Result: res}, nil
+	}})
+	switch {
+	case err != nil:
+		return nil, shell.Result{}, err
+	case out != nil:
+		res, _ := out.Result.(shell.Result)
+		return commandResult(res, nil)
+	}
+	return commandResult(shell.Result{Status: runs.StatusRunning, ExecutionID: v.ExecutionID}, nil)
 }
 
 func allowedText(a *shell.Allowlist) string {
@@ -85,10 +128,7 @@ func commandResult(res shell.Result, err error) (*mcp.CallToolResult, shell.Resu
 	if err != nil {
 		return nil, shell.Result{}, commandError(err)
 	}
-	if res.TimedOut {
-		msg := fmt.Sprintf("timeout: the command did not finish within its timeout and was terminated with all its child processes (%s); stdout and stderr hold the output captured before the timeout", *res.ErrorMessage)
-		res.ErrorMessage = &msg
-	}
+	res = timeoutNote(res)
 	out, yerr := yaml.Marshal(res)
 	if yerr != nil {
 		return nil, shell.Result{}, fmt.Errorf("render result: %w", yerr)
@@ -96,6 +136,19 @@ func commandResult(res shell.Result, err error) (*mcp.CallToolResult, shell.Resu
 	isErr := res.TimedOut || res.Status == "setup_error"
 	return &mcp.CallToolResult{IsError: isErr, Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}, res, nil
 }
+
+// timeoutNote says in a timed-out command's error message what happened
+// to it (once: a result that has the note keeps it).
+func timeoutNote(res shell.Result) shell.Result {
+	if !res.TimedOut || res.ErrorMessage == nil || strings.HasPrefix(*res.ErrorMessage, timeoutPrefix) {
+		return res
+	}
+	msg := fmt.Sprintf(timeoutPrefix+"the command did not finish within its timeout and was terminated with all its child processes (%s); stdout and stderr hold the output captured before the timeout", *res.ErrorMessage)
+	res.ErrorMessage = &msg
+	return res
+}
+
+const timeoutPrefix = "timeout: "
 
 // commandError codes a rejection of the command runner: the allowlist and
 // the cwd roots are the server's policy (NOT_ALLOWED), a broken

@@ -1,7 +1,8 @@
 // Package runtools is the MCP face of running code on demand: the toolsets
 // exec (execute_code, one-shot or in a session, plain or code mode),
 // codemode (search_tools over the upstream MCP servers), scripts (saved,
-// versioned programs) and commands (allowlisted host programs). Each
+// versioned programs), commands (allowlisted host programs) and runs (the
+// background runs that the one-shot tools start with background: true). Each
 // Register function adds one toolset through a tool.Registrar; the handlers
 // decode typed inputs, call engine, session, scripts, shell or codemode,
 // and render their results. The persistent-interpreter tools are
@@ -13,6 +14,7 @@ import (
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/mcpserver/filetools"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
+	"github.com/codexec/codexec/internal/runs"
 	"github.com/codexec/codexec/internal/scripts"
 	"github.com/codexec/codexec/internal/session"
 	"github.com/codexec/codexec/internal/shell"
@@ -30,6 +32,9 @@ type Deps struct {
 	Upstreams *upstream.Manager // code mode's upstream MCP servers; nil = none configured
 	Shell     shell.Options     // execute_command and execute_process: allowlist, cwd roots, bash, PATH
 	Files     *filetools.Files  // staged uploads in, created files out
+	// Runs keeps background runs (background: true, and the runs toolset);
+	// nil: background is refused and the toolset not registered.
+	Runs *runs.Manager
 	// Isolated: the backend keeps runs off the host and the network, so the
 	// run tools' openWorldHint is false.
 	Isolated bool
@@ -50,6 +55,10 @@ func RegisterCodeMode(r *tool.Registrar, d Deps) { (&toolset{r, d}).registerCode
 // RegisterScripts adds save_script, get_script, list_scripts,
 // search_scripts and run_script when scripts are enabled.
 func RegisterScripts(r *tool.Registrar, d Deps) { (&toolset{r, d}).registerScripts() }
+
+// RegisterRuns adds get_run, cancel_run and list_runs when background runs
+// are enabled.
+func RegisterRuns(r *tool.Registrar, d Deps) { (&toolset{r, d}).registerRuns() }
 
 // RegisterCommands adds execute_command and execute_process (always: with
 // no allowlist they explain how the operator enables them).

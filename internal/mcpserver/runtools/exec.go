@@ -13,6 +13,7 @@ import (
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/output"
+	"github.com/codexec/codexec/internal/runs"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/session"
 )
@@ -32,6 +33,7 @@ type ExecuteCodeIn struct {
 	Context    map[string]any `json:"context,omitempty" jsonschema:"code mode: data bound as variables"`
 	Files      []string       `json:"files,omitempty" jsonschema:"upload_ids to place first"`
 	Tools      []string       `json:"tools,omitempty" jsonschema:"code mode: upstream tools (server.tool globs)"`
+	Background bool           `json:"background,omitempty"`
 }
 
 func (s *toolset) registerExec() {
@@ -56,6 +58,9 @@ func (s *toolset) executeCode(ctx context.Context, req *mcp.CallToolRequest, in 
 }
 
 func (s *toolset) executeCodeWithFiles(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {
+	if in.Background {
+		return s.executeCodeBackground(ctx, req, in)
+	}
 	obs, finish := tool.StreamOutput(ctx, req)
 	defer finish()
 	if in.SessionID != "" {
@@ -82,6 +87,50 @@ func (s *toolset) executeCodeWithFiles(ctx context.Context, req *mcp.CallToolReq
 		return tool.Fail(err)
 	}
 	return tool.ResultText(res), res, nil
+}
+
+// executeCodeBackground starts execute_code's run in the background: its
+// arguments are checked and its files staged now, and the call returns once
+// the run has started (runtools.background).
+func (s *toolset) executeCodeBackground(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {
+	if in.SessionID != "" {
+		return tool.Fail(tool.Invalidf("background runs are one-shot: omit session_id, or background"))
+	}
+	timeout, err := s.backgroundTimeout(in.TimeoutMs, in.Timeout)
+	if err != nil {
+		return tool.Fail(err)
+	}
+	prepare, err := s.deps.Files.StageUploads(ctx, in.Files)
+	if err != nil {
+		return tool.Fail(err)
+	}
+	codeMode, err := isCodeMode(in)
+	if err != nil {
+		return tool.Fail(tool.Coded(tool.CodeInvalidLanguage, "%v", err))
+	}
+	lang, err := runLanguage(in, codeMode)
+	if err != nil {
+		return tool.Fail(tool.Coded(tool.CodeInvalidLanguage, "%v", err))
+	}
+	call := tool.CallContext(req)
+	v, out, err := s.background(ctx, req, runs.Job{Tool: "execute_code", Run: func(ctx context.Context, obs output.Observer) (runs.Outcome, error) {
+		if codeMode {
+			_, res, err := s.executeCodeMode(ctx, req, in, timeout, obs, prepare)
+			return execOutcome(ctx, res, err)
+		}
+		res, err := s.deps.Engine.Execute(ctx, engine.Request{Language: in.Language, Code: in.Code, Stdin: in.Stdin, Timeout: timeout,
+			WorkingDir: in.WorkingDir, Tool: "execute_code", Context: call, Observe: obs, Prepare: prepare})
+		return execOutcome(ctx, res, err)
+	}})
+	return execAnswer(v, out, err, lang)
+}
+
+// runLanguage is the canonical language a one-shot run of in reports.
+func runLanguage(in ExecuteCodeIn, codeMode bool) (string, error) {
+	if codeMode {
+		return codeModeLanguage(in.Language)
+	}
+	return runtime.Normalize(in.Language)
 }
 
 // isCodeMode reports whether a call runs in code mode: no language, or
@@ -123,7 +172,7 @@ func (s *toolset) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest,
 	if err != nil {
 		return tool.Fail(tool.Coded(tool.CodeInvalidLanguage, "%v", err))
 	}
-	if in.Timeout == nil && in.TimeoutMs == nil {
+	if in.Timeout == nil && in.TimeoutMs == nil && !in.Background {
 		timeout = s.deps.Config.CodeMode.Timeout
 	}
 	tools, err := s.injectedTools(ctx, in.Tools, in.Intent)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
+	"github.com/codexec/codexec/internal/output"
+	"github.com/codexec/codexec/internal/runs"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/scripts"
 )
@@ -98,10 +100,11 @@ type SearchScriptsOut struct {
 
 // RunScriptIn is run_script's input.
 type RunScriptIn struct {
-	Name      string    `json:"name"`
-	Args      []string  `json:"args,omitempty" jsonschema:"argv"`
-	TimeoutMs *tool.Int `json:"timeout_ms,omitempty"`
-	Files     []string  `json:"files,omitempty" jsonschema:"upload_ids to place first"`
+	Name       string    `json:"name"`
+	Args       []string  `json:"args,omitempty" jsonschema:"argv"`
+	TimeoutMs  *tool.Int `json:"timeout_ms,omitempty"`
+	Files      []string  `json:"files,omitempty" jsonschema:"upload_ids to place first"`
+	Background bool      `json:"background,omitempty"`
 }
 
 func (s *toolset) registerScripts() {
@@ -196,6 +199,9 @@ func summary(m scripts.Meta, rel string) ScriptSummary {
 }
 
 func (s *toolset) runScript(ctx context.Context, req *mcp.CallToolRequest, in RunScriptIn) (*mcp.CallToolResult, engine.Result, error) {
+	if in.Background {
+		return s.runScriptBackground(ctx, req, in)
+	}
 	timeout, err := s.deps.Engine.ResolveTimeout(tool.IntPtr(in.TimeoutMs), nil)
 	if err != nil {
 		return tool.Fail(err)
@@ -212,6 +218,29 @@ func (s *toolset) runScript(ctx context.Context, req *mcp.CallToolRequest, in Ru
 		return tool.Fail(scriptError(err))
 	}
 	return s.deps.Files.WithFiles(ctx, tool.ResultText(res), res), res, nil
+}
+
+// runScriptBackground starts run_script's run in the background; the
+// script is looked up and its packages checked before the call returns.
+func (s *toolset) runScriptBackground(ctx context.Context, req *mcp.CallToolRequest, in RunScriptIn) (*mcp.CallToolResult, engine.Result, error) {
+	timeout, err := s.backgroundTimeout(in.TimeoutMs, nil)
+	if err != nil {
+		return tool.Fail(err)
+	}
+	prepare, err := s.deps.Files.StageUploads(ctx, in.Files)
+	if err != nil {
+		return tool.Fail(err)
+	}
+	call := tool.CallContext(req)
+	v, out, err := s.background(ctx, req, runs.Job{Tool: "run_script", Run: func(ctx context.Context, obs output.Observer) (runs.Outcome, error) {
+		res, err := s.deps.Scripts.Run(ctx, scripts.RunRequest{Name: in.Name, Args: in.Args, Timeout: timeout,
+			Context: call, Observe: obs, Prepare: prepare})
+		if err != nil {
+			return runs.Outcome{}, scriptError(err)
+		}
+		return execOutcome(ctx, res, nil)
+	}})
+	return execAnswer(v, out, err, "")
 }
 
 // scriptError labels library errors with error codes (tool.Coded), so an

@@ -40,9 +40,13 @@ type ContextOut struct {
 	Language    string    `json:"language"`
 	Description string    `json:"description"`
 	CreatedAt   time.Time `json:"created_at"`
-	Status      string    `json:"status"` // active, or dead if its interpreter died
+	Status      string    `json:"status"` // active; dead if its interpreter died; lost or unreachable (remote.go)
 	Message     string    `json:"message,omitempty"`
 	LastUsed    time.Time `json:"last_used"`
+	// With replicas (remote.go): the one holding it, and when it stopped
+	// for status lost (Message says why for status unreachable).
+	Replica string     `json:"replica,omitempty"`
+	LostAt  *time.Time `json:"lost_at,omitempty"`
 }
 
 // RunCodeIn is run_code's input. Required fields are validated by the
@@ -137,6 +141,14 @@ func (s *toolset) createContext(ctx context.Context, req *mcp.CallToolRequest, i
 	return tool.JSONText(out), out, nil
 }
 
+// contextLanguage is how the context tools name a runtime language.
+func contextLanguage(lang string) string {
+	if lang == runtime.Node {
+		return "javascript"
+	}
+	return lang
+}
+
 func contextLangName(lang string) string {
 	if lang == runtime.Node {
 		return "JavaScript"
@@ -145,11 +157,7 @@ func contextLangName(lang string) string {
 }
 
 func contextOut(i session.Info) ContextOut {
-	lang := i.Language
-	if lang == runtime.Node {
-		lang = "javascript"
-	}
-	return ContextOut{ContextID: i.ID, Name: i.Name, Language: lang, Description: i.Description, CreatedAt: i.StartedAt,
+	return ContextOut{ContextID: i.ID, Name: i.Name, Language: contextLanguage(i.Language), Description: i.Description, CreatedAt: i.StartedAt,
 		Status: i.Status, LastUsed: i.LastActivity.UTC()}
 }
 
@@ -191,6 +199,12 @@ func (s *toolset) listContexts(ctx context.Context, _ *mcp.CallToolRequest, _ to
 	out := ListContextsOut{Contexts: []ContextOut{}}
 	for _, i := range s.deps.Sessions.List(ctx) {
 		out.Contexts = append(out.Contexts, contextOut(i))
+	}
+	if s.deps.Peers != nil {
+		var err error
+		if out.Contexts, err = s.remoteContexts(ctx, out.Contexts); err != nil {
+			return nil, ListContextsOut{}, err
+		}
 	}
 	out.Total = len(out.Contexts)
 	return tool.JSONText(out), out, nil

@@ -21,6 +21,9 @@ type Deps struct {
 	// Isolated: the backend keeps runs off the host and the network, so the
 	// tools that run code have openWorldHint false.
 	Isolated bool
+	// Peers are the other replicas whose sessions the listings add
+	// (remote.go); nil: this server is alone.
+	Peers Peers
 }
 
 // toolset is one toolset being registered: where to and with what.

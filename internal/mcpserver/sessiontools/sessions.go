@@ -52,7 +52,7 @@ type CloseSessionOut struct {
 type SessionInfo struct {
 	SessionID         string    `json:"session_id"`
 	Kind              string    `json:"kind"`   // session or context
-	Status            string    `json:"status"` // active, or dead when the interpreter exited on its own
+	Status            string    `json:"status"` // active; paused (no process; resumes on next use); dead when the interpreter exited on its own; lost or unreachable (remote.go)
 	Language          string    `json:"language"`
 	Name              string    `json:"name"`
 	StartedAt         time.Time `json:"started_at"`
@@ -61,6 +61,13 @@ type SessionInfo struct {
 	Pid               int       `json:"pid"`
 	MemoryMB          float64   `json:"memory_mb"` // resident memory as last read from /proc
 	PackagesInstalled []string  `json:"packages_installed"`
+	CheckpointBytes   int64     `json:"checkpoint_bytes,omitempty"` // size of its latest checkpoint
+	// With replicas (remote.go): the one holding it; when it stopped, for
+	// status lost; why the session is shown from the registry alone, for
+	// status unreachable.
+	Replica string     `json:"replica,omitempty"`
+	LostAt  *time.Time `json:"lost_at,omitempty"`
+	Note    string     `json:"note,omitempty"`
 }
 
 // ListSessionsOut is list_sessions' output.
@@ -84,6 +91,7 @@ func (s *toolset) registerSessions() {
 	tool.Add(s.r, &mcp.Tool{Name: "list_sessions", Title: "List sessions",
 		Description: "List live sessions and contexts.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: tool.Ptr(false)}}, s.listSessions)
+	s.registerCheckpoints()
 }
 
 func (s *toolset) startSession(ctx context.Context, req *mcp.CallToolRequest, in StartSessionIn) (*mcp.CallToolResult, StartSessionOut, error) {
@@ -124,7 +132,13 @@ func (s *toolset) listSessions(ctx context.Context, _ *mcp.CallToolRequest, _ to
 	for _, i := range s.deps.Sessions.List(ctx) {
 		out.Sessions = append(out.Sessions, SessionInfo{SessionID: i.ID, Kind: i.Kind, Status: i.Status, Language: i.Language,
 			Name: i.Name, StartedAt: i.StartedAt, LastActivityAt: i.LastActivity.UTC(), ExecutionsCount: i.Executions,
-			Pid: i.Pid, MemoryMB: float64(int(i.MemoryMB*10)) / 10, PackagesInstalled: i.Packages})
+			Pid: i.Pid, MemoryMB: float64(int(i.MemoryMB*10)) / 10, PackagesInstalled: i.Packages, CheckpointBytes: i.CheckpointBytes})
+	}
+	if s.deps.Peers != nil {
+		var err error
+		if out.Sessions, err = s.remoteSessions(ctx, out.Sessions); err != nil {
+			return nil, ListSessionsOut{}, err
+		}
 	}
 	return nil, out, nil
 }

@@ -2,6 +2,8 @@ package tool
 
 import (
 	"context"
+	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -48,6 +50,39 @@ func StreamOutput(ctx context.Context, req *mcp.CallToolRequest) (output.Observe
 	st := progress.New(progress.Defaults, func(seq int, msg string) {
 		// Best effort: a client that went away cancels ctx and the run.
 		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Message: msg, Progress: float64(seq)})
+	})
+	return st.Observe, st.Close
+}
+
+// detachedSend bounds one progress notification of a background run.
+const detachedSend = 5 * time.Second
+
+// StreamDetached is StreamOutput for a background run, whose call returns
+// before the run does: the messages carry the call's progressToken and go
+// to its client for as long as the run lasts and the client stays
+// connected; the first send that fails (the client went away) ends them.
+// They are sent with a context of their own, not the call's: over
+// Streamable HTTP they then take the client's standalone stream, since the
+// call's stream closed with its response. The returned function sends what
+// is left and closes the stream; call it when the run ends.
+func StreamDetached(req *mcp.CallToolRequest) (output.Observer, func()) {
+	if req == nil || req.Params == nil || req.Session == nil {
+		return nil, func() {}
+	}
+	token := req.Params.GetProgressToken()
+	if token == nil {
+		return nil, func() {}
+	}
+	var gone atomic.Bool
+	st := progress.New(progress.Defaults, func(seq int, msg string) {
+		if gone.Load() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), detachedSend)
+		defer cancel()
+		if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Message: msg, Progress: float64(seq)}); err != nil {
+			gone.Store(true)
+		}
 	})
 	return st.Observe, st.Close
 }

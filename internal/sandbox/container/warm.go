@@ -85,9 +85,14 @@ func (r *ctRunner) Destroy() {
 // warmRequest returns the warm request serving spec, if a container runner
 // can: python `-c` and node `-e` programs. As in namespace mode (warm.Parse), a warm run
 // keeps the runner's own size-limited tmpfs /tmp instead of spec.TmpDir.
+//
+// bash runs start cold: an exec runner's stub is the helper binary, which
+// the image does not have, and a program that replaced its stub reports
+// no status, so its run would end only with the CLI, after the container's
+// removal — most of what a warm container saves.
 func (c *Backend) warmRequest(spec sandbox.Spec) (warm.Request, bool) {
 	req, ok := warm.Parse(spec)
-	if !ok || c.runners.Pool == nil {
+	if !ok || c.runners.Pool == nil || req.Exec {
 		return warm.Request{}, false
 	}
 	return req, true

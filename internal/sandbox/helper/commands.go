@@ -16,19 +16,27 @@ const (
 	// 3 (SendLaunch).
 	InitCommand = "sandbox-init"
 	// LandlockCommand runs *inside* the namespace sandbox, right before the
-	// program: `sandbox-landlock [--keep-ctl] RW_DIR… -- PROGRAM ARGS…` adds
-	// Landlock as a second layer where the kernel has it: file access
-	// limited to reading and executing what the sandbox shows, writing only
-	// in the given directories and /dev; signals and abstract unix sockets
-	// scoped to the sandbox's own processes (ABI ≥ 6). It also drops PWD,
-	// which bwrap exports. Missing Landlock support is not an error (the
-	// namespace sandbox stands alone).
+	// program: `sandbox-landlock [--keep-ctl|--runner] RW_DIR… -- PROGRAM
+	// ARGS…` adds Landlock as a second layer where the kernel has it: file
+	// access limited to reading and executing what the sandbox shows,
+	// writing only in the given directories and /dev; signals and abstract
+	// unix sockets scoped to the sandbox's own processes (ABI ≥ 6). It also
+	// drops PWD, which bwrap exports. Missing Landlock support is not an
+	// error (the namespace sandbox stands alone). With --runner it then
+	// serves as an exec runner's stub for the program (RunnerCommand)
+	// instead of executing it at once.
 	LandlockCommand = "sandbox-landlock"
 	// FsizeCommand runs a program with a file size cap in subprocess mode:
 	// `sandbox-fsize BYTES -- PROGRAM ARGS…` (RunFsize). Go cannot set a
 	// child's rlimits between fork and exec, so the cap is set here, then
 	// the program is executed.
 	FsizeCommand = "sandbox-fsize"
+	// RunnerCommand is the stub of an exec runner (a warm bash):
+	// `sandbox-runner -- PROGRAM ARGS…` says ready on fd 3, takes its one
+	// run there (optional fresh stdout and stderr, then EncodeRun), and
+	// executes PROGRAM ARGS… CODE RUN_ARGS… in the run's cwd and
+	// environment (RunRunner).
+	RunnerCommand = "sandbox-runner"
 )
 
 // Dispatch runs the sub-command args names (args[0], as in os.Args[1:])
@@ -46,6 +54,8 @@ func Dispatch(args []string) (code int, ok bool) {
 		return RunLandlock(args[1:]), true
 	case FsizeCommand:
 		return RunFsize(args[1:]), true
+	case RunnerCommand:
+		return RunRunner(args[1:]), true
 	}
 	return 0, false
 }
@@ -53,6 +63,10 @@ func Dispatch(args []string) (code int, ok bool) {
 // KeepCtl is the option of LandlockCommand that keeps descriptor 3 (a warm
 // runner's control socket) open for the program.
 const KeepCtl = "--keep-ctl"
+
+// RunnerOption is the option of LandlockCommand that makes it, once
+// restricted, an exec runner's stub (RunnerCommand) for the program.
+const RunnerOption = "--runner"
 
 // Name is the small helper binary (cmd/codexec-sandbox) that runs the
 // sub-commands when installed next to codexec: it starts in about a

@@ -19,10 +19,11 @@
 //	  │ new user/pid/net/ipc/uts/mount/cgroup namespaces, tmpfs root,
 //	  │ read-only /usr, workspace, /tmp; seccomp filter; exec
 //	  ▼
-//	/opt/codexec/init sandbox-landlock [--keep-ctl] RW_DIR… -- PROGRAM ARGS…   (RunLandlock)
+//	/opt/codexec/init sandbox-landlock [--keep-ctl|--runner] RW_DIR… -- PROGRAM ARGS…   (RunLandlock)
 //	  │ Landlock domain (read/exec everywhere, write in RW_DIRs and /dev,
 //	  │ signals and abstract sockets scoped), descriptors > 2 (> 3 with
-//	  │ --keep-ctl) close-on-exec, PWD dropped; exec
+//	  │ --keep-ctl or --runner) close-on-exec, PWD dropped; with --runner
+//	  │ it waits for its run first (exec runners, below); exec
 //	  ▼
 //	program (uid 65534, no capabilities)
 //
@@ -58,6 +59,14 @@
 //
 // A run whose stub reports a status ends for the server once that status
 // and the end of both outputs are in; teardown goes on in the background.
+//
+// Exec runners (bash; RunnerCommand, or sandbox-landlock --runner in
+// namespace mode) are the helper in the interpreter's place, on the same
+// wire up to the run: "R", then "F" + [stdout, stderr] (namespace mode;
+// optional), then the run (EncodeRun), after which the helper executes
+// PROGRAM ARGS… CODE RUN_ARGS… and the socket closes with the exec. No
+// status comes: the run's status is the program's process's (bwrap's in
+// namespace mode).
 //
 // Python zygote (namespace mode, fork-server; zygote_python.py). The zygote
 // is a sandboxed python with fd 3 a socketpair:

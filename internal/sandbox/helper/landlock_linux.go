@@ -12,17 +12,17 @@ import (
 )
 
 // RunLandlock is the body of the sandbox-landlock sub-command. It returns
-// only on failure (exit status 126). Every descriptor above stdio (above 3
-// with --keep-ctl) is closed on exec: whatever the server inherited from its
-// own parent must not reach sandboxed code, where it could serve as a
-// channel between runs.
+// only on failure (exit status 126; with --runner, see serveRun). Every
+// descriptor above stdio (above 3 with --keep-ctl or --runner) is closed
+// on exec: whatever the server inherited from its own parent must not
+// reach sandboxed code, where it could serve as a channel between runs.
 func RunLandlock(args []string) int {
 	// Landlock restricts only the calling thread; RunLandlock execs from the
 	// same thread, so pin the goroutine to it.
 	runtime.LockOSThread()
-	first := uint(3)
-	if len(args) > 0 && args[0] == KeepCtl {
-		first, args = 4, args[1:]
+	first, runner := uint(3), false
+	if len(args) > 0 && (args[0] == KeepCtl || args[0] == RunnerOption) {
+		first, runner, args = 4, args[0] == RunnerOption, args[1:]
 	}
 	_ = unix.CloseRange(first, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	sep := -1
@@ -41,6 +41,9 @@ func RunLandlock(args []string) int {
 		return 126
 	}
 	argv := args[sep+1:]
+	if runner {
+		return serveRun(argv, true)
+	}
 	env := make([]string, 0, len(os.Environ()))
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "PWD=") {

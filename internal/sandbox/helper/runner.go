@@ -31,3 +31,17 @@ func ReadStatus(ctl io.Reader) (code int, ok bool) {
 	}
 	return code, true
 }
+
+// DecodeRun splits the payload of an EncodeRun message (what follows the
+// length line) into its fields.
+func DecodeRun(payload []byte) (cwd string, env []string, code string, args []string, err error) {
+	f := strings.Split(string(payload), "\x00")
+	if len(f) < 3 {
+		return "", nil, "", nil, fmt.Errorf("run message: %d fields", len(f))
+	}
+	n, err := strconv.Atoi(f[1])
+	if err != nil || n < 0 || 2+n >= len(f) {
+		return "", nil, "", nil, fmt.Errorf("run message: bad environment count %q", f[1])
+	}
+	return f[0], f[2 : 2+n], f[2+n], f[3+n:], nil
+}

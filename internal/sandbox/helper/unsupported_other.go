@@ -31,3 +31,12 @@ func LandlockABI() int { return 0 }
 func SendLaunch(ctl *os.File, argv, env []string, stdio [3]*os.File, extra []*os.File) error {
 	return errUnsupported
 }
+
+// ExecRunners is false: exec runners (RunnerCommand) need Linux.
+const ExecRunners = false
+
+// RunRunner reports that exec runners need Linux (exit status 125).
+func RunRunner(args []string) int {
+	fmt.Fprintln(os.Stderr, "codexec sandbox-runner:", errUnsupported)
+	return 125
+}

@@ -50,6 +50,9 @@ type bwrapArgs struct {
 	// warm builds a runner started before its workspace is known: an empty
 	// placeholder (warmDir) takes the workspace's place (see bind.go).
 	warm bool
+	// exec makes the Landlock step a warm runner's stub (an exec runner,
+	// helper.RunnerOption) instead of only keeping its control socket.
+	exec bool
 	// zygote builds a python fork-server's sandbox (zygote.go): nested user
 	// namespaces allowed, no seccomp filter or Landlock step of its own (its
 	// children apply them), /etc/passwd a plain file the children mount
@@ -133,7 +136,10 @@ func (b *bwrapArgs) build(spec sandbox.Spec) error {
 	b.add("--seccomp", b.fd(sc), "--chdir", dir, "--")
 	if !b.n.opts.NoLandlock {
 		b.add(landlockInitPath, helper.LandlockCommand)
-		if b.warm {
+		switch {
+		case b.exec:
+			b.add(helper.RunnerOption)
+		case b.warm:
 			b.add(helper.KeepCtl)
 		}
 		b.add(dir, "/tmp", "--")

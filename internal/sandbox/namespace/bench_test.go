@@ -79,3 +79,55 @@ func runOnce(b *testing.B, n *Backend, dir string, argv []string) time.Duration 
 	_ = p.Release(time.Second)
 	return time.Since(t0)
 }
+
+// BenchmarkWarmBash compares, interleaved in one loop, a bare `bash -c
+// 'echo 1'` with the same run served by a warm bash runner (an exec
+// runner: the sandbox made ahead, bash executed at take time), from Start
+// to Release, each run after its runner is ready: the backend's share of
+// an execute_code call (the e2e targets benchmark, P1b, has the whole).
+//
+//	go test ./internal/sandbox/namespace -run '^$' -bench WarmBash -benchtime 100x
+func BenchmarkWarmBash(b *testing.B) {
+	n, err := New(context.Background(), Options{OwnedRoot: sandboxtest.OwnedRoot,
+		Pool: sandbox.PoolOptions{Size: 1, Idle: time.Minute}})
+	if err != nil {
+		b.Skip(err)
+	}
+	defer n.Close()
+	dir := b.TempDir()
+	argv := []string{"/usr/bin/bash", "-c", "echo 1", "bash"}
+	var bare, warm []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if err := exec.Command(argv[0], argv[1:]...).Run(); err != nil {
+			b.Fatal(err)
+		}
+		bare = append(bare, time.Since(t0))
+		n.Prewarm(sandboxtest.WarmSpec(sandbox.WarmBash, dir, ""))
+		if _, ok := n.AwaitWarm(sandbox.WarmBash, 10*time.Second); !ok {
+			b.Fatal("no warm bash runner")
+		}
+		spec := sandboxtest.WarmSpec(sandbox.WarmBash, dir, "echo 1")
+		spec.Stdout = io.Discard
+		t1 := time.Now()
+		p, err := n.Start(context.Background(), spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ex, err := p.Wait(); err != nil || ex.Code != 0 {
+			b.Fatal(ex, err)
+		}
+		_ = p.Release(time.Second)
+		warm = append(warm, time.Since(t1))
+	}
+	ms := func(ds []time.Duration) float64 {
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		return float64(ds[len(ds)/2].Microseconds()) / 1000
+	}
+	b.ReportMetric(ms(bare), "bare-ms")
+	b.ReportMetric(ms(warm), "warm-ms")
+	b.ReportMetric(ms(warm)/ms(bare), "ratio")
+	if hits := sandboxtest.KindHits(n, sandbox.WarmBash); hits < uint64(len(warm)) {
+		b.Errorf("%d of %d runs served warm", hits, len(warm))
+	}
+}

@@ -172,13 +172,24 @@ func (n *Backend) Start(_ context.Context, spec sandbox.Spec) (sandbox.Process, 
 	if spec.Network {
 		return nil, errors.New("sandbox: the namespace backend has no network access to grant")
 	}
-	if req, ok := warm.Parse(spec); ok {
-		if freq, ok := n.forkRequest(spec, req); ok {
-			req = freq
-		}
+	if req, ok := n.warmRequest(spec); ok {
 		return n.startCounted(spec, req)
 	}
 	return warm.AsProcess(n.startCold(spec))
+}
+
+// warmRequest returns the warm request serving spec, if a runner can:
+// forked from a zygote where the pool forks python runners; exec runners
+// (bash) only where the Landlock step, their stub, is in the sandbox.
+func (n *Backend) warmRequest(spec sandbox.Spec) (warm.Request, bool) {
+	req, ok := warm.Parse(spec)
+	if !ok || (req.Exec && n.opts.NoLandlock) {
+		return warm.Request{}, false
+	}
+	if freq, ok := n.forkRequest(spec, req); ok {
+		req = freq
+	}
+	return req, true
 }
 
 // startCounted starts a run that a warm runner can serve (warm if one is
@@ -313,25 +324,27 @@ func (n *Backend) startWarm(spec sandbox.Spec, req warm.Request, r *nsRunner) (*
 	}
 	var p *proc.HostProc
 	hooks := n.runHooks(r.cg, r.st, &p)
-	// Python runners report their status themselves (warm_early.go).
+	// Python runners report their status themselves, and exec runners
+	// (bash) end with bwrap: both take fresh output pipes, and their
+	// teardown goes to the background (early.go).
 	early := !r.forked && req.Kind == sandbox.WarmPython
 	stdout, stderr := r.Stdout, r.Stderr
-	if early {
+	var e *warm.Early
+	if early || req.Exec {
 		if stdout, stderr, err = r.HandOverStdio(); err != nil {
 			n.runners.DestroyLater(r)
 			return nil, err
 		}
-	}
-	var e *warm.Early
-	if early {
 		e, hooks = warm.NewEarly(&r.Stub, hooks, &n.runners.Cleanups, func() { _ = r.cg.Kill() })
 	}
 	p = proc.Adopt(r.Cmd, r.Wait, r.Stdin, stdout, stderr, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
-	if r.forked {
+	switch {
+	case r.forked:
 		p.SetExit(func() sandbox.Exit { return r.exit })
-	}
-	if early {
+	case early:
 		e.Attach(p)
+	case req.Exec:
+		e.AttachExec(p)
 	}
 	_ = r.mntns.Close()
 	_, err = r.Ctl.Write(helper.EncodeRun(spec.Dir, spec.Env, req.Code, req.Args))
@@ -373,7 +386,7 @@ func (n *Backend) newRunner(req warm.Request) (*nsRunner, error) {
 		_ = cg.Destroy()
 		return nil, err
 	}
-	r, err := n.launchRunner(spec, cg, st)
+	r, err := n.launchRunner(spec, cg, st, req.Exec)
 	if err != nil {
 		_ = cg.Destroy()
 		_ = st.release()
@@ -385,10 +398,7 @@ func (n *Backend) newRunner(req warm.Request) (*nsRunner, error) {
 // Prewarm starts a warm runner for runs like spec (see sandbox.Spec.Warm) ahead of
 // the first such run. Specs that cannot run warm are ignored.
 func (n *Backend) Prewarm(spec sandbox.Spec) {
-	if req, ok := warm.Parse(spec); ok {
-		if freq, ok := n.forkRequest(spec, req); ok {
-			req = freq
-		}
+	if req, ok := n.warmRequest(spec); ok {
 		n.runners.Pool.Demand(req)
 	}
 }

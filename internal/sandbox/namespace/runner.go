@@ -41,13 +41,15 @@ func (r *nsRunner) CloseFiles() {
 	}
 }
 
-func (n *Backend) launchRunner(spec sandbox.Spec, cg *cgroup.Group, st *stage) (*nsRunner, error) {
+// launchRunner starts the runner of spec in cg: its interpreter and stub,
+// or for an exec runner (exec) the Landlock step as the stub.
+func (n *Backend) launchRunner(spec sandbox.Spec, cg *cgroup.Group, st *stage, exec bool) (*nsRunner, error) {
 	rp, err := warm.NewPipes()
 	if err != nil {
 		return nil, err
 	}
 	defer rp.CloseChild()
-	b := &bwrapArgs{n: n, stage: st, warm: true, files: []*os.File{rp.Child[3]}}
+	b := &bwrapArgs{n: n, stage: st, warm: true, exec: exec, files: []*os.File{rp.Child[3]}}
 	rp.Child[3] = nil // closed with b's files
 	defer b.CloseFiles()
 	if err := b.build(spec); err != nil {

@@ -17,7 +17,8 @@ import (
 // backend and checks nothing is left: processes, cgroups, staging mounts,
 // descriptors. 200 runs by default (50 with -short), so the whole suite stays
 // light on a shared machine; the proof run is CODEXEC_SOAK_RUNS=2000. It runs
-// with python runners started whole and forked from a zygote.
+// with python runners started whole and forked from a zygote; a fifth of
+// the runs are node, a fifth bash (exec runners).
 func TestWarmSoak(t *testing.T) {
 	for _, fork := range []bool{false, true} {
 		t.Run(map[bool]string{false: "runner", true: "fork"}[fork], func(t *testing.T) { soak(t, fork) })
@@ -40,8 +41,11 @@ func soak(t *testing.T, fork bool) {
 	var warm int64
 	wrong := sandboxtest.SoakRuns(t, runs, 4, func(i int, ws string) sandboxtest.Result {
 		kind, code := sandbox.WarmPython, fmt.Sprintf("print(%d)", i)
-		if i%5 == 0 {
+		switch i % 5 {
+		case 0:
 			kind, code = sandbox.WarmNode, fmt.Sprintf("console.log(%d)", i)
+		case 2:
+			kind, code = sandbox.WarmBash, fmt.Sprintf("echo %d", i)
 		}
 		// Most runs are served warm: refills run at low CPU weight, so on a
 		// loaded machine one can take seconds; the wait ends as soon as one is

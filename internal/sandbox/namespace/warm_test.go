@@ -77,6 +77,12 @@ func testWarmMatchesCold(t *testing.T, n *Backend, fork bool) {
 		{"node basics", sandbox.WarmNode, "process.argv.splice(1,0,'[eval]');console.log(process.getuid(), process.cwd(), process.env.HOME, process.argv.slice(1), require('fs').readFileSync('in.txt','utf8'), __filename)"},
 		{"node error", sandbox.WarmNode, "null.x"},
 		{"node exit", sandbox.WarmNode, "process.exit(5)"},
+		{"sh pids", sandbox.WarmBash, "echo $$ $PPID; ls /proc | grep -c '^[0-9]'"},
+		{"sh passwd home", sandbox.WarmBash, "getent passwd $(id -u) | cut -d: -f6; hostname"},
+		{"sh landlock", sandbox.WarmBash, "echo x > /.x; echo $?; touch /tmp/ok && echo tmp"},
+	}
+	for _, c := range sandboxtest.BashCases {
+		cases = append(cases, struct{ name, kind, code string }{"sh " + c.Name, sandbox.WarmBash, c.Code})
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -101,6 +107,13 @@ func testWarmMatchesCold(t *testing.T, n *Backend, fork bool) {
 			}
 		})
 	}
+}
+
+// TestWarmBashSemantics: bash runs served by exec runners keep the
+// semantics every backend's warm runs keep (sandboxtest.WarmSemantics).
+func TestWarmBashSemantics(t *testing.T) {
+	dir := t.TempDir()
+	sandboxtest.WarmSemantics(t, newWarmNamespace(t, 1), sandbox.WarmBash, dir, dir, 65534)
 }
 
 // sameStderr compares error output up to node's internal stack frames,

@@ -32,8 +32,8 @@ import (
 var OwnedRoot = os.TempDir()
 
 // Main lets the test binary act as the helper (sandbox-init,
-// sandbox-landlock, sandbox-fsize), as the codexec binary does, so the
-// backends can re-execute it; then it runs the tests.
+// sandbox-landlock, sandbox-fsize, sandbox-runner), as the codexec binary
+// does, so the backends can re-execute it; then it runs the tests.
 func Main(m *testing.M) {
 	if code, ok := helper.Dispatch(os.Args[1:]); ok {
 		os.Exit(code)
@@ -94,6 +94,9 @@ type warmCase struct {
 // program sees it as ws) as user uid. Runs go in order: a file written by
 // one is listed by a later one.
 func warmCases(kind, dir, ws string, uid int) []warmCase {
+	if kind == sandbox.WarmBash {
+		return bashWarmCases(dir, ws, uid)
+	}
 	if kind == sandbox.WarmNode {
 		return []warmCase{
 			{name: "output", code: "console.log('out'); console.error('err')", want: Result{Stdout: "out\n", Stderr: "err\n"}},
@@ -128,10 +131,53 @@ func warmCases(kind, dir, ws string, uid int) []warmCase {
 	}
 }
 
-// WarmSemantics checks that runs of kind (sandbox.WarmPython, sandbox.WarmNode) served
-// by b's warm runners keep the semantics of cold ones: output, exit status,
-// stdin, arguments, the workspace dir (seen by the program as ws),
-// environment, user (uid) and kills; each run must be served warm.
+// bashWarmCases are warmCases for bash (exec runners).
+func bashWarmCases(dir, ws string, uid int) []warmCase {
+	return []warmCase{
+		{name: "output", code: "echo out; echo err >&2", want: Result{Stdout: "out\n", Stderr: "err\n"}},
+		{name: "exit status", code: "exit 3", want: Result{Exit: sandbox.Exit{Code: 3}}},
+		{name: "stdin", code: "tr a-z A-Z", stdin: "abc", want: Result{Stdout: "ABC"}},
+		{name: "no stdin", code: "cat; echo \"[$?]\"", want: Result{Stdout: "[0]\n"}},
+		{name: "arguments", code: `echo "$0" "$@"`, args: []string{"a", dir + "/f"},
+			want: Result{Stdout: "bash a " + ws + "/f\n"}},
+		{name: "workspace, cwd, home, user", code: `echo x > made; echo "$PWD" "$HOME" "$(id -u)" "${PATH:+PATH}"`,
+			want: Result{Stdout: fmt.Sprintf("%s %s %d PATH\n", ws, ws, uid)}},
+		// bash -c holds only stdio: the control socket is not passed on.
+		{name: "no control socket left", code: "ls /proc/$$/fd > /tmp/fds-$$; echo $(ls) $(cat /tmp/fds-$$); rm /tmp/fds-$$",
+			want: Result{Stdout: "made 0 1 2\n"}},
+	}
+}
+
+// BashCases are bash programs whose warm runs (exec runners) must give
+// exactly what cold runs give: what the stub's wait and execve could
+// change — identity, environment, shell state, descriptors, signal
+// dispositions and mask, limits, exit — and the common shapes of a run.
+// They read in.txt in the workspace, and their argument is "a1"; they
+// write only in the workspace (subprocess mode has the host's /tmp).
+var BashCases = []struct{ Name, Code string }{
+	{"identity", `echo "$(id -u) $(id -g) $(id -G) $PWD $HOME $0 $* $(cat in.txt)"`},
+	{"environment", `env | sed 's/^CODEXEC_RUN=.*/CODEXEC_RUN/' | sort`},
+	{"shell state", `echo "$SHLVL $- $BASH_EXECUTION_STRING"; shopt; set -o`},
+	// Not through a pipe: bash holds a pipeline's pipes while it starts it.
+	{"descriptors", `ls -l /proc/$$/fd > fds; awk 'NR > 1 {print $9, $10, substr($11, 1, 5)}' fds; rm fds`},
+	{"process status", `grep -E '^(Sig(Blk|Ign)|NoNewPrivs|Seccomp|Cap(Inh|Prm|Eff|Bnd|Amb)|Umask)' /proc/self/status`},
+	{"limits", `ulimit -a`},
+	{"exit status", `echo partial; exit 7`},
+	{"signal", `echo before; kill -TERM $$`},
+	{"error", `no_such_command_here`},
+	{"stdin", `tr a-z A-Z`},
+	{"write", `echo x > out.txt; cat out.txt; rm out.txt`},
+	{"background child", `(sleep 0.3; echo late) & echo parent`},
+	{"daemon", `setsid sleep 5 >/dev/null 2>&1 & echo started`},
+	// Larger than a socket read: the run message comes in several.
+	{"long code", ": '" + strings.Repeat("x", 100<<10) + "'; echo ${#BASH_EXECUTION_STRING}"},
+}
+
+// WarmSemantics checks that runs of kind (sandbox.WarmPython,
+// sandbox.WarmNode, sandbox.WarmBash) served by b's warm runners keep the
+// semantics of cold ones: output, exit status, stdin, arguments, the
+// workspace dir (seen by the program as ws), environment, user (uid) and
+// kills; each run must be served warm.
 func WarmSemantics(t *testing.T, b PooledBackend, kind, dir, ws string, uid int) {
 	for _, tc := range warmCases(kind, dir, ws, uid) {
 		t.Run(tc.name, func(t *testing.T) {
@@ -146,6 +192,7 @@ func WarmSemantics(t *testing.T, b PooledBackend, kind, dir, ws string, uid int)
 				spec.Stdin = strings.NewReader(tc.stdin)
 			}
 			got := Run(t, b, spec)
+			got.Exit.MemoryPeakBytes = 0 // where the backend measures it, it varies
 			if got != tc.want {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
@@ -173,8 +220,11 @@ func warmKill(t *testing.T, b PooledBackend, kind, dir string) {
 	b.AwaitWarm(kind, 20*time.Second)
 	hits := PoolHits(b)
 	code := "import time; time.sleep(60)"
-	if kind == sandbox.WarmNode {
+	switch kind {
+	case sandbox.WarmNode:
 		code = "setTimeout(() => {}, 60000)"
+	case sandbox.WarmBash:
+		code = "sleep 60; echo not reached"
 	}
 	p, err := b.Start(context.Background(), WarmSpec(kind, dir, code))
 	if err != nil {
@@ -205,11 +255,14 @@ func PoolHits(b sandbox.Pooled) uint64 {
 	return n
 }
 
-// WarmSpec is a python or node run as the engine builds it.
+// WarmSpec is a python, node or bash run as the engine builds it.
 func WarmSpec(kind, dir, code string, args ...string) sandbox.Spec {
 	argv := []string{"/usr/bin/python3", "-c", code}
-	if kind == sandbox.WarmNode {
+	switch kind {
+	case sandbox.WarmNode:
 		argv = []string{"/usr/bin/node", "-e", code}
+	case sandbox.WarmBash:
+		argv = []string{"/usr/bin/bash", "-c", code, "bash"}
 	}
 	return sandbox.Spec{ID: "w", Argv: append(argv, args...), Dir: dir, Warm: kind,
 		Env:    []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "LANG=C.UTF-8"},

@@ -1,5 +1,5 @@
 // Package subprocess is the light sandbox backend: programs run as plain
-// host processes, with python and node runs served by warm runners
+// host processes, with python, node and bash runs served by warm runners
 // (warm.go) and a file size cap through the helper (fsize.go).
 package subprocess
 
@@ -15,6 +15,7 @@ import (
 	"github.com/codexec/codexec/internal/confine"
 	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/helper"
 	"github.com/codexec/codexec/internal/sandbox/warm"
 )
 
@@ -26,7 +27,7 @@ import (
 // their run marker (package proc) and killed when the run ends; if the server
 // is killed, the next server to start kills them.
 //
-// With pool options, python and node runs are served by warm runners
+// With pool options, python, node and bash runs are served by warm runners
 // (warm.go).
 type Backend struct {
 	runners warm.Host
@@ -62,11 +63,20 @@ func (s *Backend) Start(_ context.Context, spec sandbox.Spec) (sandbox.Process, 
 	if len(spec.Argv) == 0 {
 		return nil, fmt.Errorf("sandbox: empty argv")
 	}
-	if req, ok := warm.Parse(spec); ok && s.runners.Pool != nil {
+	if req, ok := s.warmRequest(spec); ok {
 		return s.runners.Pool.Serve(req, func(r warm.Runner) (*proc.HostProc, error) { return s.startWarm(spec, req, r.(*subRunner)) },
 			func() (*proc.HostProc, error) { return s.startCold(spec) })
 	}
 	return warm.AsProcess(s.startCold(spec))
+}
+
+// warmRequest returns the warm request serving spec, if a runner can.
+func (s *Backend) warmRequest(spec sandbox.Spec) (warm.Request, bool) {
+	req, ok := warm.Parse(spec)
+	if !ok || s.runners.Pool == nil || (req.Exec && !helper.ExecRunners) {
+		return warm.Request{}, false
+	}
+	return req, true
 }
 
 // startCold starts spec as a new process.

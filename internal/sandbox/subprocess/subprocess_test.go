@@ -128,7 +128,7 @@ func TestSubprocessFileSizeLimit(t *testing.T) {
 // TestSubprocessWarm checks that runs served by subprocess warm runners
 // keep the semantics of cold ones (sandboxtest.WarmSemantics).
 func TestSubprocessWarm(t *testing.T) {
-	for _, kind := range []string{sandbox.WarmPython, sandbox.WarmNode} {
+	for _, kind := range []string{sandbox.WarmPython, sandbox.WarmNode, sandbox.WarmBash} {
 		t.Run(kind, func(t *testing.T) {
 			if _, err := os.Stat(sandboxtest.WarmSpec(kind, "", "").Argv[0]); err != nil {
 				t.Skipf("no %s interpreter: %v", kind, err)
@@ -139,6 +139,53 @@ func TestSubprocessWarm(t *testing.T) {
 			sandboxtest.WarmSemantics(t, s, kind, dir, dir, os.Getuid())
 		})
 	}
+}
+
+// TestSubprocessWarmBashMatchesCold runs bash programs warm (exec runners)
+// and cold and expects the same result.
+func TestSubprocessWarmBashMatchesCold(t *testing.T) {
+	warm := New(sandbox.PoolOptions{Size: 1})
+	t.Cleanup(func() { _ = warm.Close() })
+	cold := New(sandbox.PoolOptions{})
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/in.txt", []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range sandboxtest.BashCases {
+		t.Run(c.Name, func(t *testing.T) {
+			spec := sandboxtest.WarmSpec(sandbox.WarmBash, dir, c.Code, "a1")
+			sandboxtest.WaitReady(t, warm, spec)
+			hits := sandboxtest.KindHits(warm, sandbox.WarmBash)
+			spec.Stdin = strings.NewReader("stdin-data")
+			w := sandboxtest.Run(t, warm, spec)
+			if sandboxtest.KindHits(warm, sandbox.WarmBash) != hits+1 {
+				t.Fatalf("run was not served warm: %+v", warm.PoolStats())
+			}
+			spec.Stdin = strings.NewReader("stdin-data")
+			spec.Warm = ""
+			cr := sandboxtest.Run(t, cold, spec)
+			if c.Name == "descriptors" {
+				// A cold run also holds what the server inherited without
+				// close-on-exec (nothing here isolates); the exec runner's
+				// stub closes all but stdio.
+				cr.Stdout = stdioOnly(cr.Stdout)
+			}
+			if w != cr {
+				t.Fatalf("warm %+v\ncold %+v", w, cr)
+			}
+		})
+	}
+}
+
+// stdioOnly keeps the lines of a descriptor listing about 0, 1 and 2.
+func stdioOnly(listing string) string {
+	var out []string
+	for _, l := range strings.SplitAfter(listing, "\n") {
+		if fd, _, _ := strings.Cut(l, " "); fd == "0" || fd == "1" || fd == "2" {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "")
 }
 
 // TestSubprocessReleaseSparesOtherRuns: two runs in one working directory

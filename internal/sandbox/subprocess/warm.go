@@ -37,7 +37,11 @@ func (s *Backend) newRunner(req warm.Request) (warm.Runner, error) {
 		return nil, err
 	}
 	defer rp.CloseChild()
-	argv := req.Base.Argv
+	argv, err := runnerArgv(req)
+	if err != nil {
+		rp.Close()
+		return nil, err
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	// Children a run forks without exec keep the runner's start-up
 	// environment (the stub changes only its copy): a run marker of the
@@ -65,6 +69,19 @@ func (s *Backend) newRunner(req warm.Request) (warm.Runner, error) {
 	}
 	r.Mem = proc.ResidentBytes(cmd.Process.Pid)
 	return r, nil
+}
+
+// runnerArgv is the command of req's runner: the interpreter with its stub,
+// or for an exec runner (bash) the helper's stub for it.
+func runnerArgv(req warm.Request) ([]string, error) {
+	if !req.Exec {
+		return req.Base.Argv, nil
+	}
+	exe, err := helper.Exe()
+	if err != nil {
+		return nil, err
+	}
+	return append([]string{exe, helper.RunnerCommand, "--"}, req.Base.Argv...), nil
 }
 
 // startWarm runs spec in the taken runner r: output attached (python: fresh
@@ -107,7 +124,7 @@ func (s *Backend) startWarm(spec sandbox.Spec, req warm.Request, r *subRunner) (
 // Prewarm starts a warm runner for runs like spec ahead of the first such
 // run. Specs that cannot run warm are ignored.
 func (s *Backend) Prewarm(spec sandbox.Spec) {
-	if req, ok := warm.Parse(spec); ok {
+	if req, ok := s.warmRequest(spec); ok {
 		s.runners.Pool.Demand(req)
 	}
 }

@@ -10,6 +10,12 @@
 // as a cold start's by construction: its own namespaces, /tmp, cgroup,
 // seccomp filter, Landlock domain and interpreter process.
 //
+// bash starts in about a millisecond, so what a warm bash saves is the
+// sandbox: its runner is an exec runner (Request.Exec), the sandbox with
+// the helper waiting in bash's place (helper.RunnerCommand), which
+// executes `bash -c CODE ARGS…` in the run's cwd and environment when it
+// gets its run — the same execve a cold run ends with.
+//
 // Runners are started in the background, one kind (interpreter, flags,
 // environment minus HOME, mounts, limits) at a time, with a low CPU weight
 // until taken, so refills never take CPU from running code.

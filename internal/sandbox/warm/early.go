@@ -29,6 +29,14 @@ import (
 // open: the output ends only when they do, that is when bwrap's init exits
 // and the kernel kills what is left of the sandbox. A program that writes a
 // status of its own only ends its own run early; its processes are killed.
+//
+// An exec runner's stub (bash) becomes the program, so no status comes
+// before the program's exit; its run ends when bwrap exits (AttachExec),
+// which bwrap does as soon as the program has (its init reports the status
+// before it exits). With the pipes of handOverStdio the outputs end then
+// too, and the kill and teardown still go to the background: bwrap's init
+// dies with it (--die-with-parent) and takes the sandbox's processes along,
+// so only the namespaces' teardown and the cgroup's removal are left.
 
 // earlyStatusGrace is how long the background cleanup of an early-ended run
 // waits for bwrap to exit on its own before it kills the sandbox.
@@ -147,13 +155,34 @@ func (e *Early) Attach(p *proc.HostProc) {
 	})
 }
 
-// awaitReaped waits for bwrap to exit, killing the sandbox if it has not
-// within earlyStatusGrace (a program that reported a status of its own and
-// went on).
+// AttachExec sets p (adopted from an exec runner with the pipes of
+// handOverStdio) up to end when bwrap (or the runner's own process) exits
+// with the program's status. Once both outputs have ended too, which they
+// do as the sandbox dies (within earlyStatusGrace), the kill of what is
+// left goes to the background cleanup, as for a status reported early.
+func (e *Early) AttachExec(p *proc.HostProc) {
+	r := e.r
+	p.SetWait(func() error {
+		err := r.Wait()
+		close(e.reaped)
+		t := time.NewTimer(earlyStatusGrace)
+		defer t.Stop()
+		select {
+		case <-p.OutputDone():
+			p.DeferKill()
+		case <-t.C:
+		}
+		return err
+	})
+}
+
 // Reported reports whether the run ended at the stub's own status (valid
 // once Wait returned).
 func (e *Early) Reported() bool { return e.early }
 
+// awaitReaped waits for bwrap to exit, killing the sandbox if it has not
+// within earlyStatusGrace (a program that reported a status of its own and
+// went on).
 func (e *Early) awaitReaped() {
 	select {
 	case <-e.reaped:

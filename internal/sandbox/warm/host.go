@@ -35,7 +35,8 @@ func (h *Host) Close() {
 }
 
 // AwaitWarm waits up to d for a ready runner of kind (sandbox.WarmPython,
-// sandbox.WarmNode) and returns its kind's state; false if none became ready.
+// sandbox.WarmNode, sandbox.WarmBash) and returns its kind's state; false
+// if none became ready.
 func (h *Host) AwaitWarm(kind string, d time.Duration) (sandbox.PoolStat, bool) {
 	return h.Pool.Await(kind, d)
 }

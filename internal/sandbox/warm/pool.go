@@ -48,23 +48,30 @@ type Request struct {
 	Kind string
 	Key  string
 	// Base starts the runner: Argv is interpreter, flags, -c|-e, stub;
-	// Env is the run's without HOME; no Dir.
+	// Env is the run's without HOME; no Dir. For an exec runner (Exec)
+	// Argv ends at -c: the backend starts the helper's stub for it.
 	Base sandbox.Spec
 	// Code and Args are the run's program and its arguments.
 	Code string
 	Args []string
 	// Fork: served by runners forked from a python zygote (namespace mode).
 	Fork bool
+	// Exec: served by exec runners (bash): the helper waits in the
+	// sandbox in the interpreter's place and, given the run, executes
+	// Base.Argv, the code and the arguments (helper.RunnerCommand).
+	Exec bool
 }
 
-// Parse reports whether spec can be served by a warm runner: a
-// python `-c` or node `-e` program without a program directory.
+// Parse reports whether spec can be served by a warm runner: a python
+// or bash `-c` or node `-e` program without a program directory.
 func Parse(spec sandbox.Spec) (Request, bool) {
 	flag, stub := "-c", pythonStub
 	switch spec.Warm {
 	case sandbox.WarmPython:
 	case sandbox.WarmNode:
 		flag, stub = "-e", nodeStub
+	case sandbox.WarmBash:
+		stub = "" // an exec runner: no stub of its own
 	default:
 		return Request{}, false
 	}
@@ -88,10 +95,13 @@ func Parse(spec sandbox.Spec) (Request, bool) {
 			env = append(env, kv)
 		}
 	}
-	argv := append(append([]string{spec.Argv[0]}, flags...), flag, stub)
+	argv := append(append([]string{spec.Argv[0]}, flags...), flag)
+	key := fmt.Sprintf("%s %q %q %v %+v", spec.Warm, argv, env, spec.Mounts, spec.Limits)
+	if stub != "" {
+		argv = append(argv, stub)
+	}
 	base := sandbox.Spec{ID: "warm", Argv: argv, Env: env, Mounts: spec.Mounts, Limits: spec.Limits}
-	key := fmt.Sprintf("%s %q %q %v %+v", spec.Warm, argv[:len(argv)-1], env, spec.Mounts, spec.Limits)
-	return Request{Kind: spec.Warm, Key: key, Base: base, Code: spec.Argv[i+1], Args: spec.Argv[i+2:]}, true
+	return Request{Kind: spec.Warm, Key: key, Base: base, Code: spec.Argv[i+1], Args: spec.Argv[i+2:], Exec: stub == ""}, true
 }
 
 // refillDefer bounds how long a refill waits for the runs in flight to end
@@ -457,8 +467,9 @@ func (p *Pool) Tallies() []sandbox.PoolTally {
 	return out
 }
 
-// Await waits up to d for a ready runner of kind (sandbox.WarmPython, sandbox.WarmNode)
-// and returns its kind's state; false if none became ready.
+// Await waits up to d for a ready runner of kind (sandbox.WarmPython,
+// sandbox.WarmNode, sandbox.WarmBash) and returns its kind's state; false
+// if none became ready.
 func (p *Pool) Await(kind string, d time.Duration) (sandbox.PoolStat, bool) {
 	if p == nil || p.opts.Size == 0 {
 		return sandbox.PoolStat{}, false

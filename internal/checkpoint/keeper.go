@@ -1,0 +1,203 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/codexec/codexec/internal/atomicfile"
+	"github.com/codexec/codexec/internal/files"
+	"github.com/codexec/codexec/internal/tenant"
+)
+
+// Blobs is where checkpoints are kept: the blob store of uploads and
+// artifacts (files.DirStore under the data dir, or the S3 store shared by
+// replicas), opened on its own directory or prefix. Items are owned by the
+// principal of the context they are written with; another principal's
+// item is not found.
+type Blobs interface {
+	Put(ctx context.Context, id, path string, r io.Reader, o files.WriteOptions) (files.Item, files.Written, error)
+	Read(ctx context.Context, id, path string, offset, length, max int64) ([]byte, files.Entry, error)
+	Remove(ctx context.Context, id string) error
+}
+
+// ErrStoreFull is returned when a checkpoint would take the checkpoints
+// past their total bound.
+var ErrStoreFull = errors.New("the checkpoint store is full")
+
+// Record is what is kept about a session's latest checkpoint beside the
+// checkpoint itself: enough to list the session as paused and to resume
+// it after a restart.
+type Record struct {
+	ID           string    `json:"id"`
+	Owner        string    `json:"owner"`
+	Kind         string    `json:"kind"`
+	Language     string    `json:"language"`
+	Name         string    `json:"name,omitempty"`
+	Description  string    `json:"description,omitempty"`
+	WorkingDir   string    `json:"working_dir,omitempty"`
+	StartedAt    time.Time `json:"started_at"`
+	LastActivity time.Time `json:"last_activity"`
+	Executions   int       `json:"executions"`
+	// Blob is the checkpoint's item in the blob store, Bytes its size.
+	Blob    string    `json:"blob"`
+	Bytes   int64     `json:"bytes"`
+	TakenAt time.Time `json:"taken_at"`
+	// Auto: taken automatically while the session ran.
+	Auto   bool   `json:"auto,omitempty"`
+	Report Report `json:"report"`
+	// Secrets are the carried values named like secrets (fork_session
+	// copies them only when allowed).
+	Secrets []string `json:"secrets,omitempty"`
+}
+
+// KeeperOptions configure a Keeper; every field is required.
+type KeeperOptions struct {
+	// Dir holds one record per session, NAME.json.
+	Dir string
+	// Sealer encrypts checkpoints at rest; nil keeps them plain.
+	Sealer *Sealer
+	// MaxBytes bounds one checkpoint; MaxTotal all of them.
+	MaxBytes, MaxTotal int64
+}
+
+// Keeper keeps each session's latest checkpoint — sealed, in the blob
+// store, owned by the session's principal — and its record on disk, within
+// a total bound. Sessions are named by the caller (a file-name-safe name
+// per owner and id). Safe for concurrent use; calls for one name must not
+// overlap.
+type Keeper struct {
+	blobs Blobs
+	o     KeeperOptions
+	mu    sync.Mutex
+	sizes map[string]int64 // by name
+}
+
+// NewKeeper returns a Keeper of checkpoints in blobs.
+func NewKeeper(blobs Blobs, o KeeperOptions) *Keeper {
+	return &Keeper{blobs: blobs, o: o, sizes: map[string]int64{}}
+}
+
+// blobPath is the one file of a checkpoint item.
+const blobPath = "checkpoint"
+
+// Load returns the records a previous server left, each with the name
+// nameOf gives it (a record whose file has another name is ignored).
+func (k *Keeper) Load(nameOf func(Record) string) []Record {
+	if err := os.MkdirAll(k.o.Dir, 0o700); err != nil {
+		slog.Error("checkpoint records unavailable", "dir", k.o.Dir, "err", err)
+		return nil
+	}
+	ents, _ := os.ReadDir(k.o.Dir)
+	var out []Record
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".json") || atomicfile.IsTemp(e.Name()) {
+			continue
+		}
+		var rec Record
+		b, err := os.ReadFile(filepath.Join(k.o.Dir, e.Name()))
+		if err != nil || json.Unmarshal(b, &rec) != nil || nameOf(rec)+".json" != e.Name() {
+			slog.Warn("ignoring an unreadable checkpoint record", "file", e.Name(), "err", err)
+			continue
+		}
+		k.mu.Lock()
+		k.sizes[nameOf(rec)] = rec.Bytes
+		k.mu.Unlock()
+		out = append(out, rec)
+	}
+	return out
+}
+
+// Store seals plain, stores it as a new item owned by rec.Owner, and
+// records it as session name's checkpoint (rec with Blob and Bytes set,
+// returned); then drops the checkpoint it replaces, old ("" for none).
+func (k *Keeper) Store(ctx context.Context, name string, rec Record, plain []byte, old string) (Record, error) {
+	id := "ck_" + strings.ReplaceAll(name, "@", "_") + "_" + rand.Text()[:10]
+	sealed := k.o.Sealer.Seal(plain, AAD(rec.Owner, rec.ID, id))
+	n := int64(len(sealed))
+	if total := k.others(name); total+n > k.o.MaxTotal {
+		return Record{}, fmt.Errorf("%w: checkpoints hold %d bytes and this one needs %d (CODEXEC_CHECKPOINT_MAX_TOTAL=%d); close paused sessions first",
+			ErrStoreFull, total, n, k.o.MaxTotal)
+	}
+	octx := tenant.With(ctx, rec.Owner)
+	if _, _, err := k.blobs.Put(octx, id, blobPath, bytes.NewReader(sealed), files.WriteOptions{Mode: 0o600, Max: n}); err != nil {
+		return Record{}, fmt.Errorf("store the checkpoint: %w", err)
+	}
+	rec.Blob, rec.Bytes = id, n
+	b, err := json.Marshal(rec)
+	if err == nil {
+		err = atomicfile.WriteFile(k.path(name), b, 0o600)
+	}
+	if err != nil {
+		k.drop(rec.Owner, id)
+		return Record{}, fmt.Errorf("record the checkpoint: %w", err)
+	}
+	k.mu.Lock()
+	k.sizes[name] = n
+	k.mu.Unlock()
+	if old != "" {
+		k.drop(rec.Owner, old)
+	}
+	return rec, nil
+}
+
+// others is the size of every checkpoint but name's.
+func (k *Keeper) others(name string) int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var total int64
+	for n, b := range k.sizes {
+		if n != name {
+			total += b
+		}
+	}
+	return total
+}
+
+// Read returns the plain checkpoint of rec, authenticated when sealed. A
+// checkpoint that is gone (expired, removed) is files.ErrNotFound.
+func (k *Keeper) Read(ctx context.Context, rec Record) ([]byte, error) {
+	b, _, err := k.blobs.Read(tenant.With(ctx, rec.Owner), rec.Blob, blobPath, 0, 0, k.o.MaxBytes+64<<10)
+	if err != nil {
+		return nil, fmt.Errorf("read the checkpoint of %s: %w", rec.ID, err)
+	}
+	plain, err := k.o.Sealer.Open(b, AAD(rec.Owner, rec.ID, rec.Blob))
+	if err != nil {
+		return nil, fmt.Errorf("the checkpoint of %s: %w", rec.ID, err)
+	}
+	return plain, nil
+}
+
+// Forget removes session name's record and its checkpoint blob ("" for
+// none): the session is closed for good.
+func (k *Keeper) Forget(name, owner, blob string) {
+	k.mu.Lock()
+	delete(k.sizes, name)
+	k.mu.Unlock()
+	if err := os.Remove(k.path(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		slog.Warn("checkpoint record not removed", "name", name, "err", err)
+	}
+	k.drop(owner, blob)
+}
+
+// drop removes a checkpoint item nothing refers to any more.
+func (k *Keeper) drop(owner, id string) {
+	if id == "" {
+		return
+	}
+	if err := k.blobs.Remove(tenant.With(context.Background(), owner), id); err != nil && !errors.Is(err, files.ErrNotFound) {
+		slog.Warn("checkpoint not removed", "blob", id, "err", err)
+	}
+}
+
+func (k *Keeper) path(name string) string { return filepath.Join(k.o.Dir, name+".json") }

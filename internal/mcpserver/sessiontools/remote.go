@@ -1,0 +1,131 @@
+package sessiontools
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/codexec/codexec/internal/mcpserver/tool"
+)
+
+// Statuses of sessions listed from the registry rather than by the replica
+// holding them.
+const (
+	// StatusLost: its replica stopped; its state is gone.
+	StatusLost = "lost"
+	// StatusUnreachable: its replica did not answer the listing in time.
+	StatusUnreachable = "unreachable"
+)
+
+// Peers are the other replicas sharing the session registry, as the
+// listings see them (implemented by mcpserver).
+type Peers interface {
+	// Elsewhere returns the caller's sessions held by other replicas: the
+	// answer of each live replica holding one to the listing tool (called
+	// there without arguments) and the sessions known only from the
+	// registry (lost, or held by a replica that did not answer in time).
+	// A request another replica forwarded here gets Here alone: it lists
+	// this replica only. An error is the registry's.
+	Elsewhere(ctx context.Context, tool string) (Remote, error)
+}
+
+// Remote is what Peers.Elsewhere found.
+type Remote struct {
+	Here     string            // this replica's id
+	Answers  []json.RawMessage // each replica's listing (structured content)
+	Unlisted []Unlisted
+}
+
+// Unlisted is a session known from the registry alone.
+type Unlisted struct {
+	ID, Kind, Language, Name string
+	StartedAt                time.Time // when it was claimed, just before it started
+	Replica                  string
+	LostAt                   *time.Time // set when lost
+	Note                     string     // why it is unreachable
+}
+
+func (u Unlisted) status() string {
+	if u.LostAt != nil {
+		return StatusLost
+	}
+	return StatusUnreachable
+}
+
+// remoteSessions adds to list_sessions' local entries the caller's
+// sessions other replicas hold, and sorts them all, newest first.
+func (s *toolset) remoteSessions(ctx context.Context, local []SessionInfo) ([]SessionInfo, error) {
+	rem, err := s.deps.Peers.Elsewhere(ctx, "list_sessions")
+	if err != nil {
+		return nil, tool.Coded(tool.CodeInternal, "the session registry could not list your sessions on other replicas: %v", err)
+	}
+	out, seen := local, map[string]bool{}
+	for i := range out {
+		out[i].Replica = rem.Here
+		seen[out[i].SessionID] = true
+	}
+	add := func(e SessionInfo) {
+		if !seen[e.SessionID] {
+			seen[e.SessionID] = true
+			out = append(out, e)
+		}
+	}
+	for _, a := range rem.Answers {
+		var l ListSessionsOut
+		if json.Unmarshal(a, &l) == nil {
+			for _, e := range l.Sessions {
+				add(e)
+			}
+		}
+	}
+	for _, u := range rem.Unlisted {
+		add(SessionInfo{SessionID: u.ID, Kind: u.Kind, Status: u.status(), Language: u.Language, Name: u.Name,
+			StartedAt: u.StartedAt, PackagesInstalled: []string{}, Replica: u.Replica, LostAt: u.LostAt, Note: u.Note})
+	}
+	slices.SortFunc(out, func(a, b SessionInfo) int { return newestFirst(a.StartedAt, b.StartedAt, a.SessionID, b.SessionID) })
+	return out, nil
+}
+
+// remoteContexts is remoteSessions for list_contexts.
+func (s *toolset) remoteContexts(ctx context.Context, local []ContextOut) ([]ContextOut, error) {
+	rem, err := s.deps.Peers.Elsewhere(ctx, "list_contexts")
+	if err != nil {
+		return nil, tool.Coded(tool.CodeInternal, "the session registry could not list your contexts on other replicas: %v", err)
+	}
+	out, seen := local, map[string]bool{}
+	for i := range out {
+		out[i].Replica = rem.Here
+		seen[out[i].ContextID] = true
+	}
+	add := func(e ContextOut) {
+		if !seen[e.ContextID] {
+			seen[e.ContextID] = true
+			out = append(out, e)
+		}
+	}
+	for _, a := range rem.Answers {
+		var l ListContextsOut
+		if json.Unmarshal(a, &l) == nil {
+			for _, e := range l.Contexts {
+				add(e)
+			}
+		}
+	}
+	for _, u := range rem.Unlisted {
+		add(ContextOut{ContextID: u.ID, Name: u.Name, Language: contextLanguage(u.Language), CreatedAt: u.StartedAt, Status: u.status(),
+			Message: u.Note, Replica: u.Replica, LostAt: u.LostAt})
+	}
+	slices.SortFunc(out, func(a, b ContextOut) int { return newestFirst(a.CreatedAt, b.CreatedAt, a.ContextID, b.ContextID) })
+	return out, nil
+}
+
+// newestFirst orders listing entries by start time, newest first, then by
+// id, so a merged listing has one order whichever replica made it.
+func newestFirst(ta, tb time.Time, ida, idb string) int {
+	if c := tb.Compare(ta); c != 0 {
+		return c
+	}
+	return cmp.Compare(ida, idb)
+}
