@@ -3,9 +3,11 @@
 # registry: a root file system holding the host's python3, bash and a few
 # core utilities with their libraries, imported with `podman import` (or
 # `docker import`). Real deployments build Dockerfile.sandbox instead.
-# With "matplotlib" as third argument the image also holds the host's Debian
-# matplotlib (python3-matplotlib) and what it imports, for the plot tests.
-# With "node" as third argument it also holds the host's node (code-mode tests).
+# With "node" as third argument it also holds the host's node (code-mode tests);
+# with "matplotlib", node and the host's Debian matplotlib (python3-matplotlib)
+# and what it imports, for the plot tests. A server prewarms python and node
+# runners: in an image without node the node runner waits 20 s for a status
+# that never comes, which doctor and the server's shutdown then wait out.
 #   usage: scripts/sandbox-test-image.sh [cli] [image] [matplotlib|node]
 set -euo pipefail
 cli=${1:-podman}
@@ -13,7 +15,7 @@ image=${2:-codexec-test-sandbox}
 extra=${3:-}
 # The image's contents version (bump it when the list below changes, so that
 # an image built by an older script is rebuilt).
-version=2
+version=3
 if [ "$("$cli" image inspect --format '{{index .Config.Labels "codexec.test-image"}}' "$image" 2>/dev/null)" = "$version" ]; then exit 0; fi
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
@@ -24,7 +26,7 @@ py=$(readlink -f /usr/bin/python3)
 bins=("$py" /usr/bin/bash /usr/bin/dash /usr/bin/cat /usr/bin/ls /usr/bin/echo /usr/bin/sleep /usr/bin/dd
   /usr/bin/id /usr/bin/grep /usr/bin/env /usr/bin/rm /usr/bin/mkdir /usr/bin/head /usr/bin/wc
   /usr/bin/timeout) # codexec runs programs under `timeout` (their deadline; sandbox/container_life.go)
-if [ "$extra" = node ]; then bins+=("$(readlink -f "$(command -v node)")"); fi
+if [ "$extra" = node ] || [ "$extra" = matplotlib ]; then bins+=("$(readlink -f "$(command -v node)")"); fi
 for b in "${bins[@]}"; do
   cp -a "$b" "$root/usr/bin/"
   ldd "$b" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do

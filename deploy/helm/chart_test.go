@@ -50,6 +50,12 @@ func chartCases() []chartCase {
 			},
 		},
 		{
+			name:   "namespace mode, one pod per node",
+			values: tokens + sharedStores + "sandbox:\n  namespace:\n    onePerNode: true\n",
+			want:   objects("HorizontalPodAutoscaler", "PodDisruptionBudget", "Secret"),
+			check:  onePerNode,
+		},
+		{
 			name:   "subprocess mode in gVisor",
 			values: tokens + sharedStores + "sandbox:\n  mode: subprocess\n  runtimeClassName: gvisor\n",
 			want:   objects("HorizontalPodAutoscaler", "PodDisruptionBudget", "Secret"),

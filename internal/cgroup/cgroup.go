@@ -7,6 +7,11 @@
 // Processes are placed by writing a pid to every file ProcsFiles returns,
 // before the run's program is executed (see sandbox-init). A Group is safe for
 // concurrent use; Destroy must be called exactly once.
+//
+// Groups live in a directory of the server that made them, named after it
+// and locked while it runs (owner.go), so that a starting server's Sweep
+// removes what dead servers left and nothing of a live one, whatever pid
+// namespaces the two are in.
 package cgroup
 
 import (
@@ -14,7 +19,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -111,7 +115,8 @@ type Group struct {
 	pinned bool
 }
 
-// New creates the group named name (a run id) with limits applied.
+// New creates the group named name (unique among this server's groups, such
+// as a run id) in this server's directory, with limits applied.
 func New(info Info, name string, l Limits) (*Group, error) {
 	if !info.Usable() {
 		return nil, fmt.Errorf("cgroup: %s", info)
@@ -268,48 +273,6 @@ func write(dir, file, val string) error {
 		return fmt.Errorf("cgroup: write %s=%q: %w", filepath.Join(dir, file), val, err)
 	}
 	return nil
-}
-
-// Sweep removes groups left behind by codexec servers that are gone: group
-// names end in "-<pid of the creating server>", and a group whose creator is
-// no longer running is killed and removed. It returns how many it removed.
-func Sweep(info Info) int {
-	removed := 0
-	bases := parents(info)
-	slices.Reverse(bases) // v1: the freezer first, so frozen leftovers are thawed and die
-	for _, base := range bases {
-		entries, _ := os.ReadDir(base)
-		for _, e := range entries {
-			i := strings.LastIndexByte(e.Name(), '-')
-			pid, err := strconv.Atoi(e.Name()[i+1:])
-			if !e.IsDir() || i < 0 || err != nil || pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
-				continue
-			}
-			g := &Group{dirs: []string{filepath.Join(base, e.Name())}, v2: info.Version == 2}
-			g.Signal(syscall.SIGKILL)
-			// A server killed in the middle of a v1 kill leaves its group
-			// frozen: thaw it so the signals are delivered.
-			if _, err := os.Stat(filepath.Join(g.dirs[0], "freezer.state")); err == nil {
-				_ = write(g.dirs[0], "freezer.state", "THAWED")
-			}
-			if rmdirRetry(g.dirs[0], time.Now().Add(time.Second)) == nil {
-				removed++
-			}
-		}
-	}
-	return removed
-}
-
-// parents lists the directories holding codexec's groups.
-func parents(info Info) []string {
-	if info.Version == 2 {
-		return []string{filepath.Join(Root, parent)}
-	}
-	var out []string
-	for _, c := range v1Controllers {
-		out = append(out, filepath.Join(Root, c, ownPath(c), parent))
-	}
-	return out
 }
 
 // SetCPUWeight sets the group's share of contended CPU relative to its

@@ -5,9 +5,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 )
+
+var groupSeq atomic.Int64
 
 func newGroup(t *testing.T, l Limits) *Group {
 	t.Helper()
@@ -15,7 +18,7 @@ func newGroup(t *testing.T, l Limits) *Group {
 	if !info.Usable() || os.Geteuid() != 0 {
 		t.Skipf("cgroups not usable here (%s, euid %d)", info, os.Geteuid())
 	}
-	g, err := New(info, "test-"+strconv.Itoa(os.Getpid())+"-"+t.Name(), l)
+	g, err := New(info, "test-"+t.Name()+"-"+strconv.FormatInt(groupSeq.Add(1), 10), l)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,7 @@ package cgroup
 
 import (
 	"log/slog"
-	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"syscall"
 )
@@ -14,8 +12,9 @@ import (
 // costs ~1.7 ms per freezer.state write here; with it already on, a write
 // costs ~15 µs. Killing a v1 group freezes and thaws it, so every run paid
 // two switches. While codexec has groups, it keeps one empty group of its own
-// frozen (the pin), so the key stays on and kills stay cheap. The pin is
-// named like a run group ("pin-<server pid>"): Sweep removes a dead server's.
+// frozen (the pin), so the key stays on and kills stay cheap. The pin is a
+// group named "pin" in the server's directory: Sweep treats it like the
+// server's other groups.
 
 var pin struct {
 	mu   sync.Mutex
@@ -34,8 +33,8 @@ func acquirePin() {
 	if pin.refs > 1 || pin.off {
 		return
 	}
-	dir := filepath.Join(Root, "freezer", ownPath("freezer"), parent, "pin-"+strconv.Itoa(os.Getpid()))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, err := groupDir(filepath.Join(Root, "freezer", ownPath("freezer"), parent), "pin", false, nil)
+	if err != nil {
 		slog.Debug("cgroup: freezer pin", "err", err)
 		return
 	}

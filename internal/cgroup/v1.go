@@ -1,7 +1,6 @@
 package cgroup
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,17 +14,19 @@ import (
 var v1Controllers = []string{"memory", "pids", "cpu", "freezer"}
 
 func newV1(name string, l Limits) (*Group, error) {
-	g := &Group{pinned: true}
-	acquirePin()
-	for _, c := range v1Controllers {
-		dir := filepath.Join(Root, c, ownPath(c), parent, name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+	g := &Group{}
+	for i, c := range v1Controllers {
+		// The first (memory) holds the server's lock.
+		dir, err := groupDir(filepath.Join(Root, c, ownPath(c), parent), name, i == 0, nil)
+		if err != nil {
 			_ = g.Destroy()
-			return nil, fmt.Errorf("cgroup: %w", err)
+			return nil, err
 		}
 		g.dirs = append(g.dirs, dir)
 	}
 	g.mem, g.frz = g.dirs[0], g.dirs[3]
+	g.pinned = true
+	acquirePin()
 	if err := g.limitV1(l); err != nil {
 		_ = g.Destroy()
 		return nil, err

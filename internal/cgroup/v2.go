@@ -2,7 +2,6 @@ package cgroup
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -12,19 +11,9 @@ import (
 var v2Controllers = []string{"memory", "pids", "cpu"}
 
 func newV2(name string, l Limits) (*Group, error) {
-	base := filepath.Join(Root, parent)
-	if err := os.MkdirAll(base, 0o755); err != nil {
-		return nil, fmt.Errorf("cgroup: %w", err)
-	}
-	// Delegate the controllers down to codexec's groups (idempotent).
-	for _, dir := range []string{Root, base} {
-		if err := write(dir, "cgroup.subtree_control", "+memory +pids +cpu"); err != nil {
-			return nil, err
-		}
-	}
-	dir := filepath.Join(base, name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("cgroup: %w", err)
+	dir, err := groupDir(filepath.Join(Root, parent), name, true, delegateV2)
+	if err != nil {
+		return nil, err
 	}
 	g := &Group{v2: true, dirs: []string{dir}, mem: dir}
 	if err := g.limitV2(l); err != nil {
@@ -32,6 +21,17 @@ func newV2(name string, l Limits) (*Group, error) {
 		return nil, err
 	}
 	return g, nil
+}
+
+// delegateV2 enables the controllers from the root down to the server's
+// directory od (idempotent), so its groups have them.
+func delegateV2(od string) error {
+	for _, dir := range []string{Root, filepath.Dir(od), od} {
+		if err := write(dir, "cgroup.subtree_control", "+memory +pids +cpu"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (g *Group) limitV2(l Limits) error {

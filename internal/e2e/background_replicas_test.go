@@ -19,6 +19,7 @@ import (
 // (the owner's directory store is its own, so it keeps the claim while it
 // lists the run); a killed owner's run answers SESSION_LOST there.
 func TestBackgroundRunAcrossReplicas(t *testing.T) {
+	sameInEveryMode(t, "replicas pin subprocess mode")
 	dsn := pgtest.Start(t).NewDatabase(t)
 	tokens := "CODEXEC_AUTH_TOKENS=" + tokenFile(t)
 	a := startHTTP(t, "", replicaEnv(dsn, "r-a", tokens)...)
@@ -65,6 +66,7 @@ func TestBackgroundRunAcrossReplicas(t *testing.T) {
 // and output are objects of the bucket, and another server on the same
 // bucket (a replica, or this one restarted elsewhere) reads the run whole.
 func TestBackgroundRunInS3Store(t *testing.T) {
+	sameInEveryMode(t, "a store test")
 	srv := s3test.Start(t)
 	s1 := start(t, s3Env(t, srv)...)
 	id := startBackground(t, s1.Session, "execute_code", map[string]any{"language": "python", "code": "print('s3 kept')\nprint('é' * 3)"})

@@ -134,10 +134,13 @@ func wantLines(n int) string {
 // started over Streamable HTTP by a client that then disconnects; new MCP
 // sessions read its output by offsets, with no gap and no line twice,
 // while another background run is cancelled. The first client, while
-// connected, gets the run's output as progress notifications. It runs in
-// parallel with the rest of the package.
+// connected, gets the run's output as progress notifications. Its five
+// minutes overlap the rest of the package: go test resumes parallel tests
+// only after every sequential one has ended, so the run is started and read
+// from a goroutine before t.Parallel, in the sequential phase, and awaited
+// after it.
 func TestBackgroundRunOutlivesClient(t *testing.T) {
-	t.Parallel()
+	sameInEveryMode(t, "the offsets and sessions of a background run; the other background tests check its sandbox side")
 	n := 300
 	if testing.Short() {
 		n = 6
@@ -174,40 +177,52 @@ func TestBackgroundRunOutlivesClient(t *testing.T) {
 	waitFor(t, 20*time.Second, "progress of two lines", func() bool { return strings.Contains(streamed(), "line 1\n") })
 	_ = first.Close()
 
-	second := connectHTTP(t, s, "", nil)
-	r.step(t, second, 3000)
-	v := getRun(t, second, victim, 0, 0, 5000)
-	if v.Status != "running" || v.Stdout != "started\n" {
-		t.Fatalf("victim before cancel: %+v", v)
-	}
-	cres := callTool(t, second, "cancel_run", map[string]any{"execution_id": victim})
-	var cancelled struct {
-		Status string `json:"status"`
-		Result struct {
-			Status       string `json:"status"`
-			ErrorMessage string `json:"error_message"`
-		} `json:"result"`
-	}
-	decodeStructured(t, cres, &cancelled)
-	if cancelled.Status != "cancelled" || cancelled.Result.Status != "cancelled" || !strings.Contains(cancelled.Result.ErrorMessage, "cancel_run") {
-		t.Errorf("cancel_run: %s", text(cres))
-	}
-	_ = second.Close()
-
-	// Every so often a new session goes on reading from the offsets kept.
-	deadline := time.Now().Add(time.Duration(n+90) * time.Second)
 	var last runView
-	for time.Now().Before(deadline) {
-		cs := connectHTTP(t, s, "", nil)
-		for range 5 {
-			if last = r.step(t, cs, 10000); last.Status != "running" && !last.More {
+	read := make(chan struct{})
+	finished := false // false: the reading stopped at a fatal failure
+	go func() {
+		defer close(read)
+		second := connectHTTP(t, s, "", nil)
+		r.step(t, second, 3000)
+		v := getRun(t, second, victim, 0, 0, 5000)
+		if v.Status != "running" || v.Stdout != "started\n" {
+			t.Errorf("victim before cancel: %+v", v)
+			return
+		}
+		cres := callTool(t, second, "cancel_run", map[string]any{"execution_id": victim})
+		var cancelled struct {
+			Status string `json:"status"`
+			Result struct {
+				Status       string `json:"status"`
+				ErrorMessage string `json:"error_message"`
+			} `json:"result"`
+		}
+		decodeStructured(t, cres, &cancelled)
+		if cancelled.Status != "cancelled" || cancelled.Result.Status != "cancelled" || !strings.Contains(cancelled.Result.ErrorMessage, "cancel_run") {
+			t.Errorf("cancel_run: %s", text(cres))
+		}
+		_ = second.Close()
+
+		// Every so often a new session goes on reading from the offsets kept.
+		deadline := time.Now().Add(time.Duration(n+90) * time.Second)
+		for time.Now().Before(deadline) {
+			cs := connectHTTP(t, s, "", nil)
+			for range 5 {
+				if last = r.step(t, cs, 10000); last.Status != "running" && !last.More {
+					break
+				}
+			}
+			_ = cs.Close()
+			if last.Status != "running" && !last.More {
 				break
 			}
 		}
-		_ = cs.Close()
-		if last.Status != "running" && !last.More {
-			break
-		}
+		finished = true
+	}()
+	t.Parallel()
+	<-read
+	if !finished {
+		t.FailNow()
 	}
 	if got, want := r.stdout.String(), wantLines(n); got != want {
 		t.Errorf("output read by offsets across sessions (%d bytes) differs from what was printed (%d bytes):\n%s", len(got), len(want), firstDiff(got, want))

@@ -33,6 +33,7 @@ func s3Env(t *testing.T, srv *s3test.Server) []string {
 // return it — on that server and on a second one over the same bucket, as
 // another replica would.
 func TestS3BlobStore(t *testing.T) {
+	sameInEveryMode(t, "a store test")
 	srv := s3test.Start(t)
 	s1 := start(t, s3Env(t, srv)...)
 	data := randomBytes(t, 300_000)
@@ -100,6 +101,7 @@ func readArtifact(t *testing.T, s *server, execID, uri string, want []byte) {
 // create=true) stops the server before it serves, with a message naming
 // the setting, the endpoint and the bucket.
 func TestS3BlobStoreRefusedAtStart(t *testing.T) {
+	sameInEveryMode(t, "start-up refused")
 	srv := s3test.Start(t)
 	cmd := exec.Command(binary(t), "serve")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "CODEXEC_DATA_DIR=" + t.TempDir(),

@@ -14,6 +14,7 @@ import (
 // however large, or below 1, is refused by every tool that takes one with
 // an error naming the valid range; none overflows into a tiny timeout.
 func TestTimeoutOutOfRangeRefused(t *testing.T) {
+	sameInEveryMode(t, "pins subprocess mode")
 	s := start(t, "CODEXEC_SANDBOX_MODE=subprocess", "ALLOWED_COMMANDS=echo")
 	const huge = 9223372036854775807
 	cases := []struct {

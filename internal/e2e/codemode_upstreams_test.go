@@ -93,6 +93,7 @@ func testReadmeExample(t *testing.T, f *upstreamFixture) {
 // mode (podman where docker has no engine), whose containers pass only
 // stdio and have no network.
 func TestCodeModeUpstreamsDocker(t *testing.T) {
+	sameInEveryMode(t, "pins docker mode")
 	upstreamsDir(t)
 	denv, why := dockerTestEnv(t, "node")
 	if why != "" {

@@ -32,6 +32,7 @@ var conformanceResult = regexp.MustCompile(`Passed: (\d+)/(\d+), (\d+) failed`)
 // TestConformance runs the pinned @modelcontextprotocol/conformance runner
 // (testdata/conformance, installed by scripts/deps.sh) against --http.
 func TestConformance(t *testing.T) {
+	sameInEveryMode(t, "protocol conformance; no scenario runs code")
 	runner, _ := filepath.Abs("testdata/conformance/node_modules/.bin/conformance")
 	if _, err := os.Stat(runner); err != nil {
 		t.Skip("conformance runner not installed (bash scripts/deps.sh installs it with npm ci)")

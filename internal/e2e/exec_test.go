@@ -341,6 +341,7 @@ func peakRSSKiB(t *testing.T, pid int) int {
 }
 
 func TestToolsListHasExecuteCodeSchema(t *testing.T) {
+	sameInEveryMode(t, "a schema test")
 	s := start(t)
 	res, err := s.Session.ListTools(t.Context(), nil)
 	if err != nil {

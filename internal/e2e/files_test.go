@@ -100,6 +100,7 @@ func reversed(b []byte) []byte {
 // (staged upload, artifact by execution_id and resources/read) and for a
 // session, in every sandbox mode the host supports.
 func TestFilesRoundTripAllModes(t *testing.T) {
+	sameInEveryMode(t, "pins its sandbox modes")
 	for _, m := range sandboxModes(t) {
 		t.Run(m.name, func(t *testing.T) {
 			if why := modeAvailable(t, m.name, m.env...); why != "" {
@@ -326,6 +327,7 @@ func TestPlotsAsImages(t *testing.T) {
 	}
 	t.Run("default", func(t *testing.T) { checkPlots(t, start(t)) })
 	t.Run("docker", func(t *testing.T) {
+		sameInEveryMode(t, "pins docker mode")
 		env := mplDockerEnv(t)
 		if why := modeAvailable(t, "docker", env...); why != "" {
 			t.Skipf("docker mode unavailable on this host:\n%s", why)

@@ -126,6 +126,23 @@ func startWith(t testing.TB, dir string, opts *mcp.ClientOptions, env ...string)
 	return s
 }
 
+// modeDependentOnlyEnv, set by scripts/test.sh for its second end-to-end
+// pass (the suite again with CODEXEC_TEST_SANDBOX_MODE), keeps only the
+// tests whose outcome can depend on that mode.
+const modeDependentOnlyEnv = "CODEXEC_TEST_MODE_DEPENDENT_ONLY"
+
+// sameInEveryMode marks a test (or subtest) whose outcome cannot depend on
+// CODEXEC_TEST_SANDBOX_MODE, why saying how: its servers pin their sandbox
+// modes, or what it checks happens before or around any run (protocol,
+// schemas, authentication, stores). The second pass skips it; the first
+// pass runs it.
+func sameInEveryMode(t testing.TB, why string) {
+	t.Helper()
+	if os.Getenv(modeDependentOnlyEnv) != "" {
+		t.Skipf("same in every sandbox mode (%s): the first end-to-end pass runs it", why)
+	}
+}
+
 func hasKey(env []string, key string) bool {
 	for _, kv := range env {
 		if strings.HasPrefix(kv, key+"=") {

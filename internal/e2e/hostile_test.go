@@ -57,6 +57,7 @@ type hostileFixture struct {
 }
 
 func TestHostile(t *testing.T) {
+	sameInEveryMode(t, "pins its sandbox modes")
 	for _, m := range withForkVariant(sandboxModes(t)) {
 		t.Run(m.label(), func(t *testing.T) {
 			if why := modeAvailable(t, m.name, m.env...); why != "" {

@@ -39,6 +39,7 @@ type rpcErr struct {
 // the initializes race; another principal is not affected, the open
 // sessions keep working, and closing one frees its slot.
 func TestHTTPMCPSessionCapPerPrincipal(t *testing.T) {
+	sameInEveryMode(t, "pins subprocess mode")
 	const max = 3
 	s := startHTTP(t, "", "CODEXEC_AUTH_TOKENS="+tokenFile(t), "CODEXEC_SANDBOX_MODE=subprocess",
 		"CODEXEC_MAX_MCP_SESSIONS_PER_PRINCIPAL=3")

@@ -39,6 +39,7 @@ func tenantOK(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]
 // token can neither use, list, stop nor search what alice's token created;
 // each refusal reads exactly like the one for an id that never existed.
 func TestHTTPTwoTokensIsolated(t *testing.T) {
+	sameInEveryMode(t, "ownership checks, before any run")
 	s := startHTTP(t, "", "CODEXEC_AUTH_TOKENS="+tokenFile(t), "ALLOWED_COMMANDS=echo")
 	alice, bob := s.mustConnect(aliceToken), s.mustConnect(bobToken)
 

@@ -61,6 +61,7 @@ func logLines(t *testing.T, dataDir string) []string {
 }
 
 func TestHTTPBearerTokens(t *testing.T) {
+	sameInEveryMode(t, "authentication, before any run")
 	s := startHTTP(t, "", "CODEXEC_AUTH_TOKENS="+tokenFile(t))
 	marker := filepath.Join(t.TempDir(), "ran")
 	call := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_code","arguments":{"language":"bash","code":"touch %s"}}}`, marker)
@@ -111,6 +112,7 @@ func TestHTTPBearerTokens(t *testing.T) {
 // TestHTTPSessionBoundToPrincipal: a session id minted for alice is
 // useless with bob's token (the SDK compares TokenInfo.UserID).
 func TestHTTPSessionBoundToPrincipal(t *testing.T) {
+	sameInEveryMode(t, "authentication, before any run")
 	s := startHTTP(t, "", "CODEXEC_AUTH_TOKENS="+tokenFile(t))
 	code, _, h := do(t, "POST", s.URL+"/mcp", initBody, mcpHeaders(map[string]string{"Authorization": "Bearer " + aliceToken}))
 	sid := h.Get("Mcp-Session-Id")
@@ -125,6 +127,7 @@ func TestHTTPSessionBoundToPrincipal(t *testing.T) {
 }
 
 func TestHTTPJWT(t *testing.T) {
+	sameInEveryMode(t, "authentication, before any run")
 	iss := authntest.New(t)
 	addr := freeAddr(t)
 	resource := "http://" + addr + "/mcp"

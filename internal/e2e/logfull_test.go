@@ -33,6 +33,7 @@ type searchWithLogError struct {
 // was not logged and why, says why search cannot answer, and logs and finds
 // new runs once the disk is writable again, without a restart.
 func TestLogDirUnwritableAtStart(t *testing.T) {
+	sameInEveryMode(t, "pins subprocess mode")
 	tests := []struct {
 		name        string
 		spoil, heal func(*fulldisk.Disk)
@@ -114,6 +115,7 @@ func checkLoggedAgain(t *testing.T, s *server, lost logErrorResult) {
 // but says new runs are missing, and nothing written before or after is
 // lost.
 func TestLogFillsWhileServing(t *testing.T) {
+	sameInEveryMode(t, "pins subprocess mode")
 	d := fulldisk.Mount(t, 4<<20)
 	s := start(t, "CODEXEC_LOG_DIR="+d.Dir, "CODEXEC_SANDBOX_MODE=subprocess")
 	var before logErrorResult
@@ -192,6 +194,7 @@ func checkWholeLines(t *testing.T, dir string) {
 // entry before the crash and the new one are found, and the fragment stays
 // a line of its own.
 func TestLogTornTailAtStart(t *testing.T) {
+	sameInEveryMode(t, "pins subprocess mode")
 	dir := t.TempDir()
 	now := time.Now().UTC()
 	whole := fmt.Sprintf(`{"type":"execution","execution_id":"exec_before_crash","session_id":null,"language":"bash","code":"echo before_crash","stdout":"before_crash\n","stderr":"","exit_code":0,"status":"success","duration_ms":5,"executed_at":%q}`, now.Add(-time.Minute).Format(time.RFC3339Nano))

@@ -56,6 +56,7 @@ func hitIDs(h []hitOut) []string {
 }
 
 func TestLogsSearchAndGet(t *testing.T) {
+	sameInEveryMode(t, "the execution log store")
 	logDir := t.TempDir()
 	yesterday := time.Now().UTC().Add(-24 * time.Hour)
 	// History written before start-up: a seed-000 style session file and a
@@ -271,6 +272,7 @@ func countExecutions(t *testing.T, dir string) map[string]bool {
 // TestLogsRetentionAtStartup starts the server on history older than the
 // retention windows: expired entries disappear from files and search.
 func TestLogsRetentionAtStartup(t *testing.T) {
+	sameInEveryMode(t, "the execution log store")
 	logDir := t.TempDir()
 	old := time.Now().UTC().AddDate(0, 0, -40)
 	line := func(id, status string, code int) string {

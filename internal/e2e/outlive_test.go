@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codexec/codexec/internal/cgroup"
 	"github.com/codexec/codexec/internal/instance"
 )
 
@@ -25,6 +26,7 @@ import (
 // directories and temporary files are gone. In every sandbox mode the host
 // supports.
 func TestKill9LeavesNothing(t *testing.T) {
+	sameInEveryMode(t, "pins its sandbox modes")
 	for _, mode := range []string{"subprocess", "namespace", "docker"} {
 		t.Run(mode, func(t *testing.T) {
 			env := []string{"CODEXEC_SANDBOX_MODE=" + mode}
@@ -37,7 +39,7 @@ func TestKill9LeavesNothing(t *testing.T) {
 					t.Skip("namespace mode needs bubblewrap: " + err.Error())
 				}
 			case "docker":
-				denv, why := dockerTestEnv(t, "")
+				denv, why := dockerTestEnv(t, "node")
 				if why != "" {
 					t.Skip(why)
 				}
@@ -111,6 +113,9 @@ func testKill9(t *testing.T, mode string, env []string) {
 	_ = s.Session.Close() // reaps the killed process
 	time.Sleep(time.Second)
 	t.Logf("1 s after the kill, before a restart: %s", leftOf(mode, old, pid, marks))
+	if dirs, _ := cgroup.ServerDirs(cgroup.Detect(), old); mode == "namespace" && cgroup.Detect().Usable() && len(dirs) == 0 {
+		t.Errorf("the killed server left no cgroup directory: the check after the restart proves nothing")
+	}
 
 	s2 := start(t, env...)
 	time.Sleep(time.Second)
@@ -186,11 +191,8 @@ func leftOf(mode, old string, pid int, marks map[string]string) string {
 		}
 	}
 	suffix := "-" + strconv.Itoa(pid)
-	for _, pat := range []string{"/sys/fs/cgroup/codexec/*", "/sys/fs/cgroup/*/codexec/*", "/sys/fs/cgroup/*/*/codexec/*"} {
-		groups, _ := filepath.Glob(pat + suffix)
-		for _, g := range groups {
-			left = append(left, "cgroup "+g)
-		}
+	if dirs, _ := cgroup.ServerDirs(cgroup.Detect(), old); len(dirs) > 0 {
+		left = append(left, fmt.Sprintf("cgroups %v", dirs))
 	}
 	if _, err := os.Stat("/run/codexec" + suffix); err == nil {
 		left = append(left, "staging root /run/codexec"+suffix)
@@ -234,7 +236,8 @@ func processesMarkedBy(old string) []string {
 // end by themselves at the runs' deadlines (timeout + kill grace + 2 s), and
 // the idle warm containers at once.
 func TestKill9DockerDeadline(t *testing.T) {
-	denv, why := dockerTestEnv(t, "")
+	sameInEveryMode(t, "pins its sandbox modes")
+	denv, why := dockerTestEnv(t, "node")
 	if why != "" {
 		t.Skip(why)
 	}

@@ -238,6 +238,7 @@ func TestPackagesSandboxStillHasNoNetwork(t *testing.T) {
 }
 
 func TestPackagesToolAnnotations(t *testing.T) {
+	sameInEveryMode(t, "a schema test")
 	s := startPackages(t, nil)
 	tools, err := s.Session.ListTools(t.Context(), nil)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 // image and nothing else in every sandbox mode the host has: no stderr (no
 // "Fontconfig error"), and no font or matplotlib caches among the artifacts.
 func TestPlotsClean(t *testing.T) {
+	sameInEveryMode(t, "pins its sandbox modes")
 	if err := exec.Command("/usr/bin/python3", "-c", "import matplotlib").Run(); err != nil {
 		t.Skip("python3-matplotlib is not installed (scripts/deps.sh installs it)")
 	}

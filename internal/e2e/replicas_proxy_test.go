@@ -110,6 +110,7 @@ func storeQueries(reps []*httpServer) float64 {
 // other sessions keep counting without a lost or repeated call. It logs
 // the figures measured through the proxy.
 func TestReplicasBehindHAProxy(t *testing.T) {
+	sameInEveryMode(t, "replicas pin subprocess mode")
 	if _, err := exec.LookPath("haproxy"); err != nil {
 		t.Skip("haproxy not installed (scripts/deps.sh installs Debian's)")
 	}

@@ -68,6 +68,7 @@ func errCode(res *mcp.CallToolResult) string {
 // sessions and a killed one's (within the lease bound) answer SESSION_LOST,
 // and none is silently recreated.
 func TestReplicasForwardAndLose(t *testing.T) {
+	sameInEveryMode(t, "replicas pin subprocess mode")
 	dsn := pgtest.Start(t).NewDatabase(t)
 	tokens := "CODEXEC_AUTH_TOKENS=" + tokenFile(t)
 	a := startHTTP(t, "", replicaEnv(dsn, "r-a", tokens)...)

@@ -12,6 +12,7 @@ import (
 // of at most 300 bytes, which still carries every field the execute_code
 // contract always returns; the text is the output itself.
 func TestPrintResultSize(t *testing.T) {
+	sameInEveryMode(t, "raw stdio pins subprocess mode")
 	r := startRawStdio(t)
 	r.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_code","arguments":{"language":"python","code":"print(1)"}}}`)
 	line := r.rawResponse("3")

@@ -15,6 +15,7 @@ import (
 // scripts and execution history: a script saved on one runs on the other,
 // and each finds and reads the other's executions.
 func TestSharedStorePostgres(t *testing.T) {
+	sameInEveryMode(t, "a store test; pins subprocess mode")
 	dsn := pgtest.Start(t).NewDatabase(t)
 	env := []string{"CODEXEC_STORE=" + dsn, "CODEXEC_SANDBOX_MODE=subprocess"}
 	a, b := start(t, env...), start(t, env...)
@@ -78,6 +79,7 @@ func checkFound(t *testing.T, s *server, word, id, tool, stdout string) {
 // TestSharedStoreUnreachable: a store that cannot be reached stops the
 // start with an error naming the setting and the reason, not the password.
 func TestSharedStoreUnreachable(t *testing.T) {
+	sameInEveryMode(t, "start-up refused; pins subprocess mode")
 	cmd := exec.Command(binary(t), "serve", "--data-dir", t.TempDir(), "--sandbox-mode", "subprocess")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 		"CODEXEC_STORE=postgres://codexec:s3cret@127.0.0.1:1/codexec?connect_timeout=5"}

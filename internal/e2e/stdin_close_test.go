@@ -16,6 +16,7 @@ import (
 // grace), and the call is still answered (status cancelled) before the output
 // ends and the server exits.
 func TestStdioInputEndAnswersRunningCall(t *testing.T) {
+	sameInEveryMode(t, "raw stdio pins subprocess mode")
 	r := startRawStdio(t, "CODEXEC_SHUTDOWN_GRACE_MS=60000")
 	params, _ := json.Marshal(map[string]any{"name": "execute_code",
 		"arguments": map[string]any{"language": "python", "code": "import time\nprint('started', flush=True)\ntime.sleep(60)\nprint('finished')"}})
@@ -55,6 +56,7 @@ func TestStdioInputEndAnswersRunningCall(t *testing.T) {
 // where bounded disks work: none may warn that the disk limit covers only
 // /tmp.
 func TestStdioShortSessionNoDiskAlarm(t *testing.T) {
+	sameInEveryMode(t, "pins namespace mode")
 	if os.Geteuid() != 0 {
 		t.Skip("namespace mode and bounded disks need root")
 	}

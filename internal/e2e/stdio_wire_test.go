@@ -178,6 +178,7 @@ func (r *rawStdio) call(name string, args map[string]any) (text string, isError 
 // specification names, and that the server, and an interpreter session it
 // started before, go on serving.
 func TestStdioMalformedInputIsAnswered(t *testing.T) {
+	sameInEveryMode(t, "raw stdio pins subprocess mode")
 	// The line cap is the larger of the HTTP body cap and what an upload of
 	// CODEXEC_MAX_UPLOAD_BYTES needs in base64 (plus 1 MiB): about 1 MiB here.
 	r := startRawStdio(t, "CODEXEC_MAX_UPLOAD_BYTES=1k", "CODEXEC_HTTP_MAX_BODY=64k")

@@ -50,6 +50,7 @@ func selfSigned(t *testing.T) (certPath, keyPath string, pool *x509.CertPool) {
 }
 
 func TestHTTPTLS(t *testing.T) {
+	sameInEveryMode(t, "the transport")
 	certPath, keyPath, pool := selfSigned(t)
 	s := startHTTP(t, "", "CODEXEC_TLS_CERT="+certPath, "CODEXEC_TLS_KEY="+keyPath, "CODEXEC_AUTH_TOKENS="+tokenFile(t))
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}

@@ -78,6 +78,7 @@ type tsRead struct {
 // result too large for one message is an error saying so: no message
 // crosses the client's 10 MiB limit, so it keeps its connection throughout.
 func TestTSClientLargeMessages(t *testing.T) {
+	sameInEveryMode(t, "the client starts the server in the host's default mode")
 	dir := tsClient(t)
 	cmd := exec.Command("node", filepath.Join(dir, "bigfiles.mjs"), binary(t), "serve")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8",

@@ -128,7 +128,7 @@ func Open(dir string) (*Journal, error) {
 		return nil, fmt.Errorf("inflight: %w", err)
 	}
 	path := filepath.Join(dir, instance.Self()+fileExt)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+	f, err := createLocked(path, nil)
 	if err != nil {
 		return nil, fmt.Errorf("inflight: %w", err)
 	}
@@ -206,17 +206,8 @@ func (j *Journal) compact() {
 	if int64(len(buf)) > j.size/4 {
 		return
 	}
-	tmp := j.path + ".tmp"
-	err := os.WriteFile(tmp, buf, 0o600)
-	if err == nil {
-		err = os.Rename(tmp, j.path)
-	}
-	var f *os.File
-	if err == nil {
-		f, err = os.OpenFile(j.path, os.O_WRONLY|os.O_APPEND, 0)
-	}
+	f, err := createLocked(j.path, buf)
 	if err != nil {
-		_ = os.Remove(tmp)
 		slog.Warn("in-flight journal compaction failed", "path", j.path, "err", err)
 		return
 	}
@@ -236,9 +227,12 @@ func (j *Journal) Close() error {
 	if j.f == nil {
 		return nil
 	}
-	err := j.f.Close()
+	// Removed before it is closed, which frees its lock: a free lock must
+	// never be seen on a live server's journal.
+	err := os.Remove(j.path)
+	err = errors.Join(err, j.f.Close())
 	j.f = nil
-	return errors.Join(err, os.Remove(j.path))
+	return err
 }
 
 // Run is a run that never ended.
@@ -260,6 +254,8 @@ type Leftover struct {
 	// Dirs are the directories it created and did not remove.
 	Dirs []string
 	path string
+	// lock holds the journal's lock when its server was proved gone by it.
+	lock *os.File
 }
 
 // Leftovers reads the journals in dir of servers that are gone. Journals of
@@ -279,14 +275,22 @@ func Leftovers(dir string) ([]Leftover, error) {
 			continue
 		}
 		server, ok := strings.CutSuffix(e.Name(), fileExt)
-		if !ok || !e.Type().IsRegular() || !instance.Dead(server) {
+		if !ok || !e.Type().IsRegular() {
 			continue
 		}
-		l, err := readJournal(filepath.Join(dir, e.Name()))
+		path := filepath.Join(dir, e.Name())
+		gone, lock := ownerGone(path, server)
+		if !gone {
+			continue
+		}
+		l, err := readJournal(path)
 		if err != nil {
+			if lock != nil {
+				_ = lock.Close()
+			}
 			return out, err
 		}
-		l.Server = server
+		l.Server, l.lock = server, lock
 		out = append(out, l)
 	}
 	return out, nil
@@ -298,8 +302,13 @@ func OthersAlive(dir string) bool {
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
 		server, ok := strings.CutSuffix(e.Name(), fileExt)
-		if ok && server != instance.Self() && !instance.Dead(server) {
+		if !ok || server == instance.Self() {
+			continue
+		}
+		if gone, lock := ownerGone(filepath.Join(dir, e.Name()), server); !gone {
 			return true
+		} else if lock != nil {
+			_ = lock.Close()
 		}
 	}
 	return false
@@ -336,9 +345,14 @@ func readJournal(path string) (Leftover, error) {
 	return l, nil
 }
 
-// Remove deletes the leftover's journal, once its contents are dealt with.
+// Remove deletes the leftover's journal, once its contents are dealt with
+// (and any temporary file of a compaction its server did not finish).
 func (l Leftover) Remove() error {
+	_ = os.Remove(l.path + ".tmp")
 	err := os.Remove(l.path)
+	if l.lock != nil {
+		_ = l.lock.Close()
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

@@ -6,9 +6,23 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 func pidSelf() int { return os.Getpid() }
+
+// pidNS is the inode of this process's pid namespace. Namespace inodes are
+// unique among the namespaces that exist at one time; a name also carries
+// the pid's start time, so a reused inode cannot make an old name current.
+var pidNS = sync.OnceValues(func() (uint64, bool) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/pid", &st); err != nil {
+		return 0, false
+	}
+	return st.Ino, true
+})
 
 // bootID is the start of the kernel's boot id.
 func bootID() (string, bool) {

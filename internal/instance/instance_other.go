@@ -10,4 +10,6 @@ func pidSelf() int { return os.Getpid() }
 // ever judged dead.
 func bootID() (string, bool) { return "", false }
 
+func pidNS() (uint64, bool) { return 0, false }
+
 func startTime(int) (uint64, procState) { return 0, procUnknown }

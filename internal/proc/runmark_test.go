@@ -66,6 +66,10 @@ func TestSweepDeadRuns(t *testing.T) {
 		{"dead server", RunMarkerKey + "=" + dead + "/exec_1-1", true},
 		{"live server", RunMarkerKey + "=" + instance.Self() + "/exec_2-2", false},
 		{"malformed name", RunMarkerKey + "=nonsense/exec_3-3", false},
+		// The same pid and start time in another pid namespace (a server in
+		// a container whose runs this one can see): not provably dead.
+		{"server of another pid namespace", RunMarkerKey + "=" + otherPidNS(dead) + "/exec_5-5", false},
+		{"server of an earlier version", RunMarkerKey + "=" + dead[:strings.LastIndexByte(dead, '-')] + "/exec_6-6", false},
 		{"no marker", "OTHER=" + dead + "/exec_4-4", false},
 	}
 	pids := map[string][2]int{}
@@ -87,4 +91,11 @@ func TestSweepDeadRuns(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("shell and daemon alive after the sweep (-want +got):\n%s", d)
 	}
+}
+
+// otherPidNS is name with another pid namespace.
+func otherPidNS(name string) string {
+	i := strings.LastIndexByte(name, '-')
+	ns, _ := strconv.ParseUint(name[i+1:], 10, 64)
+	return name[:i+1] + strconv.FormatUint(ns+1, 10)
 }

@@ -185,8 +185,8 @@ const warmRootPrefix = "codexec-warm-containers-"
 func sweepWarmRoots() {
 	roots, _ := filepath.Glob(filepath.Join(os.TempDir(), warmRootPrefix+"*"))
 	for _, r := range roots {
-		f := strings.SplitN(strings.TrimPrefix(filepath.Base(r), warmRootPrefix), "-", 4)
-		if len(f) == 4 && instance.Dead(strings.Join(f[:3], "-")) {
+		id, _, ok := instance.Cut(strings.TrimPrefix(filepath.Base(r), warmRootPrefix))
+		if ok && instance.Dead(id) {
 			_ = os.RemoveAll(r)
 		}
 	}

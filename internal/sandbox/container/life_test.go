@@ -175,6 +175,9 @@ func TestSweepWarmRoots(t *testing.T) {
 		warmRootPrefix + dead + "-":            false,
 		warmRootPrefix + instance.Self() + "-": true,
 		warmRootPrefix:                         true, // from before servers were named
+		// An earlier version's name (no pid namespace): maybe a live
+		// server of another pid namespace.
+		warmRootPrefix + dead[:strings.LastIndexByte(dead, '-')] + "-": true,
 	} {
 		dir, err := os.MkdirTemp("", prefix)
 		if err != nil {

@@ -85,7 +85,7 @@ func (pl *launcherPool) refillLocked() {
 }
 
 func (pl *launcherPool) spawn(lim sandbox.Limits) {
-	w, err := pl.n.newLauncher(lim, "pool-"+strconv.FormatInt(runSeq.Add(1), 10)+"-"+strconv.Itoa(os.Getpid()))
+	w, err := pl.n.newLauncher(lim, "pool-"+strconv.FormatInt(runSeq.Add(1), 10))
 	pl.mu.Lock()
 	pl.filling--
 	keep := err == nil && !pl.closed && lim == pl.lim

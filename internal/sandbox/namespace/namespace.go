@@ -95,8 +95,9 @@ func newBackend(o Options) (*Backend, error) {
 	n.launchers = &launcherPool{n: n}
 	n.runners.Pool = warm.NewPool(o.Pool, n.startRunner)
 	leftoverSweep.Do(func() {
-		if k := cgroup.Sweep(n.cg); k > 0 {
-			slog.Info("removed cgroups left by earlier codexec servers", "count", k)
+		if k := cgroup.Sweep(n.cg); k.Removed > 0 || k.Spared > 0 {
+			slog.Info("removed cgroups left by codexec servers that are gone", "count", k.Removed,
+				"spared_with_processes", k.Spared)
 		}
 		sweepStages()
 	})
@@ -200,7 +201,7 @@ func (n *Backend) startCounted(spec sandbox.Spec, req warm.Request) (sandbox.Pro
 
 // startCold starts spec without a warm runner.
 func (n *Backend) startCold(spec sandbox.Spec) (*proc.HostProc, error) {
-	name := spec.ID + "-" + strconv.FormatInt(runSeq.Add(1), 10) + "-" + strconv.Itoa(os.Getpid())
+	name := spec.ID + "-" + strconv.FormatInt(runSeq.Add(1), 10)
 	if w := n.launchers.take(spec.Limits); w != nil {
 		p, err := n.start(spec, name, w.cg, w)
 		if err == nil {
@@ -234,6 +235,7 @@ func (n *Backend) Close() error {
 	n.launchers.close()
 	n.runners.Cleanups.Wait()
 	releaseStagingRoot()
+	cgroup.Release()
 	return nil
 }
 
@@ -372,7 +374,7 @@ func (n *Backend) newRunner(req warm.Request) (*nsRunner, error) {
 	if req.Fork {
 		return n.forkRunner(req)
 	}
-	name := "warm-" + strconv.FormatInt(runSeq.Add(1), 10) + "-" + strconv.Itoa(os.Getpid())
+	name := "warm-" + strconv.FormatInt(runSeq.Add(1), 10)
 	spec := req.Base
 	cg, err := cgroup.New(n.cg, name, cgroup.Limits{MemoryBytes: spec.Limits.MemoryBytes, CPUs: spec.Limits.CPUs, Pids: spec.Limits.Pids})
 	if err != nil {

@@ -28,7 +28,7 @@ func (n *Backend) probe(ctx context.Context) error {
 	spec := sandbox.Spec{ID: "probe", Argv: []string{"/bin/sh", "-c", "echo ok"}, Dir: dir,
 		Env: []string{"PATH=/usr/bin:/bin", "HOME=" + dir}, Stdout: &out, Stderr: &errb,
 		Limits: sandbox.Limits{MemoryBytes: 64 << 20, Pids: 16, DiskBytes: 1 << 20}}
-	p, err := n.startFresh(spec, "probe-"+strconv.FormatInt(runSeq.Add(1), 10)+"-"+strconv.Itoa(os.Getpid()))
+	p, err := n.startFresh(spec, "probe-"+strconv.FormatInt(runSeq.Add(1), 10))
 	if err != nil {
 		if strings.Contains(err.Error(), "read-only file system") {
 			return fmt.Errorf("the namespace sandbox could not start a test program: %w; the cgroup file system is read-only, "+

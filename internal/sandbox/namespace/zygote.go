@@ -144,7 +144,7 @@ func (z *zygote) isDead() bool {
 // startZygote starts a fork-server for req in its own cgroup and sandbox
 // and waits until it is ready.
 func (n *Backend) startZygote(req warm.Request) (z *zygote, retErr error) {
-	name := "zygote-" + strconv.FormatInt(runSeq.Add(1), 10) + "-" + strconv.Itoa(os.Getpid())
+	name := "zygote-" + strconv.FormatInt(runSeq.Add(1), 10)
 	spec := req.Base
 	z = &zygote{}
 	var err error
@@ -270,7 +270,7 @@ func (n *Backend) forkRunner(req warm.Request) (*nsRunner, error) {
 	if err != nil {
 		return nil, err
 	}
-	name := "fork-" + strconv.FormatInt(runSeq.Add(1), 10) + "-" + strconv.Itoa(os.Getpid())
+	name := "fork-" + strconv.FormatInt(runSeq.Add(1), 10)
 	l := req.Base.Limits
 	cg, err := cgroup.New(n.cg, name, cgroup.Limits{MemoryBytes: l.MemoryBytes, CPUs: l.CPUs, Pids: l.Pids})
 	if err != nil {

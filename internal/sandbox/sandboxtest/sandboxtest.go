@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codexec/codexec/internal/cgroup"
+	"github.com/codexec/codexec/internal/instance"
 	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/sandbox/helper"
@@ -370,11 +372,8 @@ func CheckNoLeaks(t *testing.T, fdsBefore int) {
 			}
 		}
 	}
-	groups, _ := filepath.Glob("/sys/fs/cgroup/*/codexec/*-" + pid)
-	more, _ := filepath.Glob("/sys/fs/cgroup/*/*/codexec/*-" + pid)
-	more2, _ := filepath.Glob("/sys/fs/cgroup/codexec/*-" + pid)
-	if all := append(append(groups, more...), more2...); len(all) > 0 {
-		t.Errorf("leaked cgroups: %v", all)
+	if _, groups := cgroup.ServerDirs(cgroup.Detect(), instance.Self()); len(groups) > 0 {
+		t.Errorf("leaked cgroups: %v", groups)
 	}
 	if b, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(b), "/run/codexec-"+pid) {
 		t.Errorf("leaked staging mounts")
