@@ -44,6 +44,7 @@ import (
 	"github.com/codexec/codexec/internal/scripts"
 	"github.com/codexec/codexec/internal/session"
 	"github.com/codexec/codexec/internal/shell"
+	"github.com/codexec/codexec/internal/transfer"
 	"github.com/codexec/codexec/internal/upstream"
 	"github.com/codexec/codexec/internal/version"
 )
@@ -103,6 +104,7 @@ type Deps struct {
 	Upstreams       *upstream.Manager // code mode's upstream MCP servers; nil = none configured
 	Replicas        Router            // the replicas sharing the session registry (forward.go); nil = alone
 	Runs            *runs.Manager     // background runs and the runs toolset; nil disables them
+	Transfers       *transfer.Tickets // transfer "url" of upload_file/download_file (HTTP); nil: bytes in the calls only
 
 	// What the tools say about the sandbox and take from the host, filled
 	// by app from the parts it built.
@@ -119,6 +121,8 @@ type Server struct {
 	// reg renders the refusals tenancy makes before a tool's handler runs
 	// in that tool's error shape.
 	reg *tool.Registrar
+	// files serves the transfer URLs (FilesHandler).
+	files *filetools.Files
 }
 
 // New builds the server and registers the tools of every enabled toolset.
@@ -143,7 +147,8 @@ func New(deps Deps) (*Server, error) {
 	s.drain.refuse = func(call *mcp.CallToolRequest) mcp.Result {
 		return r.ErrorResultFor(call.Params.Name, tool.Coded(tool.CodeServerNotReady, "%v", ErrShuttingDown))
 	}
-	fs := filetools.New(filetools.Deps{Config: deps.Config, Files: deps.Files, Sessions: deps.Sessions})
+	fs := filetools.New(filetools.Deps{Config: deps.Config, Files: deps.Files, Sessions: deps.Sessions, Transfers: deps.Transfers})
+	s.files = fs
 	run := runtools.Deps{Config: deps.Config, Engine: deps.Engine, Sessions: deps.Sessions, Scripts: deps.Scripts,
 		Upstreams: deps.Upstreams, Shell: deps.Shell, Files: fs, Isolated: deps.Isolated}
 	if slices.Contains(deps.Config.Toolsets, "runs") {
