@@ -29,7 +29,7 @@ type UploadIn struct {
 	ContextID     string `json:"context_id,omitempty"`
 	Mode          string `json:"mode,omitempty" jsonschema:"octal, e.g. 755"`
 	Overwrite     bool   `json:"overwrite,omitempty"`
-	Transfer      string `json:"transfer,omitempty" jsonschema:"url: no content; PUT the bytes to upload_url (HTTP only)"`
+	Transfer      string `json:"transfer,omitempty" jsonschema:"url: PUT the bytes to upload_url (HTTP)"`
 }
 
 // UploadOut is upload_file's structured result.
@@ -54,7 +54,7 @@ type DownloadIn struct {
 	ExecutionID string `json:"execution_id,omitempty"`
 	Offset      int64  `json:"offset,omitempty"`
 	Length      int64  `json:"length,omitempty"`
-	Transfer    string `json:"transfer,omitempty" jsonschema:"url: GET the file from download_url (HTTP only)"`
+	Transfer    string `json:"transfer,omitempty" jsonschema:"url: GET download_url (HTTP)"`
 }
 
 // DownloadOut is download_file's structured result (the bytes are in the
