@@ -43,9 +43,9 @@ func decodeArgs(raw any, schema *jsonschema.Resolved, dst any) error {
 	if err := schema.Validate(&anyV); err != nil {
 		return Invalidf("%s", explain(schema.Schema(), v, err))
 	}
-	dec := sjson.NewDecoder(bytes.NewReader(data))
-	dec.DontMatchCaseInsensitiveStructFields()
-	if err := dec.Decode(dst); err != nil {
+	// Parse, not a Decoder over a reader: the arguments are in memory
+	// already, and the Decoder would copy them into buffers it grows.
+	if _, err := sjson.Parse(data, dst, sjson.DontMatchCaseInsensitiveStructFields); err != nil {
 		return Invalidf("%s", decodeError(err, data))
 	}
 	return nil
