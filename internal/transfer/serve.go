@@ -42,33 +42,54 @@ func (t *Tickets) Handler(principal func(*http.Request) string, refuse Refusal) 
 			return
 		}
 		p := principal(r)
-		tk, err := t.take(tok, p)
+		tk, err := t.take(tok, p, false)
+		if err == nil {
+			err = fits(tk, r.Method)
+		}
+		if err == nil && r.Method != http.MethodHead {
+			tk, err = t.take(tok, p, true) // used up now: a second request finds it gone
+		}
 		if err != nil {
 			writeError(w, ticketError(err))
 			return
 		}
-		ctx := tenant.With(r.Context(), p)
+		r = r.WithContext(tenant.With(r.Context(), p))
 		if tk.upload != nil {
-			t.serveUpload(w, r.WithContext(ctx), tk, refuse)
+			t.serveUpload(w, r, tk, refuse)
 			return
 		}
-		t.serveDownload(w, r.WithContext(ctx), tk, refuse)
+		t.serveDownload(w, r, tk, refuse)
 	})
 }
 
+// fits refuses a method that does not fit the ticket, leaving it usable.
+func fits(tk *ticket, method string) error {
+	switch {
+	case tk.upload != nil && method != http.MethodPut:
+		return errUploadMethod
+	case tk.download != nil && method == http.MethodPut:
+		return errDownloadMethod
+	}
+	return nil
+}
+
+var (
+	errUploadMethod   = errors.New("this is an upload_url: PUT the file's bytes to it")
+	errDownloadMethod = errors.New("this is a download_url: GET it")
+)
+
 func ticketError(err error) *Error {
-	if errors.Is(err, errForeign) {
+	switch err {
+	case errForeign:
 		return &Error{http.StatusForbidden, "NOT_ALLOWED", err.Error()}
+	case errUploadMethod, errDownloadMethod:
+		return &Error{http.StatusMethodNotAllowed, "INVALID_PARAMS", err.Error()}
 	}
 	return &Error{http.StatusNotFound, "FILE_NOT_FOUND", err.Error()}
 }
 
 // serveUpload streams the PUT body into the ticket's upload.
 func (t *Tickets) serveUpload(w http.ResponseWriter, r *http.Request, tk *ticket, refuse Refusal) {
-	if r.Method != http.MethodPut {
-		writeError(w, &Error{http.StatusMethodNotAllowed, "INVALID_PARAMS", "this is an upload_url: PUT the file's bytes to it"})
-		return
-	}
 	res, err := tk.upload(r.Context(), r.Body, r.ContentLength)
 	if err != nil {
 		writeError(w, refusal(err, refuse))
@@ -81,10 +102,6 @@ func (t *Tickets) serveUpload(w http.ResponseWriter, r *http.Request, tk *ticket
 // serveDownload streams the ticket's file: http.ServeContent answers HEAD
 // and Range requests and sets Content-Length.
 func (t *Tickets) serveDownload(w http.ResponseWriter, r *http.Request, tk *ticket, refuse Refusal) {
-	if r.Method == http.MethodPut {
-		writeError(w, &Error{http.StatusMethodNotAllowed, "INVALID_PARAMS", "this is a download_url: GET it"})
-		return
-	}
 	c, err := tk.download(r.Context())
 	if err != nil {
 		writeError(w, refusal(err, refuse))

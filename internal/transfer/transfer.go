@@ -135,10 +135,11 @@ func newToken() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// take returns the live ticket tok of principal p and forgets it (single
-// use). A ticket of another principal is left in place (a stranger cannot
-// burn it) and reported as errForeign.
-func (t *Tickets) take(tok, p string) (*ticket, error) {
+// take returns the live ticket tok of principal p and, when use is set,
+// forgets it (single use; a HEAD only looks). A ticket of another
+// principal is left in place (a stranger cannot burn it) and reported as
+// errForeign.
+func (t *Tickets) take(tok, p string, use bool) (*ticket, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	tk, ok := t.live[tok]
@@ -151,7 +152,9 @@ func (t *Tickets) take(tok, p string) (*ticket, error) {
 	case tk.principal != p:
 		return nil, errForeign
 	}
-	delete(t.live, tok)
+	if use {
+		delete(t.live, tok)
+	}
 	return tk, nil
 }
 
