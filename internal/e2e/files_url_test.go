@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codexec/codexec/internal/pgtest"
 )
 
 // transferDo sends one request to a transfer URL with token ("" = none)
@@ -173,5 +175,37 @@ func TestFileTransferURLNeedsHTTP(t *testing.T) {
 	res := s.call("upload_file", map[string]any{"path": "a.txt", "transfer": "url"})
 	if code, _ := toolError(t, res); code != "NOT_ENABLED" {
 		t.Errorf("upload_file transfer url over stdio: %s", text(res))
+	}
+}
+
+// TestHTTPReplicaFileTransferURLs: with two replicas sharing the session
+// registry, upload_file and download_file with transfer "url" for a session
+// held by the other replica are forwarded there, and the URLs they return
+// point at that replica (which alone holds them) and work there.
+func TestHTTPReplicaFileTransferURLs(t *testing.T) {
+	dsn := pgtest.Start(t).NewDatabase(t)
+	tokens := "CODEXEC_AUTH_TOKENS=" + tokenFile(t)
+	a := startHTTP(t, "", replicaEnv(dsn, "r-a", tokens)...)
+	b := startHTTP(t, "", replicaEnv(dsn, "r-b", tokens)...)
+	aliceA, aliceB := a.mustConnect(aliceToken), b.mustConnect(aliceToken)
+	sid := tout(t, aliceA, "start_session", map[string]any{"language": "python"})["session_id"].(string)
+	data := randomBytes(t, 1<<20)
+	up, _ := urlOf(t, aliceB, "upload_file", "upload_url", map[string]any{"session_id": sid, "path": "r.bin", "transfer": "url"})
+	if !strings.HasPrefix(up, a.URL+"/files/") {
+		t.Fatalf("upload_url %s is not on the replica holding the session (%s)", up, a.URL)
+	}
+	if st, body, _ := transferDo(t, "PUT", up, aliceToken, data, nil); st != http.StatusOK {
+		t.Fatalf("PUT: %d %s", st, body)
+	}
+	down, _ := urlOf(t, aliceB, "download_file", "download_url", map[string]any{"session_id": sid, "path": "r.bin", "transfer": "url"})
+	if !strings.HasPrefix(down, a.URL+"/files/") {
+		t.Fatalf("download_url %s is not on the replica holding the session (%s)", down, a.URL)
+	}
+	// On the other replica the URL is unknown: it was issued where the session is.
+	wrong := b.URL + strings.TrimPrefix(down, a.URL)
+	st, body, _ := transferDo(t, "GET", wrong, aliceToken, nil, nil)
+	transferRefused(t, "GET on the other replica", st, body, http.StatusNotFound, "FILE_NOT_FOUND")
+	if st, got, _ := transferDo(t, "GET", down, aliceToken, nil, nil); st != http.StatusOK || !bytes.Equal(got, data) {
+		t.Errorf("GET: %d, %d bytes", st, len(got))
 	}
 }
