@@ -72,7 +72,7 @@ func urlOf(t testing.TB, cs *mcp.ClientSession, tool, key string, args map[strin
 // are refused without using it up, an expired URL is refused, and no URL
 // can name a path outside the workspace.
 func TestHTTPFileTransferURLs(t *testing.T) {
-	s := startHTTP(t, "", "CODEXEC_AUTH_TOKENS="+tokenFile(t), "CODEXEC_TRANSFER_URL_TTL=3s")
+	s := startHTTP(t, "", "CODEXEC_AUTH_TOKENS="+tokenFile(t), "CODEXEC_TRANSFER_URL_TTL=3s", "CODEXEC_MAX_UPLOAD_BYTES=4m")
 	alice := s.mustConnect(aliceToken)
 	sid := tenantOK(t, alice, "start_session", map[string]any{"language": "python"})["session_id"].(string)
 
@@ -133,6 +133,26 @@ func TestHTTPFileTransferURLs(t *testing.T) {
 	r = tenantOK(t, alice, "execute_code", map[string]any{"language": "python", "code": "print(open('staged.txt').read())", "files": []string{w.UploadID}})
 	if strings.TrimSpace(r["stdout"].(string)) != "staged bytes" {
 		t.Errorf("run with the staged upload printed %q", r["stdout"])
+	}
+
+	// A one-shot run's kept file, read from the store in ranges.
+	r = tenantOK(t, alice, "execute_code", map[string]any{"language": "python",
+		"code": "import os, hashlib; b = os.urandom(3*1024*1024+5); open('kept.bin','wb').write(b); print(hashlib.sha256(b).hexdigest())"})
+	made = strings.TrimSpace(r["stdout"].(string))
+	down, _ = urlOf(t, alice, "download_file", "download_url", map[string]any{"execution_id": r["execution_id"], "path": "kept.bin", "transfer": "url"})
+	if st, b, _ = transferDo(t, "GET", down, aliceToken, nil, nil); st != http.StatusOK || sum(b) != made {
+		t.Errorf("GET of a kept artifact: %d, %d bytes, sha256 %s want %s", st, len(b), sum(b), made)
+	}
+
+	// Past CODEXEC_MAX_UPLOAD_BYTES, announced or streamed, nothing is written.
+	big := randomBytes(t, 4<<20+1)
+	for _, announced := range []bool{true, false} {
+		up, _ = urlOf(t, alice, "upload_file", "upload_url", map[string]any{"session_id": sid, "path": "big.bin", "transfer": "url"})
+		st, b = putBody(t, up, aliceToken, big, announced)
+		transferRefused(t, "oversized PUT", st, b, http.StatusRequestEntityTooLarge, "LIMIT_EXCEEDED")
+	}
+	if res := callTool(t, alice, "download_file", map[string]any{"session_id": sid, "path": "big.bin"}); !res.IsError {
+		t.Error("an oversized upload left a file behind")
 	}
 
 	// Expired.
@@ -208,4 +228,25 @@ func TestHTTPReplicaFileTransferURLs(t *testing.T) {
 	if st, got, _ := transferDo(t, "GET", down, aliceToken, nil, nil); st != http.StatusOK || !bytes.Equal(got, data) {
 		t.Errorf("GET: %d, %d bytes", st, len(got))
 	}
+}
+
+// putBody PUTs body to url, with its Content-Length or (announced false)
+// streamed without one.
+func putBody(t testing.TB, url, token string, body []byte, announced bool) (int, []byte) {
+	t.Helper()
+	var r io.Reader = bytes.NewReader(body)
+	if !announced {
+		r = io.MultiReader(r) // hides the length: chunked
+	}
+	req, err := http.NewRequest("PUT", url, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := httpClient(token).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
 }

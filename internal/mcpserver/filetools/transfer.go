@@ -150,7 +150,8 @@ func (s *Files) open(ctx context.Context, t target, p string) (*transfer.Content
 		return nil, err
 	}
 	r := &itemReader{ctx: ctx, store: s.deps.Files, id: t.ItemID, path: e.Path}
-	return &transfer.Content{ReaderAt: r, Size: e.Size, Name: e.Path, ModTime: e.MTime, MIMEType: mimetype.Detect(e.Path, head)}, nil
+	return &transfer.Content{ReaderAt: r, Size: e.Size, Name: e.Path, ModTime: e.MTime, MIMEType: mimetype.Detect(e.Path, head),
+		Close: func() error { return nil }}, nil
 }
 
 // itemChunk is how much of a kept file one store read fetches.
