@@ -250,3 +250,21 @@ func putBody(t testing.TB, url, token string, body []byte, announced bool) (int,
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, b
 }
+
+// TestHTTPUploadURLDiskLimit: a PUT streamed without a length is bounded by
+// what the workspace's CODEXEC_DISK_LIMIT leaves, and leaves nothing behind.
+func TestHTTPUploadURLDiskLimit(t *testing.T) {
+	s := startHTTP(t, "", "CODEXEC_DISK_LIMIT=64k")
+	cs := s.mustConnect("")
+	sid := tenantOK(t, cs, "start_session", map[string]any{"language": "python"})["session_id"].(string)
+	up, _ := urlOf(t, cs, "upload_file", "upload_url", map[string]any{"session_id": sid, "path": "big.bin", "transfer": "url"})
+	st, b := putBody(t, up, "", randomBytes(t, 100<<10), false)
+	transferRefused(t, "streamed PUT past the disk limit", st, b, http.StatusRequestEntityTooLarge, "LIMIT_EXCEEDED")
+	if res := callTool(t, cs, "download_file", map[string]any{"session_id": sid, "path": "big.bin"}); !res.IsError {
+		t.Error("the refused upload left a file behind")
+	}
+	up, _ = urlOf(t, cs, "upload_file", "upload_url", map[string]any{"session_id": sid, "path": "small.bin", "transfer": "url"})
+	if st, b = putBody(t, up, "", randomBytes(t, 8<<10), false); st != http.StatusOK {
+		t.Errorf("streamed PUT within the limit: %d %s", st, b)
+	}
+}

@@ -292,19 +292,21 @@ func parseMode(mode string) (fs.FileMode, error) {
 	return fs.FileMode(m), nil
 }
 
-// checkDisk refuses an upload that would take a codexec-created workspace
-// beyond CODEXEC_DISK_LIMIT (a user's own working_dir is not bounded here).
-func (s *Files) checkDisk(root *files.Root, n int64) error {
+// checkDisk refuses an upload of n bytes that would take a
+// codexec-created workspace beyond CODEXEC_DISK_LIMIT (a user's own
+// working_dir is not bounded here), and returns the room left after it
+// (-1: unbounded), which bounds an upload whose size is not known ahead.
+func (s *Files) checkDisk(root *files.Root, n int64) (int64, error) {
 	limit := s.deps.Config.DiskLimitBytes
 	sb := filepath.Clean(s.deps.Config.SandboxDir) + string(filepath.Separator)
 	if limit <= 0 || !strings.HasPrefix(root.Dir(), sb) {
-		return nil
+		return -1, nil
 	}
 	used, _ := root.Usage(20000)
 	if used+n > limit {
-		return tool.Coded(tool.CodeLimitExceeded, "the workspace holds %d bytes; %d more would exceed CODEXEC_DISK_LIMIT (%d)", used, n, limit)
+		return 0, tool.Coded(tool.CodeLimitExceeded, "the workspace holds %d bytes; %d more would exceed CODEXEC_DISK_LIMIT (%d)", used, n, limit)
 	}
-	return nil
+	return limit - used - n, nil
 }
 
 func (s *Files) listFiles(ctx context.Context, _ *mcp.CallToolRequest, in ListFilesIn) (*mcp.CallToolResult, files.Listing, error) {

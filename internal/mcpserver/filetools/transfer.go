@@ -91,8 +91,12 @@ func (s *Files) write(ctx context.Context, in UploadIn, body io.Reader, size int
 		return UploadOut{}, err
 	}
 	defer t.close()
-	if err := s.checkDisk(t.Root, max(size, 0)); err != nil {
+	room, err := s.checkDisk(t.Root, max(size, 0))
+	if err != nil {
 		return UploadOut{}, err
+	}
+	if size < 0 && room >= 0 && room < opts.Max {
+		opts.Max = room // streamed without a length: CODEXEC_DISK_LIMIT bounds it as it comes
 	}
 	w, err := t.Root.Write(in.Path, body, opts)
 	if err != nil {
