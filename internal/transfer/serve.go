@@ -5,8 +5,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/codexec/codexec/internal/tenant"
@@ -115,7 +115,7 @@ func (t *Tickets) serveDownload(w http.ResponseWriter, r *http.Request, tk *tick
 	if c.MIMEType != "" {
 		w.Header().Set("Content-Type", c.MIMEType)
 	}
-	w.Header().Set("Content-Disposition", "attachment; filename="+strconv.Quote(lastElem(c.Name)))
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": lastElem(c.Name)}))
 	w.Header().Set("Cache-Control", "no-store")
 	http.ServeContent(w, r, "", c.ModTime, io.NewSectionReader(c.ReaderAt, 0, c.Size))
 }
