@@ -103,15 +103,20 @@ func (a *App) wireTransfers(cfg config.Config, o *httpserve.Options) {
 	listening := o.Listening
 	o.Listening = func(addr net.Addr) {
 		listening(addr)
-		base := cfg.Remote.Scheme() + "://" + addr.String()
-		switch {
-		case a.replicas != nil && cfg.Replica.Addr != "":
-			base = cfg.Replica.Addr
-		case a.replicas == nil && cfg.Remote.ResourceURL != "":
-			base = strings.TrimSuffix(strings.TrimRight(cfg.Remote.ResourceURL, "/"), "/mcp")
-		}
-		a.transfers.SetBase(base)
+		a.transfers.SetBase(transferBase(cfg, addr.String(), a.replicas != nil))
 	}
+}
+
+// transferBase is the URL prefix transfer URLs are built on, for a server
+// bound to addr (see wireTransfers).
+func transferBase(cfg config.Config, addr string, replicated bool) string {
+	switch {
+	case replicated && cfg.Replica.Addr != "":
+		return cfg.Replica.Addr
+	case !replicated && cfg.Remote.ResourceURL != "":
+		return strings.TrimSuffix(strings.TrimRight(cfg.Remote.ResourceURL, "/"), "/mcp")
+	}
+	return cfg.Remote.Scheme() + "://" + addr
 }
 
 // authOptions configures token-file and JWT verification when enabled.
