@@ -28,6 +28,7 @@ import (
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/session"
 	"github.com/codexec/codexec/internal/shell"
+	"github.com/codexec/codexec/internal/transfer"
 	"github.com/codexec/codexec/internal/upstream"
 )
 
@@ -86,6 +87,8 @@ type App struct {
 	// replicas is this server among the replicas sharing store's session
 	// registry (nil: alone).
 	replicas *replicas.Set
+	// transfers issues the URLs of transfer "url" (HTTP only; nil on stdio).
+	transfers *transfer.Tickets
 	// draining is set once a shutdown began: /readyz then fails.
 	draining atomic.Bool
 }
@@ -207,6 +210,10 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr 
 		deps.Limiter = l
 	}
 	deps.Files = store
+	if cfg.Remote.HTTPAddr != "" {
+		a.transfers = transfer.New(cfg.Remote.TransferURLTTL) // its base is set once the listener is bound
+		deps.Transfers = a.transfers
+	}
 	if a.replicas != nil {
 		deps.Replicas = a.replicas
 	}

@@ -83,10 +83,40 @@ func (a *App) serveHTTP(ctx context.Context, cfg config.Config) error {
 	o.Listening = func(addr net.Addr) {
 		slog.Info("http listening", "addr", addr.String(), "version", mcpserver.Version, "sandbox", a.backend.Name())
 	}
+	a.wireTransfers(cfg, &o)
 	a.wireReplica(ctx, cfg, &o)
 	stop := context.AfterFunc(ctx, func() { a.draining.Store(true) })
 	defer stop()
 	return httpserve.Serve(ctx, o)
+}
+
+// wireTransfers serves the transfer URLs and, once the listener is bound,
+// sets the address they are built on: this replica's own (CODEXEC_REPLICA_ADDR,
+// default the bound address) when replicas share sessions, since only the
+// replica that issued a URL can serve it; else the public base of
+// CODEXEC_RESOURCE_URL, or the bound address.
+func (a *App) wireTransfers(cfg config.Config, o *httpserve.Options) {
+	if a.transfers == nil {
+		return
+	}
+	o.Files = a.Server.FilesHandler()
+	listening := o.Listening
+	o.Listening = func(addr net.Addr) {
+		listening(addr)
+		a.transfers.SetBase(transferBase(cfg, addr.String(), a.replicas != nil))
+	}
+}
+
+// transferBase is the URL prefix transfer URLs are built on, for a server
+// bound to addr (see wireTransfers).
+func transferBase(cfg config.Config, addr string, replicated bool) string {
+	switch {
+	case replicated && cfg.Replica.Addr != "":
+		return cfg.Replica.Addr
+	case !replicated && cfg.Remote.ResourceURL != "":
+		return strings.TrimSuffix(strings.TrimRight(cfg.Remote.ResourceURL, "/"), "/mcp")
+	}
+	return cfg.Remote.Scheme() + "://" + addr
 }
 
 // authOptions configures token-file and JWT verification when enabled.

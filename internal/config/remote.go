@@ -35,6 +35,9 @@ type Remote struct {
 	// ShutdownGrace is how long running calls may finish after SIGTERM
 	// before they are killed.
 	ShutdownGrace time.Duration
+	// TransferURLTTL is how long an upload_url or download_url
+	// (transfer "url") may be used.
+	TransferURLTTL time.Duration
 }
 
 // httpAlias is the short flag name the issue asks for (--http ADDR).
@@ -57,6 +60,7 @@ var remoteSettings = []setting{
 	{"CODEXEC_ALLOWED_HOSTS", "", "comma-separated Host header values accepted (unset = any; loopback binds always check)", list(func(c *Config) *[]string { return &c.Remote.AllowedHosts })},
 	{"CODEXEC_HTTP_MAX_BODY", "4m", "largest HTTP request body", bytesize(func(c *Config) *int64 { return &c.Remote.MaxBodyBytes })},
 	{"CODEXEC_MAX_MCP_SESSIONS_PER_PRINCIPAL", "64", "MCP sessions (Mcp-Session-Id) one principal may hold open over HTTP; beyond, initialize gets 429 (0 = unlimited)", nonNegative(func(c *Config) *int { return &c.Remote.MaxMCPSessionsPerPrincipal })},
+	{"CODEXEC_TRANSFER_URL_TTL", "5m", "how long the single-use upload_url/download_url of transfer \"url\" stay valid (e.g. 5m, 30s)", duration(func(c *Config) *time.Duration { return &c.Remote.TransferURLTTL })},
 	{"CODEXEC_SHUTDOWN_GRACE_MS", "30000", "on SIGTERM, time running calls get to finish before they are killed, in milliseconds", millis(func(c *Config) *time.Duration { return &c.Remote.ShutdownGrace })},
 }
 

@@ -20,12 +20,18 @@ const (
 	routeReady   = "/readyz"
 	routeMetrics = "/metrics"
 	routePRM     = "/.well-known/oauth-protected-resource"
+	// routeFiles serves transfer URLs: /files/<token>, the token never
+	// logged (it is the URL's only credential besides the bearer token).
+	routeFiles = "/files/"
 )
 
 // newHandler assembles the routes behind the access log.
 func newHandler(o Options) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(routeMCP, guard(o, authenticate(o, o.MCP)))
+	if o.Files != nil {
+		mux.Handle(routeFiles, guard(o, authenticate(o, o.Files)))
+	}
 	mux.HandleFunc("GET "+routeHealth, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET "+routeReady, readyHandler(o.Ready))
 	mux.Handle("GET "+routeMetrics, o.Metrics.Handler())
@@ -159,16 +165,29 @@ func accessLog(o Options, next http.Handler) http.Handler {
 		if rec.status >= 500 {
 			level = slog.LevelWarn
 		}
-		slog.Log(r.Context(), level, "http", "method", r.Method, "path", r.URL.Path, "status", rec.status,
+		slog.Log(r.Context(), level, "http", "method", r.Method, "path", logPath(r.URL.Path), "status", rec.status,
 			"bytes", rec.bytes, "ms", d.Milliseconds(), "remote", r.RemoteAddr, "principal", info.principal,
 			"session", session)
 	})
+}
+
+// logPath is path as the access log shows it: a transfer URL's token cut
+// to its first 4 characters, enough to follow one request and useless to
+// replay.
+func logPath(path string) string {
+	if tok, ok := strings.CutPrefix(path, routeFiles); ok && len(tok) > 4 {
+		return routeFiles + tok[:4] + "…"
+	}
+	return path
 }
 
 func route(path string) string {
 	switch path {
 	case routeMCP, routeHealth, routeReady, routeMetrics:
 		return path
+	}
+	if strings.HasPrefix(path, routeFiles) {
+		return routeFiles
 	}
 	if strings.HasPrefix(path, routePRM) {
 		return routePRM

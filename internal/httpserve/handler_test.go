@@ -49,3 +49,20 @@ func TestGuardHosts(t *testing.T) {
 		}
 	}
 }
+
+// TestLogPathHidesTokens: the access log shows a transfer URL's token cut
+// to 4 characters, and its metrics route is "/files/".
+func TestLogPathHidesTokens(t *testing.T) {
+	for _, c := range []struct{ path, log, route string }{
+		{"/files/abcdefghijklmnop", "/files/abcd…", "/files/"},
+		{"/files/ab", "/files/ab", "/files/"},
+		{"/mcp", "/mcp", "/mcp"},
+	} {
+		if got := logPath(c.path); got != c.log {
+			t.Errorf("logPath(%q) = %q, want %q", c.path, got, c.log)
+		}
+		if got := route(c.path); got != c.route {
+			t.Errorf("route(%q) = %q, want %q", c.path, got, c.route)
+		}
+	}
+}

@@ -53,6 +53,9 @@ type Options struct {
 	Drain func(ctx context.Context) int
 	// Grace bounds the wait for running calls at shutdown.
 	Grace time.Duration
+	// Files, when set, serves the transfer URLs (transfer.PathPrefix)
+	// behind the same Host, Origin and bearer checks as /mcp.
+	Files http.Handler
 	// Routes are more handlers by path (the internal hop between
 	// replicas), served outside /mcp's bearer auth and Host checks: each
 	// authenticates its requests itself.

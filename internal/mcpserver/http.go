@@ -5,7 +5,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codexec/codexec/internal/tenant"
 )
 
 // HTTPOptions configure the Streamable HTTP handler.
@@ -55,4 +58,22 @@ func (s *Server) LiveSessions() int {
 		n++
 	}
 	return n
+}
+
+// FilesHandler serves the single-use URLs that upload_file and
+// download_file return for transfer "url" (mount it at transfer.PathPrefix
+// behind the same bearer authentication as /mcp), or nil when the server
+// issues none. A request's principal is decided as tenancy decides a tool
+// call's: the verified token's user, tenant.Local without auth; a URL
+// serves only the principal it was issued to.
+func (s *Server) FilesHandler() http.Handler {
+	if s.files == nil {
+		return nil
+	}
+	return s.files.TransferHandler(func(r *http.Request) string {
+		if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+			return ti.UserID // "" matches no URL: tenancy issues none to nobody
+		}
+		return tenant.Local
+	})
 }

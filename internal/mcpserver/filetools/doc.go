@@ -10,6 +10,7 @@ import (
 	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/session"
+	"github.com/codexec/codexec/internal/transfer"
 )
 
 // Deps are the services files are reached through.
@@ -17,6 +18,9 @@ type Deps struct {
 	Config   config.Config    // upload, download and image size limits; disk limit and sandbox dir
 	Files    files.Store      // staged uploads and kept artifacts; nil: no files toolset, resources or attachments
 	Sessions *session.Manager // live sessions' workspaces; nil: none reachable
+	// Transfers issues the single-use URLs of transfer "url" (HTTP only);
+	// nil: the bytes always travel in the calls.
+	Transfers *transfer.Tickets
 }
 
 // Files serves the files toolset and resources and gives the run tools

@@ -3,7 +3,9 @@ package filetools
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path/filepath"
 	"strconv"
@@ -13,7 +15,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/mimetype"
@@ -28,6 +29,7 @@ type UploadIn struct {
 	ContextID     string `json:"context_id,omitempty"`
 	Mode          string `json:"mode,omitempty" jsonschema:"octal, e.g. 755"`
 	Overwrite     bool   `json:"overwrite,omitempty"`
+	Transfer      string `json:"transfer,omitempty" jsonschema:"url: PUT the bytes to upload_url (HTTP)"`
 }
 
 // UploadOut is upload_file's structured result.
@@ -38,6 +40,10 @@ type UploadOut struct {
 	// UploadID names a staged upload (no session given).
 	UploadID  string     `json:"upload_id,omitempty"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// UploadURL (transfer "url") takes one PUT of the file's bytes, which
+	// answers with this result filled in, until URLExpiresAt.
+	UploadURL    string     `json:"upload_url,omitempty"`
+	URLExpiresAt *time.Time `json:"url_expires_at,omitempty"`
 }
 
 // DownloadIn is download_file's input.
@@ -48,6 +54,7 @@ type DownloadIn struct {
 	ExecutionID string `json:"execution_id,omitempty"`
 	Offset      int64  `json:"offset,omitempty"`
 	Length      int64  `json:"length,omitempty"`
+	Transfer    string `json:"transfer,omitempty" jsonschema:"url: GET download_url (HTTP)"`
 }
 
 // DownloadOut is download_file's structured result (the bytes are in the
@@ -60,6 +67,10 @@ type DownloadOut struct {
 	MIMEType string `json:"mime_type"`
 	// NextOffset is set when bytes remain after this range.
 	NextOffset *int64 `json:"next_offset,omitempty"`
+	// DownloadURL (transfer "url") serves the whole file to one GET
+	// (Range accepted) until URLExpiresAt; the result has no content then.
+	DownloadURL  string     `json:"download_url,omitempty"`
+	URLExpiresAt *time.Time `json:"url_expires_at,omitempty"`
 }
 
 // ListFilesIn is list_files' input.
@@ -140,6 +151,16 @@ func (s *Files) sessionTarget(ctx context.Context, id string) (target, error) {
 }
 
 func (s *Files) downloadFile(ctx context.Context, _ *mcp.CallToolRequest, in DownloadIn) (*mcp.CallToolResult, DownloadOut, error) {
+	if url, err := s.wantsURL(in.Transfer); err != nil || url {
+		if err == nil && (in.Offset != 0 || in.Length != 0) {
+			err = tool.Invalidf("offset and length go with transfer \"json\"; a download_url takes a Range header")
+		}
+		if err != nil {
+			return nil, DownloadOut{}, err
+		}
+		out, err := s.downloadURL(ctx, in)
+		return nil, out, err
+	}
 	t, err := s.resolveTarget(ctx, in.SessionID, in.ContextID, in.ExecutionID)
 	if err != nil {
 		return nil, DownloadOut{}, err
@@ -197,77 +218,95 @@ func trimPartialRune(b []byte) []byte {
 }
 
 func (s *Files) uploadFile(ctx context.Context, _ *mcp.CallToolRequest, in UploadIn) (*mcp.CallToolResult, UploadOut, error) {
-	data, mode, err := s.uploadContent(in)
+	url, err := s.wantsURL(in.Transfer)
+	if err == nil && url && (in.Content != "" || in.ContentBase64 != "") {
+		err = tool.Invalidf("transfer \"url\" takes no content or content_base64: PUT the bytes to the upload_url it returns")
+	}
 	if err != nil {
 		return nil, UploadOut{}, err
 	}
-	opts := files.WriteOptions{Mode: mode, Overwrite: in.Overwrite, Max: s.deps.Config.MaxUploadBytes}
-	if in.SessionID == "" && in.ContextID == "" {
-		id := execlog.NewID("upl_")
-		it, w, err := s.deps.Files.Put(ctx, id, in.Path, strings.NewReader(data), opts)
-		if err != nil {
-			return nil, UploadOut{}, tool.Rejected(err)
-		}
-		return nil, UploadOut{Path: w.Path, Size: w.Size, SHA256: w.SHA256, UploadID: id, ExpiresAt: &it.Expires}, nil
-	}
-	t, err := s.resolveTarget(ctx, in.SessionID, in.ContextID, "")
+	mode, err := parseMode(in.Mode)
 	if err != nil {
 		return nil, UploadOut{}, err
 	}
-	defer t.close()
-	if err := s.checkDisk(t.Root, int64(len(data))); err != nil {
+	if url {
+		out, err := s.uploadURL(ctx, in, mode)
+		return nil, out, err
+	}
+	body, size, err := s.uploadContent(in)
+	if err != nil {
 		return nil, UploadOut{}, err
 	}
-	w, err := t.Root.Write(in.Path, strings.NewReader(data), opts)
-	if err != nil {
-		return nil, UploadOut{}, tool.Rejected(err)
-	}
-	return nil, UploadOut{Path: w.Path, Size: w.Size, SHA256: w.SHA256}, nil
+	out, err := s.write(ctx, in, body, size, mode)
+	return nil, out, err
 }
 
-// uploadContent decodes the one content field given and the mode.
-func (s *Files) uploadContent(in UploadIn) (string, fs.FileMode, error) {
+// uploadContent is the reader of the one content field given and its
+// size. content_base64 is decoded as it is written, never held decoded
+// whole: a corrupt one fails the write, which then leaves nothing behind.
+func (s *Files) uploadContent(in UploadIn) (io.Reader, int64, error) {
 	// Both empty is an empty file.
-	data := in.Content
-	switch {
-	case in.Content != "" && in.ContentBase64 != "":
-		return "", 0, tool.Invalidf("give content or content_base64, not both")
-	case in.ContentBase64 != "":
-		b, err := base64.StdEncoding.DecodeString(strings.TrimRight(in.ContentBase64, "\n"))
-		if err != nil {
-			b, err = base64.RawStdEncoding.DecodeString(in.ContentBase64)
-		}
-		if err != nil {
-			return "", 0, tool.Invalidf("content_base64 is not valid base64: %v", err)
-		}
-		data = string(b)
+	if in.Content != "" && in.ContentBase64 != "" {
+		return nil, 0, tool.Invalidf("give content or content_base64, not both")
 	}
-	if max := s.deps.Config.MaxUploadBytes; int64(len(data)) > max {
-		return "", 0, tool.Coded(tool.CodeLimitExceeded, "%d bytes exceed CODEXEC_MAX_UPLOAD_BYTES (%d)", len(data), max)
+	if in.ContentBase64 == "" {
+		return strings.NewReader(in.Content), int64(len(in.Content)), nil
 	}
-	if in.Mode == "" {
-		return data, 0, nil
+	b64 := strings.TrimRight(in.ContentBase64, "\n")
+	enc := base64.StdEncoding
+	if !strings.HasSuffix(b64, "=") && len(b64)%4 != 0 {
+		enc = base64.RawStdEncoding
 	}
-	m, err := strconv.ParseUint(in.Mode, 8, 32)
-	if err != nil || m > 0o777 {
-		return "", 0, tool.Invalidf("mode %q: give octal permission bits such as 644 or 755", in.Mode)
+	n := int64(enc.DecodedLen(len(b64)))
+	if strings.HasSuffix(b64, "==") {
+		n -= 2
+	} else if strings.HasSuffix(b64, "=") {
+		n--
 	}
-	return data, fs.FileMode(m), nil
+	if strings.ContainsAny(b64, "\r\n") {
+		n = -1 // line breaks, which the decoder skips: the size is known once written
+	}
+	return b64Reader{base64.NewDecoder(enc, strings.NewReader(b64))}, n, nil
 }
 
-// checkDisk refuses an upload that would take a codexec-created workspace
-// beyond CODEXEC_DISK_LIMIT (a user's own working_dir is not bounded here).
-func (s *Files) checkDisk(root *files.Root, n int64) error {
+// b64Reader names content_base64 in its decoding errors.
+type b64Reader struct{ r io.Reader }
+
+func (b b64Reader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if bad := base64.CorruptInputError(0); errors.As(err, &bad) {
+		err = tool.Invalidf("content_base64 is not valid base64: %v", bad)
+	}
+	return n, err
+}
+
+// parseMode reads the octal permission bits of mode ("" is the default).
+func parseMode(mode string) (fs.FileMode, error) {
+	if mode == "" {
+		return 0, nil
+	}
+	m, err := strconv.ParseUint(mode, 8, 32)
+	if err != nil || m > 0o777 {
+		return 0, tool.Invalidf("mode %q: give octal permission bits such as 644 or 755", mode)
+	}
+	return fs.FileMode(m), nil
+}
+
+// checkDisk refuses an upload of n bytes that would take a
+// codexec-created workspace beyond CODEXEC_DISK_LIMIT (a user's own
+// working_dir is not bounded here), and returns the room left after it
+// (-1: unbounded), which bounds an upload whose size is not known ahead.
+func (s *Files) checkDisk(root *files.Root, n int64) (int64, error) {
 	limit := s.deps.Config.DiskLimitBytes
 	sb := filepath.Clean(s.deps.Config.SandboxDir) + string(filepath.Separator)
 	if limit <= 0 || !strings.HasPrefix(root.Dir(), sb) {
-		return nil
+		return -1, nil
 	}
 	used, _ := root.Usage(20000)
 	if used+n > limit {
-		return tool.Coded(tool.CodeLimitExceeded, "the workspace holds %d bytes; %d more would exceed CODEXEC_DISK_LIMIT (%d)", used, n, limit)
+		return 0, tool.Coded(tool.CodeLimitExceeded, "the workspace holds %d bytes; %d more would exceed CODEXEC_DISK_LIMIT (%d)", used, n, limit)
 	}
-	return nil
+	return limit - used - n, nil
 }
 
 func (s *Files) listFiles(ctx context.Context, _ *mcp.CallToolRequest, in ListFilesIn) (*mcp.CallToolResult, files.Listing, error) {

@@ -32,7 +32,7 @@ func decodeArgs(raw any, schema *jsonschema.Resolved, dst any) error {
 		return err
 	}
 	var parsed any
-	if err := json.Unmarshal(data, &parsed); err != nil {
+	if err := parseAny(data, &parsed); err != nil {
 		return Invalidf("arguments must be a JSON object (%v)", err)
 	}
 	v, ok := parsed.(map[string]any)
@@ -43,12 +43,41 @@ func decodeArgs(raw any, schema *jsonschema.Resolved, dst any) error {
 	if err := schema.Validate(&anyV); err != nil {
 		return Invalidf("%s", explain(schema.Schema(), v, err))
 	}
-	dec := sjson.NewDecoder(bytes.NewReader(data))
-	dec.DontMatchCaseInsensitiveStructFields()
-	if err := dec.Decode(dst); err != nil {
+	// Parse, not a Decoder over a reader: the arguments are in memory
+	// already, and the Decoder would copy them into buffers it grows.
+	if _, err := sjson.Parse(data, dst, sjson.DontMatchCaseInsensitiveStructFields|inPlace(data)); err != nil {
 		return Invalidf("%s", decodeError(err, data))
 	}
 	return nil
+}
+
+// bigArgs is the size of arguments whose strings are read in place (an
+// upload's content): copying them would cost as much again per decode.
+const bigArgs = 64 << 10
+
+// inPlace is the flag that makes the decoder point strings into data
+// instead of copying them, for big arguments only: such a string keeps the
+// whole arguments' buffer alive, which for a small call could outlast it
+// needlessly (a session's code history).
+func inPlace(data []byte) sjson.ParseFlags {
+	if len(data) < bigArgs {
+		return 0
+	}
+	return sjson.DontCopyString
+}
+
+// parseAny decodes data into v as encoding/json does, for the schema
+// check; big arguments are decoded in place (inPlace), and the check only
+// reads them during the call.
+func parseAny(data []byte, v *any) error {
+	if len(data) < bigArgs {
+		return json.Unmarshal(data, v)
+	}
+	rest, err := sjson.Parse(data, v, sjson.DontCopyString)
+	if err == nil && len(bytes.TrimSpace(rest)) > 0 {
+		err = fmt.Errorf("invalid character %q after top-level value", rest[0])
+	}
+	return err
 }
 
 // argsJSON is the arguments of a call as JSON text ({} when absent).

@@ -3,6 +3,7 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -46,26 +47,13 @@ func TestArgumentErrors(t *testing.T) {
 		{`{"name":"a","Name":"b"}`, ``}, // names match exactly: Name is an unknown argument, ignored
 		{`{"name":"a","offset":9007199254740993}`, ``},
 	} {
-		t.Run(tc.args, func(t *testing.T) {
-			got = argsIn{}
-			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "t", Arguments: json.RawMessage(tc.args)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var e Error
-			if res.IsError {
-				if err := json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &e); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want := Error{}
-			if tc.want != "" {
-				want = Error{Message: tc.want, Code: CodeInvalidParams}
-			}
-			if diff := cmp.Diff(want, e); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-		})
+		t.Run(tc.args, func(t *testing.T) { checkArgs(t, cs, tc.args, tc.want) })
+		// The same with big arguments, which are decoded in place.
+		big := `{"pad":"` + strings.Repeat("x", bigArgs) + `"}`
+		if tc.args != "{}" {
+			big = `{"pad":"` + strings.Repeat("x", bigArgs) + `",` + strings.TrimPrefix(tc.args, "{")
+		}
+		t.Run("big "+tc.args, func(t *testing.T) { checkArgs(t, cs, big, tc.want) })
 	}
 	// Decoded from the text as sent: no digit lost to float64.
 	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "t", Arguments: json.RawMessage(`{"name":"a","offset":9007199254740993}`)}); err != nil {
@@ -73,5 +61,28 @@ func TestArgumentErrors(t *testing.T) {
 	}
 	if got.Offset != 9007199254740993 {
 		t.Errorf("offset = %d, want 9007199254740993", got.Offset)
+	}
+}
+
+// checkArgs calls tool t with args and compares its error with want ("" for
+// none).
+func checkArgs(t *testing.T, cs *mcp.ClientSession, args, want string) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "t", Arguments: json.RawMessage(args)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e Error
+	if res.IsError {
+		if err := json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantErr := Error{}
+	if want != "" {
+		wantErr = Error{Message: want, Code: CodeInvalidParams}
+	}
+	if diff := cmp.Diff(wantErr, e); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

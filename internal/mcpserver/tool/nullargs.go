@@ -50,7 +50,7 @@ func (r *Registrar) dropNullArgs(next mcp.MethodHandler) mcp.MethodHandler {
 // args itself when it has none (or is not a JSON object, which the SDK
 // then refuses).
 func dropNulls(args json.RawMessage, optional map[string]bool) json.RawMessage {
-	if len(optional) == 0 || !bytes.Contains(args, []byte("null")) {
+	if len(optional) == 0 || !hasNullMember(args) {
 		return args
 	}
 	var m map[string]json.RawMessage
@@ -71,4 +71,26 @@ func dropNulls(args json.RawMessage, optional map[string]bool) json.RawMessage {
 		return args
 	}
 	return b
+}
+
+// hasNullMember reports whether args may hold a member whose value is null:
+// a "null" right after a colon (and spaces). It is a quick scan, so that an
+// upload's megabytes of base64, where "null" turns up by chance, are not
+// decoded again; a "null" that follows a colon inside a string only costs
+// that decoding.
+func hasNullMember(args []byte) bool {
+	for i := 0; ; {
+		j := bytes.Index(args[i:], []byte("null"))
+		if j < 0 {
+			return false
+		}
+		k := i + j - 1
+		for k >= 0 && (args[k] == ' ' || args[k] == '\t' || args[k] == '\n' || args[k] == '\r') {
+			k--
+		}
+		if k >= 0 && args[k] == ':' {
+			return true
+		}
+		i += j + 4
+	}
 }

@@ -65,3 +65,18 @@ func TestNullOptionalArguments(t *testing.T) {
 		})
 	}
 }
+
+func TestHasNullMember(t *testing.T) {
+	for in, want := range map[string]bool{
+		`{"a":null}`:               true,
+		`{"a" : 	null}`:            true,
+		`{"b64":"xxnullyy"}`:       false,
+		`{"a":"x","b":1}`:          false,
+		`{"t":"key: null inside"}`: true, // a string that looks like one: decoded to be sure
+		`null`:                     false,
+	} {
+		if got := hasNullMember([]byte(in)); got != want {
+			t.Errorf("hasNullMember(%s) = %v, want %v", in, got, want)
+		}
+	}
+}

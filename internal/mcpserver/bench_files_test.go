@@ -1,0 +1,86 @@
+package mcpserver_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"io"
+	"os"
+	"runtime"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codexec/codexec/internal/app"
+	"github.com/codexec/codexec/internal/config"
+	"github.com/codexec/codexec/internal/stdiowire"
+)
+
+// BenchmarkStdioFileBytes moves a 10 MiB binary file into a session's
+// workspace (upload_file, content_base64) and back (download_file, one
+// range) through the server's stdio wire (stdiowire, as `codexec serve`
+// uses it) and the go-sdk client, in one process, and reports the bytes
+// allocated per MiB moved (both directions: 20 MiB an op), client and
+// server together: the client's share is its own JSON encoding and
+// decoding of the same messages.
+//
+//	go test ./internal/mcpserver -run '^$' -bench StdioFileBytes -benchtime 10x
+func BenchmarkStdioFileBytes(b *testing.B) {
+	dir := b.TempDir()
+	cfg := config.Defaults(dir)
+	cfg.SandboxMode = config.ModeSubprocess
+	cfg.MaxUploadBytes, cfg.MaxDownloadBytes = 16<<20, 16<<20
+	a, err := app.Build(context.Background(), cfg, app.HostEnv{Home: dir, Path: os.Getenv("PATH"), Cwd: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Close()
+	cs := stdioClient(b, a)
+	ctx := context.Background()
+	call := func(name string, args map[string]any) *mcp.CallToolResult {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil || res.IsError {
+			b.Fatalf("%s: %v %+v", name, err, res)
+		}
+		return res
+	}
+	sid := call("start_session", map[string]any{"language": "python"}).StructuredContent.(map[string]any)["session_id"]
+	data := make([]byte, 10<<20)
+	_, _ = rand.Read(data)
+	up := map[string]any{"session_id": sid, "path": "big.bin", "content_base64": base64.StdEncoding.EncodeToString(data), "overwrite": true}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for b.Loop() {
+		call("upload_file", up)
+		var got []byte
+		for len(got) < len(data) { // ranges as long as one message carries (next_offset)
+			res := call("download_file", map[string]any{"session_id": sid, "path": "big.bin", "offset": len(got), "length": len(data) - len(got)})
+			got = append(got, res.Content[0].(*mcp.EmbeddedResource).Resource.Blob...)
+		}
+		if !bytes.Equal(got, data) {
+			b.Fatal("downloaded bytes differ")
+		}
+	}
+	runtime.ReadMemStats(&after)
+	moved := float64(b.N) * 2 * float64(len(data)>>20)
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/moved, "alloc-B/MiB")
+	b.ReportMetric(moved/b.Elapsed().Seconds()*(1<<20)/1e6, "MB/s")
+}
+
+// stdioClient connects a go-sdk client to a's server through stdiowire over
+// pipes, as a client process would over the server's stdin and stdout.
+func stdioClient(b *testing.B, a *app.App) *mcp.ClientSession {
+	cr, sw := io.Pipe()
+	sr, cw := io.Pipe()
+	wire := stdiowire.New(sr, sw, stdiowire.Options{MaxLineBytes: 32 << 20})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = a.Server.Run(ctx, wire.Transport()) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx,
+		&mcp.IOTransport{Reader: cr, Writer: cw, MaxLineLength: -1}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cs.Close(); cancel(); _ = cw.Close(); _ = sw.Close() })
+	return cs
+}
