@@ -14,13 +14,7 @@ import (
 
 	"github.com/codexec/codexec/internal/checkpoint"
 	"github.com/codexec/codexec/internal/engine"
-	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/files"
-	"github.com/codexec/codexec/internal/output"
-	"github.com/codexec/codexec/internal/pathguard"
-	"github.com/codexec/codexec/internal/runtime"
-	"github.com/codexec/codexec/internal/sandbox"
-	"github.com/codexec/codexec/internal/sandbox/subprocess"
 	"github.com/codexec/codexec/internal/tenant"
 )
 
@@ -28,19 +22,7 @@ import (
 // dir are a server and the next one after a restart.
 func ckptManager(tb testing.TB, dir string, o CheckpointOptions) (*Manager, *files.DirStore) {
 	tb.Helper()
-	log, err := execlog.New(filepath.Join(dir, "logs"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	opts := engine.Options{SandboxDir: filepath.Join(dir, "sandbox"), DefaultTimeout: 30 * time.Second,
-		MaxTimeout: time.Minute, KillGrace: time.Second, Output: output.Limits{Max: 10000, Head: 4000, Tail: 4000},
-		BaseEnv: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, BaseDir: dir}
-	backend := subprocess.New(sandbox.PoolOptions{})
-	langs := runtime.Discover(context.Background(), runtime.Overrides{}, os.Getenv("PATH"))
-	eng, err := engine.New(opts, engine.Deps{Backend: backend, Languages: langs, Guard: pathguard.New(pathguard.Options{Home: dir}), Log: log})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	eng, langs, log, opts := testEngine(tb, dir)
 	store, err := files.NewDirStore(filepath.Join(dir, "checkpoints"), files.DirOptions{TTL: time.Hour, MaxBytes: 1 << 30})
 	if err != nil {
 		tb.Fatal(err)
@@ -51,7 +33,7 @@ func ckptManager(tb testing.TB, dir string, o CheckpointOptions) (*Manager, *fil
 	}
 	m := NewManager(Deps{Engine: eng, Languages: langs, Log: log, Checkpoints: store}, Options{MaxSessions: 20,
 		DefaultTimeout: opts.DefaultTimeout, Output: opts.Output, PackagesDir: filepath.Join(opts.SandboxDir, ".packages"),
-		SandboxMode: backend.Name(), KillGrace: time.Second, Checkpoints: o})
+		SandboxMode: "subprocess", KillGrace: time.Second, Checkpoints: o})
 	tb.Cleanup(m.Close)
 	return m, store
 }

@@ -19,6 +19,17 @@ import (
 func testManager(tb testing.TB) *Manager {
 	tb.Helper()
 	dir := tb.TempDir()
+	eng, langs, log, opts := testEngine(tb, dir)
+	m := NewManager(Deps{Engine: eng, Languages: langs, Log: log}, Options{DefaultTimeout: opts.DefaultTimeout, Output: opts.Output,
+		PackagesDir: filepath.Join(opts.SandboxDir, ".packages"), SandboxMode: "subprocess"})
+	tb.Cleanup(m.Close)
+	return m
+}
+
+// testEngine is a subprocess-mode engine logging under dir, with the
+// languages found on PATH: what the session tests run on.
+func testEngine(tb testing.TB, dir string) (*engine.Engine, *runtime.Set, *execlog.Logger, engine.Options) {
+	tb.Helper()
 	log, err := execlog.New(filepath.Join(dir, "logs"))
 	if err != nil {
 		tb.Fatal(err)
@@ -26,16 +37,13 @@ func testManager(tb testing.TB) *Manager {
 	opts := engine.Options{SandboxDir: filepath.Join(dir, "sandbox"), DefaultTimeout: 30 * time.Second,
 		MaxTimeout: time.Minute, KillGrace: time.Second, Output: output.Limits{Max: 10000, Head: 4000, Tail: 4000},
 		BaseEnv: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, BaseDir: dir}
-	backend := subprocess.New(sandbox.PoolOptions{})
 	langs := runtime.Discover(context.Background(), runtime.Overrides{}, os.Getenv("PATH"))
-	eng, err := engine.New(opts, engine.Deps{Backend: backend, Languages: langs, Guard: pathguard.New(pathguard.Options{Home: dir}), Log: log})
+	eng, err := engine.New(opts, engine.Deps{Backend: subprocess.New(sandbox.PoolOptions{}), Languages: langs,
+		Guard: pathguard.New(pathguard.Options{Home: dir}), Log: log})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	m := NewManager(Deps{Engine: eng, Languages: langs, Log: log}, Options{DefaultTimeout: opts.DefaultTimeout, Output: opts.Output,
-		PackagesDir: filepath.Join(opts.SandboxDir, ".packages"), SandboxMode: backend.Name()})
-	tb.Cleanup(m.Close)
-	return m
+	return eng, langs, log, opts
 }
 
 // BenchmarkManagerExec measures Manager.Exec of `x += 1` in a python
