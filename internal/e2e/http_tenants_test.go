@@ -101,21 +101,7 @@ func TestHTTPProgressAndCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	params := &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"language": "python",
-		"code": "import time\nfor i in range(10):\n    print(f'tick {i}', flush=True)\n    time.sleep(0.1)\n"}}
-	params.SetProgressToken("http-ticks")
-	begin := time.Now()
-	res, err := cs.CallTool(context.Background(), params)
-	returned := time.Now()
-	if err != nil || res.IsError {
-		t.Fatalf("%v %v", err, res)
-	}
-	var out execResult
-	decodeStructured(t, res, &out)
-	if got := pl.text("http-ticks", out.Stdout, 3*time.Second); got != out.Stdout || !strings.HasPrefix(got, "tick 0\n") {
-		t.Fatalf("streamed %q, result stdout %q", got, out.Stdout)
-	}
-	checkStream(t, pl.of("http-ticks"), begin, returned)
+	callStreamed(t, context.Background(), cs, pl, "execute_code", map[string]any{"language": "python", "code": pyTicksCode}, "http-ticks")
 
 	callCtx, stop := context.WithCancel(context.Background())
 	defer stop()

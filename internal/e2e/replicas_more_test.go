@@ -122,21 +122,7 @@ func checkForwardedProgress(t *testing.T, b *httpServer, atOwner *mcp.ClientSess
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	p := &mcp.CallToolParams{Name: "send_to_session", Arguments: map[string]any{"session_id": sess,
-		"code": "import time\nfor i in range(10):\n    print(f'tick {i}', flush=True)\n    time.sleep(0.1)\n"}}
-	p.SetProgressToken("fwd-ticks")
-	begin := time.Now()
-	res, err := cs.CallTool(ctx, p)
-	returned := time.Now()
-	if err != nil || res.IsError {
-		t.Fatalf("forwarded call with a progress token: %v %v", err, res)
-	}
-	var out execResult
-	decodeStructured(t, res, &out)
-	if got := pl.text("fwd-ticks", out.Stdout, 3*time.Second); got != out.Stdout || !strings.HasPrefix(got, "tick 0\n") {
-		t.Errorf("relayed progress %q, result stdout %q", got, out.Stdout)
-	}
-	checkStream(t, pl.of("fwd-ticks"), begin, returned)
+	callStreamed(t, ctx, cs, pl, "send_to_session", map[string]any{"session_id": sess, "code": pyTicksCode}, "fwd-ticks")
 
 	callCtx, stop := context.WithCancel(ctx)
 	defer stop()

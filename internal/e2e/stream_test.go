@@ -106,7 +106,7 @@ func TestProgressStreamsOutput(t *testing.T) {
 		ContextID string `json:"context_id"`
 	}
 	s.callInto("create_context", map[string]any{"name": "ticker", "language": "python"}, &ctxOut)
-	pyTicks := "import time\nfor i in range(10):\n    print(f'tick {i}', flush=True)\n    time.sleep(0.1)\n"
+	pyTicks := pyTicksCode
 	shTicks := "for i in 0 1 2 3 4 5 6 7 8 9; do echo tick $i; sleep 0.1; done"
 	s.call("save_script", map[string]any{"name": "ticker", "language": "bash", "code": shTicks})
 	want := ""
@@ -155,6 +155,32 @@ func TestProgressStreamsOutput(t *testing.T) {
 			t.Errorf("notifications for %d tokens, want %d", len(pl.msgs), len(cases))
 		}
 	})
+}
+
+// pyTicksCode prints ten lines, one every 100 ms: a second of streamed
+// output.
+const pyTicksCode = "import time\nfor i in range(10):\n    print(f'tick {i}', flush=True)\n    time.sleep(0.1)\n"
+
+// callStreamed calls tool with args and progress token tok through cs and
+// checks that the call's progress (collected by pl) streamed exactly its
+// stdout; it returns the result.
+func callStreamed(t *testing.T, ctx context.Context, cs *mcp.ClientSession, pl *progressLog, tool string, args map[string]any, tok string) execResult {
+	t.Helper()
+	p := &mcp.CallToolParams{Name: tool, Arguments: args}
+	p.SetProgressToken(tok)
+	begin := time.Now()
+	res, err := cs.CallTool(ctx, p)
+	returned := time.Now()
+	if err != nil || res.IsError {
+		t.Fatalf("%s with a progress token: %v %v", tool, err, res)
+	}
+	var out execResult
+	decodeStructured(t, res, &out)
+	if got := pl.text(tok, out.Stdout, 3*time.Second); got != out.Stdout || !strings.HasPrefix(got, "tick 0\n") {
+		t.Errorf("streamed %q, result stdout %q", got, out.Stdout)
+	}
+	checkStream(t, pl.of(tok), begin, returned)
+	return out
 }
 
 // checkStream: the messages were streamed (several, the first well before
