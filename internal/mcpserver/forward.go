@@ -43,7 +43,8 @@ var sessionArgs = map[string][]string{
 	"execute_code": {"session_id"}, "send_to_session": {"session_id"}, "close_session": {"session_id"},
 	"run_code": {"context_id"}, "stop_context": {"context_id"}, "install_package": {"session_id"},
 	"upload_file": {"session_id", "context_id"}, "download_file": {"session_id", "context_id"},
-	"list_files": {"session_id", "context_id"},
+	"list_files":    {"session_id", "context_id"},
+	"pause_session": {"session_id"}, "resume_session": {"session_id"}, "fork_session": {"session_id"},
 	// Background runs are claimed by execution id like sessions.
 	"get_run": {"execution_id"}, "cancel_run": {"execution_id"},
 }

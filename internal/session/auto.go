@@ -135,6 +135,9 @@ func (m *Manager) pauseAtShutdown(s *Session) bool {
 
 // pausedInfos lists owner's paused sessions.
 func (m *Manager) pausedInfos(owner string) []Info {
+	if m.shared() {
+		return nil // the registry lists them, once, whichever replica paused them
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []Info
@@ -167,6 +170,10 @@ func (m *Manager) closePaused(p *pausedSession, reason string) (CloseInfo, error
 	defer p.mu.Unlock()
 	if p.live != nil || p.gone {
 		return CloseInfo{}, errors.New("session " + p.rec.ID + " changed meanwhile: try again")
+	}
+	// Shared: claimed first, so no replica resumes it meanwhile.
+	if err := m.takeClaim(context.Background(), p); err != nil {
+		return CloseInfo{}, err
 	}
 	p.gone = true
 	k := recKey(p.rec)

@@ -81,8 +81,8 @@ func (m *Manager) pauseLocked(ctx context.Context, s *Session, reason string) (P
 	m.terminate(s)
 	m.mu.Lock()
 	delete(m.byID, s.key())
-	m.paused[s.key()] = &pausedSession{rec: rec}
 	m.mu.Unlock()
+	m.sharePaused(s.key(), &pausedSession{rec: rec})
 	m.logPause(s, reason, rec)
 	return PauseInfo{ID: s.ID, Bytes: rec.Bytes, Report: rec.Report}, nil
 }

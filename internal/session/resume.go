@@ -27,7 +27,7 @@ type Resumed struct {
 
 // Resume gives one of ctx's principal's paused sessions a new interpreter
 // restored from its checkpoint. A live session is returned as it is, with
-// a nil report.
+// the report of a resume not yet reported (else nil).
 func (m *Manager) Resume(ctx context.Context, idOrName string) (*Session, *Resumed, error) {
 	if !m.checkpoints() {
 		return nil, nil, ErrCheckpointsOff
@@ -41,7 +41,9 @@ func (m *Manager) Resume(ctx context.Context, idOrName string) (*Session, *Resum
 			return nil, nil, err
 		}
 	} else if s != nil {
-		return s, nil, nil
+		// Resumed already (by the call that found it here) and not yet
+		// reported: this report is the resume's.
+		return s, s.takeResumed(), nil
 	}
 	s, err = m.resumePaused(ctx, p)
 	if err != nil {
@@ -89,6 +91,12 @@ func (m *Manager) resumePaused(ctx context.Context, p *pausedSession) (*Session,
 	if err := m.reserveResume(k, rec.Kind); err != nil {
 		return nil, err
 	}
+	if err := m.takeClaim(ctx, p); err != nil {
+		m.mu.Lock()
+		delete(m.byID, k)
+		m.mu.Unlock()
+		return nil, err
+	}
 	s, rep, err := m.restoreRecord(ctx, rec, k, false)
 	if err != nil {
 		m.mu.Lock()
@@ -102,8 +110,12 @@ func (m *Manager) resumePaused(ctx context.Context, p *pausedSession) (*Session,
 			delete(m.paused, k)
 			m.mu.Unlock()
 			m.forget(k, "")
+			if m.shared() {
+				m.releaseClaims(k, rec.Kind, rec.Name)
+			}
 			return nil, fmt.Errorf("%w: %s (its checkpoint expired or was removed; the session is closed)", ErrNotFound, rec.ID)
 		}
+		m.unclaimPaused(k, p)
 		return nil, fmt.Errorf("resume session %s: %w", rec.ID, err)
 	}
 	s.Kind, s.Name, s.Description, s.StartedAt = rec.Kind, rec.Name, rec.Description, rec.StartedAt

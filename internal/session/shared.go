@@ -1,0 +1,132 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/codexec/codexec/internal/checkpoint"
+	"github.com/codexec/codexec/internal/tenant"
+)
+
+// Paused sessions shared by replicas (CheckpointOptions.Shared): the
+// records and checkpoints are in stores every replica reads, and a paused
+// session is held by no replica — the registry marks its claim paused
+// (Claims.Pause). The replica that pauses a session forgets it; a call for
+// it at any replica finds its record (fetchPaused) and resumes it there
+// after claiming it (takeClaim), which one replica of those racing wins:
+// the others answer ErrHeldElsewhere, and their callers forward the call
+// to the winner. So a resume never makes two live copies of a session.
+
+// ErrHeldElsewhere is a paused session another replica claimed (to
+// resume or close it) first.
+var ErrHeldElsewhere = errors.New("the session is held by another replica")
+
+// shared reports whether paused sessions are shared by replicas.
+func (m *Manager) shared() bool {
+	return m.checkpoints() && m.opts.Checkpoints.Shared && m.deps.Claims != nil
+}
+
+// fetchPaused finds principal owner's session idOrName in the shared
+// records when this replica does not have it: a paused session, or one
+// another replica holds (with an automatic checkpoint), which takeClaim
+// then refuses. A session that came meanwhile is returned live.
+func (m *Manager) fetchPaused(ctx context.Context, owner, idOrName string) (*Session, *pausedSession, error) {
+	rec, err := m.keeper.Find(ctx, owner, idOrName)
+	if errors.Is(err, checkpoint.ErrNoRecord) {
+		return nil, nil, fmt.Errorf("%w: %s", ErrNotFound, idOrName)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	k := recKey(rec)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s := m.byID[k]; s != nil {
+		return s, nil, nil
+	}
+	if p := m.paused[k]; p != nil {
+		return nil, p, nil
+	}
+	p := &pausedSession{rec: rec}
+	m.paused[k] = p
+	return nil, p, nil
+}
+
+// takeClaim claims paused session p (p.mu held) for this replica before
+// it is resumed or closed here. When another replica holds it, p is
+// forgotten here and the answer is ErrHeldElsewhere.
+func (m *Manager) takeClaim(ctx context.Context, p *pausedSession) error {
+	if !m.shared() {
+		return nil
+	}
+	rec := p.rec
+	k := recKey(rec)
+	err := m.claim(tenant.With(ctx, rec.Owner), k, rec.Language, StartRequest{Kind: rec.Kind, Name: rec.Name})
+	if err == nil {
+		return nil
+	}
+	p.gone = true
+	m.mu.Lock()
+	if m.paused[k] == p {
+		delete(m.paused, k)
+	}
+	m.mu.Unlock()
+	slog.Debug("paused session held elsewhere", "session_id", rec.ID, "err", err)
+	return fmt.Errorf("%w: %s", ErrHeldElsewhere, rec.ID)
+}
+
+// sharePaused hands session k, just paused here, to the shared store: the
+// registry marks it paused (held by no replica) and this replica forgets
+// it, so any replica resumes it. Not shared: it stays paused here.
+func (m *Manager) sharePaused(k key, p *pausedSession) {
+	if !m.shared() {
+		m.mu.Lock()
+		m.paused[k] = p
+		m.mu.Unlock()
+		return
+	}
+	m.sharePausedClaims(k, p.rec)
+}
+
+// unclaimPaused gives back the claim takeClaim took when the resume
+// failed but the checkpoint is still there: the session stays paused for
+// any replica.
+func (m *Manager) unclaimPaused(k key, p *pausedSession) {
+	if !m.shared() {
+		return
+	}
+	m.sharePausedClaims(k, p.rec)
+	p.gone = true
+	m.mu.Lock()
+	if m.paused[k] == p {
+		delete(m.paused, k)
+	}
+	m.mu.Unlock()
+}
+
+func (m *Manager) sharePausedClaims(k key, rec Record) {
+	m.deps.Claims.Pause(k.owner, k.id)
+	if rec.Kind == KindContext && rec.Name != "" && rec.Name != k.id {
+		m.deps.Claims.Pause(k.owner, rec.Name)
+	}
+}
+
+// PauseAll pauses every live session that can be (the drain of a
+// replica sharing its paused sessions: another replica resumes them) and
+// returns how many it paused and how many it could not. Those keep
+// running until Close stops them.
+func (m *Manager) PauseAll() (paused, failed int) {
+	if !m.checkpoints() {
+		return 0, len(m.all())
+	}
+	for _, s := range m.all() {
+		if m.pauseAtShutdown(s) {
+			paused++
+		} else {
+			failed++
+		}
+	}
+	return paused, failed
+}
