@@ -15,6 +15,7 @@ import (
 	"github.com/codexec/codexec/internal/mcpserver/filetools"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/replicas"
+	"github.com/codexec/codexec/internal/session"
 	"github.com/codexec/codexec/internal/sessionreg"
 	"github.com/codexec/codexec/internal/tenant"
 )
@@ -103,7 +104,7 @@ func (s *Server) forwardCall(ctx context.Context, method string, call *mcp.CallT
 		return next(ctx, method, call)
 	}
 	p := tenant.From(ctx)
-	owner, remote, err := s.deps.Replicas.Route(ctx, p, id)
+	owner, remote, err := s.route(ctx, p, id)
 	if err != nil {
 		return s.reg.ErrorResultFor(call.Params.Name, err), nil
 	}
@@ -122,7 +123,7 @@ func (s *Server) forwardRead(ctx context.Context, method string, req *mcp.ReadRe
 		return next(ctx, method, req)
 	}
 	p := tenant.From(ctx)
-	owner, remote, err := s.deps.Replicas.Route(ctx, p, id)
+	owner, remote, err := s.route(ctx, p, id)
 	if lost := (*sessionreg.LostError)(nil); errors.As(err, &lost) {
 		return nil, &jsonrpc.Error{Code: mcp.CodeResourceNotFound, Message: lost.Error()}
 	}
@@ -152,16 +153,26 @@ func (s *Server) forwardRead(ctx context.Context, method string, req *mcp.ReadRe
 }
 
 // holds reports whether this replica holds the caller's session idOrName
-// (or background run).
+// (or background run), live or paused, without resuming it.
 func (s *Server) holds(ctx context.Context, idOrName string) bool {
 	if s.deps.Runs != nil && s.deps.Runs.Holds(ctx, idOrName) {
 		return true
 	}
-	if s.deps.Sessions == nil {
-		return false
+	return s.deps.Sessions != nil && s.deps.Sessions.Here(ctx, idOrName)
+}
+
+// route is Replicas.Route, and when no live replica holds idOrName (it is
+// paused, or unknown) it resumes a paused session here first: when another
+// replica claimed it first, the call goes to that one.
+func (s *Server) route(ctx context.Context, p, idOrName string) (sessionreg.Replica, bool, error) {
+	owner, remote, err := s.deps.Replicas.Route(ctx, p, idOrName)
+	if err != nil || remote || s.deps.Sessions == nil {
+		return owner, remote, err
 	}
-	_, err := s.deps.Sessions.Get(ctx, idOrName)
-	return err == nil
+	if _, err := s.deps.Sessions.Get(ctx, idOrName); errors.Is(err, session.ErrHeldElsewhere) {
+		return s.deps.Replicas.Route(ctx, p, idOrName)
+	}
+	return owner, remote, err
 }
 
 // forwardTo makes the hop and returns the owner's result unchanged,

@@ -443,6 +443,13 @@ func (m *Manager) Get(ctx context.Context, idOrName string) (*Session, error) {
 	return m.resumePaused(ctx, p)
 }
 
+// Here reports whether this Manager has ctx's principal's session
+// idOrName, live or paused, without resuming it or asking a shared store.
+func (m *Manager) Here(ctx context.Context, idOrName string) bool {
+	_, _, err := m.lookupHere(tenant.From(ctx), idOrName)
+	return err == nil
+}
+
 // lookup finds ctx's principal's session idOrName, live (s) or paused (p):
 // here, else, when replicas share paused sessions, in the shared records.
 func (m *Manager) lookup(ctx context.Context, idOrName string) (*Session, *pausedSession, error) {
