@@ -18,7 +18,7 @@ import (
 // bucket share paused sessions. A session paused on one replica is listed
 // once, as paused, and resumes through another with its state; two
 // replicas resuming one paused session at once make one live copy (the
-// loser forwards); a drained replica's live sessions resume on the others
+// loser forwards); a context resumes by its name; a drained replica's live sessions resume on the others
 // with their state, and one whose state cannot be checkpointed is lost,
 // with the reason.
 func TestReplicasPausedSessions(t *testing.T) {
@@ -53,8 +53,19 @@ func TestReplicasPausedSessions(t *testing.T) {
 		t.Errorf("after the resume r-a lists it as %+v, want live on r-b", l)
 	}
 
+	// A context, by its name: paused on r-a, resumed through r-b.
+	tout(t, aliceA, "create_context", map[string]any{"name": "nb"})
+	tout(t, aliceA, "run_code", map[string]any{"context_id": "nb", "code": "v = 'ctx kept'"})
+	tout(t, aliceA, "pause_session", map[string]any{"session_id": "nb"})
+	if got := tout(t, aliceB, "run_code", map[string]any{"context_id": "nb", "code": "print(v)"})["stdout"]; got != "ctx kept\n" {
+		t.Errorf("a paused context resumed by name through r-b: %q", got)
+	}
+
 	checkOneCopy(t, sess, aliceA, aliceB)
 	checkDrainCarries(t, b, aliceA, aliceB, sess)
+	if got := tout(t, aliceA, "run_code", map[string]any{"context_id": "nb", "code": "print(v)"})["stdout"]; got != "ctx kept\n" {
+		t.Errorf("the context r-b held, after its drain, on r-a: %q", got)
+	}
 }
 
 // checkOneCopy pauses sess (wherever it is) and sends one call for it

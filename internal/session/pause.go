@@ -79,10 +79,7 @@ func (m *Manager) pauseLocked(ctx context.Context, s *Session, reason string) (P
 	// still the live one, and callers wait for execMu.
 	s.stopAuto()
 	m.terminate(s)
-	m.mu.Lock()
-	delete(m.byID, s.key())
-	m.mu.Unlock()
-	m.sharePaused(s.key(), &pausedSession{rec: rec})
+	m.retire(s, rec)
 	m.logPause(s, reason, rec)
 	return PauseInfo{ID: s.ID, Bytes: rec.Bytes, Report: rec.Report}, nil
 }

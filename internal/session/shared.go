@@ -77,17 +77,27 @@ func (m *Manager) takeClaim(ctx context.Context, p *pausedSession) error {
 	return fmt.Errorf("%w: %s", ErrHeldElsewhere, rec.ID)
 }
 
-// sharePaused hands session k, just paused here, to the shared store: the
-// registry marks it paused (held by no replica) and this replica forgets
-// it, so any replica resumes it. Not shared: it stays paused here.
-func (m *Manager) sharePaused(k key, p *pausedSession) {
-	if !m.shared() {
-		m.mu.Lock()
-		m.paused[k] = p
-		m.mu.Unlock()
-		return
+// retire makes s, whose interpreter stopped, a paused session with
+// checkpoint rec, and reports whether s was still the registered one.
+// Shared, the registry marks it paused (held by no replica) before this
+// replica forgets it: until then a call here finds it live and waits, and
+// cannot resume it from its record while the registry still names this
+// replica. Not shared, it stays paused here.
+func (m *Manager) retire(s *Session, rec Record) bool {
+	k := s.key()
+	if m.shared() {
+		m.sharePausedClaims(k, rec)
 	}
-	m.sharePausedClaims(k, p.rec)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.byID[k] != s {
+		return false
+	}
+	delete(m.byID, k)
+	if !m.shared() {
+		m.paused[k] = &pausedSession{rec: rec}
+	}
+	return true
 }
 
 // unclaimPaused gives back the claim takeClaim took when the resume
