@@ -61,6 +61,7 @@ func TestReplicasPausedSessions(t *testing.T) {
 		t.Errorf("a paused context resumed by name through r-b: %q", got)
 	}
 
+	checkPausedClose(t, aliceA, aliceB)
 	checkOneCopy(t, sess, aliceA, aliceB)
 	checkDrainCarries(t, b, aliceA, aliceB, sess)
 	if got := tout(t, aliceA, "run_code", map[string]any{"context_id": "nb", "code": "print(v)"})["stdout"]; got != "ctx kept\n" {
@@ -133,5 +134,29 @@ func checkDrainCarries(t *testing.T, b *httpServer, aliceA, aliceB *mcp.ClientSe
 	}
 	if l := listSessions(t, aliceA)[onB]; l.Replica != "r-a" || l.Status == "lost" || l.Status == "paused" {
 		t.Errorf("after the resume r-a lists %s as %+v", onB, l)
+	}
+}
+
+// checkPausedClose: a paused session is paused again and closed through
+// another replica without being resumed; then it is gone everywhere.
+func checkPausedClose(t *testing.T, aliceA, aliceB *mcp.ClientSession) {
+	t.Helper()
+	gone := tout(t, aliceA, "start_session", map[string]any{"language": "python"})["session_id"].(string)
+	tout(t, aliceA, "send_to_session", map[string]any{"session_id": gone, "code": "q = 1"})
+	tout(t, aliceA, "pause_session", map[string]any{"session_id": gone})
+	before := listSessions(t, aliceA)[gone]
+	if p := tout(t, aliceB, "pause_session", map[string]any{"session_id": gone}); p["status"] != "paused" {
+		t.Errorf("pausing a paused session through r-b: %v", p)
+	}
+	// A resume would have claimed it anew (the registry's claim time).
+	if l := listSessions(t, aliceA)[gone]; l.Status != "paused" || l.Replica != "" || !l.StartedAt.Equal(before.StartedAt) {
+		t.Errorf("pause_session through r-b resumed it: %+v, was %+v", l, before)
+	}
+	tout(t, aliceB, "close_session", map[string]any{"session_id": gone})
+	if res := tcall(t, aliceA, "send_to_session", map[string]any{"session_id": gone, "code": "print(q)"}); errCode(res) != "SESSION_NOT_FOUND" {
+		t.Errorf("a closed paused session: %s", text(res))
+	}
+	if l, ok := listSessions(t, aliceB)[gone]; ok {
+		t.Errorf("a closed paused session is listed: %+v", l)
 	}
 }

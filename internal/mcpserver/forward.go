@@ -104,7 +104,7 @@ func (s *Server) forwardCall(ctx context.Context, method string, call *mcp.CallT
 		return next(ctx, method, call)
 	}
 	p := tenant.From(ctx)
-	owner, remote, err := s.route(ctx, p, id)
+	owner, remote, err := s.route(ctx, p, id, !keepsPaused[call.Params.Name])
 	if err != nil {
 		return s.reg.ErrorResultFor(call.Params.Name, err), nil
 	}
@@ -123,7 +123,7 @@ func (s *Server) forwardRead(ctx context.Context, method string, req *mcp.ReadRe
 		return next(ctx, method, req)
 	}
 	p := tenant.From(ctx)
-	owner, remote, err := s.route(ctx, p, id)
+	owner, remote, err := s.route(ctx, p, id, true)
 	if lost := (*sessionreg.LostError)(nil); errors.As(err, &lost) {
 		return nil, &jsonrpc.Error{Code: mcp.CodeResourceNotFound, Message: lost.Error()}
 	}
@@ -161,12 +161,16 @@ func (s *Server) holds(ctx context.Context, idOrName string) bool {
 	return s.deps.Sessions != nil && s.deps.Sessions.Here(ctx, idOrName)
 }
 
+// keepsPaused are the tools that serve a paused session without resuming
+// it (the session Manager claims it for a close).
+var keepsPaused = map[string]bool{"close_session": true, "stop_context": true, "pause_session": true, "fork_session": true}
+
 // route is Replicas.Route, and when no live replica holds idOrName (it is
-// paused, or unknown) it resumes a paused session here first: when another
-// replica claimed it first, the call goes to that one.
-func (s *Server) route(ctx context.Context, p, idOrName string) (sessionreg.Replica, bool, error) {
+// paused, or unknown) and resume is set, it resumes a paused session here
+// first: when another replica claimed it first, the call goes to that one.
+func (s *Server) route(ctx context.Context, p, idOrName string, resume bool) (sessionreg.Replica, bool, error) {
 	owner, remote, err := s.deps.Replicas.Route(ctx, p, idOrName)
-	if err != nil || remote || s.deps.Sessions == nil {
+	if err != nil || remote || !resume || s.deps.Sessions == nil {
 		return owner, remote, err
 	}
 	if _, err := s.deps.Sessions.Get(ctx, idOrName); errors.Is(err, session.ErrHeldElsewhere) {
