@@ -166,6 +166,10 @@ func (m *Manager) pausedNameTaken(k key, req StartRequest) error {
 // closePaused closes a paused session for good: its record and
 // checkpoint are removed.
 func (m *Manager) closePaused(p *pausedSession, reason string) (CloseInfo, error) {
+	s, p := m.enlist(p)
+	if s != nil {
+		return CloseInfo{}, errors.New("session " + s.ID + " changed meanwhile: try again")
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.live != nil || p.gone {
@@ -178,7 +182,9 @@ func (m *Manager) closePaused(p *pausedSession, reason string) (CloseInfo, error
 	p.gone = true
 	k := recKey(p.rec)
 	m.mu.Lock()
-	delete(m.paused, k)
+	if m.paused[k] == p {
+		delete(m.paused, k)
+	}
 	m.mu.Unlock()
 	m.forget(k, p.rec.Blob)
 	if m.deps.Claims != nil {

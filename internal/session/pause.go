@@ -20,6 +20,8 @@ type pausedSession struct {
 	// was closed. Either way waiters on mu look the id up again.
 	live *Session
 	gone bool
+	// elsewhere: gone because another replica claimed it (shared.go).
+	elsewhere bool
 }
 
 // info is the listing of a paused session.

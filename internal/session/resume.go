@@ -78,17 +78,24 @@ func (m *Manager) revive(s *Session) (*pausedSession, error) {
 // resumePaused resumes p once; concurrent callers wait and get the same
 // session.
 func (m *Manager) resumePaused(ctx context.Context, p *pausedSession) (*Session, error) {
+	s, p := m.enlist(p)
+	if s != nil {
+		return s, nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
 	case p.live != nil:
 		return p.live, nil
+	case p.elsewhere:
+		return nil, fmt.Errorf("%w: %s", ErrHeldElsewhere, p.rec.ID)
 	case p.gone:
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, p.rec.ID)
 	}
 	rec := p.rec
 	k := recKey(rec)
 	if err := m.reserveResume(k, rec.Kind); err != nil {
+		m.delist(p)
 		return nil, err
 	}
 	if err := m.takeClaim(ctx, p); err != nil {

@@ -31,7 +31,8 @@ func (m *Manager) shared() bool {
 // fetchPaused finds principal owner's session idOrName in the shared
 // records when this replica does not have it: a paused session, or one
 // another replica holds (with an automatic checkpoint), which takeClaim
-// then refuses. A session that came meanwhile is returned live.
+// then refuses. The paused session it returns is not kept here (see
+// enlist).
 func (m *Manager) fetchPaused(ctx context.Context, owner, idOrName string) (*Session, *pausedSession, error) {
 	rec, err := m.keeper.Find(ctx, owner, idOrName)
 	if errors.Is(err, checkpoint.ErrNoRecord) {
@@ -40,18 +41,44 @@ func (m *Manager) fetchPaused(ctx context.Context, owner, idOrName string) (*Ses
 	if err != nil {
 		return nil, nil, err
 	}
-	k := recKey(rec)
+	return nil, &pausedSession{rec: rec}, nil
+}
+
+// enlist makes p, fetched from the shared records, the one paused
+// session of its key here while a resume or close of it runs, so that
+// concurrent calls here wait for that one (every such operation removes
+// it when done: the shared record, not a copy here, is what the next
+// call reads). It returns the session live here meanwhile, or the paused
+// session to operate on. Not shared, p is returned as it is.
+func (m *Manager) enlist(p *pausedSession) (*Session, *pausedSession) {
+	if !m.shared() {
+		return nil, p
+	}
+	k := recKey(p.rec)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if s := m.byID[k]; s != nil {
-		return s, nil, nil
+		return s, nil
 	}
-	if p := m.paused[k]; p != nil {
-		return nil, p, nil
+	if q := m.paused[k]; q != nil {
+		return nil, q
 	}
-	p := &pausedSession{rec: rec}
 	m.paused[k] = p
-	return nil, p, nil
+	return nil, p
+}
+
+// delist removes p, shared, when an operation on it ends without
+// resuming or closing it.
+func (m *Manager) delist(p *pausedSession) {
+	if !m.shared() {
+		return
+	}
+	k := recKey(p.rec)
+	m.mu.Lock()
+	if m.paused[k] == p {
+		delete(m.paused, k)
+	}
+	m.mu.Unlock()
 }
 
 // takeClaim claims paused session p (p.mu held) for this replica before
@@ -67,12 +94,8 @@ func (m *Manager) takeClaim(ctx context.Context, p *pausedSession) error {
 	if err == nil {
 		return nil
 	}
-	p.gone = true
-	m.mu.Lock()
-	if m.paused[k] == p {
-		delete(m.paused, k)
-	}
-	m.mu.Unlock()
+	p.gone, p.elsewhere = true, true
+	m.delist(p)
 	slog.Debug("paused session held elsewhere", "session_id", rec.ID, "err", err)
 	return fmt.Errorf("%w: %s", ErrHeldElsewhere, rec.ID)
 }
@@ -109,11 +132,7 @@ func (m *Manager) unclaimPaused(k key, p *pausedSession) {
 	}
 	m.sharePausedClaims(k, p.rec)
 	p.gone = true
-	m.mu.Lock()
-	if m.paused[k] == p {
-		delete(m.paused, k)
-	}
-	m.mu.Unlock()
+	m.delist(p)
 }
 
 func (m *Manager) sharePausedClaims(k key, rec Record) {

@@ -115,6 +115,21 @@ func TestSharedPaused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Pausing a paused session keeps no copy of its record: after the
+	// other Manager ran and paused it, this one resumes the newer state.
+	if _, err := ms[0].Pause(alice, info.ID); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ms[1], alice, info.ID, "x += 100")
+	if _, err := ms[1].Pause(alice, info.ID); err != nil {
+		t.Fatal(err)
+	}
+	if out := run(t, ms[0], alice, info.ID, "print(x)").Stdout; out != "144\n" {
+		t.Errorf("resumed after the other Manager's run: %q, want 144", out)
+	}
+	if _, err := ms[0].Pause(alice, info.ID); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := ms[1].Stop(alice, info.ID, "closed", false); err != nil {
 		t.Fatalf("closing the paused session elsewhere: %v", err)
 	}
