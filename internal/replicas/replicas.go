@@ -154,6 +154,18 @@ func (s *Set) Pause(p, idOrName string) {
 	}
 }
 
+// Standing is where principal p's idOrName stands for this replica.
+func (s *Set) Standing(ctx context.Context, p, idOrName string) (sessionreg.Standing, error) {
+	o, err := s.o.Registry.Owner(ctx, Key(p, idOrName))
+	if errors.Is(err, sessionreg.ErrNotFound) {
+		return sessionreg.StandingNone, nil
+	}
+	if err != nil {
+		return sessionreg.StandingNone, err
+	}
+	return sessionreg.StandingOf(o, s.Self().ID), nil
+}
+
 // Route says where a call of principal p for idOrName goes: ok false when
 // this replica serves it (it holds it, nobody does, or it is paused), else
 // the live replica holding it. A lost session is a *sessionreg.LostError.

@@ -108,6 +108,8 @@ type Claims interface {
 	// Pause marks a claim paused: no replica holds it, and the next Claim
 	// (by any replica) takes it. It never fails the caller.
 	Pause(p, idOrName string)
+	// Standing is where principal p's idOrName stands for this replica.
+	Standing(ctx context.Context, p, idOrName string) (sessionreg.Standing, error)
 }
 
 // ErrNotFound is returned for unknown session or context ids.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/codexec/codexec/internal/checkpoint"
+	"github.com/codexec/codexec/internal/sessionreg"
 	"github.com/codexec/codexec/internal/tenant"
 )
 
@@ -90,6 +91,18 @@ func (m *Manager) takeClaim(ctx context.Context, p *pausedSession) error {
 	}
 	rec := p.rec
 	k := recKey(rec)
+	// Only a paused session (or one this replica holds) is resumed from
+	// its record: a record whose session is lost, or was forgotten after
+	// that, is an automatic checkpoint of a replica that stopped, which
+	// stays lost (docs/checkpoints.md, Replicas).
+	switch st, err := m.deps.Claims.Standing(ctx, rec.Owner, rec.ID); {
+	case err != nil:
+		return fmt.Errorf("resume session %s: %w", rec.ID, err)
+	case st == sessionreg.StandingNone:
+		p.gone = true
+		m.delist(p)
+		return fmt.Errorf("%w: %s", ErrNotFound, rec.ID)
+	}
 	err := m.claim(tenant.With(ctx, rec.Owner), k, rec.Language, StartRequest{Kind: rec.Kind, Name: rec.Name})
 	if err == nil {
 		return nil

@@ -140,3 +140,47 @@ func TestSharedPaused(t *testing.T) {
 		t.Errorf("a closed session's claim: %v", err)
 	}
 }
+
+// TestSharedLostStaysLost: a session whose replica was declared dead
+// (lost in the registry, or forgotten after that) is not resumed by
+// another replica from a record of it, even while the first still runs
+// it (a replica cut off from the registry).
+func TestSharedLostStaysLost(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	reg := &sessionreg.Memory{}
+	shared := t.TempDir()
+	store, err := files.NewDirStore(filepath.Join(shared, "checkpoints"), files.DirOptions{TTL: time.Hour, MaxBytes: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	a, b := replicaManager(t, t.TempDir(), shared, store, "a", reg), replicaManager(t, t.TempDir(), shared, store, "b", reg)
+	alice := tenant.With(context.Background(), "alice")
+	info, err := a.Start(alice, StartRequest{Kind: KindSession, Language: "python"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, a, alice, info.ID, "z = 1")
+	// A fork checkpoints the live session: its record is in the shared store.
+	if _, err := a.Fork(alice, info.ID, 1, false); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if _, err := reg.MarkLost(context.Background(), "a", now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Get(alice, info.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a lost session's record resumed elsewhere: %v", err)
+	}
+	if _, err := reg.ForgetLost(context.Background(), now.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Get(alice, info.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a forgotten lost session's record resumed elsewhere: %v", err)
+	}
+	if out := run(t, a, alice, info.ID, "print(z)").Stdout; out != "1\n" {
+		t.Errorf("the first replica's copy: %q", out)
+	}
+}

@@ -72,6 +72,33 @@ func (e *LostError) Error() string {
 	return fmt.Sprintf("session lost (replica %s stopped at %s)", e.Replica, e.At.UTC().Format(time.RFC3339))
 }
 
+// Standing is where a session stands as one replica sees it.
+type Standing int
+
+const (
+	// StandingNone: not registered, or lost.
+	StandingNone Standing = iota
+	// StandingHere: the replica asking holds it.
+	StandingHere
+	// StandingElsewhere: another replica holds it.
+	StandingElsewhere
+	// StandingPaused: no replica holds it; the first Claim takes it.
+	StandingPaused
+)
+
+// StandingOf is where o stands for replica self.
+func StandingOf(o Owner, self string) Standing {
+	switch {
+	case o.LostAt != nil:
+		return StandingNone
+	case o.PausedAt != nil:
+		return StandingPaused
+	case o.Replica.ID == self:
+		return StandingHere
+	}
+	return StandingElsewhere
+}
+
 // ErrNotFound is Owner's answer for a session id never claimed or released.
 var ErrNotFound = errors.New("session not registered")
 
