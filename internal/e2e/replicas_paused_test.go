@@ -20,7 +20,8 @@ import (
 // replicas resuming one paused session at once make one live copy (the
 // loser forwards); a context resumes by its name; a drained replica's live sessions resume on the others
 // with their state, and one whose state cannot be checkpointed is lost,
-// with the reason.
+// with the reason; a killed replica's session is lost even with an
+// automatic checkpoint.
 func TestReplicasPausedSessions(t *testing.T) {
 	dsn := pgtest.Start(t).NewDatabase(t)
 	s3 := s3test.Start(t)
@@ -66,6 +67,18 @@ func TestReplicasPausedSessions(t *testing.T) {
 	checkDrainCarries(t, b, aliceA, aliceB, sess)
 	if got := tout(t, aliceA, "run_code", map[string]any{"context_id": "nb", "code": "print(v)"})["stdout"]; got != "ctx kept\n" {
 		t.Errorf("the context r-b held, after its drain, on r-a: %q", got)
+	}
+
+	// A killed replica's session stays lost, automatic checkpoint or not.
+	c := startHTTP(t, "", env("r-c", "CODEXEC_CHECKPOINT_AUTO=200ms")...)
+	aliceC := c.mustConnect(aliceToken)
+	tout(t, aliceC, "execute_code", map[string]any{"language": "python", "code": "w = 1", "session_id": "on-c"})
+	time.Sleep(time.Second) // the automatic checkpoint
+	killed := time.Now()
+	_ = c.Cmd.Process.Kill()
+	awaitListedLost(t, aliceA, "on-c", "r-c", killed, replicaLease*4/3+2*time.Second)
+	if res := tcall(t, aliceA, "send_to_session", map[string]any{"session_id": "on-c", "code": "print(w)"}); errCode(res) != "SESSION_LOST" {
+		t.Errorf("a killed replica's session with an automatic checkpoint: %s", text(res))
 	}
 }
 
