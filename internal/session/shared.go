@@ -22,7 +22,7 @@ import (
 
 // ErrHeldElsewhere is a paused session another replica claimed (to
 // resume or close it) first.
-var ErrHeldElsewhere = errors.New("the session is held by another replica")
+var ErrHeldElsewhere = errors.New("another replica resumed the session meanwhile (retry: the call goes there)")
 
 // shared reports whether paused sessions are shared by replicas.
 func (m *Manager) shared() bool {
