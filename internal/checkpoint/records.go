@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -104,9 +105,15 @@ func (d DirRecords) List(context.Context) (map[string]Record, error) {
 			continue
 		}
 		var rec Record
-		if b, err := os.ReadFile(filepath.Join(d.Dir, e.Name())); err == nil && json.Unmarshal(b, &rec) == nil {
-			out[name] = rec
+		b, err := os.ReadFile(filepath.Join(d.Dir, e.Name()))
+		if err == nil {
+			err = json.Unmarshal(b, &rec)
 		}
+		if err != nil {
+			slog.Warn("ignoring an unreadable checkpoint record", "file", e.Name(), "err", err)
+			continue
+		}
+		out[name] = rec
 	}
 	return out, nil
 }
