@@ -89,6 +89,9 @@ type App struct {
 	replicas *replicas.Set
 	// transfers issues the URLs of transfer "url" (HTTP only; nil on stdio).
 	transfers *transfer.Tickets
+	// sessions is the session Manager (its drain pauses the sessions when
+	// replicas share paused sessions).
+	sessions *session.Manager
 	// draining is set once a shutdown began: /readyz then fails.
 	draining atomic.Bool
 }
@@ -204,6 +207,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr 
 			MaxPerPrincipal: cfg.MaxSessionsPerPrincipal, DefaultTimeout: opts.DefaultTimeout, Output: opts.Output,
 			PackagesDir: filepath.Join(opts.SandboxDir, ".packages"), SandboxMode: backend.Name(), Checkpoints: ckptOpts})
 	a.closers = append(a.closers, sessions.Close)
+	a.sessions = sessions
 	deps := mcpserver.Deps{Config: cfg, Engine: a.Engine, Sessions: sessions, Packages: installer, SessionPackages: sessions,
 		Isolated: backend.Isolated(), Shell: shellOptions(cfg, env, backend, langs), ExecLog: logger}
 	if l := quota.NewLocal(cfg.MaxConcurrent, cfg.QueueWait); l != nil {

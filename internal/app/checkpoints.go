@@ -24,7 +24,10 @@ type checkpointStore interface {
 // of CODEXEC_BLOB_STORE, on a directory (DATA_DIR/checkpoints) or key
 // prefix (PREFIX/checkpoints/) of their own, so their expiry and budget
 // are theirs — and returns them with the Manager's options. Records of
-// paused sessions stay under the data dir (DATA_DIR/checkpoint-records).
+// paused sessions stay under the data dir (DATA_DIR/checkpoint-records),
+// unless replicas share both the blob store (S3) and the PostgreSQL store:
+// then the records are in the database and any replica resumes a session
+// another one paused.
 func (a *App) buildCheckpoints(ctx context.Context, cfg config.Config) (checkpoint.Blobs, session.CheckpointOptions, error) {
 	c := cfg.Checkpoint
 	o := session.CheckpointOptions{Dir: filepath.Join(cfg.DataDir, "checkpoint-records"), MaxBytes: c.MaxBytes, MaxTotal: c.MaxTotal,
@@ -43,7 +46,10 @@ func (a *App) buildCheckpoints(ctx context.Context, cfg config.Config) (checkpoi
 		return nil, o, err
 	}
 	a.closers = append(a.closers, store.Close)
-	slog.Info("session checkpoints", "encrypted", key != nil, "idle_action", c.IdleAction, "auto", c.Auto, "spares", c.Spares)
+	if a.sharesPaused(cfg) {
+		o.Records, o.Shared = a.store.Records(), true
+	}
+	slog.Info("session checkpoints", "shared", o.Shared, "encrypted", key != nil, "idle_action", c.IdleAction, "auto", c.Auto, "spares", c.Spares)
 	return store, o, nil
 }
 
@@ -64,4 +70,11 @@ func openCheckpointStore(ctx context.Context, cfg config.Config) (checkpointStor
 		return s, nil
 	}
 	return files.NewDirStore(filepath.Join(cfg.DataDir, "checkpoints"), files.DirOptions{TTL: c.TTL, MaxBytes: budget})
+}
+
+// sharesPaused reports whether paused sessions are shared by replicas:
+// this server is one of them, and checkpoints are in the S3 bucket they
+// all read.
+func (a *App) sharesPaused(cfg config.Config) bool {
+	return a.replicas != nil && a.store != nil && cfg.Blob.S3 != nil
 }

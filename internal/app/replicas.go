@@ -43,7 +43,8 @@ func defaultReplicaID() string {
 
 // wireReplica adds a replica's parts to o: the hop route, the first
 // heartbeat once the address is known, the heartbeat loop, and, after the
-// drain, its sessions marked lost. Alone, it does nothing.
+// drain, its sessions paused (when replicas share paused sessions) and
+// those left marked lost. Alone, it does nothing.
 func (a *App) wireReplica(ctx context.Context, cfg config.Config, o *httpserve.Options) {
 	set := a.replicas
 	if set == nil {
@@ -68,8 +69,16 @@ func (a *App) wireReplica(ctx context.Context, cfg config.Config, o *httpserve.O
 		go set.Run(beatCtx)
 	}
 	drain := o.Drain
+	shared := a.sharesPaused(cfg)
 	o.Drain = func(ctx context.Context) int {
 		n := drain(ctx)
+		if shared {
+			// Before the registry marks what is left lost: a paused
+			// session is no replica's, and the next call for it, at any
+			// replica, resumes it there.
+			p, failed := a.sessions.PauseAll()
+			slog.Info("drain: sessions paused for the other replicas", "paused", p, "not_paused", failed)
+		}
 		stopBeat()
 		set.Stop()
 		return n

@@ -4,18 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/codexec/codexec/internal/atomicfile"
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/tenant"
 )
@@ -61,9 +57,11 @@ type Record struct {
 	Secrets []string `json:"secrets,omitempty"`
 }
 
-// KeeperOptions configure a Keeper; every field is required.
+// KeeperOptions configure a Keeper.
 type KeeperOptions struct {
-	// Dir holds one record per session, NAME.json.
+	// Records keep the records; nil: DirRecords in Dir.
+	Records Records
+	// Dir holds one record per session, NAME.json, when Records is nil.
 	Dir string
 	// Sealer encrypts checkpoints at rest; nil keeps them plain.
 	Sealer *Sealer
@@ -85,6 +83,9 @@ type Keeper struct {
 
 // NewKeeper returns a Keeper of checkpoints in blobs.
 func NewKeeper(blobs Blobs, o KeeperOptions) *Keeper {
+	if o.Records == nil {
+		o.Records = DirRecords{Dir: o.Dir}
+	}
 	return &Keeper{blobs: blobs, o: o, sizes: map[string]int64{}}
 }
 
@@ -92,30 +93,31 @@ func NewKeeper(blobs Blobs, o KeeperOptions) *Keeper {
 const blobPath = "checkpoint"
 
 // Load returns the records a previous server left, each with the name
-// nameOf gives it (a record whose file has another name is ignored).
+// nameOf gives it (a record stored under another name is ignored).
 func (k *Keeper) Load(nameOf func(Record) string) []Record {
-	if err := os.MkdirAll(k.o.Dir, 0o700); err != nil {
-		slog.Error("checkpoint records unavailable", "dir", k.o.Dir, "err", err)
+	all, err := k.o.Records.List(context.Background())
+	if err != nil {
+		slog.Error("checkpoint records unavailable", "err", err)
 		return nil
 	}
-	ents, _ := os.ReadDir(k.o.Dir)
 	var out []Record
-	for _, e := range ents {
-		if !strings.HasSuffix(e.Name(), ".json") || atomicfile.IsTemp(e.Name()) {
-			continue
-		}
-		var rec Record
-		b, err := os.ReadFile(filepath.Join(k.o.Dir, e.Name()))
-		if err != nil || json.Unmarshal(b, &rec) != nil || nameOf(rec)+".json" != e.Name() {
-			slog.Warn("ignoring an unreadable checkpoint record", "file", e.Name(), "err", err)
+	for name, rec := range all {
+		if nameOf(rec) != name {
+			slog.Warn("ignoring a checkpoint record under another name", "name", name)
 			continue
 		}
 		k.mu.Lock()
-		k.sizes[nameOf(rec)] = rec.Bytes
+		k.sizes[name] = rec.Bytes
 		k.mu.Unlock()
 		out = append(out, rec)
 	}
 	return out
+}
+
+// Find returns principal owner's record of session (or context name)
+// idOrName from the records, or ErrNoRecord.
+func (k *Keeper) Find(ctx context.Context, owner, idOrName string) (Record, error) {
+	return k.o.Records.Get(ctx, owner, idOrName)
 }
 
 // Store seals plain, stores it as a new item owned by rec.Owner, and
@@ -134,11 +136,7 @@ func (k *Keeper) Store(ctx context.Context, name string, rec Record, plain []byt
 		return Record{}, fmt.Errorf("store the checkpoint: %w", err)
 	}
 	rec.Blob, rec.Bytes = id, n
-	b, err := json.Marshal(rec)
-	if err == nil {
-		err = atomicfile.WriteFile(k.path(name), b, 0o600)
-	}
-	if err != nil {
+	if err := k.o.Records.Put(ctx, name, rec); err != nil {
 		k.drop(rec.Owner, id)
 		return Record{}, fmt.Errorf("record the checkpoint: %w", err)
 	}
@@ -184,7 +182,9 @@ func (k *Keeper) Forget(name, owner, blob string) {
 	k.mu.Lock()
 	delete(k.sizes, name)
 	k.mu.Unlock()
-	if err := os.Remove(k.path(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := k.o.Records.Delete(ctx, name); err != nil {
 		slog.Warn("checkpoint record not removed", "name", name, "err", err)
 	}
 	k.drop(owner, blob)
@@ -199,5 +199,3 @@ func (k *Keeper) drop(owner, id string) {
 		slog.Warn("checkpoint not removed", "blob", id, "err", err)
 	}
 }
-
-func (k *Keeper) path(name string) string { return filepath.Join(k.o.Dir, name+".json") }

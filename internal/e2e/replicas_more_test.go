@@ -23,6 +23,7 @@ type replicaListed struct {
 	Replica   string     `json:"replica"`
 	LostAt    *time.Time `json:"lost_at"`
 	Note      string     `json:"note"`
+	StartedAt time.Time  `json:"started_at"`
 }
 
 // listSessions is list_sessions over cs, by session id, failing the test

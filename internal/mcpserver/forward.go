@@ -15,6 +15,7 @@ import (
 	"github.com/codexec/codexec/internal/mcpserver/filetools"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/replicas"
+	"github.com/codexec/codexec/internal/session"
 	"github.com/codexec/codexec/internal/sessionreg"
 	"github.com/codexec/codexec/internal/tenant"
 )
@@ -43,7 +44,8 @@ var sessionArgs = map[string][]string{
 	"execute_code": {"session_id"}, "send_to_session": {"session_id"}, "close_session": {"session_id"},
 	"run_code": {"context_id"}, "stop_context": {"context_id"}, "install_package": {"session_id"},
 	"upload_file": {"session_id", "context_id"}, "download_file": {"session_id", "context_id"},
-	"list_files": {"session_id", "context_id"},
+	"list_files":    {"session_id", "context_id"},
+	"pause_session": {"session_id"}, "resume_session": {"session_id"}, "fork_session": {"session_id"},
 	// Background runs are claimed by execution id like sessions.
 	"get_run": {"execution_id"}, "cancel_run": {"execution_id"},
 }
@@ -102,7 +104,7 @@ func (s *Server) forwardCall(ctx context.Context, method string, call *mcp.CallT
 		return next(ctx, method, call)
 	}
 	p := tenant.From(ctx)
-	owner, remote, err := s.deps.Replicas.Route(ctx, p, id)
+	owner, remote, err := s.route(ctx, p, id, !keepsPaused[call.Params.Name])
 	if err != nil {
 		return s.reg.ErrorResultFor(call.Params.Name, err), nil
 	}
@@ -121,7 +123,7 @@ func (s *Server) forwardRead(ctx context.Context, method string, req *mcp.ReadRe
 		return next(ctx, method, req)
 	}
 	p := tenant.From(ctx)
-	owner, remote, err := s.deps.Replicas.Route(ctx, p, id)
+	owner, remote, err := s.route(ctx, p, id, true)
 	if lost := (*sessionreg.LostError)(nil); errors.As(err, &lost) {
 		return nil, &jsonrpc.Error{Code: mcp.CodeResourceNotFound, Message: lost.Error()}
 	}
@@ -151,16 +153,30 @@ func (s *Server) forwardRead(ctx context.Context, method string, req *mcp.ReadRe
 }
 
 // holds reports whether this replica holds the caller's session idOrName
-// (or background run).
+// (or background run), live or paused, without resuming it.
 func (s *Server) holds(ctx context.Context, idOrName string) bool {
 	if s.deps.Runs != nil && s.deps.Runs.Holds(ctx, idOrName) {
 		return true
 	}
-	if s.deps.Sessions == nil {
-		return false
+	return s.deps.Sessions != nil && s.deps.Sessions.Here(ctx, idOrName)
+}
+
+// keepsPaused are the tools that serve a paused session without resuming
+// it (the session Manager claims it for a close).
+var keepsPaused = map[string]bool{"close_session": true, "stop_context": true, "pause_session": true, "fork_session": true}
+
+// route is Replicas.Route, and when no live replica holds idOrName (it is
+// paused, or unknown) and resume is set, it resumes a paused session here
+// first: when another replica claimed it first, the call goes to that one.
+func (s *Server) route(ctx context.Context, p, idOrName string, resume bool) (sessionreg.Replica, bool, error) {
+	owner, remote, err := s.deps.Replicas.Route(ctx, p, idOrName)
+	if err != nil || remote || !resume || s.deps.Sessions == nil {
+		return owner, remote, err
 	}
-	_, err := s.deps.Sessions.Get(ctx, idOrName)
-	return err == nil
+	if _, err := s.deps.Sessions.Get(ctx, idOrName); errors.Is(err, session.ErrHeldElsewhere) {
+		return s.deps.Replicas.Route(ctx, p, idOrName)
+	}
+	return owner, remote, err
 }
 
 // forwardTo makes the hop and returns the owner's result unchanged,

@@ -59,6 +59,11 @@ func (pl peers) Elsewhere(ctx context.Context, toolName string) (sessiontools.Re
 			// A context's name: its id's record stands for the context.
 		case o.LostAt != nil:
 			rem.Unlisted = append(rem.Unlisted, unlisted(o, ""))
+		case o.PausedAt != nil:
+			// Held by no replica: the registry's record is the listing.
+			u := unlisted(o, "")
+			u.Paused, u.Replica = true, ""
+			rem.Unlisted = append(rem.Unlisted, u)
 		default:
 			held[o.Replica.ID] = append(held[o.Replica.ID], o)
 			owners[o.Replica.ID] = o.Replica

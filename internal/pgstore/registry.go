@@ -31,7 +31,10 @@ func (g *Registry) Heartbeat(ctx context.Context, r sessionreg.Replica, at time.
 func (g *Registry) Claim(ctx context.Context, c sessionreg.Owner) error {
 	l := c.Label
 	tag, err := g.s.pool.Exec(ctx, `INSERT INTO sessions (session_id, replica_id, replica_addr, claimed_at, kind, language, name, of_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (session_id) DO NOTHING`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (session_id) DO UPDATE
+		SET replica_id = excluded.replica_id, replica_addr = excluded.replica_addr, claimed_at = excluded.claimed_at, paused_at = NULL,
+			kind = excluded.kind, language = excluded.language, name = excluded.name, of_id = excluded.of_id
+		WHERE sessions.paused_at IS NOT NULL AND sessions.lost_at IS NULL`,
 		c.SessionID, c.Replica.ID, c.Replica.Addr, c.ClaimedAt.UTC(), l.Kind, l.Language, l.Name, l.Of)
 	if err != nil || tag.RowsAffected() == 1 {
 		return registryErr(err)
@@ -47,17 +50,21 @@ func (g *Registry) Claim(ctx context.Context, c sessionreg.Owner) error {
 }
 
 // ownerColumns are the columns scanOwner reads, in its order.
-const ownerColumns = `session_id, replica_id, replica_addr, claimed_at, lost_at, kind, language, name, of_id`
+const ownerColumns = `session_id, replica_id, replica_addr, claimed_at, lost_at, paused_at, kind, language, name, of_id`
 
 // scanOwner reads one record selected with ownerColumns.
 func scanOwner(row pgx.Row) (sessionreg.Owner, error) {
 	var o sessionreg.Owner
-	err := row.Scan(&o.SessionID, &o.Replica.ID, &o.Replica.Addr, &o.ClaimedAt, &o.LostAt,
+	err := row.Scan(&o.SessionID, &o.Replica.ID, &o.Replica.Addr, &o.ClaimedAt, &o.LostAt, &o.PausedAt,
 		&o.Label.Kind, &o.Label.Language, &o.Label.Name, &o.Label.Of)
 	o.ClaimedAt = o.ClaimedAt.UTC()
 	if o.LostAt != nil {
 		t := o.LostAt.UTC()
 		o.LostAt = &t
+	}
+	if o.PausedAt != nil {
+		t := o.PausedAt.UTC()
+		o.PausedAt = &t
 	}
 	return o, err
 }
@@ -90,7 +97,15 @@ func (g *Registry) List(ctx context.Context, prefix string) ([]sessionreg.Owner,
 
 // Release implements sessionreg.Registry.
 func (g *Registry) Release(ctx context.Context, sessionID, replicaID string) error {
-	_, err := g.s.pool.Exec(ctx, `DELETE FROM sessions WHERE session_id = $1 AND replica_id = $2 AND lost_at IS NULL`, sessionID, replicaID)
+	_, err := g.s.pool.Exec(ctx, `DELETE FROM sessions WHERE session_id = $1 AND replica_id = $2 AND lost_at IS NULL AND paused_at IS NULL`,
+		sessionID, replicaID)
+	return registryErr(err)
+}
+
+// Pause implements sessionreg.Registry.
+func (g *Registry) Pause(ctx context.Context, sessionID, replicaID string, at time.Time) error {
+	_, err := g.s.pool.Exec(ctx, `UPDATE sessions SET paused_at = $3
+		WHERE session_id = $1 AND replica_id = $2 AND lost_at IS NULL AND paused_at IS NULL`, sessionID, replicaID, at.UTC())
 	return registryErr(err)
 }
 
@@ -98,7 +113,7 @@ func (g *Registry) Release(ctx context.Context, sessionID, replicaID string) err
 func (g *Registry) MarkLost(ctx context.Context, replicaID string, at time.Time) (int, error) {
 	var n int64
 	err := pgx.BeginFunc(ctx, g.s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE sessions SET lost_at = $2 WHERE replica_id = $1 AND lost_at IS NULL`, replicaID, at.UTC())
+		tag, err := tx.Exec(ctx, `UPDATE sessions SET lost_at = $2 WHERE replica_id = $1 AND lost_at IS NULL AND paused_at IS NULL`, replicaID, at.UTC())
 		if err != nil {
 			return err
 		}

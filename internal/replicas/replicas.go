@@ -110,8 +110,9 @@ func (s *Set) Claim(ctx context.Context, p, idOrName string, l sessionreg.Label)
 }
 
 // Holdings returns the records of principal p's sessions and context names
-// that other replicas hold or held (lost ones included), by id, with
-// SessionID the id or name as p gave it. One registry query.
+// that other replicas hold or held (lost ones included) and the paused ones
+// (which no replica holds, whichever paused them), by id, with SessionID
+// the id or name as p gave it. One registry query.
 func (s *Set) Holdings(ctx context.Context, p string) ([]sessionreg.Owner, error) {
 	prefix := Key(p, "")
 	all, err := s.o.Registry.List(ctx, prefix)
@@ -121,7 +122,7 @@ func (s *Set) Holdings(ctx context.Context, p string) ([]sessionreg.Owner, error
 	self := s.Self().ID
 	out := all[:0]
 	for _, o := range all {
-		if o.Replica.ID != self {
+		if o.Replica.ID != self || o.PausedAt != nil {
 			o.SessionID = strings.TrimPrefix(o.SessionID, prefix)
 			out = append(out, o)
 		}
@@ -141,9 +142,33 @@ func (s *Set) Release(p, idOrName string) {
 	}
 }
 
+// Pause marks principal p's idOrName, which this replica holds, paused:
+// held by no replica until one claims it to resume it. A failure is
+// logged: the claim then stays this replica's, and calls are forwarded
+// here, where the session is resumed.
+func (s *Set) Pause(p, idOrName string) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if err := s.o.Registry.Pause(ctx, Key(p, idOrName), s.Self().ID, s.o.Now()); err != nil {
+		slog.Warn("session registry: pause failed", "session", idOrName, "err", err)
+	}
+}
+
+// Standing is where principal p's idOrName stands for this replica.
+func (s *Set) Standing(ctx context.Context, p, idOrName string) (sessionreg.Standing, error) {
+	o, err := s.o.Registry.Owner(ctx, Key(p, idOrName))
+	if errors.Is(err, sessionreg.ErrNotFound) {
+		return sessionreg.StandingNone, nil
+	}
+	if err != nil {
+		return sessionreg.StandingNone, err
+	}
+	return sessionreg.StandingOf(o, s.Self().ID), nil
+}
+
 // Route says where a call of principal p for idOrName goes: ok false when
-// this replica serves it (it holds it, or nobody does), else the live
-// replica holding it. A lost session is a *sessionreg.LostError.
+// this replica serves it (it holds it, nobody does, or it is paused), else
+// the live replica holding it. A lost session is a *sessionreg.LostError.
 func (s *Set) Route(ctx context.Context, p, idOrName string) (owner sessionreg.Replica, ok bool, err error) {
 	o, err := s.o.Registry.Owner(ctx, Key(p, idOrName))
 	if errors.Is(err, sessionreg.ErrNotFound) {
@@ -155,7 +180,9 @@ func (s *Set) Route(ctx context.Context, p, idOrName string) (owner sessionreg.R
 	if err := o.Lost(); err != nil {
 		return sessionreg.Replica{}, false, err
 	}
-	if o.Replica.ID == s.Self().ID {
+	if o.Replica.ID == s.Self().ID || o.PausedAt != nil {
+		// Held here, or paused: this replica resumes it (the session
+		// Manager claims it first, and forwards when another won).
 		return sessionreg.Replica{}, false, nil
 	}
 	return o.Replica, true, nil

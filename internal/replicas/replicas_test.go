@@ -322,3 +322,60 @@ func TestLifecycle(t *testing.T) {
 		}
 	}
 }
+
+// TestPausedRouting: a paused session is served where the call arrives
+// (whichever replica paused it), is listed by every replica's Holdings,
+// survives its replica's drain, and after one replica claims it the
+// others forward to that one.
+func TestPausedRouting(t *testing.T) {
+	reg := &sessionreg.Memory{}
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	a := New(Options{Self: sessionreg.Replica{ID: "a", Addr: "http://a"}, Registry: reg, Secret: secret, Lease: 9 * time.Second, Now: clock})
+	b := New(Options{Self: sessionreg.Replica{ID: "b", Addr: "http://b"}, Registry: reg, Secret: secret, Lease: 9 * time.Second, Now: clock})
+	ctx := context.Background()
+	route := func(s *Set) string {
+		o, remote, err := s.Route(ctx, "alice", "sess_1")
+		switch {
+		case err != nil:
+			return err.Error()
+		case remote:
+			return "forward to " + o.ID
+		}
+		return "here"
+	}
+	held := func(s *Set) string {
+		hs, err := s.Holdings(ctx, "alice")
+		if err != nil {
+			return err.Error()
+		}
+		out := ""
+		for _, h := range hs {
+			out += fmt.Sprintf("%s@%s paused=%v ", h.SessionID, h.Replica.ID, h.PausedAt != nil)
+		}
+		return out
+	}
+	if err := a.Claim(ctx, "alice", "sess_1", sessionreg.Label{Kind: "session"}); err != nil {
+		t.Fatal(err)
+	}
+	a.Pause("alice", "sess_1")
+	steps := []struct{ name, got, want string }{
+		{"paused: a serves it", route(a), "here"},
+		{"paused: b serves it", route(b), "here"},
+		{"a lists its paused session", held(a), "sess_1@a paused=true "},
+		{"b lists it", held(b), "sess_1@a paused=true "},
+	}
+	a.Stop()
+	steps = append(steps, struct{ name, got, want string }{"a's drain leaves it paused", route(b), "here"})
+	if err := b.Claim(ctx, "alice", "sess_1", sessionreg.Label{Kind: "session"}); err != nil {
+		t.Fatal(err)
+	}
+	steps = append(steps, struct{ name, got, want string }{"b resumed it: a forwards", route(a), "forward to b"},
+		struct{ name, got, want string }{"b's own", held(b), ""},
+		struct{ name, got, want string }{"a claims in vain", fmt.Sprint(errors.Is(a.Claim(ctx, "alice", "sess_1", sessionreg.Label{}), sessionreg.ErrClaimed)), "true"})
+	for _, st := range steps {
+		if st.got != st.want {
+			t.Errorf("%s: %q, want %q", st.name, st.got, st.want)
+		}
+	}
+}

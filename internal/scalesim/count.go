@@ -20,6 +20,8 @@ const (
 	// OpList is list_sessions and list_contexts on a replica, which the
 	// simulated clients do not call.
 	OpList = "list"
+	// OpPause is a session paused to the shared store (not simulated).
+	OpPause = "pause"
 )
 
 // Ops lists the registry operations in report order (the simulated ones).
@@ -30,7 +32,7 @@ var Ops = []string{OpHeartbeat, OpExpired, OpClaim, OpOwner, OpRelease, OpMarkLo
 // COMMIT; a Claim that finds the id taken adds a SELECT, which the
 // simulation never provokes since ids are fresh).
 var RoundTrips = map[string]int{
-	OpHeartbeat: 1, OpClaim: 1, OpOwner: 1, OpRelease: 1, OpMarkLost: 4, OpForgetLost: 1, OpExpired: 1, OpList: 1,
+	OpHeartbeat: 1, OpClaim: 1, OpOwner: 1, OpRelease: 1, OpMarkLost: 4, OpForgetLost: 1, OpExpired: 1, OpList: 1, OpPause: 1,
 }
 
 // Counting passes every call to the registry it wraps and counts the calls
@@ -93,6 +95,12 @@ func (c *Counting) Owner(ctx context.Context, id string) (sessionreg.Owner, erro
 func (c *Counting) Release(ctx context.Context, id, replicaID string) error {
 	c.add(OpRelease)
 	return c.Inner.Release(ctx, id, replicaID)
+}
+
+// Pause implements sessionreg.Registry.
+func (c *Counting) Pause(ctx context.Context, id, replicaID string, at time.Time) error {
+	c.add(OpPause)
+	return c.Inner.Pause(ctx, id, replicaID, at)
 }
 
 // MarkLost implements sessionreg.Registry.

@@ -135,6 +135,9 @@ func (m *Manager) pauseAtShutdown(s *Session) bool {
 
 // pausedInfos lists owner's paused sessions.
 func (m *Manager) pausedInfos(owner string) []Info {
+	if m.shared() {
+		return nil // the registry lists them, once, whichever replica paused them
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []Info
@@ -163,15 +166,25 @@ func (m *Manager) pausedNameTaken(k key, req StartRequest) error {
 // closePaused closes a paused session for good: its record and
 // checkpoint are removed.
 func (m *Manager) closePaused(p *pausedSession, reason string) (CloseInfo, error) {
+	s, p := m.enlist(p)
+	if s != nil {
+		return CloseInfo{}, errors.New("session " + s.ID + " changed meanwhile: try again")
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.live != nil || p.gone {
 		return CloseInfo{}, errors.New("session " + p.rec.ID + " changed meanwhile: try again")
 	}
+	// Shared: claimed first, so no replica resumes it meanwhile.
+	if err := m.takeClaim(context.Background(), p); err != nil {
+		return CloseInfo{}, err
+	}
 	p.gone = true
 	k := recKey(p.rec)
 	m.mu.Lock()
-	delete(m.paused, k)
+	if m.paused[k] == p {
+		delete(m.paused, k)
+	}
 	m.mu.Unlock()
 	m.forget(k, p.rec.Blob)
 	if m.deps.Claims != nil {

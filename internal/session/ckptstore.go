@@ -16,6 +16,13 @@ type CheckpointOptions struct {
 	// Dir holds one record per paused session (and per live session with
 	// an automatic checkpoint), so they survive a restart.
 	Dir string
+	// Records keep the records instead of Dir when set (pgstore.Records).
+	Records checkpoint.Records
+	// Shared: Records and the checkpoints are shared by replicas (a
+	// database and an S3 bucket), with Deps.Claims their registry: a
+	// paused session is held by no replica and any of them resumes it
+	// (shared.go).
+	Shared bool
 	// Sealer encrypts checkpoints at rest; nil keeps them plain.
 	Sealer *checkpoint.Sealer
 	// MaxBytes bounds one session's checkpoint; MaxTotal all of them.

@@ -152,12 +152,7 @@ func (m *Manager) lose(s *Session, oc execOutcome) {
 	if rec := s.currentRecord(); rec != nil && m.checkpoints() {
 		s.stopAuto()
 		m.terminate(s)
-		m.mu.Lock()
-		if m.byID[s.key()] == s {
-			delete(m.byID, s.key())
-			m.paused[s.key()] = &pausedSession{rec: *rec}
-		}
-		m.mu.Unlock()
+		m.retire(s, *rec)
 		m.logPause(s, "lost: "+oc.lostWhy, *rec)
 		return
 	}

@@ -105,6 +105,11 @@ type Claims interface {
 	Claim(ctx context.Context, p, idOrName string, l sessionreg.Label) error
 	// Release forgets a claim; it never fails the caller.
 	Release(p, idOrName string)
+	// Pause marks a claim paused: no replica holds it, and the next Claim
+	// (by any replica) takes it. It never fails the caller.
+	Pause(p, idOrName string)
+	// Standing is where principal p's idOrName stands for this replica.
+	Standing(ctx context.Context, p, idOrName string) (sessionreg.Standing, error)
 }
 
 // ErrNotFound is returned for unknown session or context ids.
@@ -152,8 +157,12 @@ func NewManager(deps Deps, opts Options) *Manager {
 		stop: make(chan struct{})}
 	if deps.Checkpoints != nil {
 		o := opts.Checkpoints
-		m.keeper = checkpoint.NewKeeper(deps.Checkpoints, checkpoint.KeeperOptions{Dir: o.Dir, Sealer: o.Sealer, MaxBytes: o.MaxBytes, MaxTotal: o.MaxTotal})
-		m.loadRecords()
+		m.keeper = checkpoint.NewKeeper(deps.Checkpoints, checkpoint.KeeperOptions{Records: o.Records, Dir: o.Dir, Sealer: o.Sealer, MaxBytes: o.MaxBytes, MaxTotal: o.MaxTotal})
+		if !opts.Checkpoints.Shared {
+			// Shared records are every replica's, live sessions' too:
+			// they are looked up when called for (fetchPaused).
+			m.loadRecords()
+		}
 		m.startSpares()
 	}
 	if opts.IdleTimeout > 0 {
@@ -436,9 +445,25 @@ func (m *Manager) Get(ctx context.Context, idOrName string) (*Session, error) {
 	return m.resumePaused(ctx, p)
 }
 
-// lookup finds ctx's principal's session idOrName, live (s) or paused (p).
+// Here reports whether this Manager has ctx's principal's session
+// idOrName, live or paused, without resuming it or asking a shared store.
+func (m *Manager) Here(ctx context.Context, idOrName string) bool {
+	_, _, err := m.lookupHere(tenant.From(ctx), idOrName)
+	return err == nil
+}
+
+// lookup finds ctx's principal's session idOrName, live (s) or paused (p):
+// here, else, when replicas share paused sessions, in the shared records.
 func (m *Manager) lookup(ctx context.Context, idOrName string) (*Session, *pausedSession, error) {
-	owner := tenant.From(ctx)
+	s, p, err := m.lookupHere(tenant.From(ctx), idOrName)
+	if errors.Is(err, ErrNotFound) && m.shared() {
+		return m.fetchPaused(ctx, tenant.From(ctx), idOrName)
+	}
+	return s, p, err
+}
+
+// lookupHere finds owner's session idOrName in this Manager.
+func (m *Manager) lookupHere(owner, idOrName string) (*Session, *pausedSession, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if s := m.byID[key{owner, idOrName}]; s != nil {

@@ -20,6 +20,8 @@ type pausedSession struct {
 	// was closed. Either way waiters on mu look the id up again.
 	live *Session
 	gone bool
+	// elsewhere: gone because another replica claimed it (shared.go).
+	elsewhere bool
 }
 
 // info is the listing of a paused session.
@@ -79,10 +81,7 @@ func (m *Manager) pauseLocked(ctx context.Context, s *Session, reason string) (P
 	// still the live one, and callers wait for execMu.
 	s.stopAuto()
 	m.terminate(s)
-	m.mu.Lock()
-	delete(m.byID, s.key())
-	m.paused[s.key()] = &pausedSession{rec: rec}
-	m.mu.Unlock()
+	m.retire(s, rec)
 	m.logPause(s, reason, rec)
 	return PauseInfo{ID: s.ID, Bytes: rec.Bytes, Report: rec.Report}, nil
 }

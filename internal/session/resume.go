@@ -27,7 +27,7 @@ type Resumed struct {
 
 // Resume gives one of ctx's principal's paused sessions a new interpreter
 // restored from its checkpoint. A live session is returned as it is, with
-// a nil report.
+// the report of a resume not yet reported (else nil).
 func (m *Manager) Resume(ctx context.Context, idOrName string) (*Session, *Resumed, error) {
 	if !m.checkpoints() {
 		return nil, nil, ErrCheckpointsOff
@@ -41,7 +41,9 @@ func (m *Manager) Resume(ctx context.Context, idOrName string) (*Session, *Resum
 			return nil, nil, err
 		}
 	} else if s != nil {
-		return s, nil, nil
+		// Resumed already (by the call that found it here) and not yet
+		// reported: this report is the resume's.
+		return s, s.takeResumed(), nil
 	}
 	s, err = m.resumePaused(ctx, p)
 	if err != nil {
@@ -76,17 +78,30 @@ func (m *Manager) revive(s *Session) (*pausedSession, error) {
 // resumePaused resumes p once; concurrent callers wait and get the same
 // session.
 func (m *Manager) resumePaused(ctx context.Context, p *pausedSession) (*Session, error) {
+	s, p := m.enlist(p)
+	if s != nil {
+		return s, nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
 	case p.live != nil:
 		return p.live, nil
+	case p.elsewhere:
+		return nil, fmt.Errorf("%w: %s", ErrHeldElsewhere, p.rec.ID)
 	case p.gone:
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, p.rec.ID)
 	}
 	rec := p.rec
 	k := recKey(rec)
 	if err := m.reserveResume(k, rec.Kind); err != nil {
+		m.delist(p)
+		return nil, err
+	}
+	if err := m.takeClaim(ctx, p); err != nil {
+		m.mu.Lock()
+		delete(m.byID, k)
+		m.mu.Unlock()
 		return nil, err
 	}
 	s, rep, err := m.restoreRecord(ctx, rec, k, false)
@@ -102,8 +117,12 @@ func (m *Manager) resumePaused(ctx context.Context, p *pausedSession) (*Session,
 			delete(m.paused, k)
 			m.mu.Unlock()
 			m.forget(k, "")
+			if m.shared() {
+				m.releaseClaims(k, rec.Kind, rec.Name)
+			}
 			return nil, fmt.Errorf("%w: %s (its checkpoint expired or was removed; the session is closed)", ErrNotFound, rec.ID)
 		}
+		m.unclaimPaused(k, p)
 		return nil, fmt.Errorf("resume session %s: %w", rec.ID, err)
 	}
 	s.Kind, s.Name, s.Description, s.StartedAt = rec.Kind, rec.Name, rec.Description, rec.StartedAt

@@ -39,7 +39,7 @@ func (m *Memory) Heartbeat(_ context.Context, r Replica, at time.Time) error {
 func (m *Memory) Claim(_ context.Context, c Owner) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if o, ok := m.sessions[c.SessionID]; ok {
+	if o, ok := m.sessions[c.SessionID]; ok && (o.PausedAt == nil || o.LostAt != nil) {
 		if o.Replica.ID != c.Replica.ID || o.LostAt != nil {
 			return fmt.Errorf("%w: %s", ErrClaimed, c.SessionID)
 		}
@@ -48,7 +48,7 @@ func (m *Memory) Claim(_ context.Context, c Owner) error {
 	if m.sessions == nil {
 		m.sessions = map[string]Owner{}
 	}
-	c.ClaimedAt, c.LostAt = c.ClaimedAt.UTC(), nil
+	c.ClaimedAt, c.LostAt, c.PausedAt = c.ClaimedAt.UTC(), nil, nil
 	m.sessions[c.SessionID] = c
 	return nil
 }
@@ -82,8 +82,20 @@ func (m *Memory) Owner(_ context.Context, sessionID string) (Owner, error) {
 func (m *Memory) Release(_ context.Context, sessionID, replicaID string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if o, ok := m.sessions[sessionID]; ok && o.Replica.ID == replicaID && o.LostAt == nil {
+	if o, ok := m.sessions[sessionID]; ok && o.Replica.ID == replicaID && o.LostAt == nil && o.PausedAt == nil {
 		delete(m.sessions, sessionID)
+	}
+	return nil
+}
+
+// Pause implements Registry.
+func (m *Memory) Pause(_ context.Context, sessionID, replicaID string, at time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if o, ok := m.sessions[sessionID]; ok && o.Replica.ID == replicaID && o.LostAt == nil && o.PausedAt == nil {
+		at = at.UTC()
+		o.PausedAt = &at
+		m.sessions[sessionID] = o
 	}
 	return nil
 }
@@ -95,7 +107,7 @@ func (m *Memory) MarkLost(_ context.Context, replicaID string, at time.Time) (in
 	at = at.UTC()
 	n := 0
 	for id, o := range m.sessions {
-		if o.Replica.ID == replicaID && o.LostAt == nil {
+		if o.Replica.ID == replicaID && o.LostAt == nil && o.PausedAt == nil {
 			o.LostAt = &at
 			m.sessions[id] = o
 			n++

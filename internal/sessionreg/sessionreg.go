@@ -33,6 +33,10 @@ type Owner struct {
 	// LostAt is set once the owner stopped or its lease ran out; the
 	// session is gone for good.
 	LostAt *time.Time
+	// PausedAt is set while the session is paused: no replica holds it
+	// (Replica is the one that paused it), its checkpoint is in the shared
+	// store, and the first replica to Claim it resumes it.
+	PausedAt *time.Time
 	// Label is what the claim said about the session.
 	Label Label
 }
@@ -68,6 +72,33 @@ func (e *LostError) Error() string {
 	return fmt.Sprintf("session lost (replica %s stopped at %s)", e.Replica, e.At.UTC().Format(time.RFC3339))
 }
 
+// Standing is where a session stands as one replica sees it.
+type Standing int
+
+const (
+	// StandingNone: not registered, or lost.
+	StandingNone Standing = iota
+	// StandingHere: the replica asking holds it.
+	StandingHere
+	// StandingElsewhere: another replica holds it.
+	StandingElsewhere
+	// StandingPaused: no replica holds it; the first Claim takes it.
+	StandingPaused
+)
+
+// StandingOf is where o stands for replica self.
+func StandingOf(o Owner, self string) Standing {
+	switch {
+	case o.LostAt != nil:
+		return StandingNone
+	case o.PausedAt != nil:
+		return StandingPaused
+	case o.Replica.ID == self:
+		return StandingHere
+	}
+	return StandingElsewhere
+}
+
 // ErrNotFound is Owner's answer for a session id never claimed or released.
 var ErrNotFound = errors.New("session not registered")
 
@@ -82,18 +113,23 @@ type Registry interface {
 	// and updating its address).
 	Heartbeat(ctx context.Context, r Replica, at time.Time) error
 	// Claim records o.Replica as the owner of o.SessionID at o.ClaimedAt,
-	// with o.Label (o.LostAt is ignored). Claiming again by the same
-	// replica is a no-op; another replica's or a lost session is
-	// ErrClaimed.
+	// with o.Label (o.LostAt and o.PausedAt are ignored). Claiming again
+	// by the same replica is a no-op; another replica's or a lost session
+	// is ErrClaimed. A paused session is taken by the first claim, by any
+	// replica, atomically: of replicas racing to resume it one wins.
 	Claim(ctx context.Context, o Owner) error
+	// Pause marks sessionID paused at at when replicaID holds it and it is
+	// neither lost nor paused; otherwise it does nothing.
+	Pause(ctx context.Context, sessionID, replicaID string, at time.Time) error
 	// Owner returns the record of sessionID, or ErrNotFound.
 	Owner(ctx context.Context, sessionID string) (Owner, error)
-	// Release forgets sessionID when replicaID owns it and it is not lost
-	// (the session ended normally); otherwise it does nothing, so a replica
+	// Release forgets sessionID when replicaID owns it and it is neither
+	// lost nor paused (the session ended normally); otherwise it does nothing, so a replica
 	// closing its sessions after MarkLost keeps them answering "lost".
 	Release(ctx context.Context, sessionID, replicaID string) error
-	// MarkLost marks every session replicaID owns as lost at at, drops its
-	// lease, and returns how many sessions it marked.
+	// MarkLost marks every session replicaID owns as lost at at (paused
+	// ones are nobody's and stay paused), drops its lease, and returns how
+	// many sessions it marked.
 	MarkLost(ctx context.Context, replicaID string, at time.Time) (int, error)
 	// List returns the records whose session id starts with prefix, lost
 	// ones included, in byte order of the id.

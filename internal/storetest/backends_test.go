@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/codexec/codexec/internal/checkpoint"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/logindex"
 	"github.com/codexec/codexec/internal/pgstore"
@@ -20,6 +21,7 @@ type stores struct {
 	scripts  scripts.Libraries
 	history  logindex.History
 	registry sessionreg.Registry
+	records  checkpoint.Records
 }
 
 // backend opens a fresh, empty set of stores for t.
@@ -70,7 +72,8 @@ func openEmbedded(t testing.TB) stores {
 	idx := logindex.New(logDir, filepath.Join(logDir, logindex.FileName))
 	logger.OnAppend(func(file string, _ int64, _ []byte) { idx.Notify(file) })
 	t.Cleanup(func() { _ = idx.Close(); _ = logger.Close() })
-	return stores{scripts: scripts.Files(lib), history: logindex.Embedded{Log: logger, Index: idx}, registry: &sessionreg.Memory{}}
+	return stores{scripts: scripts.Files(lib), history: logindex.Embedded{Log: logger, Index: idx}, registry: &sessionreg.Memory{},
+		records: checkpoint.DirRecords{Dir: filepath.Join(dir, "checkpoint-records")}}
 }
 
 func openPostgres(t testing.TB) stores {
@@ -82,5 +85,5 @@ func openPostgres(t testing.TB) stores {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	return stores{scripts: st.Scripts(), history: st.History(), registry: st.Registry()}
+	return stores{scripts: st.Scripts(), history: st.History(), registry: st.Registry(), records: st.Records()}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/codexec/codexec/internal/mcpserver/tool"
+	"github.com/codexec/codexec/internal/session"
 )
 
 // Statuses of sessions listed from the registry rather than by the replica
@@ -25,7 +26,8 @@ type Peers interface {
 	// Elsewhere returns the caller's sessions held by other replicas: the
 	// answer of each live replica holding one to the listing tool (called
 	// there without arguments) and the sessions known only from the
-	// registry (lost, or held by a replica that did not answer in time).
+	// registry (lost, paused, or held by a replica that did not answer in
+	// time).
 	// A request another replica forwarded here gets Here alone: it lists
 	// this replica only. An error is the registry's.
 	Elsewhere(ctx context.Context, tool string) (Remote, error)
@@ -45,11 +47,17 @@ type Unlisted struct {
 	Replica                  string
 	LostAt                   *time.Time // set when lost
 	Note                     string     // why it is unreachable
+	// Paused: no replica holds it; its checkpoint is in the shared store
+	// and its next use resumes it on the replica the call reaches.
+	Paused bool
 }
 
 func (u Unlisted) status() string {
 	if u.LostAt != nil {
 		return StatusLost
+	}
+	if u.Paused {
+		return session.StatusPaused
 	}
 	return StatusUnreachable
 }

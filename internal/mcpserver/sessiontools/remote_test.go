@@ -45,6 +45,7 @@ func remote(t *testing.T) Remote {
 	return Remote{Here: "a", Answers: []json.RawMessage{sessions, contexts}, Unlisted: []Unlisted{
 		{ID: "s-c1", Kind: "session", Language: "python", StartedAt: t0.Add(2 * time.Minute), Replica: "c", Note: "replica c did not answer within 2s"},
 		{ID: "ctx-d", Kind: "context", Language: "node", Name: "old", StartedAt: t0.Add(-time.Hour), Replica: "d", LostAt: &lostAt},
+		{ID: "s-p", Kind: "session", Language: "python", StartedAt: t0.Add(-time.Minute), Paused: true},
 	}}
 }
 
@@ -66,6 +67,7 @@ func TestRemoteSessions(t *testing.T) {
 		{SessionID: "s-b1", Kind: "session", Status: "active", Language: "python", StartedAt: t0.Add(2 * time.Minute), PackagesInstalled: []string{}, Replica: "b"},
 		{SessionID: "s-c1", Kind: "session", Status: StatusUnreachable, Language: "python", StartedAt: t0.Add(2 * time.Minute), PackagesInstalled: []string{}, Replica: "c", Note: "replica c did not answer within 2s"},
 		{SessionID: "s-a1", Kind: "session", Status: "active", Language: "python", StartedAt: t0, PackagesInstalled: []string{}, Pid: 7, Replica: "a"},
+		{SessionID: "s-p", Kind: "session", Status: "paused", Language: "python", StartedAt: t0.Add(-time.Minute), PackagesInstalled: []string{}},
 		{SessionID: "ctx-d", Kind: "context", Status: StatusLost, Language: "node", Name: "old", StartedAt: t0.Add(-time.Hour), PackagesInstalled: []string{}, Replica: "d", LostAt: &lostAt},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -90,6 +92,7 @@ func TestRemoteContexts(t *testing.T) {
 	want := []ContextOut{
 		{ContextID: "ctx-b", Name: "nb", Language: "javascript", CreatedAt: t0.Add(2 * time.Minute), Status: "active", Replica: "b"},
 		{ContextID: "s-c1", Language: "python", CreatedAt: t0.Add(2 * time.Minute), Status: StatusUnreachable, Message: "replica c did not answer within 2s", Replica: "c"},
+		{ContextID: "s-p", Language: "python", CreatedAt: t0.Add(-time.Minute), Status: "paused"},
 		{ContextID: "ctx-d", Name: "old", Language: "javascript", CreatedAt: t0.Add(-time.Hour), Status: StatusLost, Replica: "d", LostAt: &lostAt},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

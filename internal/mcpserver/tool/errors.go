@@ -170,7 +170,9 @@ func Classify(err error) *Error {
 		code = CodeFileNotFound
 	case errors.Is(err, files.ErrExists):
 		code = CodeFileExists
-	case errors.Is(err, quota.ErrBusy):
+	case errors.Is(err, quota.ErrBusy), errors.Is(err, session.ErrHeldElsewhere):
+		// Held elsewhere: another replica resumed the session at the same
+		// moment; a retry is forwarded there.
 		code = CodeBusy
 	}
 	return &Error{Message: err.Error(), Code: code}
