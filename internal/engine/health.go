@@ -95,7 +95,22 @@ func (e *Engine) awaitCheck(lang string) {
 	}
 }
 
+// probe runs lang's probe, and once more when the first attempt fails:
+// a docker-compatible CLI can lose the output of a container that exits at
+// once (podman's attach drops it now and then under load, a known race on
+// its side), and one lost line must not mark a working language
+// unavailable for the server's whole life. A language that is broken fails
+// both.
 func (e *Engine) probe(ctx context.Context, lang, code string) error {
+	err := e.probeOnce(ctx, lang, code)
+	if err == nil || ctx.Err() != nil || e.langs.Get(lang).Err != nil {
+		return err
+	}
+	slog.Warn("health check failed once; trying again", "language", lang, "err", err)
+	return e.probeOnce(ctx, lang, code)
+}
+
+func (e *Engine) probeOnce(ctx context.Context, lang, code string) error {
 	if err := e.langs.Get(lang).Err; err != nil {
 		return err
 	}
