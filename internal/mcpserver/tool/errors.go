@@ -98,7 +98,7 @@ var Codes = []CodeInfo{
 	{CodeExecutionNotFound, "no logged execution, background run or kept artifacts have this id (list_runs lists your runs)", ClassNotFound},
 	{CodeFileNotFound, "no such file, upload or artifact (list_files)", ClassNotFound},
 	{CodeToolNotFound, "no upstream tool matches the name (search_tools)", ClassNotFound},
-	{CodeBusy, "all your execution slots stayed taken for the queue wait; retry later", ClassBusy},
+	{CodeBusy, "all your execution slots stayed taken for the queue wait, or another replica is resuming the session at this moment; retry later", ClassBusy},
 	{CodeServerNotReady, "the server is shutting down and takes no new calls; retry on another instance", ClassBusy},
 	{CodeInternal, "the server failed; the message says what failed", ClassInternal},
 	{CodeContextCreationFailed, "the context's interpreter could not be started", ClassInternal},
