@@ -11,15 +11,8 @@ import (
 	"time"
 
 	"github.com/codexec/codexec/internal/checkpoint"
-	"github.com/codexec/codexec/internal/engine"
-	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/files"
-	"github.com/codexec/codexec/internal/output"
-	"github.com/codexec/codexec/internal/pathguard"
 	"github.com/codexec/codexec/internal/replicas"
-	"github.com/codexec/codexec/internal/runtime"
-	"github.com/codexec/codexec/internal/sandbox"
-	"github.com/codexec/codexec/internal/sandbox/subprocess"
 	"github.com/codexec/codexec/internal/sessionreg"
 	"github.com/codexec/codexec/internal/tenant"
 )
@@ -30,26 +23,30 @@ import (
 // replica id.
 func replicaManager(tb testing.TB, dir, shared string, store checkpoint.Blobs, id string, reg sessionreg.Registry) *Manager {
 	tb.Helper()
-	log, err := execlog.New(filepath.Join(dir, "logs"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	opts := engine.Options{SandboxDir: filepath.Join(dir, "sandbox"), DefaultTimeout: 30 * time.Second,
-		MaxTimeout: time.Minute, KillGrace: time.Second, Output: output.Limits{Max: 10000, Head: 4000, Tail: 4000},
-		BaseEnv: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, BaseDir: dir}
-	backend := subprocess.New(sandbox.PoolOptions{})
-	langs := runtime.Discover(context.Background(), runtime.Overrides{}, os.Getenv("PATH"))
-	eng, err := engine.New(opts, engine.Deps{Backend: backend, Languages: langs, Guard: pathguard.New(pathguard.Options{Home: dir}), Log: log})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	eng, langs, log, opts := testEngine(tb, dir)
 	set := replicas.New(replicas.Options{Self: sessionreg.Replica{ID: id, Addr: "http://" + id}, Registry: reg, Secret: "s", Lease: time.Minute})
 	o := CheckpointOptions{Records: checkpoint.DirRecords{Dir: filepath.Join(shared, "records")}, Shared: true}
 	m := NewManager(Deps{Engine: eng, Languages: langs, Log: log, Checkpoints: store, Claims: set}, Options{MaxSessions: 20,
 		DefaultTimeout: opts.DefaultTimeout, Output: opts.Output, PackagesDir: filepath.Join(opts.SandboxDir, ".packages"),
-		SandboxMode: backend.Name(), KillGrace: time.Second, Checkpoints: o})
+		SandboxMode: "subprocess", KillGrace: time.Second, Checkpoints: o})
 	tb.Cleanup(m.Close)
 	return m
+}
+
+// sharedStores is what replicas share: a registry, a directory for the
+// paused-session records, and the blob store. It skips without python3.
+func sharedStores(t *testing.T) (*sessionreg.Memory, string, *files.DirStore) {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	shared := t.TempDir()
+	store, err := files.NewDirStore(filepath.Join(shared, "checkpoints"), files.DirOptions{TTL: time.Hour, MaxBytes: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	return &sessionreg.Memory{}, shared, store
 }
 
 // TestSharedPaused: with shared records, a session paused by one Manager
@@ -57,16 +54,7 @@ func replicaManager(tb testing.TB, dir, shared string, store checkpoint.Blobs, i
 // Managers resuming it at once make one live copy (the other is told
 // another holds it); and after a pause the loser resumes it too.
 func TestSharedPaused(t *testing.T) {
-	if _, err := os.Stat("/usr/bin/python3"); err != nil {
-		t.Skip("python3 is not installed")
-	}
-	reg := &sessionreg.Memory{}
-	shared := t.TempDir()
-	store, err := files.NewDirStore(filepath.Join(shared, "checkpoints"), files.DirOptions{TTL: time.Hour, MaxBytes: 1 << 30})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(store.Close)
+	reg, shared, store := sharedStores(t)
 	ms := []*Manager{replicaManager(t, t.TempDir(), shared, store, "a", reg), replicaManager(t, t.TempDir(), shared, store, "b", reg)}
 	alice, bob := tenant.With(context.Background(), "alice"), tenant.With(context.Background(), "bob")
 	info, err := ms[0].Start(alice, StartRequest{Kind: KindSession, Language: "python"})
@@ -146,16 +134,7 @@ func TestSharedPaused(t *testing.T) {
 // another replica from a record of it, even while the first still runs
 // it (a replica cut off from the registry).
 func TestSharedLostStaysLost(t *testing.T) {
-	if _, err := os.Stat("/usr/bin/python3"); err != nil {
-		t.Skip("python3 is not installed")
-	}
-	reg := &sessionreg.Memory{}
-	shared := t.TempDir()
-	store, err := files.NewDirStore(filepath.Join(shared, "checkpoints"), files.DirOptions{TTL: time.Hour, MaxBytes: 1 << 30})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(store.Close)
+	reg, shared, store := sharedStores(t)
 	a, b := replicaManager(t, t.TempDir(), shared, store, "a", reg), replicaManager(t, t.TempDir(), shared, store, "b", reg)
 	alice := tenant.With(context.Background(), "alice")
 	info, err := a.Start(alice, StartRequest{Kind: KindSession, Language: "python"})
