@@ -259,14 +259,21 @@ func TestNonceExpiry(t *testing.T) {
 	}
 }
 
+// twoReplicas are replicas a and b on reg with a 9 s lease and clock.
+func twoReplicas(reg sessionreg.Registry, clock func() time.Time) (a, b *Set) {
+	o := func(id string) Options {
+		return Options{Self: sessionreg.Replica{ID: id, Addr: "http://" + id}, Registry: reg, Secret: secret, Lease: 9 * time.Second, Now: clock}
+	}
+	return New(o("a")), New(o("b"))
+}
+
 // TestLifecycle: routing by owner, a lost owner, a drained replica, and a
 // dead one found by the sweep within the lease.
 func TestLifecycle(t *testing.T) {
 	reg := &sessionreg.Memory{}
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	a := New(Options{Self: sessionreg.Replica{ID: "a", Addr: "http://a"}, Registry: reg, Secret: secret, Lease: 9 * time.Second, Now: clock})
-	b := New(Options{Self: sessionreg.Replica{ID: "b", Addr: "http://b"}, Registry: reg, Secret: secret, Lease: 9 * time.Second, Now: clock})
+	a, b := twoReplicas(reg, clock)
 	ctx := context.Background()
 	for _, s := range []*Set{a, b} {
 		if err := s.Start(ctx); err != nil {
@@ -331,8 +338,7 @@ func TestPausedRouting(t *testing.T) {
 	reg := &sessionreg.Memory{}
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	a := New(Options{Self: sessionreg.Replica{ID: "a", Addr: "http://a"}, Registry: reg, Secret: secret, Lease: 9 * time.Second, Now: clock})
-	b := New(Options{Self: sessionreg.Replica{ID: "b", Addr: "http://b"}, Registry: reg, Secret: secret, Lease: 9 * time.Second, Now: clock})
+	a, b := twoReplicas(reg, clock)
 	ctx := context.Background()
 	route := func(s *Set) string {
 		o, remote, err := s.Route(ctx, "alice", "sess_1")
