@@ -199,9 +199,10 @@ func (e *Engine) stop(proc sandbox.Process, done <-chan waitResult) waitResult {
 const killRetry = 50 * time.Millisecond
 
 // killUntilDone kills the run, and again every killRetry until it is gone:
-// a kill that comes while the run is still entering its sandbox (its
-// control group still empty) finds nothing to kill, and a background run
-// cancelled right after it started would otherwise run on to its end.
+// a container CLI cannot kill a container it has not created yet, so a
+// kill that comes while a container run is starting finds nothing, and a
+// background run cancelled right after it started would otherwise run on to
+// its end. (The namespace backend kills its launcher itself.)
 func killUntilDone(proc sandbox.Process, done <-chan waitResult) waitResult {
 	t := time.NewTicker(killRetry)
 	defer t.Stop()

@@ -208,6 +208,16 @@ func (p *HostProc) Terminate() error { return p.signal(syscall.SIGTERM) }
 // Kill sends SIGKILL to the run.
 func (p *HostProc) Kill() error { return p.signal(syscall.SIGKILL) }
 
+// KillLeader sends SIGKILL to the child itself, not to its group or cgroup:
+// for a run still on its way into its sandbox, whose cgroup is empty until
+// the child joins it. os.Process never signals a reaped pid, so a reused
+// pid is safe. A forked runner (no child of ours) is left alone.
+func (p *HostProc) KillLeader() {
+	if p.cmd != nil && p.cmd.Process != nil {
+		_ = p.cmd.Process.Kill()
+	}
+}
+
 func (p *HostProc) signal(sig syscall.Signal) error {
 	if p.hooks.Signal != nil {
 		return p.hooks.Signal(sig)

@@ -281,6 +281,11 @@ func (n *Backend) runHooks(cg *cgroup.Group, st *stage, pp **proc.HostProc) proc
 	return proc.Hooks{
 		Signal: func(sig syscall.Signal) error {
 			if sig == syscall.SIGKILL {
+				// The child first, so it cannot join the cgroup after the
+				// cgroup kill found it empty; what it forked is in the group.
+				if *pp != nil {
+					(*pp).KillLeader()
+				}
 				return cg.Kill()
 			}
 			// Not to bwrap itself: it would die and take the program with it

@@ -138,3 +138,32 @@ func TestNamespaceStreamingStdin(t *testing.T) {
 	_ = p.Release(time.Second)
 	_ = outW.Close()
 }
+
+// TestNamespaceKillOnEntry: one SIGKILL sent the moment Start returns, while
+// the run may still be on its way into its (then empty) cgroup, ends it.
+// Both paths: a cold helper and a pooled launcher.
+func TestNamespaceKillOnEntry(t *testing.T) {
+	n := newTestNamespace(t)
+	lim := sandbox.Limits{MemoryBytes: 128 << 20, Pids: 32}
+	for i := 0; i < 6; i++ {
+		p, err := n.Start(context.Background(), sandbox.Spec{ID: "t", Argv: []string{"/bin/sleep", "60"}, Dir: t.TempDir(),
+			Env: []string{"PATH=/usr/bin:/bin"}, Stdout: io.Discard, Stderr: io.Discard, Limits: lim})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan sandbox.Exit, 1)
+		go func() { ex, _ := p.Wait(); done <- ex }()
+		select {
+		case ex := <-done:
+			if ex.Code == 0 {
+				t.Fatalf("run %d: killed run exited cleanly: %+v", i, ex)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("run %d: a kill at entry left the run going", i)
+		}
+		_ = p.Release(time.Second)
+	}
+}
