@@ -292,16 +292,7 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("b claimed a's session: %v", err)
 	}
 	must(b.Claim(ctx, "bob", "sess_1", sessionreg.Label{})) // another principal's id is another key
-	route := func(s *Set, p, id string) string {
-		o, remote, err := s.Route(ctx, p, id)
-		switch {
-		case err != nil:
-			return err.Error()
-		case remote:
-			return "forward to " + o.ID
-		}
-		return "here"
-	}
+	route := func(s *Set, p, id string) string { return routeOf(ctx, s, p, id) }
 	steps := []struct{ name, got, want string }{
 		{"own session", route(a, "alice", "sess_1"), "here"},
 		{"b's session from a", route(a, "alice", "sess_2"), "forward to b"},
@@ -340,16 +331,7 @@ func TestPausedRouting(t *testing.T) {
 	clock := func() time.Time { return now }
 	a, b := twoReplicas(reg, clock)
 	ctx := context.Background()
-	route := func(s *Set) string {
-		o, remote, err := s.Route(ctx, "alice", "sess_1")
-		switch {
-		case err != nil:
-			return err.Error()
-		case remote:
-			return "forward to " + o.ID
-		}
-		return "here"
-	}
+	route := func(s *Set) string { return routeOf(ctx, s, "alice", "sess_1") }
 	held := func(s *Set) string {
 		hs, err := s.Holdings(ctx, "alice")
 		if err != nil {
@@ -384,4 +366,17 @@ func TestPausedRouting(t *testing.T) {
 			t.Errorf("%s: %q, want %q", st.name, st.got, st.want)
 		}
 	}
+}
+
+// routeOf says where s sends principal p's calls for session id: "here",
+// "forward to <replica>", or the routing error.
+func routeOf(ctx context.Context, s *Set, p, id string) string {
+	o, remote, err := s.Route(ctx, p, id)
+	switch {
+	case err != nil:
+		return err.Error()
+	case remote:
+		return "forward to " + o.ID
+	}
+	return "here"
 }
