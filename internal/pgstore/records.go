@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/codexec/codexec/internal/checkpoint"
 )
@@ -19,17 +20,63 @@ type Records struct{ s *Store }
 // Records returns the store's checkpoint records.
 func (s *Store) Records() *Records { return &Records{s} }
 
-var _ checkpoint.Records = (*Records)(nil)
+var _ checkpoint.Bounded = (*Records)(nil)
+
+// lockCheckpoints is the advisory lock key held, for one transaction,
+// while a checkpoint record is written within the total bound: writes of
+// records serialize on it (each holds it for one sum and one upsert), so
+// two replicas cannot both fit in the last room.
+const lockCheckpoints = lockMigrate + 2
+
+// othersSQL sums the sizes of every record but $1's.
+const othersSQL = `SELECT coalesce(sum((rec->>'bytes')::bigint), 0) FROM checkpoint_records WHERE name <> $1`
 
 // Put implements checkpoint.Records.
 func (r *Records) Put(ctx context.Context, name string, rec checkpoint.Record) error {
+	return recordsErr(put(ctx, r.s.pool, name, rec))
+}
+
+// put writes name's record with db (the pool or a transaction).
+func put(ctx context.Context, db interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, name string, rec checkpoint.Record) error {
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	_, err = r.s.pool.Exec(ctx, `INSERT INTO checkpoint_records (name, owner, id, ctx_name, rec) VALUES ($1, $2, $3, $4, $5)
+	_, err = db.Exec(ctx, `INSERT INTO checkpoint_records (name, owner, id, ctx_name, rec) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, id = excluded.id, ctx_name = excluded.ctx_name, rec = excluded.rec`,
 		name, rec.Owner, rec.ID, rec.Name, b)
+	return err
+}
+
+// Total implements checkpoint.Bounded.
+func (r *Records) Total(ctx context.Context, except string) (int64, error) {
+	var n int64
+	err := r.s.pool.QueryRow(ctx, othersSQL, except).Scan(&n)
+	return n, recordsErr(err)
+}
+
+// PutWithin implements checkpoint.Bounded: under lockCheckpoints, the sum
+// of the other records and the upsert in one transaction. A refusal is a
+// *checkpoint.FullError.
+func (r *Records) PutWithin(ctx context.Context, name string, rec checkpoint.Record, max int64) error {
+	err := pgx.BeginFunc(ctx, r.s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(lockCheckpoints)); err != nil {
+			return err
+		}
+		var total int64
+		if err := tx.QueryRow(ctx, othersSQL, name).Scan(&total); err != nil {
+			return err
+		}
+		if total+rec.Bytes > max {
+			return &checkpoint.FullError{Total: total}
+		}
+		return put(ctx, tx, name, rec)
+	})
+	if full := (*checkpoint.FullError)(nil); errors.As(err, &full) {
+		return err
+	}
 	return recordsErr(err)
 }
 
