@@ -22,21 +22,13 @@ func (s *Store) Records() *Records { return &Records{s} }
 
 var _ checkpoint.Bounded = (*Records)(nil)
 
-// lockCheckpoints is the advisory lock key held, for one transaction,
-// while a checkpoint record is written within the total bound: writes of
-// records serialize on it (each holds it for one sum and one upsert), so
-// two replicas cannot both fit in the last room.
-const lockCheckpoints = lockMigrate + 2
-
-// othersSQL sums the sizes of every record but $1's.
-const othersSQL = `SELECT coalesce(sum((rec->>'bytes')::bigint), 0) FROM checkpoint_records WHERE name <> $1`
-
 // Put implements checkpoint.Records.
 func (r *Records) Put(ctx context.Context, name string, rec checkpoint.Record) error {
 	return recordsErr(put(ctx, r.s.pool, name, rec))
 }
 
-// put writes name's record with db (the pool or a transaction).
+// put writes name's record with db (the pool or a transaction); the
+// trigger of checkpoint_records keeps checkpoint_total.
 func put(ctx context.Context, db interface {
 	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
 }, name string, rec checkpoint.Record) error {
@@ -50,29 +42,34 @@ func put(ctx context.Context, db interface {
 	return err
 }
 
-// Total implements checkpoint.Bounded.
+// Total implements checkpoint.Bounded: one row (checkpoint_total) less
+// except's record.
 func (r *Records) Total(ctx context.Context, except string) (int64, error) {
 	var n int64
-	err := r.s.pool.QueryRow(ctx, othersSQL, except).Scan(&n)
+	err := r.s.pool.QueryRow(ctx, `SELECT t.bytes - coalesce((SELECT (rec->>'bytes')::bigint FROM checkpoint_records WHERE name = $1), 0)
+		FROM checkpoint_total t`, except).Scan(&n)
 	return n, recordsErr(err)
 }
 
-// PutWithin implements checkpoint.Bounded: under lockCheckpoints, the sum
-// of the other records and the upsert in one transaction. A refusal is a
+// PutWithin implements checkpoint.Bounded: the upsert, whose trigger adds
+// to checkpoint_total and locks its row until the commit, then the total,
+// in one transaction, rolled back when over max. So writes of records
+// serialize on that row for a statement and a commit each, and two
+// replicas cannot both fit in the last room. A refusal is a
 // *checkpoint.FullError.
 func (r *Records) PutWithin(ctx context.Context, name string, rec checkpoint.Record, max int64) error {
 	err := pgx.BeginFunc(ctx, r.s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(lockCheckpoints)); err != nil {
+		if err := put(ctx, tx, name, rec); err != nil {
 			return err
 		}
 		var total int64
-		if err := tx.QueryRow(ctx, othersSQL, name).Scan(&total); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT bytes FROM checkpoint_total`).Scan(&total); err != nil {
 			return err
 		}
-		if total+rec.Bytes > max {
-			return &checkpoint.FullError{Total: total}
+		if total > max {
+			return &checkpoint.FullError{Total: total - rec.Bytes}
 		}
-		return put(ctx, tx, name, rec)
+		return nil
 	})
 	if full := (*checkpoint.FullError)(nil); errors.As(err, &full) {
 		return err

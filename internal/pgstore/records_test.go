@@ -77,4 +77,17 @@ func TestCheckpointTotalAcrossReplicas(t *testing.T) {
 	if won != 1 || total != 3000 || err != nil {
 		t.Errorf("racing for 1000 bytes of room: %d won, total %d bytes (%v), want 1 and 3000", won, total, err)
 	}
+	if err := st.Records().Delete(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.pool.Exec(ctx, `UPDATE checkpoint_records SET rec = jsonb_set(rec, '{bytes}', '10') WHERE name = 's2'`); err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	if err := st.pool.QueryRow(ctx, `SELECT coalesce(sum((rec->>'bytes')::bigint), 0) FROM checkpoint_records`).Scan(&sum); err != nil {
+		t.Fatal(err)
+	}
+	if total, err := st.Records().Total(ctx, ""); total != sum || sum != 1010 || err != nil {
+		t.Errorf("after a delete and an update: kept total %d (%v), records sum to %d, want 1010", total, err, sum)
+	}
 }
