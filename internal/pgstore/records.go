@@ -28,7 +28,7 @@ func (r *Records) Put(ctx context.Context, name string, rec checkpoint.Record) e
 }
 
 // put writes name's record with db (the pool or a transaction); the
-// trigger of checkpoint_records keeps checkpoint_total.
+// triggers of checkpoint_records keep checkpoint_total.
 func put(ctx context.Context, db interface {
 	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
 }, name string, rec checkpoint.Record) error {

@@ -43,7 +43,7 @@ func TestSessionRetention(t *testing.T) {
 		if t := tenant.Tag(owner); t != "" {
 			name += "@" + t
 		}
-		must(recs.Put(ctx, name, checkpoint.Record{ID: id, Owner: owner, TakenAt: taken}))
+		must(recs.Put(ctx, name, checkpoint.Record{ID: id, Owner: owner, TakenAt: taken, Bytes: int64(100 + len(id))}))
 	}
 	day := 24 * time.Hour
 	record("alice", "s-expired", now.Add(-8*day))
@@ -87,6 +87,13 @@ func TestSessionRetention(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantRecords, names); diff != "" {
 		t.Errorf("checkpoint records after the pass (-want +got):\n%s", diff)
+	}
+	var total int64
+	for _, r := range left {
+		total += r.Bytes
+	}
+	if kept, err := recs.Total(ctx, ""); kept != total || err != nil {
+		t.Errorf("kept total %d (%v) after the pass, the records left hold %d", kept, err, total)
 	}
 }
 
