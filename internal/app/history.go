@@ -9,6 +9,7 @@ import (
 	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/logindex"
 	"github.com/codexec/codexec/internal/mcpserver"
+	"github.com/codexec/codexec/internal/pgstore"
 	"github.com/codexec/codexec/internal/scripts"
 )
 
@@ -68,7 +69,8 @@ func (a *App) runSharedRetention(ctx context.Context, cfg config.Config, deps *m
 	r := cfg.RetentionDays
 	go func() {
 		defer close(done)
-		hist.Run(runCtx, logindex.Retention{Success: r.Success, Failure: r.Failure, Session: r.Session}, retentionEvery)
+		hist.Run(runCtx, pgstore.Retention{Logs: logindex.Retention{Success: r.Success, Failure: r.Failure, Session: r.Session},
+			Sessions: pgstore.SessionRetention{CheckpointTTL: cfg.Checkpoint.TTL}}, retentionEvery)
 	}()
 	a.closers = append(a.closers, func() { cancel(); <-done })
 }

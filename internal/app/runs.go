@@ -32,7 +32,7 @@ func (a *App) buildRuns(cfg config.Config, store files.Store, deps *mcpserver.De
 		d.Claims = a.replicas
 	}
 	m := runs.New(runs.Options{MaxPerPrincipal: cfg.Background.MaxRuns, OutputMax: cfg.Background.MaxOutput,
-		Keep: cfg.ArtifactTTL, Dir: dir, SharedStore: cfg.Blob.S3 != nil}, d)
+		Keep: cfg.ArtifactTTL, Dir: dir}, d)
 	a.closers = append(a.closers, m.Close)
 	deps.Runs = m
 }

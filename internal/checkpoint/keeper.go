@@ -127,18 +127,17 @@ func (k *Keeper) Store(ctx context.Context, name string, rec Record, plain []byt
 	id := "ck_" + strings.ReplaceAll(name, "@", "_") + "_" + rand.Text()[:10]
 	sealed := k.o.Sealer.Seal(plain, AAD(rec.Owner, rec.ID, id))
 	n := int64(len(sealed))
-	if total := k.others(name); total+n > k.o.MaxTotal {
-		return Record{}, fmt.Errorf("%w: checkpoints hold %d bytes and this one needs %d (CODEXEC_CHECKPOINT_MAX_TOTAL=%d); close paused sessions first",
-			ErrStoreFull, total, n, k.o.MaxTotal)
+	if err := k.room(ctx, name, n); err != nil {
+		return Record{}, err
 	}
 	octx := tenant.With(ctx, rec.Owner)
 	if _, _, err := k.blobs.Put(octx, id, blobPath, bytes.NewReader(sealed), files.WriteOptions{Mode: 0o600, Max: n}); err != nil {
 		return Record{}, fmt.Errorf("store the checkpoint: %w", err)
 	}
 	rec.Blob, rec.Bytes = id, n
-	if err := k.o.Records.Put(ctx, name, rec); err != nil {
+	if err := k.record(ctx, name, rec); err != nil {
 		k.drop(rec.Owner, id)
-		return Record{}, fmt.Errorf("record the checkpoint: %w", err)
+		return Record{}, err
 	}
 	k.mu.Lock()
 	k.sizes[name] = n
@@ -149,7 +148,64 @@ func (k *Keeper) Store(ctx context.Context, name string, rec Record, plain []byt
 	return rec, nil
 }
 
-// others is the size of every checkpoint but name's.
+// room refuses a checkpoint of n bytes for name that would take the
+// checkpoints past MaxTotal: those of the shared records when they are
+// Bounded (every replica's), else those this Keeper stored. Shared, it is
+// checked again, atomically, when the record is written (record): this
+// check only spares the upload of a checkpoint that cannot fit.
+func (k *Keeper) room(ctx context.Context, name string, n int64) error {
+	total := k.others(name)
+	if b, ok := k.o.Records.(Bounded); ok {
+		var err error
+		if total, err = b.Total(ctx, name); err != nil {
+			return fmt.Errorf("record the checkpoint: %w", err)
+		}
+	}
+	if total+n > k.o.MaxTotal {
+		return k.full(total, n)
+	}
+	return nil
+}
+
+// full is the refusal of a checkpoint of n bytes beside total.
+func (k *Keeper) full(total, n int64) error {
+	return fmt.Errorf("%w: checkpoints hold %d bytes and this one needs %d (CODEXEC_CHECKPOINT_MAX_TOTAL=%d); close paused sessions first",
+		ErrStoreFull, total, n, k.o.MaxTotal)
+}
+
+// record writes rec as name's record, within MaxTotal when the records
+// are Bounded.
+func (k *Keeper) record(ctx context.Context, name string, rec Record) error {
+	b, ok := k.o.Records.(Bounded)
+	if !ok {
+		if err := k.o.Records.Put(ctx, name, rec); err != nil {
+			return fmt.Errorf("record the checkpoint: %w", err)
+		}
+		return nil
+	}
+	err := b.PutWithin(ctx, name, rec, k.o.MaxTotal)
+	var full *FullError
+	if errors.As(err, &full) {
+		return k.full(full.Total, rec.Bytes)
+	}
+	if err != nil {
+		return fmt.Errorf("record the checkpoint: %w", err)
+	}
+	return nil
+}
+
+// FullError is Bounded.PutWithin's refusal: Total is the size of the
+// other recorded checkpoints.
+type FullError struct{ Total int64 }
+
+func (e *FullError) Error() string {
+	return fmt.Sprintf("%v: the other checkpoints hold %d bytes", ErrStoreFull, e.Total)
+}
+
+func (e *FullError) Unwrap() error { return ErrStoreFull }
+
+// others is the size of every checkpoint but name's that this Keeper
+// stored.
 func (k *Keeper) others(name string) int64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()

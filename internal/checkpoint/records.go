@@ -36,6 +36,20 @@ type Records interface {
 	List(ctx context.Context) (map[string]Record, error)
 }
 
+// Bounded is implemented by Records shared by replicas (pgstore.Records):
+// they hold the records of every checkpoint in the shared blob store, so
+// the total bound (CODEXEC_CHECKPOINT_MAX_TOTAL) is enforced on them,
+// across replicas, instead of on what one server wrote.
+type Bounded interface {
+	Records
+	// Total is the size of every recorded checkpoint but name's.
+	Total(ctx context.Context, except string) (int64, error)
+	// PutWithin is Put, refused with an error wrapping ErrStoreFull when
+	// the recorded checkpoints, name's replaced by rec, would exceed max
+	// bytes. Atomic among replicas: two racing writes cannot both pass.
+	PutWithin(ctx context.Context, name string, rec Record, max int64) error
+}
+
 // DirRecords keeps one record per file, NAME.json, in a directory.
 type DirRecords struct{ Dir string }
 

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/codexec/codexec/internal/pgtest"
 	"github.com/codexec/codexec/internal/s3store/s3test"
 )
@@ -16,8 +19,11 @@ import (
 // is read and cancelled through another (get_run and cancel_run are routed
 // by execution id, which the owner claims in the session registry), only
 // by its principal; ended, it is still read through the other replica
-// (the owner's directory store is its own, so it keeps the claim while it
-// lists the run); a killed owner's run answers SESSION_LOST there.
+// (the owner keeps the claim while it lists the run); list_runs on either
+// replica lists the caller's runs on both; a killed owner's running run is
+// status lost there, in get_run (which replica stopped, and when) and in
+// list_runs (replica, lost_at), as a restarted server reports a run it
+// never finished.
 func TestBackgroundRunAcrossReplicas(t *testing.T) {
 	sameInEveryMode(t, "replicas pin subprocess mode")
 	dsn := pgtest.Start(t).NewDatabase(t)
@@ -43,13 +49,22 @@ func TestBackgroundRunAcrossReplicas(t *testing.T) {
 		t.Errorf("the ended run through the other replica: %+v", v)
 	}
 
+	onB := startBackground(t, aliceB, "execute_code", map[string]any{"language": "bash", "code": "sleep 60"})
+	checkRunsListed(t, aliceA, map[string]listedRun{id: {Status: "cancelled", Replica: "r-a"}, onB: {Status: "running", Replica: "r-b"}})
+	checkRunsListed(t, bobB, map[string]listedRun{})
+
 	c := startHTTP(t, "", replicaEnv(dsn, "r-c", tokens)...)
 	onC := startBackground(t, c.mustConnect(aliceToken), "execute_code", map[string]any{"language": "bash", "code": "sleep 60"})
 	_ = c.Cmd.Process.Kill()
 	deadline := time.Now().Add(4 * replicaLease)
 	for {
 		res := tcall(t, aliceB, "get_run", map[string]any{"execution_id": onC})
-		if errCode(res) == "SESSION_LOST" && strings.Contains(text(res), "r-c") {
+		var v runView
+		decodeStructured(t, res, &v)
+		if !res.IsError && v.Status == "lost" {
+			if !strings.Contains(v.ErrorMessage, "Replica r-c stopped") || v.Tool != "execute_code" {
+				t.Errorf("a killed replica's run: %+v", v)
+			}
 			break
 		}
 		if time.Now().After(deadline) {
@@ -57,8 +72,44 @@ func TestBackgroundRunAcrossReplicas(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	if got := tout(t, aliceA, "cancel_run", map[string]any{"execution_id": onC}); got["status"] != "lost" {
+		t.Errorf("cancel_run of the lost run: %v", got)
+	}
+	checkRunsListed(t, aliceA, map[string]listedRun{id: {Status: "cancelled", Replica: "r-a"}, onB: {Status: "running", Replica: "r-b"},
+		onC: {Status: "lost", Replica: "r-c", Lost: true}})
+	if got := tout(t, aliceB, "list_runs", map[string]any{"status": "lost"})["runs"].([]any); len(got) != 1 {
+		t.Errorf("list_runs status lost: %v", got)
+	}
 	if listed := listSessions(t, aliceB); len(listed) != 0 {
 		t.Errorf("list_sessions lists the lost run's claim: %v", listed)
+	}
+}
+
+// listedRun is a run as list_runs lists it among replicas.
+type listedRun struct {
+	Status, Replica string
+	Lost            bool // lost_at set
+}
+
+// checkRunsListed: list_runs through cs lists exactly want.
+func checkRunsListed(t *testing.T, cs *mcp.ClientSession, want map[string]listedRun) {
+	t.Helper()
+	var out struct {
+		Runs []struct {
+			ExecutionID string     `json:"execution_id"`
+			Status      string     `json:"status"`
+			Replica     string     `json:"replica"`
+			LostAt      *time.Time `json:"lost_at"`
+		} `json:"runs"`
+	}
+	res := tcall(t, cs, "list_runs", nil)
+	decodeStructured(t, res, &out)
+	got := map[string]listedRun{}
+	for _, r := range out.Runs {
+		got[r.ExecutionID] = listedRun{Status: r.Status, Replica: r.Replica, Lost: r.LostAt != nil}
+	}
+	if diff := cmp.Diff(want, got); res.IsError || diff != "" {
+		t.Errorf("list_runs (%s) (-want +got):\n%s", text(res), diff)
 	}
 }
 

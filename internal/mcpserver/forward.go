@@ -31,8 +31,8 @@ type Router interface {
 	// returns the result it answered, passing the notifications it sends
 	// meanwhile to notify (replicas.Set.Forward).
 	Forward(ctx context.Context, owner sessionreg.Replica, p, method string, params json.RawMessage, notify replicas.Notify) (json.RawMessage, error)
-	// Holdings lists principal p's sessions that other replicas hold or
-	// held (replicas.Set.Holdings).
+	// Holdings lists principal p's sessions (and background runs) that
+	// other replicas hold or held (replicas.Set.Holdings).
 	Holdings(ctx context.Context, p string) ([]sessionreg.Owner, error)
 	// Self is this replica.
 	Self() sessionreg.Replica
@@ -49,6 +49,9 @@ var sessionArgs = map[string][]string{
 	// Background runs are claimed by execution id like sessions.
 	"get_run": {"execution_id"}, "cancel_run": {"execution_id"},
 }
+
+// runTools are the tools routed by an execution id.
+var runTools = map[string]bool{"get_run": true, "cancel_run": true}
 
 // sessionTarget is the session or context a call names, or "".
 func sessionTarget(name string, raw json.RawMessage) string {
@@ -105,6 +108,12 @@ func (s *Server) forwardCall(ctx context.Context, method string, call *mcp.CallT
 	}
 	p := tenant.From(ctx)
 	owner, remote, err := s.route(ctx, p, id, !keepsPaused[call.Params.Name])
+	if lost := (*sessionreg.LostError)(nil); errors.As(err, &lost) && runTools[call.Params.Name] {
+		// A run whose replica stopped: the runs service answers for it
+		// here (its stored result, or status lost), as a restarted
+		// server does for a run it never finished.
+		return next(ctx, method, call)
+	}
 	if err != nil {
 		return s.reg.ErrorResultFor(call.Params.Name, err), nil
 	}

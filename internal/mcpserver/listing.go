@@ -18,15 +18,15 @@ import (
 	"github.com/codexec/codexec/internal/tenant"
 )
 
-// PeerListTimeout bounds how long list_sessions and list_contexts wait for
-// the other replicas' listings; a replica that has not answered by then is
-// shown from the registry, its sessions "unreachable".
+// PeerListTimeout bounds how long list_sessions, list_contexts and
+// list_runs wait for the other replicas' listings; a replica that has not
+// answered by then is shown from the registry, its entries "unreachable".
 const PeerListTimeout = 2 * time.Second
 
-// peers lists the caller's sessions on the other replicas
-// (sessiontools.Peers): one registry query for the caller's records, then,
-// in parallel, the listing tool over the hop on each live replica holding
-// one.
+// peers lists the caller's sessions, or background runs, on the other
+// replicas (sessiontools.Peers): one registry query for the caller's
+// records, then, in parallel, the listing tool over the hop on each live
+// replica holding one.
 type peers struct{ r Router }
 
 // peers returns the listings' view of the other replicas; nil when alone,
@@ -38,8 +38,12 @@ func (s *Server) peers() sessiontools.Peers {
 	return peers{s.deps.Replicas}
 }
 
+// runListing is the listing tool of background runs: its records are the
+// runs' claims, which the other listings leave out.
+const runListing = "list_runs"
+
 // Elsewhere implements sessiontools.Peers.
-func (pl peers) Elsewhere(ctx context.Context, toolName string) (sessiontools.Remote, error) {
+func (pl peers) Elsewhere(ctx context.Context, toolName string, args map[string]any) (sessiontools.Remote, error) {
 	rem := sessiontools.Remote{Here: pl.r.Self().ID}
 	if replicas.Forwarded(ctx) {
 		return rem, nil // a listing forwarded here answers for this replica only
@@ -53,8 +57,9 @@ func (pl peers) Elsewhere(ctx context.Context, toolName string) (sessiontools.Re
 	owners := map[string]sessionreg.Replica{}
 	for _, o := range recs {
 		switch {
-		case o.Label.Kind == runs.LabelKind:
-			// A background run: list_runs', not a session.
+		case (o.Label.Kind == runs.LabelKind) != (toolName == runListing):
+			// A background run for a listing of sessions, or a session
+			// for list_runs.
 		case o.Label.Of != "":
 			// A context's name: its id's record stands for the context.
 		case o.LostAt != nil:
@@ -69,7 +74,7 @@ func (pl peers) Elsewhere(ctx context.Context, toolName string) (sessiontools.Re
 			owners[o.Replica.ID] = o.Replica
 		}
 	}
-	for _, a := range pl.ask(ctx, p, toolName, owners) {
+	for _, a := range pl.ask(ctx, p, toolName, args, owners) {
 		if a.err == nil {
 			rem.Answers = append(rem.Answers, a.out)
 			continue
@@ -88,12 +93,15 @@ type peerAnswer struct {
 	err     error
 }
 
-// ask calls toolName on every owner at once, as principal p, and waits at
-// most PeerListTimeout for their answers.
-func (pl peers) ask(ctx context.Context, p, toolName string, owners map[string]sessionreg.Replica) []peerAnswer {
+// ask calls toolName with args on every owner at once, as principal p,
+// and waits at most PeerListTimeout for their answers.
+func (pl peers) ask(ctx context.Context, p, toolName string, args map[string]any, owners map[string]sessionreg.Replica) []peerAnswer {
 	ctx, cancel := context.WithTimeout(ctx, PeerListTimeout)
 	defer cancel()
-	params, _ := json.Marshal(mcp.CallToolParams{Name: toolName, Arguments: map[string]any{}})
+	if args == nil {
+		args = map[string]any{}
+	}
+	params, _ := json.Marshal(mcp.CallToolParams{Name: toolName, Arguments: args})
 	ch := make(chan peerAnswer, len(owners))
 	for _, o := range owners {
 		go func() {
@@ -147,5 +155,5 @@ func shorten(s string, n int) string {
 // unlisted is a registry record as the listings show it.
 func unlisted(o sessionreg.Owner, note string) sessiontools.Unlisted {
 	return sessiontools.Unlisted{ID: o.SessionID, Kind: o.Label.Kind, Language: o.Label.Language, Name: o.Label.Name,
-		StartedAt: o.ClaimedAt, Replica: o.Replica.ID, LostAt: o.LostAt, Note: note}
+		StartedAt: o.ClaimedAt, Replica: o.Replica.ID, LostAt: o.LostAt, Note: note, Record: o}
 }

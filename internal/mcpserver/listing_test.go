@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/codexec/codexec/internal/mcpserver/sessiontools"
 	"github.com/codexec/codexec/internal/replicas"
+	"github.com/codexec/codexec/internal/runs"
 	"github.com/codexec/codexec/internal/sessionreg"
 	"github.com/codexec/codexec/internal/tenant"
 )
@@ -68,7 +70,7 @@ func TestElsewhere(t *testing.T) {
 	pl := peers{a}
 	here := make(chan sessiontools.Remote, 1)
 	_, hop := replicaAt(t, reg, "a-hop", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rem, _ := peers{a}.Elsewhere(r.Context(), "list_sessions") // as a's listing tool, served for the hop
+		rem, _ := peers{a}.Elsewhere(r.Context(), "list_sessions", nil) // as a's listing tool, served for the hop
 		here <- rem
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
@@ -87,12 +89,14 @@ func TestElsewhere(t *testing.T) {
 	claim("alice", "nb", c, sessionreg.Label{Kind: "context", Language: "python", Name: "nb", Of: "ctx-c"})
 	claim("alice", "s-d", sessionreg.Replica{ID: "d", Addr: "http://127.0.0.1:1"}, py)
 	claim("bob", "s-b2", b, py)
+	run := sessionreg.Label{Kind: runs.LabelKind, Name: "execute_code"}
+	claim("alice", "exec_d", sessionreg.Replica{ID: "d", Addr: "http://127.0.0.1:1"}, run)
 	if _, err := reg.MarkLost(ctx, "d", t0.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 
 	begin := time.Now()
-	got, err := pl.Elsewhere(tenant.With(ctx, "alice"), "list_sessions")
+	got, err := pl.Elsewhere(tenant.With(ctx, "alice"), "list_sessions", nil)
 	took := time.Since(begin)
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +108,8 @@ func TestElsewhere(t *testing.T) {
 			{ID: "ctx-c", Kind: "context", Language: "python", Name: "nb", StartedAt: t0, Replica: "c", Note: "replica c did not answer within 2s"},
 			{ID: "s-d", Kind: "session", Language: "python", StartedAt: t0, Replica: "d", LostAt: &lost},
 		}}
-	if diff := cmp.Diff(want, got); diff != "" {
+	noRecord := cmpopts.IgnoreFields(sessiontools.Unlisted{}, "Record")
+	if diff := cmp.Diff(want, got, noRecord); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
 	}
 	if took < PeerListTimeout || took > PeerListTimeout+time.Second {
@@ -112,6 +117,16 @@ func TestElsewhere(t *testing.T) {
 	}
 	if asked.Load() != 1 {
 		t.Errorf("b was asked %d times, want once", asked.Load())
+	}
+
+	gotRuns, err := pl.Elsewhere(tenant.With(ctx, "alice"), "list_runs", map[string]any{"limit": 5})
+	wantRuns := sessiontools.Remote{Here: "a", Unlisted: []sessiontools.Unlisted{
+		{ID: "exec_d", Kind: runs.LabelKind, Name: "execute_code", StartedAt: t0, Replica: "d", LostAt: &lost}}}
+	if diff := cmp.Diff(wantRuns, gotRuns, noRecord); err != nil || diff != "" {
+		t.Errorf("list_runs' records (err %v) (-want +got)\n%s", err, diff)
+	}
+	if asked.Load() != 1 {
+		t.Errorf("list_runs asked b, which holds no run of alice's")
 	}
 
 	lists := reg.lists.Load()

@@ -79,8 +79,9 @@ const ModelSurfaceBudget = 13100 + 159
 // fork_session) and the resumed and checkpoint_bytes fields added 2,773;
 // merged, 26,651 in all. transfer "url" (the argument, upload_url,
 // download_url, url_expires_at) added 293: 26,944, and the budget grew by
-// as much.
-const WireBudget = 26700 + 293
+// as much. list_runs listing every replica's runs (replica, lost_at and
+// note on each run, as list_sessions has) added 66: 27,010.
+const WireBudget = 26700 + 293 + 66
 
 // Version is the server version reported to clients (serverInfo.version
 // in initialize): the module version of this build, as `codexec version`
@@ -154,7 +155,7 @@ func New(deps Deps) (*Server, error) {
 	fs := filetools.New(filetools.Deps{Config: deps.Config, Files: deps.Files, Sessions: deps.Sessions, Transfers: deps.Transfers})
 	s.files = fs
 	run := runtools.Deps{Config: deps.Config, Engine: deps.Engine, Sessions: deps.Sessions, Scripts: deps.Scripts,
-		Upstreams: deps.Upstreams, Shell: deps.Shell, Files: fs, Isolated: deps.Isolated}
+		Upstreams: deps.Upstreams, Shell: deps.Shell, Files: fs, Isolated: deps.Isolated, Peers: s.peers()}
 	if slices.Contains(deps.Config.Toolsets, "runs") {
 		run.Runs = deps.Runs // background: true needs get_run to be read
 	}

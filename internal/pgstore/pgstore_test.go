@@ -70,13 +70,13 @@ func TestRetentionOneAtATime(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := st.History()
-	if ran, err := r.RetainOnce(ctx, nowUTC(), retention); err != nil || ran {
+	if ran, err := r.RetainOnce(ctx, nowUTC(), Retention{Logs: retention}); err != nil || ran {
 		t.Errorf("pass while another replica prunes: ran %v err %v, want skipped", ran, err)
 	}
 	if _, err := holder.Exec(ctx, `SELECT pg_advisory_unlock($1)`, int64(lockRetention)); err != nil {
 		t.Fatal(err)
 	}
-	if ran, err := r.RetainOnce(ctx, nowUTC(), retention); err != nil || !ran {
+	if ran, err := r.RetainOnce(ctx, nowUTC(), Retention{Logs: retention}); err != nil || !ran {
 		t.Errorf("pass with the lock free: ran %v err %v, want run", ran, err)
 	}
 }

@@ -40,10 +40,18 @@ func (h *History) ApplyRetention(ctx context.Context, now time.Time, r logindex.
 	return nil
 }
 
+// Retention is what a retention pass applies: the history's rules, and
+// the registry's and the checkpoint records' (SessionRetention; LostFor 0
+// takes Logs.Session days, the session logs' retention).
+type Retention struct {
+	Logs     logindex.Retention
+	Sessions SessionRetention
+}
+
 // Run applies retention now and every interval until ctx ends, on one
 // replica at a time: a pass whose try-lock another replica holds is
 // skipped. Errors are logged, not fatal.
-func (h *History) Run(ctx context.Context, r logindex.Retention, interval time.Duration) {
+func (h *History) Run(ctx context.Context, r Retention, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -61,9 +69,10 @@ func (h *History) Run(ctx context.Context, r logindex.Retention, interval time.D
 }
 
 // RetainOnce applies retention as of now unless another replica is
-// applying it (ran is false then); the registry forgets sessions lost more
-// than r.Session days ago in the same pass.
-func (h *History) RetainOnce(ctx context.Context, now time.Time, r logindex.Retention) (ran bool, err error) {
+// applying it (ran is false then): the history's, then the session
+// registry's and the checkpoint records' (retainSessions), bounded per
+// pass.
+func (h *History) RetainOnce(ctx context.Context, now time.Time, r Retention) (ran bool, err error) {
 	conn, err := h.s.pool.Acquire(ctx)
 	if err != nil {
 		return false, unavailable(err)
@@ -73,13 +82,11 @@ func (h *History) RetainOnce(ctx context.Context, now time.Time, r logindex.Rete
 		return false, unavailable(err)
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(lockRetention))
-	if err := h.ApplyRetention(ctx, now, r); err != nil {
+	if err := h.ApplyRetention(ctx, now, r.Logs); err != nil {
 		return true, err
 	}
-	if n, err := h.s.Registry().ForgetLost(ctx, now.AddDate(0, 0, -r.Session)); err != nil {
-		return true, err
-	} else if n > 0 {
-		slog.Info("session registry: forgot sessions lost longer than the session log retention", "sessions", n)
+	if r.Sessions.LostFor <= 0 {
+		r.Sessions.LostFor = now.Sub(now.AddDate(0, 0, -r.Logs.Session))
 	}
-	return true, nil
+	return true, h.s.retainSessions(ctx, now, r.Sessions)
 }

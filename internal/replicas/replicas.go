@@ -109,6 +109,14 @@ func (s *Set) Claim(ctx context.Context, p, idOrName string, l sessionreg.Label)
 	return s.o.Registry.Claim(ctx, sessionreg.Owner{SessionID: Key(p, idOrName), Replica: s.Self(), ClaimedAt: s.o.Now(), Label: l})
 }
 
+// Record returns the registry's record of principal p's idOrName, with
+// SessionID as p gave it, or an error wrapping sessionreg.ErrNotFound.
+func (s *Set) Record(ctx context.Context, p, idOrName string) (sessionreg.Owner, error) {
+	o, err := s.o.Registry.Owner(ctx, Key(p, idOrName))
+	o.SessionID = idOrName
+	return o, err
+}
+
 // Holdings returns the records of principal p's sessions and context names
 // that other replicas hold or held (lost ones included) and the paused ones
 // (which no replica holds, whichever paused them), by id, with SessionID

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/logindex"
+	"github.com/codexec/codexec/internal/sessionreg"
 	"github.com/codexec/codexec/internal/tenant"
 )
 
@@ -37,7 +39,10 @@ type View struct {
 	Result json.RawMessage `json:"result,omitempty"`
 	// ErrorMessage says why a lost run has no result, or where an expired
 	// one's went.
-	ErrorMessage string `json:"error_message,omitempty"`
+	// A run lost with its replica says which replica and when here; the
+	// listing has them as fields (Summary).
+	ErrorMessage string     `json:"error_message,omitempty"`
+	lostAt       *time.Time // when a lost run's replica was found stopped
 }
 
 // Summary is a run as list_runs lists it.
@@ -47,6 +52,12 @@ type Summary struct {
 	Status      string     `json:"status"`
 	StartedAt   time.Time  `json:"started_at"`
 	EndedAt     *time.Time `json:"ended_at,omitempty"`
+	// Replica holds (or held) the run, among replicas; LostAt is when it
+	// was found stopped (status lost); Note says why a replica's runs are
+	// listed from the registry alone (status unreachable).
+	Replica string     `json:"replica,omitempty"`
+	LostAt  *time.Time `json:"lost_at,omitempty"`
+	Note    string     `json:"note,omitempty"`
 }
 
 // Read is what a Get returns: the output from these offsets, after waiting
@@ -188,8 +199,9 @@ func notFound(id string) error {
 	return fmt.Errorf("%w: %s (list_runs lists your background runs; get_execution_log has other executions)", ErrNotFound, id)
 }
 
-// load finds a run this server does not hold: in the store, else as a
-// lost or expired background run in the history.
+// load finds a run this server does not hold: in the store, else in the
+// history (a run logged as ended or lost), else as a run whose replica
+// stopped while it ran (its claim in the registry is lost).
 func (m *Manager) load(ctx context.Context, id string, rd Read) (View, error) {
 	if !validID(id) {
 		return View{}, notFound(id)
@@ -197,22 +209,84 @@ func (m *Manager) load(ctx context.Context, id string, rd Read) (View, error) {
 	if v, ok, err := m.loadStored(ctx, id, rd); ok || err != nil {
 		return v, err
 	}
-	if m.deps.History == nil {
-		return View{}, notFound(id)
-	}
-	e, err := m.deps.History.Get(ctx, id)
+	lost, err := m.lostClaim(ctx, id)
 	if err != nil {
-		if errors.Is(err, logindex.ErrNotFound) {
-			return View{}, notFound(id)
-		}
 		return View{}, err
 	}
-	if !e.Background {
-		return View{}, notFound(id)
+	e, err := m.logged(ctx, id)
+	switch {
+	case err == nil:
+		return loggedView(e, lost), nil
+	case errors.Is(err, ErrNotFound) && lost != nil:
+		return lostView(*lost), nil
 	}
-	v := View{ExecutionID: id, Tool: e.Tool, Status: e.Status, StartedAt: e.ExecutedAt, ErrorMessage: e.ErrorMessage}
-	if e.Status != StatusLost {
+	return View{}, err
+}
+
+// logged is background run id's entry in the history, or ErrNotFound.
+func (m *Manager) logged(ctx context.Context, id string) (execlog.Entry, error) {
+	if m.deps.History == nil {
+		return execlog.Entry{}, notFound(id)
+	}
+	e, err := m.deps.History.Get(ctx, id)
+	if errors.Is(err, logindex.ErrNotFound) || err == nil && !e.Background {
+		return execlog.Entry{}, notFound(id)
+	}
+	return e, err
+}
+
+// loggedView is a run known from its history entry e; lost, when set, is
+// its claim, lost with the replica that ran it.
+func loggedView(e execlog.Entry, lost *sessionreg.Owner) View {
+	v := View{ExecutionID: e.ExecutionID, Tool: e.Tool, Status: e.Status, StartedAt: e.ExecutedAt, ErrorMessage: e.ErrorMessage}
+	switch {
+	case e.Status == StatusLost:
+	case lost != nil:
+		v.ErrorMessage = fmt.Sprintf("its output and result stayed on replica %s, which stopped at %s; get_execution_log has its log entry",
+			lost.Replica.ID, lost.LostAt.UTC().Format(time.RFC3339))
+	default:
 		v.ErrorMessage = "its output and result were kept for CODEXEC_ARTIFACT_TTL and are gone; get_execution_log has its log entry"
 	}
-	return v, nil
+	return v
+}
+
+// lostView is a run whose replica stopped while it ran, known from its
+// lost claim o: status lost, as a restarted server reports a run it never
+// finished, with which replica stopped and when.
+func lostView(o sessionreg.Owner) View {
+	at := o.LostAt.UTC()
+	return View{ExecutionID: o.SessionID, Tool: o.Label.Name, Status: StatusLost, StartedAt: o.ClaimedAt, lostAt: &at,
+		ErrorMessage: fmt.Sprintf("Replica %s stopped (drained, killed or crashed) at %s while this ran; its output and exit status are unknown.",
+			o.Replica.ID, at.Format(time.RFC3339))}
+}
+
+// lostClaim is ctx's principal's claim of id when it is lost, else nil.
+func (m *Manager) lostClaim(ctx context.Context, id string) (*sessionreg.Owner, error) {
+	if m.deps.Claims == nil {
+		return nil, nil
+	}
+	o, err := m.deps.Claims.Record(ctx, tenant.From(ctx), id)
+	if errors.Is(err, sessionreg.ErrNotFound) || err == nil && (o.LostAt == nil || o.Label.Kind != LabelKind) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &o, nil
+}
+
+// Resolve is how list_runs shows a run known from its lost claim o (its
+// replica stopped): as stored if it ended and its result is in the store,
+// as logged if the history has it, else lost.
+func (m *Manager) Resolve(ctx context.Context, o sessionreg.Owner) Summary {
+	v, ok, err := m.loadStored(ctx, o.SessionID, atEnd)
+	if !ok || err != nil {
+		if e, err := m.logged(ctx, o.SessionID); err == nil {
+			v = loggedView(e, &o)
+		} else {
+			v = lostView(o)
+		}
+	}
+	return Summary{ExecutionID: o.SessionID, Tool: v.Tool, Status: v.Status, StartedAt: v.StartedAt, EndedAt: v.EndedAt,
+		Replica: o.Replica.ID, LostAt: v.lostAt}
 }

@@ -17,7 +17,12 @@
 // run that ended before a restart, or on another replica sharing an S3
 // store, is still read. A run a killed server never finished is logged as
 // lost by the next one (package inflight, app); Get finds it in the
-// execution history by its background mark.
+// execution history by its background mark. Among replicas, a run's id is
+// claimed in the session registry for as long as its replica lists it
+// (Claims), so calls for it are forwarded there; when that replica stops
+// or dies, the registry marks the claim lost and any replica answers for
+// the run: its stored result if it ended, else status lost with which
+// replica stopped and when (Get, Resolve).
 //
 // A Manager is safe for concurrent use.
 package runs
@@ -80,11 +85,6 @@ type Options struct {
 	// Dir holds the files of a result while they are put in the store;
 	// empty: os.TempDir().
 	Dir string
-	// SharedStore: every replica reads the Store (S3), so a run's claim in
-	// the session registry is released once its result is stored there;
-	// otherwise (a directory store of this server's own) this replica keeps
-	// the claim, and answers for the run, for as long as it lists it.
-	SharedStore bool
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 }
@@ -108,10 +108,15 @@ type History interface {
 
 // Claims is the session registry as runs use it (replicas.Set): execution
 // ids are claimed like session ids, scoped by principal, with the label
-// Kind LabelKind (so the listings of sessions leave them out).
+// Kind LabelKind (so the listings of sessions leave them out). A claim is
+// held while the run is listed (running, or ended within Keep), so the
+// replica listing it answers for it, list_runs included.
 type Claims interface {
 	Claim(ctx context.Context, p, id string, l sessionreg.Label) error
 	Release(p, id string)
+	// Record is the registry's record of principal p's id, or an error
+	// wrapping sessionreg.ErrNotFound.
+	Record(ctx context.Context, p, id string) (sessionreg.Owner, error)
 }
 
 // LabelKind is the kind of a background run's claim in the session
@@ -367,9 +372,9 @@ func (m *Manager) finish(l starting, done func()) {
 	res := resultOf(e)
 	r.end(res.Status, mustJSON(res.Result), m.opts.Now())
 	done()
-	if m.store(context.WithoutCancel(l.ctx), r) && m.opts.SharedStore {
-		m.release(r) // any replica reads it from the store now
-	}
+	// The claim stays while the run is listed (pruneLocked releases it):
+	// the listing of this replica is where list_runs on others finds it.
+	m.store(context.WithoutCancel(l.ctx), r)
 }
 
 // resultOf is a job's outcome; an error after the run started (none of the

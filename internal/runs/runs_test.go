@@ -19,10 +19,12 @@ import (
 	"github.com/codexec/codexec/internal/logindex"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/pathguard"
+	"github.com/codexec/codexec/internal/replicas"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/sandbox/sandboxtest"
 	"github.com/codexec/codexec/internal/sandbox/subprocess"
+	"github.com/codexec/codexec/internal/sessionreg"
 	"github.com/codexec/codexec/internal/tenant"
 )
 
@@ -329,5 +331,60 @@ func TestRunExpiresFromList(t *testing.T) {
 	}
 	if v, err := m.Get(alice, id, Read{}); err != nil || v.Status != "success" || v.Stdout != "x\n" {
 		t.Errorf("from the store: %+v %v", v, err)
+	}
+}
+
+// TestRunLostWithReplica: a run whose replica stopped (its claim in the
+// registry lost) reads as status lost on another replica, naming the
+// replica and when, only for its principal; one that had ended there reads
+// as logged, saying where its output stayed; Resolve lists both so.
+func TestRunLostWithReplica(t *testing.T) {
+	f := newFixture(t)
+	reg := &sessionreg.Memory{}
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	set := func(id string) *replicas.Set {
+		return replicas.New(replicas.Options{Self: sessionreg.Replica{ID: id, Addr: "http://" + id}, Registry: reg,
+			Lease: 9 * time.Second, Now: func() time.Time { return at }})
+	}
+	here, gone := set("r-a"), set("r-b")
+	m := New(Options{Dir: f.dir}, Deps{Store: f.store, History: f.hist, Claims: here})
+	t.Cleanup(m.Close)
+	alice, bob := tenant.With(context.Background(), "alice"), tenant.With(context.Background(), "bob")
+	running, ended := "exec_0000000000dd", "exec_0000000000ee"
+	for _, id := range []string{running, ended} {
+		if err := gone.Claim(alice, "alice", id, sessionreg.Label{Kind: LabelKind, Name: "execute_code"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.log.AppendExecution(execlog.Entry{ExecutionID: ended, Tool: "execute_code", Language: "bash", Status: "success",
+		ExecutedAt: at, Background: true, Owner: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	gone.Stop()
+	v, err := m.Get(alice, running, Read{})
+	if err != nil || v.Status != StatusLost || v.Tool != "execute_code" ||
+		v.ErrorMessage != "Replica r-b stopped (drained, killed or crashed) at 2026-03-01T12:00:00Z while this ran; its output and exit status are unknown." {
+		t.Errorf("the run of a stopped replica: %+v %v", v, err)
+	}
+	if v, err := m.Get(alice, ended, Read{}); err != nil || v.Status != "success" || !strings.Contains(v.ErrorMessage, "stayed on replica r-b") {
+		t.Errorf("a run that ended on the stopped replica: %+v %v", v, err)
+	}
+	if _, err := m.Get(bob, running, Read{}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("bob's get of alice's lost run: %v", err)
+	}
+	var got []Summary
+	for _, id := range []string{running, ended} {
+		o, err := here.Record(alice, "alice", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, m.Resolve(alice, o))
+	}
+	want := []Summary{
+		{ExecutionID: running, Tool: "execute_code", Status: StatusLost, StartedAt: at, Replica: "r-b", LostAt: &at},
+		{ExecutionID: ended, Tool: "execute_code", Status: "success", StartedAt: at, Replica: "r-b"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Resolve (-want +got):\n%s", diff)
 	}
 }

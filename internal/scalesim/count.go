@@ -20,11 +20,13 @@ const (
 	// OpList is list_sessions and list_contexts on a replica, which the
 	// simulated clients do not call.
 	OpList = "list"
-	// OpPause is a session paused to the shared store (not simulated).
+	// OpPause is a session paused to the shared store (simulated with
+	// Config.Checkpoints only, and reported then).
 	OpPause = "pause"
 )
 
-// Ops lists the registry operations in report order (the simulated ones).
+// Ops lists the registry operations in report order (those every run
+// simulates; OpPause follows when checkpoints are simulated).
 var Ops = []string{OpHeartbeat, OpExpired, OpClaim, OpOwner, OpRelease, OpMarkLost, OpForgetLost}
 
 // RoundTrips is how many PostgreSQL statements one call of each operation

@@ -140,6 +140,9 @@ func (w *world) rollingUpdate() {
 // markOwnLost is a draining replica marking its own sessions lost; it
 // holds none after.
 func (w *world) markOwnLost(r *replica) {
+	if w.cfg.Checkpoints {
+		w.pauseAll(r)
+	}
 	held := len(r.local)
 	r.stopped = true
 	n, err := w.reg.MarkLost(w.ctx, r.ID, w.clock())

@@ -132,3 +132,35 @@ func commits(t *testing.T, admin, db string) int64 {
 	}
 	return n
 }
+
+// TestScaleCheckpointsPostgres runs the small configuration with shared
+// paused sessions against the PostgreSQL registry and the in-memory one:
+// pausing, resuming a paused claim on another replica and closing a paused
+// session give identical runs on both.
+func TestScaleCheckpointsPostgres(t *testing.T) {
+	dsn := pgtest.Start(t).NewDatabase(t)
+	ctx := context.Background()
+	cfg := small()
+	cfg.Checkpoints, cfg.BreakShare, cfg.Break, cfg.IdleTimeout = true, 0.02, 10*time.Minute, 5*time.Minute
+	cfg.Auto, cfg.CheckpointBytes, cfg.Warmup = 10*time.Second, 1<<20, 10*time.Minute
+	want, err := Run(ctx, cfg, &sessionreg.Memory{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := pgstore.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Run(ctx, cfg, st.Registry())
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("PostgreSQL and memory registries gave different runs (-memory +postgres):\n%s", d)
+	}
+	checkInvariants(t, cfg, got)
+	if r := got.Phase(PhaseRolling); r.ResumedElsewhere == 0 || got.Phase(PhaseSteady).Paused == 0 {
+		t.Errorf("no pause in steady state or no resume elsewhere in the update: %+v", r.CheckpointCounts)
+	}
+}

@@ -46,12 +46,34 @@ func Table(r Result) string {
 	for _, op := range Ops {
 		row("registry "+op+" /s", func(p Phase) string { return rate(p.Ops[op], p) })
 	}
+	if r.PeakCheckpointBytes > 0 {
+		row("registry "+OpPause+" /s", func(p Phase) string { return rate(p.Ops[OpPause], p) })
+	}
+	if r.PeakCheckpointBytes > 0 {
+		row("sessions paused (of which at drain)", func(p Phase) string { return fmt.Sprintf("%d (%d)", p.Paused, p.PausedAtDrain) })
+		row("paused sessions resumed (of which elsewhere)", func(p Phase) string { return fmt.Sprintf("%d (%d)", p.Resumed, p.ResumedElsewhere) })
+		row("paused sessions closed", func(p Phase) string { return fmt.Sprint(p.ClosedPaused) })
+		row("automatic checkpoints /s", func(p Phase) string { return rate(p.Auto, p) })
+		row("S3 checkpoint PUT /s", func(p Phase) string { return rate(p.BlobPuts, p) })
+		row("S3 checkpoint GET /s", func(p Phase) string { return rate(p.BlobGets, p) })
+		row("S3 checkpoint DELETE /s", func(p Phase) string { return rate(p.BlobDeletes, p) })
+		row("S3 MB written /s", func(p Phase) string { return mb(p.BlobPuts, r.CheckpointBytes, p) })
+		row("checkpoint record statements /s", func(p Phase) string { return rate(p.RecordStatements, p) })
+	}
 	row("history appends /s", func(p Phase) string { return rate(p.HistoryAppends, p) })
 	row("script reads /s", func(p Phase) string { return rate(p.ScriptReads, p) })
 	row("**PostgreSQL statements /s**", func(p Phase) string { return "**" + rate(p.StoreStatements(), p) + "**" })
 	fmt.Fprintf(&b, "\nmax forwarding hops: %d; node loss: the killed replica held %d sessions, marked lost %v after the kill (bound %v); stick table entries at the end: %d\n",
 		r.MaxHops, r.HeldAtKill, r.Detection, r.DetectionBound, r.StickEntries)
+	if r.PeakCheckpointBytes > 0 {
+		fmt.Fprintf(&b, "checkpoints in the bucket at most: %.1f GiB (CODEXEC_CHECKPOINT_MAX_TOTAL must allow it)\n", float64(r.PeakCheckpointBytes)/(1<<30))
+	}
 	return b.String()
+}
+
+// mb is n checkpoints of size bytes per second of p, in MB.
+func mb(n int, size int64, p Phase) string {
+	return fmt.Sprintf("%.1f", float64(n)*float64(size)/1e6/p.Seconds())
 }
 
 func pct(n, of int) string {

@@ -106,6 +106,11 @@ func (w *world) call(c *client) {
 	gap := w.exp(w.callGap())
 	if ok := w.serve(c); !ok {
 		gap = w.cfg.Retry
+	} else if w.cfg.Checkpoints && w.rng.Float64() < w.cfg.BreakShare {
+		// The agent takes a break; it comes back on a new connection,
+		// which lands on any replica.
+		w.at(w.exp(w.cfg.Break), func() { w.land(c); w.call(c) })
+		return
 	}
 	w.at(gap, func() { w.call(c) })
 }
@@ -124,7 +129,7 @@ func (w *world) serve(c *client) bool {
 	if c.sess == "" {
 		return w.startSession(c, r)
 	}
-	owner, hops, f := w.locate(c, r)
+	owner, hops, f := w.locate(c, r, true)
 	if f == answeredLost {
 		return true
 	}
@@ -137,10 +142,12 @@ func (w *world) serve(c *client) bool {
 }
 
 // locate finds the replica that executes c's call reaching r: r itself
-// when it holds the session, else the owner the registry names, one hop
-// away. A forwarded call arriving at a replica that does not hold the
-// session is answered with an error there, never forwarded again.
-func (w *world) locate(c *client, r *replica) (*replica, int, string) {
+// when it holds the session, or when the session is paused (r takes it:
+// restore says whether it resumes it or, for a close, only claims it),
+// else the owner the registry names, one hop away. A forwarded call
+// arriving at a replica that does not hold the session is answered with
+// an error there, never forwarded again.
+func (w *world) locate(c *client, r *replica, restore bool) (*replica, int, string) {
 	if c.held == r {
 		return r, 0, ""
 	}
@@ -153,6 +160,16 @@ func (w *world) locate(c *client, r *replica) (*replica, int, string) {
 	if errors.As(o.Lost(), &lost) {
 		w.told(c, lost)
 		return nil, 0, answeredLost
+	}
+	if o.PausedAt != nil {
+		if restore {
+			w.resume(c, r)
+		} else {
+			w.claimPaused(c, r)
+			c.paused = nil
+			w.ph.ClosedPaused++
+		}
+		return r, 0, ""
 	}
 	if o.Replica.ID == r.ID {
 		w.violate("registry names %s owner of %s, which it does not hold", r.ID, c.sess)
@@ -209,6 +226,7 @@ func (w *world) execute(c *client, owner *replica, hops int) {
 	if x < w.cfg.ScriptShare {
 		w.ph.ScriptReads++
 	}
+	w.afterCall(c, owner)
 }
 
 // startSession is start_session on r: r claims a fresh id.
@@ -219,7 +237,7 @@ func (w *world) startSession(c *client, r *replica) bool {
 		return false
 	}
 	r.local[id] = c
-	c.sess, c.held = id, r
+	c.sess, c.held, c.paused = id, r, nil
 	c.gen++
 	w.ph.Started++
 	w.ph.Succeeded++
@@ -273,7 +291,7 @@ func (w *world) closeSession(c *client) bool {
 		w.fail(f)
 		return false
 	}
-	owner, _, f := w.locate(c, r)
+	owner, _, f := w.locate(c, r, false)
 	if f != "" {
 		if f != answeredLost {
 			w.fail(f)
@@ -292,6 +310,7 @@ func (w *world) release(h *replica, id string) {
 		c.held = nil
 	}
 	delete(h.local, id)
+	w.dropCheckpoint(id)
 }
 
 // reconnect is a client whose connection dropped: it opens a new MCP
@@ -302,18 +321,24 @@ func (w *world) release(h *replica, id string) {
 // and the case of clients coming back through another proxy instance.
 func (w *world) reconnect(c *client) {
 	if c.mcpOn != nil {
-		w.closeMCP(c)
-		var up []*replica
-		for _, r := range w.replicas {
-			if r.proxyUp {
-				up = append(up, r)
-			}
-		}
-		var r *replica
-		if len(up) > 0 {
-			r = up[w.rng.IntN(len(up))]
-		}
-		w.openOn(c, r)
+		w.land(c)
 	}
 	w.at(w.exp(w.cfg.Reconnect), func() { w.reconnect(c) })
+}
+
+// land opens c's new MCP session on a replica chosen at random among
+// those up (see reconnect).
+func (w *world) land(c *client) {
+	w.closeMCP(c)
+	var up []*replica
+	for _, r := range w.replicas {
+		if r.proxyUp {
+			up = append(up, r)
+		}
+	}
+	var r *replica
+	if len(up) > 0 {
+		r = up[w.rng.IntN(len(up))]
+	}
+	w.openOn(c, r)
 }

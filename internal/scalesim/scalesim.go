@@ -63,6 +63,33 @@ type Config struct {
 	// Audit is the interval of the full consistency check (registry against
 	// the replicas' sessions); 0 disables it.
 	Audit time.Duration
+
+	// Checkpoints: paused sessions are shared by the replicas (PostgreSQL
+	// records, S3 checkpoints; checkpoints.go). A session idle for
+	// IdleTimeout is paused; a draining replica pauses its sessions.
+	Checkpoints bool
+	// BreakShare is the share of calls after which the agent takes a break
+	// (mean Break, exponential) and comes back on a new connection.
+	BreakShare float64
+	Break      time.Duration
+	// Auto is the quiet period after a call before an automatic
+	// checkpoint (0: none); CheckpointBytes the size of each checkpoint.
+	Auto            time.Duration
+	CheckpointBytes int64
+}
+
+// WithCheckpoints is Default with shared paused sessions: one call in 50
+// is followed by a break of 10 minutes on average (an agent waiting for
+// its user), sessions idle for 5 minutes are paused (most breaks pause
+// them), automatic checkpoints after 10 s of quiet (the server's default),
+// 1 MB checkpoints; a 20-minute warm-up reaches the steady mix of live and
+// paused sessions.
+func WithCheckpoints() Config {
+	c := Default()
+	c.Checkpoints, c.BreakShare, c.Break, c.IdleTimeout = true, 0.02, 10*time.Minute, 5*time.Minute
+	c.Auto, c.CheckpointBytes = 10*time.Second, 1<<20
+	c.Warmup = 20 * time.Minute
+	return c
 }
 
 // Default is the configuration of docs/scaling.md: 10,000 sessions over 20
@@ -116,15 +143,18 @@ type Phase struct {
 	Ops            map[string]int // registry operations (Counting)
 	HistoryAppends int
 	ScriptReads    int
+
+	CheckpointCounts // Config.Checkpoints
 }
 
 // Seconds is the phase's length in seconds.
 func (p Phase) Seconds() float64 { return (p.End - p.Start).Seconds() }
 
 // StoreStatements is the PostgreSQL statements the phase cost: registry
-// operations by RoundTrips, plus one per history append and script read.
+// operations by RoundTrips, plus one per history append and script read,
+// plus the checkpoint records'.
 func (p Phase) StoreStatements() int {
-	n := p.HistoryAppends + p.ScriptReads
+	n := p.HistoryAppends + p.ScriptReads + p.RecordStatements
 	for op, c := range p.Ops {
 		n += c * RoundTrips[op]
 	}
@@ -146,6 +176,11 @@ type Result struct {
 	StickEntries int
 	// AuditReads is how many Owner calls the audit made (not in Phase.Ops).
 	AuditReads int
+	// PeakCheckpointBytes is the most the bucket's checkpoints held at once
+	// (what CODEXEC_CHECKPOINT_MAX_TOTAL must allow; Config.Checkpoints).
+	PeakCheckpointBytes int64
+	// CheckpointBytes is Config.CheckpointBytes (for the report).
+	CheckpointBytes int64
 	// Violations lists every broken invariant; empty when all held.
 	Violations []string
 }

@@ -50,7 +50,10 @@ func checkInvariants(t *testing.T, cfg Config, res Result) {
 				t.Errorf("%s: %d sessions lost, %d calls failed; want none without an event", p.Name, p.Lost, failed)
 			}
 		case PhaseRolling:
-			if p.Lost == 0 {
+			switch {
+			case cfg.Checkpoints && p.Lost != 0:
+				t.Errorf("rolling update lost %d sessions: the drained replicas pause theirs", p.Lost)
+			case !cfg.Checkpoints && p.Lost == 0:
 				t.Errorf("rolling update lost no session: the drained replicas' sessions must be marked lost")
 			}
 		}
@@ -133,4 +136,32 @@ func TestScaleLostAtSigterm(t *testing.T) {
 	}
 	t.Logf("rolling update: lost %d vs %d sessions, refused %d vs %d calls (at exit vs at SIGTERM)",
 		ra.Lost, rb.Lost, ra.Failed[FailDraining], rb.Failed[FailDraining])
+}
+
+// TestScaleCheckpoints runs the configuration of docs/scaling.md with
+// shared paused sessions (WithCheckpoints): the invariants hold; idle
+// sessions are paused and resumed, most of them on another replica; the
+// rolling update loses no session (the drained ones are paused and
+// resumed elsewhere); the node loss still loses the killed replica's
+// sessions. -v prints the table.
+func TestScaleCheckpoints(t *testing.T) {
+	cfg := WithCheckpoints()
+	start := time.Now()
+	res, err := Run(context.Background(), cfg, &sessionreg.Memory{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("simulated in %v\n%s", time.Since(start).Round(time.Millisecond), Table(res))
+	checkInvariants(t, cfg, res)
+	steady, rolling := res.Phase(PhaseSteady), res.Phase(PhaseRolling)
+	if steady.Paused == 0 || steady.Resumed == 0 || steady.ResumedElsewhere*2 < steady.Resumed {
+		t.Errorf("steady: %d paused, %d resumed (%d elsewhere); want pauses, resumes, most elsewhere",
+			steady.Paused, steady.Resumed, steady.ResumedElsewhere)
+	}
+	if rolling.PausedAtDrain == 0 || rolling.ResumedElsewhere == 0 {
+		t.Errorf("rolling update: %d paused at drain, %d resumed elsewhere", rolling.PausedAtDrain, rolling.ResumedElsewhere)
+	}
+	if steady.Auto == 0 || res.PeakCheckpointBytes == 0 {
+		t.Errorf("no automatic checkpoint or none stored: %d, %d bytes", steady.Auto, res.PeakCheckpointBytes)
+	}
 }

@@ -57,6 +57,10 @@ type client struct {
 	sess  string   // codexec session id ("" when it must start one)
 	held  *replica // the replica holding sess (nil: none, or it stopped)
 	gen   int      // bumped for each codexec session, to drop stale closes
+	// lastCall is when the session's last call was answered; paused is
+	// set while it is paused (Config.Checkpoints).
+	lastCall time.Duration
+	paused   *pausedAt
 }
 
 // world is one run's state.
@@ -84,6 +88,11 @@ type world struct {
 	opsBase map[string]int
 	killed  *replica
 	killAt  time.Duration
+
+	// stored: sessions with a checkpoint in the bucket, storedBytes their
+	// size (Config.CheckpointBytes each).
+	stored      map[string]bool
+	storedBytes int64
 }
 
 func (w *world) at(d time.Duration, fn func()) {
@@ -126,9 +135,10 @@ func (w *world) fail(kind string) {
 func Run(ctx context.Context, cfg Config, reg sessionreg.Registry) (Result, error) {
 	w := &world{
 		cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5ca1e)), reg: &Counting{Inner: reg}, audit: reg, ctx: ctx,
-		byAddr: map[string]*replica{},
+		byAddr: map[string]*replica{}, stored: map[string]bool{},
 	}
 	w.res.DetectionBound = cfg.Lease + cfg.Sweep
+	w.res.CheckpointBytes = cfg.CheckpointBytes
 	w.beginPhase(PhaseWarmup)
 	for range cfg.Replicas {
 		w.startReplica(true)

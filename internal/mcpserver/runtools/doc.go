@@ -13,6 +13,7 @@ import (
 	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/mcpserver/filetools"
+	"github.com/codexec/codexec/internal/mcpserver/sessiontools"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/runs"
 	"github.com/codexec/codexec/internal/scripts"
@@ -35,6 +36,9 @@ type Deps struct {
 	// Runs keeps background runs (background: true, and the runs toolset);
 	// nil: background is refused and the toolset not registered.
 	Runs *runs.Manager
+	// Peers are the other replicas (list_runs lists the caller's runs on
+	// them too); nil when alone.
+	Peers sessiontools.Peers
 	// Isolated: the backend keeps runs off the host and the network, so the
 	// run tools' openWorldHint is false.
 	Isolated bool

@@ -60,7 +60,7 @@ const cancelWait = 10 * time.Second
 
 // runStatuses are list_runs' status filters.
 var runStatuses = []string{runs.StatusRunning, engine.StatusSuccess, engine.StatusExecutionError, engine.StatusTimeout,
-	engine.StatusSetupError, engine.StatusCancelled}
+	engine.StatusSetupError, engine.StatusCancelled, runs.StatusLost}
 
 func (s *toolset) registerRuns() {
 	if s.deps.Runs == nil {
@@ -75,7 +75,7 @@ func (s *toolset) registerRuns() {
 		Description: "Kill a background run; its result says cancelled.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), IdempotentHint: true, OpenWorldHint: tool.Ptr(false)}}, s.cancelRun)
 	tool.Add(s.r, &mcp.Tool{Name: "list_runs", Title: "List background runs", Annotations: ro,
-		Description: "List your background runs on this server, newest first."}, s.listRuns)
+		Description: "List your background runs, newest first."}, s.listRuns)
 }
 
 // withResult makes s's result an object: the result of the tool that
@@ -122,7 +122,14 @@ func (s *toolset) listRuns(ctx context.Context, _ *mcp.CallToolRequest, in ListR
 	case limit < 0 || limit > 100:
 		return nil, ListRunsOut{}, tool.Invalidf("limit must be between 1 and 100, got %d", limit)
 	}
-	return nil, ListRunsOut{Runs: s.deps.Runs.List(ctx, in.Status, limit)}, nil
+	list := s.deps.Runs.List(ctx, in.Status, limit)
+	if s.deps.Peers != nil {
+		var err error
+		if list, err = s.remoteRuns(ctx, list, in.Status, limit); err != nil {
+			return nil, ListRunsOut{}, err
+		}
+	}
+	return nil, ListRunsOut{Runs: list}, nil
 }
 
 // runError codes an error of the runs service.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/session"
+	"github.com/codexec/codexec/internal/sessionreg"
 )
 
 // Statuses of sessions listed from the registry rather than by the replica
@@ -23,14 +24,14 @@ const (
 // Peers are the other replicas sharing the session registry, as the
 // listings see them (implemented by mcpserver).
 type Peers interface {
-	// Elsewhere returns the caller's sessions held by other replicas: the
-	// answer of each live replica holding one to the listing tool (called
-	// there without arguments) and the sessions known only from the
-	// registry (lost, paused, or held by a replica that did not answer in
-	// time).
+	// Elsewhere returns the caller's sessions held by other replicas (for
+	// tool list_runs: background runs instead): the answer of each live
+	// replica holding one to the listing tool, called there with args
+	// (nil: none), and the entries known only from the registry (lost,
+	// paused, or held by a replica that did not answer in time).
 	// A request another replica forwarded here gets Here alone: it lists
 	// this replica only. An error is the registry's.
-	Elsewhere(ctx context.Context, tool string) (Remote, error)
+	Elsewhere(ctx context.Context, tool string, args map[string]any) (Remote, error)
 }
 
 // Remote is what Peers.Elsewhere found.
@@ -42,6 +43,8 @@ type Remote struct {
 
 // Unlisted is a session known from the registry alone.
 type Unlisted struct {
+	// Record is the registry's record, SessionID as the caller named it.
+	Record                   sessionreg.Owner
 	ID, Kind, Language, Name string
 	StartedAt                time.Time // when it was claimed, just before it started
 	Replica                  string
@@ -65,7 +68,7 @@ func (u Unlisted) status() string {
 // remoteSessions adds to list_sessions' local entries the caller's
 // sessions other replicas hold, and sorts them all, newest first.
 func (s *toolset) remoteSessions(ctx context.Context, local []SessionInfo) ([]SessionInfo, error) {
-	rem, err := s.deps.Peers.Elsewhere(ctx, "list_sessions")
+	rem, err := s.deps.Peers.Elsewhere(ctx, "list_sessions", nil)
 	if err != nil {
 		return nil, tool.Coded(tool.CodeInternal, "the session registry could not list your sessions on other replicas: %v", err)
 	}
@@ -98,7 +101,7 @@ func (s *toolset) remoteSessions(ctx context.Context, local []SessionInfo) ([]Se
 
 // remoteContexts is remoteSessions for list_contexts.
 func (s *toolset) remoteContexts(ctx context.Context, local []ContextOut) ([]ContextOut, error) {
-	rem, err := s.deps.Peers.Elsewhere(ctx, "list_contexts")
+	rem, err := s.deps.Peers.Elsewhere(ctx, "list_contexts", nil)
 	if err != nil {
 		return nil, tool.Coded(tool.CodeInternal, "the session registry could not list your contexts on other replicas: %v", err)
 	}

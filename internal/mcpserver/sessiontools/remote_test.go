@@ -15,7 +15,7 @@ type peersAt struct {
 	asked []string
 }
 
-func (p *peersAt) Elsewhere(_ context.Context, tool string) (Remote, error) {
+func (p *peersAt) Elsewhere(_ context.Context, tool string, _ map[string]any) (Remote, error) {
 	p.asked = append(p.asked, tool)
 	return p.rem, nil
 }

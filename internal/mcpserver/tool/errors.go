@@ -93,7 +93,7 @@ var Codes = []CodeInfo{
 	{CodePreflightFailed, "the script's package check could not run", ClassRefused},
 	{CodeContextNotFound, "no live context has this id or name (list_contexts)", ClassNotFound},
 	{CodeSessionNotFound, "no live session of yours has this id (list_sessions)", ClassNotFound},
-	{CodeSessionLost, "the session, context or background run was held by a replica that stopped; its state is gone (the message names the replica and when); start a new one", ClassNotFound},
+	{CodeSessionLost, "the session or context was held by a replica that stopped; its state is gone (the message names the replica and when); start a new one (a background run of such a replica is not an error: get_run answers status lost)", ClassNotFound},
 	{CodeScriptNotFound, "no saved script has this name or version (list_scripts)", ClassNotFound},
 	{CodeExecutionNotFound, "no logged execution, background run or kept artifacts have this id (list_runs lists your runs)", ClassNotFound},
 	{CodeFileNotFound, "no such file, upload or artifact (list_files)", ClassNotFound},
