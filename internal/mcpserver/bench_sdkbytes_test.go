@@ -1,0 +1,174 @@
+package mcpserver_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	mrand "math/rand/v2"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codexec/codexec/internal/stdiowire"
+)
+
+// BenchmarkSDKFileBytes measures what moving file bytes through the go-sdk
+// costs per MiB, against what the bytes cost at least, in one loop in a
+// shuffled order so that load on the machine weighs on each alike. Client
+// and server share the process, so each figure is both ends' work:
+//
+//   - base64: encode + decode (a stdio client can send bytes no other way)
+//   - json: one encoding/json Marshal + Unmarshal of a tools/call message
+//     carrying them, plus base64 (a minimal JSON-RPC hop)
+//   - sdk-up: go-sdk client CallTool → go-sdk server over a newline pipe,
+//     to a tool that decodes the base64 to nowhere
+//   - wire-up: the same with stdiowire's line check in front of the server,
+//     as `codexec serve` runs it
+//   - sdk-down: a tool returning the bytes as an embedded resource blob
+//
+// It reports each subject's median ms and allocated bytes per MiB and the
+// ratios to base64 and to json.
+//
+//	go test ./internal/mcpserver -run '^$' -bench SDKFileBytes -benchtime 20x
+func BenchmarkSDKFileBytes(b *testing.B) {
+	data := make([]byte, 4<<20)
+	_, _ = rand.Read(data)
+	mib := float64(len(data)) / (1 << 20)
+	enc := base64.StdEncoding.EncodeToString(data)
+	bare := sdkPair(b, false)
+	wired := sdkPair(b, true)
+	subjects := map[string]func(){
+		"base64": func() {
+			s := base64.StdEncoding.EncodeToString(data)
+			if _, err := base64.StdEncoding.DecodeString(s); err != nil {
+				b.Fatal(err)
+			}
+		},
+		"json":     func() { jsonHop(b, data) },
+		"sdk-up":   func() { bare.call(b, "up", map[string]any{"data": enc}) },
+		"wire-up":  func() { wired.call(b, "up", map[string]any{"data": enc}) },
+		"sdk-down": func() { bare.down(b, len(data)) },
+	}
+	names := []string{"base64", "json", "sdk-up", "wire-up", "sdk-down"}
+	times, allocs := map[string][]time.Duration{}, map[string]uint64{}
+	var m0, m1 runtime.MemStats
+	for b.Loop() {
+		mrand.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
+		for _, n := range names {
+			runtime.ReadMemStats(&m0)
+			t0 := time.Now()
+			subjects[n]()
+			times[n] = append(times[n], time.Since(t0))
+			runtime.ReadMemStats(&m1)
+			allocs[n] += m1.TotalAlloc - m0.TotalAlloc
+		}
+	}
+	med := func(n string) float64 {
+		ds := slices.Clone(times[n])
+		slices.Sort(ds)
+		return float64(ds[len(ds)/2]) / 1e6 / mib
+	}
+	for _, n := range []string{"base64", "json", "sdk-up", "wire-up", "sdk-down"} {
+		b.ReportMetric(med(n), n+"-ms/MiB")
+		b.ReportMetric(float64(allocs[n])/float64(len(times[n]))/mib, n+"-B/MiB")
+	}
+	for _, n := range []string{"sdk-up", "wire-up", "sdk-down"} {
+		b.ReportMetric(med(n)/med("base64"), n+"/base64")
+		b.ReportMetric(med(n)/med("json"), n+"/json")
+	}
+}
+
+// jsonHop encodes a tools/call message carrying data as base64 and decodes
+// it back, with encoding/json and nothing else.
+func jsonHop(b *testing.B, data []byte) {
+	type args struct {
+		Path string `json:"path"`
+		Data string `json:"content_base64"`
+	}
+	type params struct {
+		Name      string `json:"name"`
+		Arguments args   `json:"arguments"`
+	}
+	type msg struct {
+		JSONRPC string `json:"jsonrpc"`
+		ID      int    `json:"id"`
+		Method  string `json:"method"`
+		Params  params `json:"params"`
+	}
+	line, err := json.Marshal(msg{"2.0", 1, "tools/call", params{"upload_file", args{"a.bin", base64.StdEncoding.EncodeToString(data)}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var got msg
+	if err := json.Unmarshal(line, &got); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := base64.StdEncoding.DecodeString(got.Params.Arguments.Data); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// sdkSession is a go-sdk client connected to a go-sdk server with two
+// tools: "up" decodes its base64 argument to nowhere, "down" returns n
+// bytes as a blob.
+type sdkSession struct{ cs *mcp.ClientSession }
+
+func (s sdkSession) call(b *testing.B, name string, args map[string]any) *mcp.CallToolResult {
+	res, err := s.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil || res.IsError {
+		b.Fatalf("%s: %v %+v", name, err, res)
+	}
+	return res
+}
+
+func (s sdkSession) down(b *testing.B, n int) {
+	res := s.call(b, "down", map[string]any{"n": n})
+	if got := len(res.Content[0].(*mcp.EmbeddedResource).Resource.Blob); got != n {
+		b.Fatalf("down: %d bytes, want %d", got, n)
+	}
+}
+
+// sdkPair starts the server and connects the client over pipes; wire puts
+// stdiowire in front of the server, as `codexec serve` does.
+func sdkPair(b *testing.B, wire bool) sdkSession {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "bytes", Version: "1"}, nil)
+	type upIn struct {
+		Data string `json:"data"`
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "up"}, func(_ context.Context, _ *mcp.CallToolRequest, in upIn) (*mcp.CallToolResult, struct{}, error) {
+		_, err := io.Copy(io.Discard, base64.NewDecoder(base64.StdEncoding, bytes.NewReader([]byte(in.Data))))
+		return nil, struct{}{}, err
+	})
+	type downIn struct {
+		N int `json:"n"`
+	}
+	blob := make([]byte, 8<<20)
+	mcp.AddTool(srv, &mcp.Tool{Name: "down"}, func(_ context.Context, _ *mcp.CallToolRequest, in downIn) (*mcp.CallToolResult, struct{}, error) {
+		c := &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///b", MIMEType: "application/octet-stream", Blob: blob[:in.N]}}
+		return &mcp.CallToolResult{Content: []mcp.Content{c}}, struct{}{}, nil
+	})
+	cr, sw := io.Pipe()
+	sr, cw := io.Pipe()
+	var t mcp.Transport = &mcp.IOTransport{Reader: sr, Writer: sw, MaxLineLength: -1}
+	if wire {
+		t = stdiowire.New(sr, sw, stdiowire.Options{MaxLineBytes: 32 << 20}).Transport()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ss, err := srv.Connect(ctx, t, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx,
+		&mcp.IOTransport{Reader: cr, Writer: cw, MaxLineLength: -1}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cs.Close(); _ = ss.Close(); cancel(); _ = cw.Close(); _ = sw.Close() })
+	return sdkSession{cs}
+}
