@@ -62,7 +62,7 @@ func invalid(id json.RawMessage, format string, args ...any) *refusal {
 }
 
 func check(line []byte) *refusal {
-	if !json.Valid(line) {
+	if !valid(line) {
 		var v json.RawMessage
 		err := json.Unmarshal(line, &v)
 		return &refusal{code: CodeParseError, reason: fmt.Sprintf("not JSON (%v)", err), id: null}

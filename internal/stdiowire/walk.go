@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 )
 
-// members walks a JSON object already found valid (json.Valid) once and
+// members walks a JSON object already found valid (valid) once and
 // returns its members as encoding/json decodes them into a map (names
 // unescaped, the last of a repeated name wins) with each value a slice of
 // obj, not a copy, together with the deepest nesting of objects and arrays

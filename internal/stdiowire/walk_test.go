@@ -62,3 +62,26 @@ func FuzzMembers(f *testing.F) {
 		}
 	})
 }
+
+// FuzzValid holds valid to json.Valid.
+func FuzzValid(f *testing.F) {
+	for _, tc := range checkCases {
+		f.Add(tc.line)
+	}
+	for _, s := range []string{
+		``, ` `, `1`, `-0`, `01`, `-`, `1.`, `1.5e`, `1e+9`, `2E-3`, `.5`, `+1`, `"a\u00e9\/\b"`, `"\u12"`, `"\x"`,
+		"\"\x01\"", "\"\xff\x00\"", `[]`, `[1,]`, `[,1]`, `{}`, `{,}`, `{"a":1,}`, `{"a" 1}`, `{"a":}`, `{1:2}`,
+		` {"a" : [ true , false , null ] } `, `truex`, `nul`, `[1 2]`, `{"a":1}{}`, `[[[]]]`, `[[[]]`, `"unterminated`,
+		strings.Repeat("[", maxValidDepth) + strings.Repeat("]", maxValidDepth),
+		strings.Repeat("[", maxValidDepth+1) + strings.Repeat("]", maxValidDepth+1),
+		strings.Repeat(`{"a":`, maxValidDepth) + `{}` + strings.Repeat("}", maxValidDepth),
+		strings.Repeat(`{"a":`, maxValidDepth-1) + `{}` + strings.Repeat("}", maxValidDepth-1),
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := valid([]byte(s)), json.Valid([]byte(s)); got != want {
+			t.Errorf("valid(%q) = %v, json.Valid %v", s, got, want)
+		}
+	})
+}
