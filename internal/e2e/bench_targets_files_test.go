@@ -51,12 +51,16 @@ func reportCPU(tb testing.TB, row, what string, got, base cpuUse) {
 		row, "cpu", got.total(), got.user, got.sys, base.total(), base.user, base.sys, got.total()/base.total(), what)
 }
 
-// f1Bytes is the size of the file F1 moves each way.
-const f1Bytes = 10 << 20
+// f1Bytes is the size of the file F1 moves each way; over stdio it goes up
+// in chunks of f1Chunk, download_file's default range.
+const (
+	f1Bytes = 10 << 20
+	f1Chunk = 4 << 20
+)
 
 // measureF1 is F1: a 10 MiB binary file uploaded into a session's
 // workspace and downloaded back (upload_file + download_file) through the
-// real binary, over stdio (base64 in JSON) and over HTTP with transfer
+// real binary, over stdio (base64 in JSON, 4 MiB a message) and over HTTP with transfer
 // "url" (raw PUT and GET), against `cp` of the same file on the host. The
 // subjects take turns in a shuffled order each round so that load on the
 // machine weighs on each alike; rows report p50 wall time and machine CPU
@@ -107,12 +111,16 @@ func cpFile(tb testing.TB, src, dst string) {
 	}
 }
 
-// roundTripStdio uploads data into session sid as big.bin and downloads it
-// back in the ranges one message carries, and checks the bytes.
+// roundTripStdio uploads data into session sid as big.bin in chunks of
+// f1Chunk (upload_file with offset) and downloads it back in the ranges one
+// message carries, and checks the bytes.
 func (s *server) roundTripStdio(tb testing.TB, sid string, data []byte) {
-	args := map[string]any{"session_id": sid, "path": "big.bin", "content_base64": base64.StdEncoding.EncodeToString(data), "overwrite": true}
-	if _, res := s.upload(args); res.IsError {
-		tb.Fatal(text(res))
+	for off := 0; off < len(data); off += f1Chunk {
+		args := map[string]any{"session_id": sid, "path": "big.bin", "offset": off, "overwrite": true,
+			"content_base64": base64.StdEncoding.EncodeToString(data[off:min(off+f1Chunk, len(data))])}
+		if _, res := s.upload(args); res.IsError {
+			tb.Fatal(text(res))
+		}
 	}
 	checkSame(tb, downloadRanges(tb, len(data), func(args map[string]any) *mcp.CallToolResult {
 		args["session_id"] = sid

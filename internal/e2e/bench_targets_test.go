@@ -30,7 +30,9 @@ import (
 //	F1  10 MiB upload_file + download_file vs cp: over stdio (F1), over
 //	    HTTP with transfer "url" (F1u); CPU per op user/sys (F1c, F1uc)
 //
-//	go test ./internal/e2e/ -run '^$' -bench Targets -benchtime 1x
+//	go test ./internal/e2e/ -run '^$' -bench Targets -benchtime 1x -v
+//
+// (-v: without it the testing package cuts a benchmark's log to 10 lines.)
 //
 // TestTargetsShort runs the same code with a handful of iterations as a
 // correctness check (no timing assertions).
