@@ -60,12 +60,12 @@ const (
 
 // measureF1 is F1: a 10 MiB binary file uploaded into a session's
 // workspace and downloaded back (upload_file + download_file) through the
-// real binary, over stdio (base64 in JSON, 4 MiB a message) and over HTTP with transfer
-// "url" (raw PUT and GET), against `cp` of the same file on the host. The
-// subjects take turns in a shuffled order each round so that load on the
-// machine weighs on each alike; rows report p50 wall time and machine CPU
-// per op (user/sys, /proc/stat over each subject's own ops) as ratios to
-// cp's.
+// real binary, over stdio (base64 in JSON, 4 MiB a message) and over HTTP
+// with transfer "url" (raw PUT and GET), against `cp` of the same file on
+// the host. The subjects take turns in a shuffled order each round so that
+// load on the machine weighs on each alike; rows report p50 wall time and
+// machine CPU per op (user/sys, /proc/stat over each subject's own ops) as
+// ratios to cp's, and the server process's own CPU per op.
 func measureF1(tb testing.TB, mode string, rounds int) {
 	env := []string{"CODEXEC_MAX_UPLOAD_BYTES=16m", "CODEXEC_MAX_DOWNLOAD_BYTES=16m", "CODEXEC_HTTP_MAX_BODY=16m"}
 	data := randomBytes(tb, f1Bytes)
@@ -84,24 +84,40 @@ func measureF1(tb testing.TB, mode string, rounds int) {
 		"stdio": func() { stdio.roundTripStdio(tb, sid, data) },
 		"url":   func() { roundTripURL(tb, cs, hid, data) },
 	}
-	times, cpu := map[string][]time.Duration{}, map[string]cpuUse{}
+	pids := map[string]int{"stdio": stdio.Cmd.Process.Pid, "url": hs.Cmd.Process.Pid}
+	times, cpu, srv := map[string][]time.Duration{}, map[string]cpuUse{}, map[string]cpuUse{}
 	names := []string{"cp", "stdio", "url"}
 	for range rounds {
 		rand.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
 		for _, n := range names {
-			c0, t0 := machineCPU(), time.Now()
+			s0, c0, t0 := processCPU(pids[n]), machineCPU(), time.Now()
 			subjects[n]()
 			times[n] = append(times[n], time.Since(t0))
 			cpu[n] = cpu[n].add(machineCPU().since(c0))
+			srv[n] = srv[n].add(processCPU(pids[n]).since(s0))
 		}
 	}
 	cp := ms(percentile(times["cp"], 50))
 	for _, r := range []struct{ row, subject string }{{"F1", "stdio"}, {"F1u", "url"}} {
-		got := ms(percentile(times[r.subject], 50))
-		tb.Logf("%-4s %-10s %9.2f ms   baseline %9.2f ms   ratio %.3f   10 MiB up + down, %s vs cp (%.0f MB/s)",
-			r.row, mode, got, cp, got/cp, r.subject, 2*f1Bytes/1e3/got)
+		got, sc := ms(percentile(times[r.subject], 50)), srv[r.subject].per(rounds)
+		tb.Logf("%-4s %-10s %9.2f ms   baseline %9.2f ms   ratio %.3f   10 MiB up + down, %s vs cp (%.0f MB/s; server CPU %.1f ms: user %.1f sys %.1f)",
+			r.row, mode, got, cp, got/cp, r.subject, 2*f1Bytes/1e3/got, sc.total(), sc.user, sc.sys)
 		reportCPU(tb, r.row+"c", "op", cpu[r.subject].per(rounds), cpu["cp"].per(rounds))
 	}
+}
+
+// processCPU is the CPU time process pid has used so far (/proc/pid/stat
+// utime and stime; zero for pid 0 or when it cannot be read).
+func processCPU(pid int) cpuUse {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if pid == 0 || err != nil {
+		return cpuUse{}
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // f[0] is field 3, state
+	user, _ := strconv.ParseFloat(f[11], 64)
+	sys, _ := strconv.ParseFloat(f[12], 64)
+	return cpuUse{user: user * 10, sys: sys * 10}
 }
 
 // cpFile copies src to dst with cp(1).
