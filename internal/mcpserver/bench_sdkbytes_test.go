@@ -28,12 +28,13 @@ import (
 //     carrying them, plus base64 (a minimal JSON-RPC hop)
 //   - sdk-up: go-sdk client CallTool → go-sdk server over a newline pipe,
 //     to a tool that decodes the base64 to nowhere
-//   - wire-up: the same with stdiowire's line check in front of the server,
-//     as `codexec serve` runs it
-//   - sdk-down: a tool returning the bytes as an embedded resource blob
+//   - wire-up: the same with stdiowire's Stream as the server's transport
+//     (its line check and its connection), as `codexec serve` runs it
+//   - sdk-down, wire-down: a tool returning the bytes as an embedded
+//     resource blob, over the SDK's stdio connection and over stdiowire's
 //
-// It reports each subject's median ms and allocated bytes per MiB and the
-// ratios to base64 and to json.
+// It reports each subject's median ms and allocated bytes per MiB, the
+// ratios to base64 and to json, and stdiowire's to the SDK's connection.
 //
 //	go test ./internal/mcpserver -run '^$' -bench SDKFileBytes -benchtime 20x
 func BenchmarkSDKFileBytes(b *testing.B) {
@@ -50,12 +51,13 @@ func BenchmarkSDKFileBytes(b *testing.B) {
 				b.Fatal(err)
 			}
 		},
-		"json":     func() { jsonHop(b, data) },
-		"sdk-up":   func() { bare.call(b, "up", map[string]any{"data": enc}) },
-		"wire-up":  func() { wired.call(b, "up", map[string]any{"data": enc}) },
-		"sdk-down": func() { bare.down(b, len(data)) },
+		"json":      func() { jsonHop(b, data) },
+		"sdk-up":    func() { bare.call(b, "up", map[string]any{"data": enc}) },
+		"wire-up":   func() { wired.call(b, "up", map[string]any{"data": enc}) },
+		"sdk-down":  func() { bare.down(b, len(data)) },
+		"wire-down": func() { wired.down(b, len(data)) },
 	}
-	names := []string{"base64", "json", "sdk-up", "wire-up", "sdk-down"}
+	names := []string{"base64", "json", "sdk-up", "wire-up", "sdk-down", "wire-down"}
 	times, allocs := map[string][]time.Duration{}, map[string]uint64{}
 	var m0, m1 runtime.MemStats
 	for b.Loop() {
@@ -74,14 +76,16 @@ func BenchmarkSDKFileBytes(b *testing.B) {
 		slices.Sort(ds)
 		return float64(ds[len(ds)/2]) / 1e6 / mib
 	}
-	for _, n := range []string{"base64", "json", "sdk-up", "wire-up", "sdk-down"} {
+	for _, n := range []string{"base64", "json", "sdk-up", "wire-up", "sdk-down", "wire-down"} {
 		b.ReportMetric(med(n), n+"-ms/MiB")
 		b.ReportMetric(float64(allocs[n])/float64(len(times[n]))/mib, n+"-B/MiB")
 	}
-	for _, n := range []string{"sdk-up", "wire-up", "sdk-down"} {
+	for _, n := range []string{"sdk-up", "wire-up", "sdk-down", "wire-down"} {
 		b.ReportMetric(med(n)/med("base64"), n+"/base64")
 		b.ReportMetric(med(n)/med("json"), n+"/json")
 	}
+	b.ReportMetric(med("wire-up")/med("sdk-up"), "wire-up/sdk-up")
+	b.ReportMetric(med("wire-down")/med("sdk-down"), "wire-down/sdk-down")
 }
 
 // jsonHop encodes a tools/call message carrying data as base64 and decodes
