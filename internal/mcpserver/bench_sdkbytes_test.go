@@ -176,3 +176,37 @@ func sdkPair(b *testing.B, wire bool) sdkSession {
 	b.Cleanup(func() { _ = cs.Close(); _ = ss.Close(); cancel(); _ = cw.Close(); _ = sw.Close() })
 	return sdkSession{cs}
 }
+
+// BenchmarkSDKSmallCall is a small tools/call round trip (a 16-byte
+// argument) over the SDK's stdio connection and over stdiowire's Stream,
+// interleaved, reporting each one's median µs and their ratio: what the
+// Stream's check and connection cost a call of the usual size.
+//
+//	go test ./internal/mcpserver -run '^$' -bench SDKSmallCall -benchtime 2000x
+func BenchmarkSDKSmallCall(b *testing.B) {
+	bare, wired := sdkPair(b, false), sdkPair(b, true)
+	args := map[string]any{"data": base64.StdEncoding.EncodeToString([]byte("0123456789abcdef"))}
+	var sdk, wire []time.Duration
+	timed := func(s sdkSession) time.Duration {
+		t0 := time.Now()
+		s.call(b, "up", args)
+		return time.Since(t0)
+	}
+	for i := 0; b.Loop(); i++ {
+		if i%2 == 0 { // each goes first half the time
+			sdk = append(sdk, timed(bare))
+			wire = append(wire, timed(wired))
+		} else {
+			wire = append(wire, timed(wired))
+			sdk = append(sdk, timed(bare))
+		}
+	}
+	med := func(ds []time.Duration) float64 {
+		slices.Sort(ds)
+		return float64(ds[len(ds)/2]) / 1e3
+	}
+	s, w := med(sdk), med(wire)
+	b.ReportMetric(s, "sdk-µs")
+	b.ReportMetric(w, "wire-µs")
+	b.ReportMetric(w/s, "wire/sdk")
+}
