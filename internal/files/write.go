@@ -148,7 +148,7 @@ func (r *Root) Append(p string, src io.Reader, offset, max int64) (Written, erro
 	return within(r, func() (Written, error) { return r.append(p, src, offset, max) })
 }
 
-func (r *Root) append(p string, src io.Reader, offset, max int64) (retW Written, retErr error) {
+func (r *Root) append(p string, src io.Reader, offset, max int64) (_ Written, retErr error) {
 	rel, err := Clean(p)
 	if err != nil {
 		return Written{}, err
