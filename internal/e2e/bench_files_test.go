@@ -101,7 +101,7 @@ func BenchmarkFileTransfer10MBVsCp(b *testing.B) {
 
 // downloadRanges reads a file of size bytes with download_file in the
 // ranges one message carries (each result's next_offset), through call.
-func downloadRanges(b *testing.B, size int, call func(map[string]any) *mcp.CallToolResult) []byte {
+func downloadRanges(b testing.TB, size int, call func(map[string]any) *mcp.CallToolResult) []byte {
 	var got []byte
 	for len(got) < size {
 		res := call(map[string]any{"path": "big.bin", "offset": len(got), "length": size - len(got)})
@@ -113,7 +113,7 @@ func downloadRanges(b *testing.B, size int, call func(map[string]any) *mcp.CallT
 	return got
 }
 
-func checkSame(b *testing.B, got, want []byte) {
+func checkSame(b testing.TB, got, want []byte) {
 	if !bytes.Equal(got, want) {
 		b.Fatalf("downloaded %d bytes differ from the %d uploaded", len(got), len(want))
 	}
@@ -121,7 +121,7 @@ func checkSame(b *testing.B, got, want []byte) {
 
 // tenantCallB calls a tool over cs, fails on any error, and returns the
 // structured result.
-func tenantCallB(b *testing.B, cs *mcp.ClientSession, tool string, args map[string]any) map[string]any {
+func tenantCallB(b testing.TB, cs *mcp.ClientSession, tool string, args map[string]any) map[string]any {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -23,11 +23,16 @@ import (
 //	P1bq the same, 250 ms of quiet before each spawn and each call
 //	P2  send_to_session x += 1 p50 vs a raw pipe round trip to the driver
 //	P3  one-shot python runs/s at concurrency 8 vs bare spawns at 8
+//	P3c machine CPU per P3 run vs per bare spawn, user/sys (/proc/stat)
 //	P1f, P3f  P1 and P3 with CODEXEC_POOL_FORK=on (namespace mode)
 //	P4  server idle RSS, idle python session RSS (process tree)
 //	P5  spawn → first execute_code result
+//	F1  10 MiB upload_file + download_file vs cp: over stdio (F1), over
+//	    HTTP with transfer "url" (F1u); CPU per op user/sys (F1c, F1uc)
 //
-//	go test ./internal/e2e/ -run '^$' -bench Targets -benchtime 1x
+//	go test ./internal/e2e/ -run '^$' -bench Targets -benchtime 1x -v
+//
+// (-v: without it the testing package cuts a benchmark's log to 10 lines.)
 //
 // TestTargetsShort runs the same code with a handful of iterations as a
 // correctness check (no timing assertions).
@@ -70,7 +75,7 @@ func measureTargets(tb testing.TB, n targetSizes) {
 	report("P1b", p, bp, "ms")
 	p, bp = s.sessionP50(n.p2)
 	report("P2", p, bp, "ms")
-	p, bp = s.throughput(n.p3, 8)
+	p, bp = s.throughput("P3c", n.p3, 8)
 	report("P3", p, bp, "runs/s")
 	if mode == "namespace" {
 		// The same with python runners forked from a zygote.
@@ -78,7 +83,7 @@ func measureTargets(tb testing.TB, n targetSizes) {
 		f.exec1("python", "print(1)")
 		p, bp = f.oneShotP50(n.p1, 0, "python", "print(1)", "/usr/bin/python3", "-c", "print(1)")
 		report("P1f", p, bp, "ms")
-		p, bp = f.throughput(n.p3, 8)
+		p, bp = f.throughput("P3fc", n.p3, 8)
 		report("P3f", p, bp, "runs/s")
 		_ = f.Session.Close()
 	}
@@ -100,6 +105,7 @@ func measureTargets(tb testing.TB, n targetSizes) {
 		_ = s2.Session.Close()
 	}
 	tb.Logf("P5   %-10s spawn → first result p50 %.1f ms (target 150)", mode, ms(percentile(cold, 50)))
+	measureF1(tb, mode, n.p5)
 }
 
 func (s *server) exec1(lang, code string) execResult {
@@ -161,14 +167,15 @@ func (s *server) sessionP50(n int) (float64, float64) {
 }
 
 // throughput runs n isolated python print(1) runs with conc workers, then n
-// bare spawns the same way; returns runs/s of both. It also logs the
-// machine-wide CPU time per run of each (from /proc/stat: sandboxes, kernel
-// work and the server included), which is what bounds throughput.
-func (s *server) throughput(n, conc int) (float64, float64) {
-	rate := func(run func()) (perSec, cpuMs float64) {
+// bare spawns the same way; returns runs/s of both. It also logs, as row
+// cpuRow, the machine-wide CPU time per run of each, user and sys (from
+// /proc/stat: sandboxes, kernel work and the server included), which is
+// what bounds throughput.
+func (s *server) throughput(cpuRow string, n, conc int) (float64, float64) {
+	rate := func(run func()) (perSec float64, cpu cpuUse) {
 		var wg sync.WaitGroup
 		jobs := make(chan struct{})
-		b0 := busyMs()
+		c0 := machineCPU()
 		t0 := time.Now()
 		for w := 0; w < conc; w++ {
 			wg.Add(1)
@@ -184,11 +191,11 @@ func (s *server) throughput(n, conc int) (float64, float64) {
 		}
 		close(jobs)
 		wg.Wait()
-		return float64(n) / time.Since(t0).Seconds(), (busyMs() - b0) / float64(n)
+		return float64(n) / time.Since(t0).Seconds(), machineCPU().since(c0).per(n)
 	}
 	got, gotCPU := rate(func() { s.exec1("python", "print(1)") })
 	base, baseCPU := rate(func() { _ = exec.Command("/usr/bin/python3", "-c", "print(1)").Run() })
-	s.t.Logf("     CPU per run (machine-wide): isolated %.1f ms, bare %.1f ms", gotCPU, baseCPU)
+	reportCPU(s.t, cpuRow, "isolated run vs bare spawn", gotCPU, baseCPU)
 	return got, base
 }
 

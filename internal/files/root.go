@@ -38,6 +38,8 @@ var (
 	ErrNotFound = errors.New("no such file")
 	ErrExists   = errors.New("file exists (pass overwrite: true to replace it)")
 	ErrTooLarge = errors.New("too large")
+	// ErrOffset is an appended chunk whose offset is not the file's size.
+	ErrOffset = errors.New("offset is not the end of the file")
 )
 
 // Root is a workspace directory opened for confined access. It holds an fd to
@@ -200,6 +202,12 @@ func (r *Root) open(p string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	return r.openRegular(rel, unix.O_RDONLY)
+}
+
+// openRegular opens the regular file rel with flags (O_RDONLY or
+// O_WRONLY), refusing what Open refuses.
+func (r *Root) openRegular(rel string, flags uint64) (*File, error) {
 	// An O_PATH open first: it never opens the object itself, so a device or
 	// FIFO is refused without side effects.
 	pfd, err := r.openBeneath(rel, openPath|unix.O_NOFOLLOW)
@@ -212,8 +220,8 @@ func (r *Root) open(p string) (*File, error) {
 		return nil, err
 	}
 	// The real open: O_NONBLOCK so an object swapped in meanwhile cannot
-	// block us; re-checked on the fd we will actually read.
-	fd, err := r.openBeneath(rel, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY)
+	// block us; re-checked on the fd we will actually use.
+	fd, err := r.openBeneath(rel, flags|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
 		return nil, err
 	}

@@ -132,3 +132,52 @@ func (r *Root) mkdirAll(rel string) (int, error) {
 	_ = unix.Fchownat(pfd, base, r.uid, r.gid, unix.AT_SYMLINK_NOFOLLOW)
 	return r.openBeneath(rel, openPath|unix.O_DIRECTORY)
 }
+
+// Append writes the contents of src into the existing regular file rel at
+// offset, which must be the file's size: the next chunk of a file sent in
+// chunks, written in place (readers may see the file grow). Max bounds the
+// file's size after the chunk (0 = no limit). A chunk that fails — a read
+// error of src, a file that would pass Max — is cut off again, leaving the
+// file as it was. The result's Size is the file's new size; its SHA256 is
+// empty, since hashing the whole file per chunk would cost as much again
+// as the chunks.
+func (r *Root) Append(p string, src io.Reader, offset, max int64) (Written, error) {
+	if r.readOnly {
+		return Written{}, fmt.Errorf("%s is read-only to sandboxed code, so nothing is written there; an operator can make it writable with CODEXEC_WRITABLE_ROOTS", r.dir)
+	}
+	return within(r, func() (Written, error) { return r.append(p, src, offset, max) })
+}
+
+func (r *Root) append(p string, src io.Reader, offset, max int64) (_ Written, retErr error) {
+	rel, err := Clean(p)
+	if err != nil {
+		return Written{}, err
+	}
+	f, err := r.openRegular(rel, unix.O_WRONLY)
+	if err != nil {
+		return Written{}, err
+	}
+	defer f.Close()
+	if f.Size != offset {
+		return Written{}, fmt.Errorf("%s holds %d bytes, so the next chunk goes at offset %d, not %d: %w", rel, f.Size, f.Size, offset, ErrOffset)
+	}
+	defer func() {
+		if retErr != nil {
+			_ = f.Truncate(offset) // the failed chunk's bytes
+		}
+	}()
+	if max > 0 {
+		if offset >= max {
+			return Written{}, fmt.Errorf("%s: more than %d bytes: %w", rel, max, ErrTooLarge)
+		}
+		src = io.LimitReader(src, max-offset+1)
+	}
+	n, err := io.Copy(io.NewOffsetWriter(f, offset), src)
+	if err != nil {
+		return Written{}, err
+	}
+	if max > 0 && offset+n > max {
+		return Written{}, fmt.Errorf("%s: more than %d bytes: %w", rel, max, ErrTooLarge)
+	}
+	return Written{Path: rel, Size: offset + n}, f.Close()
+}

@@ -1,8 +1,10 @@
 package stdiowire
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
 // BenchmarkCheck measures the cost Check adds to each message: a typical
@@ -22,4 +24,38 @@ func BenchmarkCheck(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkCheckUpload compares, on a 1 MiB upload line, Check against
+// json.Valid alone (which its own validator replaces) and against what it
+// did before (json.Valid, then encoding/json decoding the members and a
+// byte-at-a-time scan for nesting: decodedMembers), interleaved in one loop,
+// and reports the ratios.
+//
+//	go test ./internal/stdiowire -run '^$' -bench CheckUpload -benchtime 50x
+func BenchmarkCheckUpload(b *testing.B) {
+	line := []byte(`{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"upload_file","arguments":{"path":"a.bin","content_base64":"` + strings.Repeat("QUJD", 1<<18) + `"}}}`)
+	subjects := []func(){
+		func() {
+			if Check(line) != nil {
+				b.Fatal("refused")
+			}
+		},
+		func() { _ = json.Valid(line) },
+		func() { _ = json.Valid(line); decodedMembers(b, line) },
+	}
+	var took [3]time.Duration
+	for b.Loop() {
+		for i, f := range subjects {
+			t0 := time.Now()
+			f()
+			took[i] += time.Since(t0)
+		}
+	}
+	mb := float64(len(line)) / 1e6 * float64(b.N)
+	b.ReportMetric(mb/took[0].Seconds(), "check-MB/s")
+	b.ReportMetric(mb/took[1].Seconds(), "valid-MB/s")
+	b.ReportMetric(mb/took[2].Seconds(), "decode-MB/s")
+	b.ReportMetric(float64(took[0])/float64(took[1]), "check/valid")
+	b.ReportMetric(float64(took[0])/float64(took[2]), "check/decode")
 }

@@ -62,7 +62,7 @@ func invalid(id json.RawMessage, format string, args ...any) *refusal {
 }
 
 func check(line []byte) *refusal {
-	if !json.Valid(line) {
+	if !valid(line) {
 		var v json.RawMessage
 		err := json.Unmarshal(line, &v)
 		return &refusal{code: CodeParseError, reason: fmt.Sprintf("not JSON (%v)", err), id: null}
@@ -74,26 +74,8 @@ func check(line []byte) *refusal {
 	default:
 		return invalid(null, "a JSON-RPC message is a JSON object")
 	}
-	var spans map[string]span
-	if err := json.Unmarshal(line, &spans); err != nil {
-		return invalid(null, "%v", err)
-	}
-	env := make(map[string]json.RawMessage, len(spans))
-	for k, v := range spans {
-		env[k] = json.RawMessage(v)
-	}
-	return checkEnvelope(line, env)
-}
-
-// span is a member's value as a slice of the line, not a copy: an upload's
-// params are megabytes, and the check only reads the small members.
-type span []byte
-
-// UnmarshalJSON keeps b, which encoding/json slices from the line being
-// checked; the spans are dropped before the line's buffer is reused.
-func (s *span) UnmarshalJSON(b []byte) error {
-	*s = b
-	return nil
+	env, deepest, count := members(bytes.TrimSpace(line))
+	return checkEnvelope(line, env, deepest, count)
 }
 
 // checkEnvelope checks the members of a message object. The SDK decodes
@@ -101,10 +83,9 @@ func (s *span) UnmarshalJSON(b []byte) error {
 // member wins), so these checks are what it needs; the rare message they do
 // not settle (an "error" member, a repeated member) is also decoded by the
 // SDK's own decoder, which is slow (a 64 KiB buffer a call) to do for all.
-func checkEnvelope(line []byte, env map[string]json.RawMessage) *refusal {
+func checkEnvelope(line []byte, env map[string]json.RawMessage, deepest, members int) *refusal {
 	rawID, hasID := env["id"]
 	replyID := echoable(rawID)
-	deepest, members := shape(line)
 	if deepest > maxDepth {
 		return invalid(replyID, "the message nests deeper than %d levels", maxDepth)
 	}
@@ -200,32 +181,6 @@ func messageID(msg jsonrpc.Message) jsonrpc.ID {
 		return m.ID
 	}
 	return jsonrpc.ID{}
-}
-
-// shape returns the deepest nesting of objects and arrays in valid JSON,
-// counted as the SDK counts it, and the number of members of the top-level
-// object (repeated names counted each time).
-func shape(data []byte) (deepest, members int) {
-	d, inString, escaped := 0, false, false
-	for _, b := range data {
-		switch {
-		case escaped:
-			escaped = false
-		case inString:
-			escaped = b == '\\'
-			inString = b != '"'
-		case b == '"':
-			inString = true
-		case b == '{' || b == '[':
-			d++
-			deepest = max(deepest, d)
-		case b == '}' || b == ']':
-			d--
-		case b == ':' && d == 1:
-			members++
-		}
-	}
-	return deepest, members
 }
 
 // loneSurrogate reports whether a JSON string holds a \u escape of half a

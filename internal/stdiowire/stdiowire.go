@@ -1,6 +1,7 @@
 // Package stdiowire is the wire of MCP's stdio transport: newline-delimited
-// JSON-RPC between the client and the SDK's transport, with every message
-// checked before the SDK reads it.
+// JSON-RPC between the client and the SDK's server, with every message
+// checked before the SDK reads it, served to the SDK as an mcp.Transport of
+// its own (Stream.Transport) that decodes each checked line once.
 //
 // The go-sdk's stdio connection ends the session, and so the server, at the
 // first line it cannot decode (not JSON, a batch, a member of the wrong
@@ -82,12 +83,6 @@ func New(in io.Reader, out io.Writer, o Options) *Stream {
 	s := &Stream{in: bufio.NewReaderSize(in, readChunk), max: o.MaxLineBytes, log: o.Logger, out: out, ended: o.InputEnded}
 	s.closer, _ = in.(io.Closer)
 	return s
-}
-
-// Transport is the SDK transport over s. The SDK's own line cap is off:
-// s already bounds every line it passes on.
-func (s *Stream) Transport() mcp.Transport {
-	return &mcp.IOTransport{Reader: s, Writer: writeHalf{s}, MaxLineLength: -1}
 }
 
 // Read returns checked message lines, each ending in a newline, answering
@@ -173,10 +168,3 @@ func (s *Stream) refuse(r *refusal) {
 		s.log.Warn("could not answer a malformed stdio message", "err", fmt.Sprint(err))
 	}
 }
-
-// writeHalf is the Stream as the SDK's writer: closing it is the Stream's
-// business (Close), so its own Close does nothing.
-type writeHalf struct{ s *Stream }
-
-func (w writeHalf) Write(p []byte) (int, error) { return w.s.Write(p) }
-func (w writeHalf) Close() error                { return nil }

@@ -30,13 +30,17 @@ type UploadIn struct {
 	Mode          string `json:"mode,omitempty" jsonschema:"octal, e.g. 755"`
 	Overwrite     bool   `json:"overwrite,omitempty"`
 	Transfer      string `json:"transfer,omitempty" jsonschema:"url: PUT the bytes to upload_url (HTTP)"`
+	// Offset > 0 appends a chunk to a session file of that size (the tool
+	// description says so: the wire budget has no room for a description).
+	Offset int64 `json:"offset,omitempty"`
 }
 
 // UploadOut is upload_file's structured result.
 type UploadOut struct {
-	Path   string `json:"path"`
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"`
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+	// SHA256 is the written file's; empty for an appended chunk.
+	SHA256 string `json:"sha256,omitempty"`
 	// UploadID names a staged upload (no session given).
 	UploadID  string     `json:"upload_id,omitempty"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
@@ -89,7 +93,7 @@ func (s *Files) Register(r *tool.Registrar) {
 		return
 	}
 	tool.Add(r, &mcp.Tool{Name: "upload_file", Title: "Upload file",
-		Description: "Write a file into a session, or stage it for execute_code/run_script files (upload_id).",
+		Description: "Write a file into a session (offset: append), or stage it for execute_code/run_script files (upload_id).",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(false)}}, s.uploadFile)
 	tool.Add(r, &mcp.Tool{Name: "download_file", Title: "Download file",
 		Description: "Read a file of a session or of a run's kept artifacts (execution_id); offset/length for ranges (default length 4 MiB).",
@@ -229,6 +233,10 @@ func (s *Files) uploadFile(ctx context.Context, _ *mcp.CallToolRequest, in Uploa
 	if err != nil {
 		return nil, UploadOut{}, err
 	}
+	if in.Offset != 0 {
+		out, err := s.appendChunk(ctx, in, url)
+		return nil, out, err
+	}
 	if url {
 		out, err := s.uploadURL(ctx, in, mode)
 		return nil, out, err
@@ -239,6 +247,45 @@ func (s *Files) uploadFile(ctx context.Context, _ *mcp.CallToolRequest, in Uploa
 	}
 	out, err := s.write(ctx, in, body, size, mode)
 	return nil, out, err
+}
+
+// appendChunk writes the content of a call with an offset at that offset
+// of an existing session file whose size it is: a file sent in chunks, each
+// decoded as it is written, so neither end holds the whole file.
+func (s *Files) appendChunk(ctx context.Context, in UploadIn, url bool) (UploadOut, error) {
+	switch {
+	case in.Offset < 0:
+		return UploadOut{}, tool.Invalidf("offset %d: give the size the file has so far", in.Offset)
+	case url:
+		return UploadOut{}, tool.Invalidf("offset goes with transfer \"json\"; an upload_url takes the whole file in one PUT")
+	case in.Mode != "":
+		return UploadOut{}, tool.Invalidf("mode goes with the first chunk (no offset)")
+	case in.SessionID == "" && in.ContextID == "":
+		return UploadOut{}, tool.Invalidf("offset appends to a session's file: give session_id or context_id (a staged upload is one call)")
+	}
+	body, size, err := s.uploadContent(in)
+	if err != nil {
+		return UploadOut{}, err
+	}
+	limit := s.deps.Config.MaxUploadBytes
+	if in.Offset+size > limit {
+		return UploadOut{}, tool.Coded(tool.CodeLimitExceeded, "%d bytes exceed CODEXEC_MAX_UPLOAD_BYTES (%d)", in.Offset+size, limit)
+	}
+	t, err := s.resolveTarget(ctx, in.SessionID, in.ContextID, "")
+	if err != nil {
+		return UploadOut{}, err
+	}
+	defer t.close()
+	if room, err := s.checkDisk(t.Root, max(size, 0)); err != nil {
+		return UploadOut{}, err
+	} else if room >= 0 && size < 0 {
+		limit = min(limit, in.Offset+room)
+	}
+	w, err := t.Root.Append(in.Path, body, in.Offset, limit)
+	if err != nil {
+		return UploadOut{}, tool.Rejected(err)
+	}
+	return UploadOut{Path: w.Path, Size: w.Size}, nil
 }
 
 // uploadContent is the reader of the one content field given and its
