@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +31,8 @@ import (
 //	noop     codexec's list_sessions through the whole server (stdio wire,
 //	         middleware, tool.Add's argument and result checks)
 //	send     codexec's send_to_session x += 1 in a python session
+//	pipe1M, sdk1M  pipe and sdk with 1 MiB of code in the arguments (how
+//	         the SDK's decoding grows with the size of a request)
 //
 // Each row is reported as p50 µs per call, allocations per call, and its
 // ratio to pipe:
@@ -37,12 +40,15 @@ import (
 //	go test ./internal/mcpserver -run '^$' -bench CallOverhead -benchtime 2000x
 func BenchmarkCallOverhead(b *testing.B) {
 	ctx := context.Background()
+	big := strings.Repeat("x", 1<<20)
 	rows := []struct {
 		name string
 		call func()
 	}{
-		{"pipe", pipeRoundTrip(b)},
-		{"sdk", sdkCall(b, ctx)},
+		{"pipe", pipeRoundTrip(b, "x += 1")},
+		{"sdk", sdkCall(b, ctx, "x += 1")},
+		{"pipe1M", pipeRoundTrip(b, big)},
+		{"sdk1M", sdkCall(b, ctx, big)},
 	}
 	cs := appClient(b)
 	mustCall := func(name string, args map[string]any) *mcp.CallToolResult {
@@ -103,12 +109,12 @@ func p50(ds []time.Duration) time.Duration {
 // pipeRoundTrip returns a call that writes a tools/call request line and
 // reads a reply line from a goroutine that answers every line with a canned
 // result, over io.Pipes.
-func pipeRoundTrip(b *testing.B) func() {
+func pipeRoundTrip(b *testing.B, code string) func() {
 	cr, sw := io.Pipe()
 	sr, cw := io.Pipe()
 	b.Cleanup(func() { _ = cw.Close(); _ = sw.Close() })
 	go func() {
-		in := bufio.NewReader(sr)
+		in := bufio.NewReaderSize(sr, 4<<20)
 		reply := []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"ok\":true}"}],"structuredContent":{"ok":true}}}` + "\n")
 		for {
 			if _, err := in.ReadSlice('\n'); err != nil {
@@ -119,8 +125,8 @@ func pipeRoundTrip(b *testing.B) func() {
 			}
 		}
 	}()
-	req := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"noop","arguments":{"session_id":"s","code":"x += 1"}}}` + "\n")
-	out := bufio.NewReader(cr)
+	req := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"noop","arguments":{"session_id":"s","code":"` + code + `"}}}` + "\n")
+	out := bufio.NewReaderSize(cr, 4<<20)
 	return func() {
 		if _, err := cw.Write(req); err != nil {
 			b.Fatal(err)
@@ -135,7 +141,7 @@ func pipeRoundTrip(b *testing.B) func() {
 // tool.Add adds codexec's (Server.AddTool with input and output schemas, a
 // raw handler that returns structured content and its text), over the
 // SDK's IOTransport on io.Pipes.
-func sdkCall(b *testing.B, ctx context.Context) func() {
+func sdkCall(b *testing.B, ctx context.Context, code string) func() {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
 	in := json.RawMessage(`{"type":"object","properties":{"session_id":{"type":"string"},"code":{"type":"string"}},"required":["session_id","code"]}`)
 	out := json.RawMessage(`{"type":"object","properties":{"ok":{"type":"boolean"}}}`)
@@ -146,13 +152,13 @@ func sdkCall(b *testing.B, ctx context.Context) func() {
 	cr, sw := io.Pipe()
 	sr, cw := io.Pipe()
 	sctx, cancel := context.WithCancel(ctx)
-	go func() { _ = srv.Run(sctx, &mcp.IOTransport{Reader: sr, Writer: sw}) }()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, &mcp.IOTransport{Reader: cr, Writer: cw}, nil)
+	go func() { _ = srv.Run(sctx, &mcp.IOTransport{Reader: sr, Writer: sw, MaxLineLength: -1}) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, &mcp.IOTransport{Reader: cr, Writer: cw, MaxLineLength: -1}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = cs.Close(); cancel(); _ = cw.Close(); _ = sw.Close() })
-	args := map[string]any{"session_id": "s", "code": "x += 1"}
+	args := map[string]any{"session_id": "s", "code": code}
 	return func() {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "noop", Arguments: args})
 		if err != nil || res.IsError {
