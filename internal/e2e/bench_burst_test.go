@@ -40,7 +40,9 @@ func (s *server) burstP90(rounds int, pause time.Duration) (float64, float64) {
 }
 
 // BenchmarkCallTargets runs the per-call rows of BenchmarkTargets alone
-// (P1n, P1b, P2, P1burst), each next to its baseline, on one server:
+// (P1n, P1b, P2, P1burst), each next to its baseline, on one server, and
+// P1burst0, P1burst on a server whose pool does not grow past
+// CODEXEC_POOL_SIZE:
 //
 //	go test ./internal/e2e/ -run '^$' -bench CallTargets -benchtime 1x
 func BenchmarkCallTargets(b *testing.B) {
@@ -62,5 +64,13 @@ func BenchmarkCallTargets(b *testing.B) {
 		report("P2", p, bp, "ms")
 		p, bp = s.burstP90(10, time.Second)
 		report("P1burst", p, bp, "ms")
+		_ = s.Session.Close()
+		// The same with the pool held at CODEXEC_POOL_SIZE, as before it
+		// grew in bursts.
+		f := start(b, "CODEXEC_POOL_BURST=0")
+		f.exec1("python", "print(1)")
+		p, bp = f.burstP90(10, time.Second)
+		report("P1burst0", p, bp, "ms")
+		_ = f.Session.Close()
 	}
 }
