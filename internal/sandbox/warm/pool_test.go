@@ -58,7 +58,7 @@ func TestTakeWaitsForLaunchingRunner(t *testing.T) {
 }
 
 // TestWaitGrowsKind: a run that had to wait for a runner makes the kind
-// keep one more (up to Size), as a miss does.
+// keep one more, as a miss does.
 func TestWaitGrowsKind(t *testing.T) {
 	p, req, started, release := launchingPool(t, 2)
 	go func() { <-started; close(release) }() // the second launch lets both finish
