@@ -118,7 +118,7 @@ func interpreterPrefixes(langs *runtime.Set) []string {
 
 // poolOptions are the warm runner settings (CODEXEC_POOL_*).
 func poolOptions(cfg config.Config) sandbox.PoolOptions {
-	return sandbox.PoolOptions{Size: cfg.PoolSize, Idle: cfg.PoolIdle, MemoryBytes: cfg.PoolMemoryBytes, Fork: cfg.PoolFork == "on"}
+	return sandbox.PoolOptions{Size: cfg.PoolSize, Burst: cfg.PoolBurst, Idle: cfg.PoolIdle, MemoryBytes: cfg.PoolMemoryBytes, Fork: cfg.PoolFork == "on"}
 }
 
 func containerOptions(cfg config.Config, env HostEnv) container.Options {

@@ -69,9 +69,10 @@ type Config struct {
 	PidsLimit        int
 	DiskLimitBytes   int64
 
-	// Warm runners (namespace mode): ready runners per kind, idle expiry,
-	// memory cap of all ready runners.
+	// Warm runners (namespace mode): ready runners per kind, the most a
+	// kind grows to in bursts, idle expiry, memory cap of all ready runners.
 	PoolSize        int
+	PoolBurst       int
 	PoolIdle        time.Duration
 	PoolMemoryBytes int64
 	// PoolFork is "on" (python runners forked from a fork-server) or "off".

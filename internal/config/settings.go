@@ -38,6 +38,7 @@ var settings = []setting{
 	{"CODEXEC_PIDS_LIMIT", "256", "maximum processes per run/session in isolated modes", positive(func(c *Config) *int { return &c.PidsLimit })},
 	{"CODEXEC_DISK_LIMIT", "256m", "bytes a run or session may write, workspace and /tmp together (namespace/docker; subprocess: max file size)", bytesize(func(c *Config) *int64 { return &c.DiskLimitBytes })},
 	{"CODEXEC_POOL_SIZE", "2", "warm runners kept ready per language (python, node; bash outside docker mode) in every mode (0 = off)", nonNegative(func(c *Config) *int { return &c.PoolSize })},
+	{"CODEXEC_POOL_BURST", "10", "most warm runners a language grows to while runs come faster than CODEXEC_POOL_SIZE runners are refilled; the extra ones stop after CODEXEC_POOL_IDLE_MS without such a burst", nonNegative(func(c *Config) *int { return &c.PoolBurst })},
 	{"CODEXEC_POOL_IDLE_MS", "60000", "stop a language's warm runners after this long without a run, in milliseconds", millis(func(c *Config) *time.Duration { return &c.PoolIdle })},
 	{"CODEXEC_POOL_MEMORY", "256m", "memory cap of all ready warm runners together", bytesize(func(c *Config) *int64 { return &c.PoolMemoryBytes })},
 	{"CODEXEC_POOL_FORK", "off", "on: python warm runners are forked from a sandboxed python fork-server, each in fresh namespaces (needs Landlock ABI 6; less CPU per run, a few ms more latency on VMs with costly page faults) | off: each starts its own interpreter", oneOf(func(c *Config) *string { return &c.PoolFork }, "on", "off")},

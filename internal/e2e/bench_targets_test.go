@@ -77,6 +77,8 @@ func measureTargets(tb testing.TB, n targetSizes) {
 	report("P2", p, bp, "ms")
 	p, bp = s.throughput("P3c", n.p3, 8)
 	report("P3", p, bp, "runs/s")
+	p, bp = s.burstP90(max(n.p1/20, 1), time.Second)
+	report("P1burst", p, bp, "ms")
 	if mode == "namespace" {
 		// The same with python runners forked from a zygote.
 		f := start(tb, "CODEXEC_POOL_FORK=on")

@@ -16,8 +16,14 @@ const (
 
 // PoolOptions configure warm runners (CODEXEC_POOL_*).
 type PoolOptions struct {
-	// Size is the most ready runners kept per kind; 0 disables warm runners.
+	// Size is the ready runners kept per kind; 0 disables warm runners.
 	Size int
+	// Burst is the most ready runners a kind grows to when runs come
+	// faster than Size runners are refilled (each run that finds none
+	// ready adds one, up to Burst; the memory cap still applies). The
+	// runners above Size are stopped after Idle without such a run. At
+	// most Size: no growth.
+	Burst int
 	// Idle stops a kind's runners when no run asked for that kind for this
 	// long (0: one minute).
 	Idle time.Duration
@@ -38,8 +44,9 @@ type PoolStat struct {
 	Kind string
 	Key  string
 	// Ready runners wait for a run; Starting are being started; Target is
-	// how many the pool currently aims to keep (grows on misses, drops to 0
-	// after the idle expiry).
+	// how many the pool currently aims to keep (grows on misses up to
+	// Burst, back to Size after Idle without one, to 0 after the idle
+	// expiry).
 	Ready, Starting, Target int
 	// Hits are runs served warm; Misses runs that found no ready runner.
 	Hits, Misses uint64

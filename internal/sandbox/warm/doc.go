@@ -18,7 +18,9 @@
 //
 // Runners are started in the background, one kind (interpreter, flags,
 // environment minus HOME, mounts, limits) at a time, with a low CPU weight
-// until taken, so refills never take CPU from running code.
+// until taken, so refills never take CPU from running code. A kind keeps
+// Size runners ready, and grows up to Burst while runs come faster than it
+// refills (see Pool.growLocked).
 //
 // Each backend has its own runner type (a Stub plus what it holds) behind
 // the Runner interface; Pool keeps them per kind (take, refill, expire,

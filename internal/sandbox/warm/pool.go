@@ -109,6 +109,11 @@ func Parse(spec sandbox.Spec) (Request, bool) {
 // steady load still gets runners.
 const refillDefer = 100 * time.Millisecond
 
+// burstGap is how long no run must be in flight before a refill the next
+// run does not need starts: longer than the gap between calls an agent
+// fires back to back (a client round trip, about a millisecond).
+const burstGap = 20 * time.Millisecond
+
 // Starter starts one runner for a request; backends implement it.
 type Starter func(req Request) (Runner, error)
 
@@ -119,10 +124,13 @@ type warmKind struct {
 	starting int
 	// launching counts the starting runners past the refill gate (in
 	// start); waiters are runs waiting for them, at most one each.
-	launching    int
-	waiters      []chan Runner
-	target       int
-	lastUse      time.Time
+	launching int
+	waiters   []chan Runner
+	target    int
+	lastUse   time.Time
+	// lastShort is when a run last found no runner ready (a burst): the
+	// kind keeps its runners above Size until Idle after it.
+	lastShort    time.Time
 	hits, misses uint64
 	memEstimate  int64
 }
@@ -209,7 +217,7 @@ func (p *Pool) takeOrQueue(req Request) (Runner, chan Runner) {
 		// Not a miss (yet), but demand the pool did not meet: the kind
 		// grows, and its next runner starts when the refill gate lets it
 		// (after this run, not beside the runner it waits for).
-		k.target = min(p.opts.Size, k.target+1)
+		p.growLocked(k)
 		wait := make(chan Runner, 1)
 		k.waiters = append(k.waiters, wait)
 		return nil, wait
@@ -221,7 +229,19 @@ func (p *Pool) takeOrQueue(req Request) (Runner, chan Runner) {
 // missLocked records a run served cold and lets the kind grow.
 func (p *Pool) missLocked(k *warmKind) {
 	p.servedLocked(k, false)
-	k.target = min(p.opts.Size, k.target+1)
+	p.growLocked(k)
+}
+
+// growLocked adds one runner to k's target after a run found none ready:
+// up to Size, then up to Burst. Runs that come faster than the pool
+// refills (an agent's calls fired back to back) empty a pool of Size and
+// leave every other run cold; the next burst of the same size then finds
+// its runners ready, started in the pause between bursts rather than
+// beside the runs. A burst costs the same CPU either way (one runner per
+// run); what growth adds is memory, for Idle after the last burst.
+func (p *Pool) growLocked(k *warmKind) {
+	k.target = min(max(p.opts.Size, p.opts.Burst), k.target+1)
+	k.lastShort = time.Now()
 }
 
 // leaveQueue gives up waiting; a runner handed over meanwhile is kept,
@@ -287,7 +307,16 @@ func (p *Pool) memoryLocked() int64 {
 
 func (p *Pool) fill(k *warmKind) {
 	defer p.wg.Done()
-	p.quiet.wait(refillDefer, p.done)
+	p.mu.Lock()
+	spare := len(k.ready) > 0
+	p.mu.Unlock()
+	if spare {
+		// Not needed by the next run: started after the burst, not in
+		// the millisecond gaps between its runs, whose CPU it would take.
+		p.quiet.settle(burstGap, refillDefer, p.done)
+	} else {
+		p.quiet.wait(refillDefer, p.done)
+	}
 	select {
 	case p.fills <- struct{}{}:
 	case <-p.done:
@@ -366,6 +395,7 @@ func (p *Pool) expire(now time.Time) {
 	var stale []Runner
 	for key, k := range p.kinds {
 		if now.Sub(k.lastUse) < p.opts.Idle {
+			stale = append(stale, p.shrinkLocked(k, now)...)
 			continue
 		}
 		if len(k.ready) > 0 {
@@ -381,6 +411,22 @@ func (p *Pool) expire(now time.Time) {
 	for _, r := range stale {
 		r.Destroy()
 	}
+}
+
+// shrinkLocked takes a kind that grew in a burst back to Size once no run
+// found it short for Idle, and returns the ready runners above Size.
+func (p *Pool) shrinkLocked(k *warmKind, now time.Time) []Runner {
+	if k.target <= p.opts.Size || now.Sub(k.lastShort) < p.opts.Idle {
+		return nil
+	}
+	k.target = p.opts.Size
+	if len(k.ready) <= k.target {
+		return nil
+	}
+	extra := k.ready[k.target:]
+	k.ready = k.ready[:k.target:k.target]
+	slog.Info("warm runners: burst over", "kind", k.req.Kind, "stopped", len(extra))
+	return extra
 }
 
 // Stats returns the state of every kind.

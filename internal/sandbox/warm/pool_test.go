@@ -58,7 +58,7 @@ func TestTakeWaitsForLaunchingRunner(t *testing.T) {
 }
 
 // TestWaitGrowsKind: a run that had to wait for a runner makes the kind
-// keep one more (up to Size), as a miss does.
+// keep one more, as a miss does.
 func TestWaitGrowsKind(t *testing.T) {
 	p, req, started, release := launchingPool(t, 2)
 	go func() { <-started; close(release) }() // the second launch lets both finish
@@ -100,5 +100,38 @@ func waitFor(t *testing.T, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatal("condition not reached within 5 s")
 		}
+	}
+}
+
+// TestBurstGrowsAndShrinks: runs that find no runner ready grow the kind
+// past Size up to Burst, so the next burst finds its runners ready; once
+// no run found it short for Idle, the kind is back to Size and the extra
+// ready runners are stopped.
+func TestBurstGrowsAndShrinks(t *testing.T) {
+	ready := func(Request) (Runner, error) { return &fakeRunner{Stub{Wait: func() error { return nil }}}, nil }
+	p := NewPool(sandbox.PoolOptions{Size: 1, Burst: 3, Idle: time.Hour}, ready)
+	t.Cleanup(p.Close)
+	req := Request{Kind: sandbox.WarmPython, Key: "k"}
+	p.Demand(req)
+	waitFor(t, func() bool { return p.Stats()[0].Ready == 1 })
+	for range 6 { // faster than the pool refills: some runs find none ready
+		p.mu.Lock()
+		k := p.kinds["k"]
+		k.ready = nil // taken at once, as by runs fired back to back
+		p.mu.Unlock()
+		_ = p.Take(req)
+	}
+	waitFor(t, func() bool { st := p.Stats()[0]; return st.Target == 3 && st.Ready == 3 })
+	if r := p.Take(req); r == nil {
+		t.Fatal("no ready runner after the kind grew")
+	}
+	p.mu.Lock()
+	p.kinds["k"].lastShort = time.Now().Add(-2 * time.Hour)
+	p.mu.Unlock()
+	waitFor(t, func() bool { return p.Stats()[0].Ready == 3 })
+	p.expire(time.Now())
+	st := p.Stats()[0]
+	if diff := cmp.Diff([2]int{1, 1}, [2]int{st.Target, st.Ready}); diff != "" {
+		t.Errorf("target, ready after the burst expired (-want +got):\n%s", diff)
 	}
 }

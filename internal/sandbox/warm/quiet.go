@@ -19,12 +19,13 @@ type quietGate struct {
 	mu     sync.Mutex
 	active int
 	idle   chan struct{} // closed while active == 0
+	idleAt time.Time     // when active last became 0
 }
 
 func newQuietGate() *quietGate {
 	idle := make(chan struct{})
 	close(idle)
-	return &quietGate{idle: idle}
+	return &quietGate{idle: idle, idleAt: time.Now()}
 }
 
 // begin records a run starting; every begin needs one end.
@@ -44,6 +45,7 @@ func (g *quietGate) end() {
 	g.active--
 	if g.active == 0 {
 		close(g.idle)
+		g.idleAt = time.Now()
 	}
 }
 
@@ -73,4 +75,40 @@ type countedProc struct {
 func (c *countedProc) Release(drainTimeout time.Duration) error {
 	defer c.once.Do(c.end)
 	return c.Process.Release(drainTimeout)
+}
+
+// settle returns once no run has been in flight for quiet, after at most
+// limit, or when stop is closed. Runs fired back to back leave gaps of
+// about a millisecond between them, which wait takes for the end of the
+// load; settle waits for the end of the burst.
+func (g *quietGate) settle(quiet, limit time.Duration, stop <-chan struct{}) {
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	for {
+		g.mu.Lock()
+		idle, active, left := g.idle, g.active, quiet-time.Since(g.idleAt)
+		g.mu.Unlock()
+		if active == 0 {
+			if left <= 0 {
+				return
+			}
+			// Check again when the quiet would have lasted long enough
+			// (a run may begin and end meanwhile).
+			idle = nil
+		} else {
+			left = limit
+		}
+		t := time.NewTimer(left)
+		select {
+		case <-deadline.C:
+			t.Stop()
+			return
+		case <-stop:
+			t.Stop()
+			return
+		case <-t.C:
+		case <-idle:
+			t.Stop()
+		}
+	}
 }

@@ -63,3 +63,36 @@ func TestCountedProcEndsOnce(t *testing.T) {
 		t.Fatalf("end called %d times, want 1", ends)
 	}
 }
+
+// TestQuietGateSettle: settle waits until no run has been in flight for
+// its quiet time, across short gaps between runs, and at most its limit.
+func TestQuietGateSettle(t *testing.T) {
+	g := newQuietGate()
+	time.Sleep(30 * time.Millisecond)
+	t0 := time.Now()
+	g.settle(20*time.Millisecond, time.Second, nil)
+	if d := time.Since(t0); d > 15*time.Millisecond {
+		t.Fatalf("gate quiet for 30 ms waited %v", d)
+	}
+	go func() { // five runs of 10 ms with 1 ms gaps
+		for range 5 {
+			g.begin()
+			time.Sleep(10 * time.Millisecond)
+			g.end()
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	time.Sleep(2 * time.Millisecond)
+	t0 = time.Now()
+	g.settle(20*time.Millisecond, time.Second, nil)
+	if d := time.Since(t0); d < 65*time.Millisecond || d > 900*time.Millisecond {
+		t.Fatalf("gate across a 55 ms burst waited %v, want the burst and 20 ms", d)
+	}
+	g.begin()
+	defer g.end()
+	t0 = time.Now()
+	g.settle(20*time.Millisecond, 30*time.Millisecond, nil)
+	if d := time.Since(t0); d < 30*time.Millisecond || d > 900*time.Millisecond {
+		t.Fatalf("busy gate with a 30 ms limit waited %v", d)
+	}
+}
