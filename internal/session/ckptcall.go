@@ -76,11 +76,14 @@ func (s *Session) restoreState(ctx context.Context, state []byte, fork bool, tim
 }
 
 // warmUp readies a spare interpreter for a restore: it loads what a
-// restore needs (pickle, v8) before anyone waits for it.
-func (s *Session) warmUp(ctx context.Context, timeout, grace time.Duration) error {
+// restore needs (pickle, v8) before anyone waits for it and faults in
+// the memory rv asks for (python; spare.go). Called again, it grows
+// them. The caller holds execMu.
+func (s *Session) warmUp(ctx context.Context, rv reserve, timeout, grace time.Duration) error {
 	p := s.beginCall(nil)
 	defer s.endCall()
-	r, err := s.call(ctx, p, map[string]any{"id": p.id, "op": "warm"}, nil, timeout, grace)
+	msg := map[string]any{"id": p.id, "op": "warm", "reserve": rv.Objects, "inbox": rv.Inbox}
+	r, err := s.call(ctx, p, msg, nil, timeout, grace)
 	if err == nil && !r.OK {
 		err = errors.New(r.Error)
 	}

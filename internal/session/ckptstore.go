@@ -43,6 +43,9 @@ type CheckpointOptions struct {
 	MaxFork int
 	// Timeout bounds one checkpoint or restore inside the interpreter.
 	Timeout time.Duration
+	// MemoryLimit is a sandbox's memory limit (0: none): the memory a
+	// spare faults in ahead of a restore stays under a quarter of it.
+	MemoryLimit int64
 }
 
 func (o CheckpointOptions) withDefaults() CheckpointOptions {

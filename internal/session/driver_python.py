@@ -27,7 +27,7 @@ def reader():
                 os.kill(os.getpid(), signal.SIGINT)
             continue
         if msg.get("op") == "restore":
-            msg["payload"] = f.read(int(msg.get("bytes") or 0))
+            msg["payload"] = read_payload(f, int(msg.get("bytes") or 0))
         requests.put(msg)
     requests.put(None)
 

@@ -141,9 +141,9 @@ func (m *Manager) commit(ctx context.Context, s *Session, h checkpoint.Header, p
 	s.ckpt, s.ckExecs = &rec, info.Executions
 	s.mu.Unlock()
 	if !auto {
-		// A paused session will want an interpreter to resume into; an
-		// automatic checkpoint may never be restored.
-		m.wantSpare(s.Language)
+		// A paused session will want an interpreter to resume into, ready
+		// for its size; an automatic checkpoint may never be restored.
+		m.expectRestore(s.Language, rec.Bytes)
 	}
 	return rec, nil
 }
