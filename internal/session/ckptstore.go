@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/codexec/codexec/internal/checkpoint"
+	"github.com/codexec/codexec/internal/driver"
 )
 
 // CheckpointOptions configure pause, resume, fork and automatic
@@ -66,6 +67,10 @@ func (o CheckpointOptions) withDefaults() CheckpointOptions {
 	}
 	return o
 }
+
+// ErrStateTooBig is a checkpoint refused because the state is over the
+// per-session limit.
+var ErrStateTooBig = driver.ErrStateTooBig
 
 // ErrCheckpointsOff is returned by pause, resume and fork when the server
 // keeps no checkpoints.

@@ -92,7 +92,7 @@ func (m *Manager) pauseLocked(ctx context.Context, s *Session, reason string) (P
 func (m *Manager) snapshot(ctx context.Context, s *Session, auto bool) (Record, error) {
 	o := m.opts.Checkpoints
 	taken := time.Now()
-	state, rep, err := s.checkpointState(ctx, o.MaxBytes, o.Timeout, m.opts.KillGrace)
+	state, rep, err := s.drv.Checkpoint(ctx, o.MaxBytes, o.Timeout, m.opts.KillGrace)
 	if err != nil {
 		return Record{}, fmt.Errorf("checkpoint session %s: %w", s.ID, err)
 	}

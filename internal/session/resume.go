@@ -194,7 +194,7 @@ func (m *Manager) restoreDecoded(ctx context.Context, d checkpoint.Decoded, k ke
 		rep.Files, rep.FilesLost = n, mergeLost(rep.FilesLost, lost)
 	}
 	s.execMu.Lock()
-	got, err := s.restoreState(ctx, d.Interp, fork, m.opts.Checkpoints.Timeout, m.opts.KillGrace)
+	got, err := s.drv.Restore(ctx, d.Interp, fork, m.opts.Checkpoints.Timeout, m.opts.KillGrace)
 	s.execMu.Unlock()
 	if err != nil {
 		return nil, checkpoint.Report{}, err

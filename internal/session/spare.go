@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/codexec/codexec/internal/driver"
 )
 
 // Spare interpreters: a resume or a fork child needs a started
@@ -58,10 +60,8 @@ type spare struct {
 	slot    bool
 }
 
-// reserve is the memory a python spare faults in ahead of a restore:
-// Objects bytes of small objects' arenas and an Inbox buffer the payload
-// is read into.
-type reserve struct{ Objects, Inbox int64 }
+// reserve is the memory a python spare faults in ahead of a restore.
+type reserve = driver.Reserve
 
 // startSpares starts the janitor that stops unwanted spares, and spares
 // for the languages of the paused sessions a previous server left.
@@ -166,7 +166,7 @@ func (m *Manager) growReserve(s *Session, rv reserve) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s.execMu.Lock()
-	err := s.warmUp(ctx, rv, m.opts.Checkpoints.Timeout, m.opts.KillGrace)
+	err := s.drv.Warm(ctx, rv, m.opts.Checkpoints.Timeout, m.opts.KillGrace)
 	s.execMu.Unlock()
 	if err != nil {
 		slog.Warn("spare interpreter could not grow its reserve", "language", s.Language, "err", err)
@@ -189,7 +189,7 @@ func (m *Manager) startSpare(lang string, slot bool) {
 	s, err := m.launchSpare(ctx, k, lang)
 	if err == nil {
 		s.execMu.Lock()
-		err = s.warmUp(ctx, rv, m.opts.Checkpoints.Timeout, m.opts.KillGrace)
+		err = s.drv.Warm(ctx, rv, m.opts.Checkpoints.Timeout, m.opts.KillGrace)
 		s.execMu.Unlock()
 		if err != nil {
 			m.terminate(s)
