@@ -235,7 +235,7 @@ func mergeLost(a, b map[string]string) map[string]string {
 // session needs no directory of the caller's), else a new one.
 func (m *Manager) interpreterFor(ctx context.Context, k key, lang, workingDir string, size int64) (*Session, bool, error) {
 	if workingDir == "" {
-		if s := m.takeSpare(lang, size); s != nil {
+		if s := m.takeSpare(ctx, lang, size); s != nil {
 			s.adopt(k)
 			return s, true, nil
 		}

@@ -29,8 +29,14 @@ import (
 //     recent checkpoint of the language will need (its reserve, see
 //     reserveFor): loading 10 MB of plain data allocates ~45 MB, and a
 //     fresh process spends a third of the load faulting that in. Only the
-//     first Spares spares hold a reserve, so fork width costs interpreters,
+//     first spare of a language holds a reserve (the resume of the largest
+//     session takes it), so fork width costs interpreters,
 //     not reserves.
+
+// reserveSlots is how many spares of a language hold a reserve: one, for
+// the next resume of the largest session; the others restore fork children
+// and smaller sessions, for which faulting in pages costs little.
+const reserveSlots = 1
 
 // spareIdle is how long spares of a language are kept without a pause,
 // resume or fork in it.
@@ -44,6 +50,10 @@ type sparePool struct {
 	// starting, that hold a reserve.
 	starting, reserved map[string]int
 	wanted             map[string]time.Time
+	// waiters counts the restores waiting for a spare being started;
+	// changed is closed (and replaced) whenever a start ends.
+	waiters map[string]int
+	changed chan struct{}
 	// target is the number of spares wanted (Spares, or the width of the
 	// latest fork); expect the size of the largest checkpoint the
 	// language's spares should be ready to restore.
@@ -53,7 +63,7 @@ type sparePool struct {
 }
 
 // spare is a ready spare and the object memory it holds for a restore;
-// slot: it is one of the first Spares, which hold a reserve.
+// slot: it is the one of its language that holds a reserve.
 type spare struct {
 	s       *Session
 	reserve reserve
@@ -72,6 +82,7 @@ func (m *Manager) startSpares() {
 	sp := &m.spares
 	sp.ready, sp.starting, sp.reserved = map[string][]*spare{}, map[string]int{}, map[string]int{}
 	sp.wanted, sp.target, sp.expect = map[string]time.Time{}, map[string]int{}, map[string]int64{}
+	sp.waiters, sp.changed = map[string]int{}, make(chan struct{})
 	for _, p := range m.paused {
 		m.expectRestore(p.rec.Language, p.rec.Bytes)
 	}
@@ -95,7 +106,7 @@ func (m *Manager) wantSpares(lang string, n int) {
 	add := max(sp.target[lang]-len(sp.ready[lang])-sp.starting[lang], 0)
 	slots := make([]bool, add)
 	for i := range slots {
-		if sp.reserved[lang] < m.opts.Checkpoints.Spares {
+		if sp.reserved[lang] < reserveSlots {
 			sp.reserved[lang]++
 			slots[i] = true
 		}
@@ -198,6 +209,8 @@ func (m *Manager) startSpare(lang string, slot bool) {
 	sp := &m.spares
 	sp.mu.Lock()
 	sp.starting[lang]--
+	close(sp.changed) // wakes the restores waiting for a spare
+	sp.changed = make(chan struct{})
 	keep := err == nil && !sp.closed
 	e := &spare{s: s, reserve: rv, slot: slot}
 	grow := false
@@ -224,12 +237,46 @@ func (m *Manager) launchSpare(ctx context.Context, k key, lang string) (*Session
 	return m.launchWith(ctx, k, lang, StartRequest{Kind: KindSession}, true)
 }
 
-// takeSpare returns a ready spare of lang for a checkpoint of size bytes
-// (nil: none) and starts its replacement: the one whose reserve fits it
-// most closely, else the one holding the most.
-func (m *Manager) takeSpare(lang string, size int64) *Session {
+// spareWait bounds how long a restore waits for a spare being started
+// before it starts an interpreter of its own.
+const spareWait = 5 * time.Second
+
+// takeSpare returns a spare of lang for a checkpoint of size bytes (nil:
+// none) and starts its replacement: a ready one, or else the next of
+// those being started that no other restore waits for (it started before
+// this restore could start its own, so it is ready sooner).
+func (m *Manager) takeSpare(ctx context.Context, lang string, size int64) *Session {
+	defer m.wantSpare(lang)
+	timer := time.NewTimer(spareWait)
+	defer timer.Stop()
 	sp := &m.spares
 	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	for {
+		if s := m.takeReady(lang, size); s != nil || sp.closed || sp.starting[lang] <= sp.waiters[lang] {
+			return s
+		}
+		changed := sp.changed
+		sp.waiters[lang]++
+		sp.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+		case <-timer.C:
+		}
+		sp.mu.Lock()
+		sp.waiters[lang]--
+		if ctx.Err() != nil || !timer.Stop() {
+			return nil
+		}
+		timer.Reset(spareWait)
+	}
+}
+
+// takeReady takes the ready spare of lang that fits a checkpoint of size
+// bytes best (nil: none). The caller holds the pool's lock.
+func (m *Manager) takeReady(lang string, size int64) *Session {
+	sp := &m.spares
 	var s *Session
 	for len(sp.ready[lang]) > 0 && s == nil {
 		ready := sp.ready[lang]
@@ -244,8 +291,6 @@ func (m *Manager) takeSpare(lang string, size int64) *Session {
 			s = nil
 		}
 	}
-	sp.mu.Unlock()
-	m.wantSpare(lang)
 	return s
 }
 
@@ -324,6 +369,10 @@ func (m *Manager) closeSpares() {
 	sp := &m.spares
 	sp.mu.Lock()
 	sp.closed = true
+	if sp.changed != nil {
+		close(sp.changed) // no restore waits for a spare any more
+		sp.changed = make(chan struct{})
+	}
 	var gone []*spare
 	for _, ss := range sp.ready {
 		gone = append(gone, ss...)
