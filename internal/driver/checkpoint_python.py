@@ -325,7 +325,6 @@ def restore_checkpoint(payload, fork):
         _restore_defs(deferred, report)
     _restore_random(header.get("random"), fork, generators, report)
     _made.clear()  # only the unpickling above looks definitions up by key
-    _drop_reserve()  # arenas the values did not fill go back to the system
     report["values"].sort()
     report["defs"].sort()
     report["modules"].sort()
@@ -490,7 +489,9 @@ def _fill_reserve(want):
     _reserved[0] += need * 512
 
 
-def _drop_reserve():
+def drop_reserve():
+    """Gives back the arenas a restore did not fill (the driver calls it
+    once the restore's reply is sent: unmapping them is nobody's wait)."""
     _reserve.clear()
     _reserved[0] = 0
 

@@ -168,6 +168,8 @@ def answer(msg):
     reply["rss_kb"] = rss_kb()
     frame(2, {"id": msg.get("id"), "end": True})
     frame(1, reply)
+    if msg["op"] == "restore":
+        drop_reserve()
 
 
 threading.Thread(target=reader, daemon=True).start()

@@ -237,6 +237,12 @@ func (m *Manager) launchSpare(ctx context.Context, k key, lang string) (*Session
 	return m.launchWith(ctx, k, lang, StartRequest{Kind: KindSession}, true)
 }
 
+// smallRestore: a restore that would want a reserve smaller than this
+// takes the spare holding the least. Faulting in that much costs it less
+// than giving back a large reserve would, and the reserve stays for the
+// large session it was made for.
+const smallRestore = 16 << 20
+
 // spareWait bounds how long a restore waits for a spare being started
 // before it starts an interpreter of its own.
 const spareWait = 5 * time.Second
@@ -280,7 +286,11 @@ func (m *Manager) takeReady(lang string, size int64) *Session {
 	var s *Session
 	for len(sp.ready[lang]) > 0 && s == nil {
 		ready := sp.ready[lang]
-		i := bestSpare(ready, m.reserveFor(lang, size).Objects)
+		need := m.reserveFor(lang, size).Objects
+		if need < smallRestore {
+			need = 0
+		}
+		i := bestSpare(ready, need)
 		e := ready[i]
 		sp.ready[lang] = append(ready[:i:i], ready[i+1:]...)
 		if e.slot {
