@@ -110,3 +110,16 @@ func TestExecTimeoutAndDeath(t *testing.T) {
 		t.Errorf("exit: %+v, dead %v, %q", oc, c.IsDead(), c.DeathReason())
 	}
 }
+
+// TestCheckpointDropsOutput: what the code prints while its state is
+// checkpointed (a __getstate__ that prints) is dropped, not sent anywhere.
+func TestCheckpointDropsOutput(t *testing.T) {
+	c := start(t, "python")
+	exec1(t, c, "class P:\n    def __getstate__(self):\n        print('noise ' * 50)\n        return {}\np = P()")
+	if _, _, err := c.Checkpoint(context.Background(), 1<<20, 10*time.Second, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if oc := exec1(t, c, "print('after')"); oc.Stdout != "after\n" {
+		t.Errorf("the next run's output: %q", oc.Stdout)
+	}
+}

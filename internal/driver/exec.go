@@ -48,8 +48,15 @@ func (c *Conn) begin(out, errw *output.Sink, ch *chunks) *pending {
 	c.nextID++
 	p := &pending{id: c.nextID, reply: make(chan Reply, 1), end: make(chan struct{}, 1), chunks: ch}
 	c.waiting = p
-	c.outMux.SetSink(out)
-	c.errMux.SetSink(errw)
+	// A nil *output.Sink would be a non-nil io.Writer: no sink is nil.
+	c.outMux.SetSink(nil)
+	c.errMux.SetSink(nil)
+	if out != nil {
+		c.outMux.SetSink(out)
+	}
+	if errw != nil {
+		c.errMux.SetSink(errw)
+	}
 	return p
 }
 
