@@ -137,3 +137,23 @@ func TestSpareReserve(t *testing.T) {
 		t.Errorf("%d of 3 spares hold a reserve, want 1 (Spares)", slots)
 	}
 }
+
+// TestTakeSpareWaitsForOneStarting: with the only spare taken, the next
+// restore takes its replacement, still starting, rather than none (and so
+// does not start an interpreter of its own).
+func TestTakeSpareWaitsForOneStarting(t *testing.T) {
+	m, _ := ckptManager(t, t.TempDir(), CheckpointOptions{Spares: 1})
+	m.wantSpare("python")
+	readySpares(t, m, "python", 1, 0)
+	ctx := context.Background()
+	first := m.takeSpare(ctx, "python", 0)
+	if first == nil {
+		t.Fatal("no ready spare")
+	}
+	defer m.terminate(first)
+	second := m.takeSpare(ctx, "python", 0) // its replacement is starting now
+	if second == nil || second == first || !second.isSpare() {
+		t.Fatalf("the replacement being started was not taken: %v", second)
+	}
+	defer m.terminate(second)
+}
