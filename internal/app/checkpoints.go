@@ -31,7 +31,8 @@ type checkpointStore interface {
 func (a *App) buildCheckpoints(ctx context.Context, cfg config.Config) (checkpoint.Blobs, session.CheckpointOptions, error) {
 	c := cfg.Checkpoint
 	o := session.CheckpointOptions{Dir: filepath.Join(cfg.DataDir, "checkpoint-records"), MaxBytes: c.MaxBytes, MaxTotal: c.MaxTotal,
-		Auto: c.Auto, IdleClose: c.IdleAction == config.IdleClose, Spares: c.Spares, MaxFork: c.MaxFork}
+		Auto: c.Auto, IdleClose: c.IdleAction == config.IdleClose, Spares: c.Spares, MaxFork: c.MaxFork,
+		MemoryLimit: cfg.MemoryLimitBytes}
 	key, err := cfg.CheckpointKey()
 	if err != nil {
 		return nil, o, err

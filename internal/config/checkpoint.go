@@ -51,7 +51,7 @@ var checkpointSettings = []setting{
 	{"CODEXEC_CHECKPOINT_TTL", "168h", "how long a checkpoint is kept; a session paused longer is closed", duration(func(c *Config) *time.Duration { return &c.Checkpoint.TTL })},
 	{"CODEXEC_CHECKPOINT_KEY", "", "AES-256-GCM key checkpoints are encrypted with at rest: 64 hex digits or base64 of 32 bytes (e.g. openssl rand -hex 32); unset: not encrypted; shown masked", secret(str(func(c *Config) *string { return &c.Checkpoint.Key }))},
 	{"CODEXEC_CHECKPOINT_AUTO", "10s", "quiet period after a run before a live session is checkpointed automatically, so that it resumes after a crash or kill -9 (0 = never; an unchanged session is not checkpointed twice, a slow one less often)", optionalDuration(func(c *Config) *time.Duration { return &c.Checkpoint.Auto })},
-	{"CODEXEC_CHECKPOINT_SPARES", "1", "started interpreters per language kept waiting, once checkpoints are in use, so that a resume or fork child skips interpreter start-up (0 = none)", nonNegative(func(c *Config) *int { return &c.Checkpoint.Spares })},
+	{"CODEXEC_CHECKPOINT_SPARES", "1", "started interpreters per language kept waiting, once checkpoints are in use, so that a resume or fork child skips interpreter start-up; a fork of n keeps n until idle (0 = none)", nonNegative(func(c *Config) *int { return &c.Checkpoint.Spares })},
 	{"CODEXEC_CHECKPOINT_MAX_FORK", "10", "largest count one fork_session makes", positive(func(c *Config) *int { return &c.Checkpoint.MaxFork })},
 }
 

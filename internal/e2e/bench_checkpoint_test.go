@@ -52,7 +52,9 @@ func benchCheckpoint(b *testing.B, spares string) {
 		d, bytes10 = timePauseResume(b, s, ten.SessionID)
 		r10 = append(r10, d)
 		f10 = append(f10, timeFork(b, s, one.SessionID, 10)/10)
-		time.Sleep(time.Second) // the spares the fork took are replaced before the next baseline
+		// The spares the fork took (ten, when the server keeps a fork's width
+		// of them) are replaced before the next baseline.
+		time.Sleep(3 * time.Second)
 	}
 	pb := percentile(base, 50)
 	for _, m := range []struct {
@@ -95,7 +97,9 @@ func timePauseResume(b *testing.B, s *server, id string) (time.Duration, int64) 
 	if res := s.callInto("pause_session", map[string]any{"session_id": id}, &p); res.IsError {
 		b.Fatalf("pause_session: %s", text(res))
 	}
-	time.Sleep(20 * time.Millisecond) // a spare replaces the one used last
+	// A spare replaces the one used last and readies itself for this
+	// checkpoint's size (a resume sooner than that waits for it).
+	time.Sleep(300 * time.Millisecond)
 	t0 := time.Now()
 	var r resumeOut
 	res := s.callInto("resume_session", map[string]any{"session_id": id}, &r)

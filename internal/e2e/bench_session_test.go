@@ -60,11 +60,11 @@ type rawDriver struct {
 }
 
 func startRawDriver(b testing.TB) *rawDriver {
-	ckpt, err := os.ReadFile("../session/checkpoint_python.py")
+	ckpt, err := os.ReadFile("../driver/checkpoint_python.py")
 	if err != nil {
 		b.Fatal(err)
 	}
-	drv, err := os.ReadFile("../session/driver_python.py")
+	drv, err := os.ReadFile("../driver/driver_python.py")
 	if err != nil {
 		b.Fatal(err)
 	}

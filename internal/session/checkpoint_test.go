@@ -371,8 +371,7 @@ func TestResumeDeadSessionFromAutomaticCheckpoint(t *testing.T) {
 	// A death between runs leaves the session dead, resumable on demand.
 	waitRecord(t, m, info.ID)
 	s, _, _ := m.lookup(ctx, info.ID)
-	_ = s.proc.Kill()
-	<-s.dead
+	s.kill()
 	if _, err := m.Exec(ctx, ExecRequest{Session: info.ID, Code: "1"}); err == nil || !strings.Contains(err.Error(), "resume_session") {
 		t.Fatalf("exec in the dead session: %v", err)
 	}

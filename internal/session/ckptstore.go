@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/codexec/codexec/internal/checkpoint"
+	"github.com/codexec/codexec/internal/driver"
 )
 
 // CheckpointOptions configure pause, resume, fork and automatic
@@ -43,6 +44,9 @@ type CheckpointOptions struct {
 	MaxFork int
 	// Timeout bounds one checkpoint or restore inside the interpreter.
 	Timeout time.Duration
+	// MemoryLimit is a sandbox's memory limit (0: none): the memory a
+	// spare faults in ahead of a restore stays under a quarter of it.
+	MemoryLimit int64
 }
 
 func (o CheckpointOptions) withDefaults() CheckpointOptions {
@@ -63,6 +67,10 @@ func (o CheckpointOptions) withDefaults() CheckpointOptions {
 	}
 	return o
 }
+
+// ErrStateTooBig is a checkpoint refused because the state is over the
+// per-session limit.
+var ErrStateTooBig = driver.ErrStateTooBig
 
 // ErrCheckpointsOff is returned by pause, resume and fork when the server
 // keeps no checkpoints.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codexec/codexec/internal/driver"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/inflight"
@@ -63,7 +64,7 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 	if r := s.takeResumed(); r != nil {
 		res.Resumed = r
 	}
-	if oc.lost {
+	if oc.Lost {
 		m.lose(s, oc)
 	} else {
 		m.scheduleAuto(s)
@@ -94,33 +95,33 @@ func (m *Manager) lockLive(ctx context.Context, idOrName string) (*Session, erro
 
 // result maps the outcome of execution id onto the execute_code result
 // shape.
-func (m *Manager) result(s *Session, oc execOutcome, timeout time.Duration, id string) engine.Result {
+func (m *Manager) result(s *Session, oc driver.Outcome, timeout time.Duration, id string) engine.Result {
 	sid := s.ID
 	res := engine.Result{ExecutionID: id, SessionID: &sid, Language: s.Language,
-		Stdout: oc.stdout, Stderr: oc.stderr, Truncated: oc.truncated, DurationMs: oc.duration.Milliseconds(),
-		ExecutionTime: engine.Seconds(oc.duration), SandboxMode: m.opts.SandboxMode, Artifacts: []string{}, WorkingDir: s.Workspace}
+		Stdout: oc.Stdout, Stderr: oc.Stderr, Truncated: oc.Truncated, DurationMs: oc.Duration.Milliseconds(),
+		ExecutionTime: engine.Seconds(oc.Duration), SandboxMode: m.opts.SandboxMode, Artifacts: []string{}, WorkingDir: s.Workspace}
 	msg := ""
 	switch {
-	case oc.timedOut && !oc.lost:
+	case oc.TimedOut && !oc.Lost:
 		res.Status, res.TimedOut = engine.StatusTimeout, true
 		msg = fmt.Sprintf("Execution timed out after %v; the running code was interrupted and the session's state is preserved.", timeout)
-	case oc.timedOut:
+	case oc.TimedOut:
 		res.Status, res.TimedOut = engine.StatusTimeout, true
-		msg = fmt.Sprintf("Execution timed out after %v and %s: %s", timeout, oc.lostWhy, m.lostState(s))
-	case oc.cancelled && !oc.lost:
+		msg = fmt.Sprintf("Execution timed out after %v and %s: %s", timeout, oc.LostWhy, m.lostState(s))
+	case oc.Cancelled && !oc.Lost:
 		res.Status = engine.StatusCancelled
 		msg = "Execution cancelled by the client; the running code was interrupted and the session's state is preserved."
-	case oc.cancelled:
+	case oc.Cancelled:
 		res.Status = engine.StatusCancelled
-		msg = "Execution cancelled by the client and " + oc.lostWhy + ": " + m.lostState(s)
-	case oc.lost:
+		msg = "Execution cancelled by the client and " + oc.LostWhy + ": " + m.lostState(s)
+	case oc.Lost:
 		res.Status = engine.StatusExecutionError
-		msg = "The session's interpreter died: " + oc.lostWhy + ". " + upperFirst(m.lostState(s))
-	case oc.interrupted:
+		msg = "The session's interpreter died: " + oc.LostWhy + ". " + upperFirst(m.lostState(s))
+	case oc.Interrupted:
 		res.Status, msg = engine.StatusExecutionError, "Execution was interrupted."
-	case !oc.reply.OK:
+	case !oc.Reply.OK:
 		one := 1
-		res.ExitCode, res.Status, msg = &one, engine.StatusExecutionError, firstLine(oc.reply.Error)
+		res.ExitCode, res.Status, msg = &one, engine.StatusExecutionError, firstLine(oc.Reply.Error)
 	default:
 		zero := 0
 		res.ExitCode, res.Status, res.Success = &zero, engine.StatusSuccess, true
@@ -148,18 +149,18 @@ func upperFirst(s string) string {
 
 // lose removes a session whose state is gone, or, when it has a
 // checkpoint, pauses it there.
-func (m *Manager) lose(s *Session, oc execOutcome) {
+func (m *Manager) lose(s *Session, oc driver.Outcome) {
 	if rec := s.currentRecord(); rec != nil && m.checkpoints() {
 		s.stopAuto()
 		m.terminate(s)
 		m.retire(s, *rec)
-		m.logPause(s, "lost: "+oc.lostWhy, *rec)
+		m.logPause(s, "lost: "+oc.LostWhy, *rec)
 		return
 	}
 	m.drop(s.key())
 	m.terminate(s)
 	m.forgetCheckpoint(s)
-	m.logEnd(s, "lost: "+oc.lostWhy)
+	m.logEnd(s, "lost: "+oc.LostWhy)
 }
 
 func firstLine(tb string) string {
@@ -253,7 +254,7 @@ func (m *Manager) logStart(s *Session, call execlog.CallContext) {
 	if log := m.deps.Log; log != nil {
 		m.deps.Journal.SessionStarted(inflight.Session{ID: s.ID, Owner: s.Owner, LogFile: execlog.SessionFile(s.storage), StartedAt: s.StartedAt})
 		_ = log.Append(execlog.SessionFile(s.storage), startEntry{Type: "session_start", SessionID: s.ID, Owner: s.Owner, Kind: s.Kind,
-			Language: s.Language, Name: s.Name, Description: s.Description, Pid: s.proc.Pid(), AgentID: call.AgentID,
+			Language: s.Language, Name: s.Name, Description: s.Description, Pid: s.drv.Pid(), AgentID: call.AgentID,
 			WorkingDir: s.Workspace, SandboxMode: m.opts.SandboxMode, StartedAt: s.StartedAt})
 	}
 }

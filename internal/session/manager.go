@@ -32,6 +32,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -40,9 +41,9 @@ import (
 	"time"
 
 	"github.com/codexec/codexec/internal/checkpoint"
+	"github.com/codexec/codexec/internal/driver"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
-	"github.com/codexec/codexec/internal/frame"
 	"github.com/codexec/codexec/internal/inflight"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runtime"
@@ -347,8 +348,8 @@ func (m *Manager) launchWith(ctx context.Context, k key, lang string, req StartR
 		return nil, err
 	}
 	s := &Session{ID: k.id, Owner: k.owner, storage: storageName(k), Name: req.Name, Kind: req.Kind, Language: lang, Description: req.Description,
-		Workspace: ws.Dir.Path, StartedAt: time.Now().UTC(), lastActivity: time.Now(), ready: make(chan reply, 1),
-		dead: make(chan struct{}), pkgDirs: map[string]string{}, writable: ws.Dir.Writable, ws: ws, workingDir: req.WorkingDir}
+		Workspace: ws.Dir.Path, StartedAt: time.Now().UTC(), lastActivity: time.Now(),
+		pkgDirs: map[string]string{}, writable: ws.Dir.Writable, ws: ws, workingDir: req.WorkingDir}
 	s.pkgBase, s.spare = filepath.Join(m.opts.PackagesDir, s.storage), spare
 	defer func() {
 		if retErr != nil {
@@ -362,44 +363,25 @@ func (m *Manager) launchWith(ctx context.Context, k key, lang string, req StartR
 	return s, nil
 }
 
+// startDriver starts s's interpreter in its sandbox and waits until it is
+// ready.
 func (m *Manager) startDriver(ctx context.Context, s *Session) error {
-	mark := "\x1e\x1fcodexec-" + rand.Text()[:16] + ":"
-	argv, err := driverArgv(s.Language, m.deps.Languages.Get(s.Language).Path, mark)
-	if err != nil {
-		return err
-	}
 	searchPath, mounts, err := m.packageDirs(s)
 	if err != nil {
 		return err
 	}
-	stdinR, stdinW, err := os.Pipe()
+	launch := func(ctx context.Context, argv []string, stdin *os.File, stdout, stderr io.Writer) (sandbox.Process, error) {
+		return m.eng.StartProcess(ctx, engine.StartRequest{ID: s.storage, Argv: argv, Lang: s.Language, Workspace: s.ws,
+			SearchPath: searchPath, Mounts: mounts, Stdin: stdin, Stdout: stdout, Stderr: stderr})
+	}
+	drv, err := driver.Start(ctx, s.Language, m.deps.Languages.Get(s.Language).Path, launch, func(c *driver.Conn) { m.onDeath(s, c) })
 	if err != nil {
 		return err
 	}
-	defer stdinR.Close()
-	s.stdin, s.enc = stdinW, frame.NewEncoder(stdinW)
-	s.outMux, s.errMux = newDemux(mark, s.onOut, s.onChunk), newDemux(mark, s.onErr, nil)
-	proc, err := m.eng.StartProcess(ctx, engine.StartRequest{ID: s.storage, Argv: argv, Lang: s.Language, Workspace: s.ws,
-		SearchPath: searchPath, Mounts: mounts, Stdin: stdinR, Stdout: s.outMux, Stderr: s.errMux})
-	if err != nil {
-		_ = stdinW.Close()
-		return fmt.Errorf("start %s interpreter: %w", s.Language, err)
-	}
-	s.proc = proc
-	go s.watch(m.onDeath)
-	return m.awaitReady(s)
-}
-
-func (m *Manager) awaitReady(s *Session) error {
-	select {
-	case <-s.ready:
-		return nil
-	case <-s.dead:
-		return fmt.Errorf("the %s interpreter exited during start-up: %s", s.Language, s.deathReason())
-	case <-time.After(30 * time.Second):
-		s.kill()
-		return fmt.Errorf("the %s interpreter did not start within 30s", s.Language)
-	}
+	s.mu.Lock() // onDeath may read it (logEnd, info) from now on
+	s.drv = drv
+	s.mu.Unlock()
+	return nil
 }
 
 // packageDirs creates the session's package directories (empty until
@@ -561,27 +543,20 @@ func (m *Manager) stopSession(s *Session, reason string, waitRunning bool) Close
 
 // terminate stops the interpreter and frees its directories.
 func (m *Manager) terminate(s *Session) {
-	s.mu.Lock()
-	s.closing = true
-	s.mu.Unlock()
-	_ = s.stdin.Close()
-	select {
-	case <-s.dead:
-	case <-time.After(500 * time.Millisecond):
-		s.kill()
-	}
+	s.drv.Close(500 * time.Millisecond)
 	s.ws.Close()
 	m.removeDir(m.packagesBase(s))
 }
 
-// onDeath logs a session whose interpreter died on its own (a spare's
-// death is no session's: takeSpare skips it).
-func (m *Manager) onDeath(s *Session) {
+// onDeath logs a session whose interpreter c died on its own (a spare's
+// death is no session's: takeSpare skips it). It may come before
+// startDriver has set s.drv: it reads c.
+func (m *Manager) onDeath(s *Session, c *driver.Conn) {
 	if s.isSpare() {
 		return
 	}
-	slog.Warn("session interpreter died", "session_id", s.ID, "reason", s.deathReason())
-	m.logEnd(s, "died: "+s.deathReason())
+	slog.Warn("session interpreter died", "session_id", s.ID, "reason", c.DeathReason())
+	m.logEnd(s, "died: "+c.DeathReason())
 }
 
 // Close stops every session (server shutdown or client disconnect). With

@@ -92,7 +92,7 @@ func (m *Manager) pauseLocked(ctx context.Context, s *Session, reason string) (P
 func (m *Manager) snapshot(ctx context.Context, s *Session, auto bool) (Record, error) {
 	o := m.opts.Checkpoints
 	taken := time.Now()
-	state, rep, err := s.checkpointState(ctx, o.MaxBytes, o.Timeout, m.opts.KillGrace)
+	state, rep, err := s.drv.Checkpoint(ctx, o.MaxBytes, o.Timeout, m.opts.KillGrace)
 	if err != nil {
 		return Record{}, fmt.Errorf("checkpoint session %s: %w", s.ID, err)
 	}
@@ -141,9 +141,9 @@ func (m *Manager) commit(ctx context.Context, s *Session, h checkpoint.Header, p
 	s.ckpt, s.ckExecs = &rec, info.Executions
 	s.mu.Unlock()
 	if !auto {
-		// A paused session will want an interpreter to resume into; an
-		// automatic checkpoint may never be restored.
-		m.wantSpare(s.Language)
+		// A paused session will want an interpreter to resume into, ready
+		// for its size; an automatic checkpoint may never be restored.
+		m.expectRestore(s.Language, rec.Bytes)
 	}
 	return rec, nil
 }

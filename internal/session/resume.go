@@ -175,7 +175,7 @@ func (m *Manager) restoreRecord(ctx context.Context, rec Record, k key, fork boo
 // fills its workspace and restores the interpreter state into it.
 func (m *Manager) restoreDecoded(ctx context.Context, d checkpoint.Decoded, k key, lang, workingDir string, fork bool) (_ *Session, _ checkpoint.Report, retErr error) {
 	t0 := time.Now()
-	s, spare, err := m.interpreterFor(ctx, k, lang, workingDir)
+	s, spare, err := m.interpreterFor(ctx, k, lang, workingDir, int64(len(d.Interp)))
 	if err != nil {
 		return nil, checkpoint.Report{}, err
 	}
@@ -194,7 +194,7 @@ func (m *Manager) restoreDecoded(ctx context.Context, d checkpoint.Decoded, k ke
 		rep.Files, rep.FilesLost = n, mergeLost(rep.FilesLost, lost)
 	}
 	s.execMu.Lock()
-	got, err := s.restoreState(ctx, d.Interp, fork, m.opts.Checkpoints.Timeout, m.opts.KillGrace)
+	got, err := s.drv.Restore(ctx, d.Interp, fork, m.opts.Checkpoints.Timeout, m.opts.KillGrace)
 	s.execMu.Unlock()
 	if err != nil {
 		return nil, checkpoint.Report{}, err
@@ -230,12 +230,12 @@ func mergeLost(a, b map[string]string) map[string]string {
 	return out
 }
 
-// interpreterFor returns a started interpreter named as session k: a
-// spare when one is ready (and the session needs no directory of the
-// caller's), else a new one.
-func (m *Manager) interpreterFor(ctx context.Context, k key, lang, workingDir string) (*Session, bool, error) {
+// interpreterFor returns a started interpreter named as session k, to
+// restore size bytes of state into: a spare when one is ready (and the
+// session needs no directory of the caller's), else a new one.
+func (m *Manager) interpreterFor(ctx context.Context, k key, lang, workingDir string, size int64) (*Session, bool, error) {
 	if workingDir == "" {
-		if s := m.takeSpare(lang); s != nil {
+		if s := m.takeSpare(ctx, lang, size); s != nil {
 			s.adopt(k)
 			return s, true, nil
 		}
@@ -319,7 +319,10 @@ func (m *Manager) Fork(ctx context.Context, idOrName string, count int, allowSec
 	if err != nil {
 		return ForkInfo{}, err
 	}
-	return m.forkChildren(ctx, rec, d, count), nil
+	info := m.forkChildren(ctx, rec, d, count)
+	// The next fork this wide finds its interpreters started.
+	m.wantSpares(rec.Language, count)
+	return info, nil
 }
 
 // forkSource returns the checkpoint children restore: a fresh one of a

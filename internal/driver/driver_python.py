@@ -27,7 +27,7 @@ def reader():
                 os.kill(os.getpid(), signal.SIGINT)
             continue
         if msg.get("op") == "restore":
-            msg["payload"] = f.read(int(msg.get("bytes") or 0))
+            msg["payload"] = read_payload(f, int(msg.get("bytes") or 0))
         requests.put(msg)
     requests.put(None)
 
@@ -168,6 +168,8 @@ def answer(msg):
     reply["rss_kb"] = rss_kb()
     frame(2, {"id": msg.get("id"), "end": True})
     frame(1, reply)
+    if msg["op"] == "restore":
+        drop_reserve()
 
 
 threading.Thread(target=reader, daemon=True).start()

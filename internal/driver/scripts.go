@@ -1,4 +1,4 @@
-package session
+package driver
 
 import (
 	_ "embed"
@@ -19,9 +19,9 @@ var (
 	nodeCheckpoint string
 )
 
-// driverArgv returns the argv that starts the driver for a canonical
-// language with the frame mark as its last argument.
-func driverArgv(lang, interp, mark string) ([]string, error) {
+// argv returns the argv that starts the driver for a canonical language
+// with the frame mark as its last argument.
+func argv(lang, interp, mark string) ([]string, error) {
 	switch lang {
 	case "python":
 		return []string{interp, "-c", pythonCheckpoint + "\n" + pythonDriver, mark}, nil

@@ -1,4 +1,13 @@
-package session
+// Package driver runs the session drivers (driver_python.py and
+// driver_node.js, each with its checkpoint half) inside a sandbox and
+// speaks their protocol: one Conn per started driver runs code, takes and
+// restores checkpoints of the interpreter's state, and reports how the
+// process ended. A Conn carries checkpoint bytes without decoding them;
+// what they hold is the business of the in-sandbox driver alone.
+//
+// A Conn serves one request at a time: its callers serialise Exec,
+// Checkpoint, Restore and Warm (the session's execMu).
+package driver
 
 // Driver protocol (both drivers, driver_python.py and driver_node.js):
 //
@@ -37,8 +46,8 @@ import (
 // is dropped (frame.Drop).
 const maxFrame = 8 << 20
 
-// reply is a decoded frame.
-type reply struct {
+// Reply is a decoded frame: a request's answer.
+type Reply struct {
 	Op          string `json:"op"`
 	ID          int64  `json:"id"`
 	OK          bool   `json:"ok"`
@@ -57,7 +66,7 @@ type reply struct {
 // user output goes to the sink set per request, chunk frames to onChunk
 // (decoded; nil: dropped) and other frames, decoded as replies, to onFrame
 // (frames that are not JSON objects are ignored).
-func newDemux(mark string, onFrame func(reply), onChunk func(id int64, data []byte)) *frame.Demux {
+func newDemux(mark string, onFrame func(Reply), onChunk func(id int64, data []byte)) *frame.Demux {
 	return frame.NewDemux(frame.Options{Mark: mark, MaxFrame: maxFrame, Overflow: frame.Drop, OnFrame: func(line []byte) {
 		if id, data, ok := parseChunk(line); ok {
 			if onChunk != nil {
@@ -65,7 +74,7 @@ func newDemux(mark string, onFrame func(reply), onChunk func(id int64, data []by
 			}
 			return
 		}
-		var r reply
+		var r Reply
 		if json.Unmarshal(line, &r) == nil {
 			onFrame(r)
 		}
