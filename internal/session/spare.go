@@ -60,6 +60,9 @@ type sparePool struct {
 	target map[string]int
 	expect map[string]int64
 	closed bool
+	// work counts the starts and reserve growths in flight: Close waits
+	// for them, so no spare (and no workspace disk) outlives the server.
+	work sync.WaitGroup
 }
 
 // spare is a ready spare and the object memory it holds for a restore;
@@ -112,6 +115,7 @@ func (m *Manager) wantSpares(lang string, n int) {
 		}
 	}
 	sp.starting[lang] += add
+	sp.work.Add(add)
 	sp.mu.Unlock()
 	for _, slot := range slots {
 		go m.startSpare(lang, slot)
@@ -153,6 +157,7 @@ func (m *Manager) expectRestore(lang string, size int64) {
 			}
 		}
 	}
+	sp.work.Add(len(grow))
 	sp.mu.Unlock()
 	for _, e := range grow {
 		go m.growReserve(e.s, e.reserve)
@@ -173,8 +178,10 @@ func (m *Manager) toGrow(e *spare, lang string) bool {
 
 // growReserve has spare s fault in rv. A restore that takes s meanwhile
 // waits for it (execMu); a spare that fails is stopped.
+// It counts in the pool's work.
 func (m *Manager) growReserve(s *Session, rv reserve) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer m.spares.work.Done()
+	ctx, cancel := m.untilStop(time.Minute)
 	defer cancel()
 	s.execMu.Lock()
 	err := s.drv.Warm(ctx, rv, m.opts.Checkpoints.Timeout, m.opts.KillGrace)
@@ -186,10 +193,11 @@ func (m *Manager) growReserve(s *Session, rv reserve) {
 }
 
 // startSpare starts one spare of lang; slot: it holds a reserve for the
-// largest checkpoint expected.
+// largest checkpoint expected. It counts in the pool's work.
 func (m *Manager) startSpare(lang string, slot bool) {
+	defer m.spares.work.Done()
 	k := key{"", "spare-" + rand.Text()[:12]}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := m.untilStop(time.Minute)
 	defer cancel()
 	var rv reserve
 	if slot {
@@ -219,6 +227,9 @@ func (m *Manager) startSpare(lang string, slot bool) {
 		grow = m.toGrow(e, lang) // a larger checkpoint came meanwhile
 	} else if slot {
 		sp.reserved[lang]--
+	}
+	if grow {
+		sp.work.Add(1)
 	}
 	sp.mu.Unlock()
 	if grow {
@@ -392,4 +403,18 @@ func (m *Manager) closeSpares() {
 	for _, e := range gone {
 		m.terminate(e.s)
 	}
+	sp.work.Wait() // starts in flight see closed and stop what they made
+}
+
+// untilStop is a context that ends after d or when the manager closes.
+func (m *Manager) untilStop(d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	go func() {
+		select {
+		case <-m.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
