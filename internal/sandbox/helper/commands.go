@@ -60,6 +60,13 @@ func Dispatch(args []string) (code int, ok bool) {
 	return 0, false
 }
 
+// RootOption is sandbox-init's first option in template mode: `--root
+// "NS K:POINT…"` makes it join the mount namespace NS (a descriptor), take
+// a private copy of it, move each detached mount tree K (open_tree clones)
+// onto POINT there, close them all, and only then drop its privileges and
+// execute bwrap. NS and K index the extra descriptors (fd 3 + index).
+const RootOption = "--root"
+
 // KeepCtl is the option of LandlockCommand that keeps descriptor 3 (a warm
 // runner's control socket) open for the program.
 const KeepCtl = "--keep-ctl"
