@@ -12,8 +12,8 @@ const (
 	// `sandbox-init UID GID PROCS… -- BWRAP ARGS…` places itself in the
 	// run's cgroups while still root, drops to the sandbox uid for good,
 	// sets no_new_privs and executes bwrap (RunInit); `sandbox-init
-	// --pooled UID GID PROCS…` does the same but waits for the command on fd
-	// 3 (SendLaunch).
+	// --pooled UID GID PROCS…` joins the cgroups, then waits (still root,
+	// for the template plan) for the command on fd 3 (SendLaunch).
 	InitCommand = "sandbox-init"
 	// LandlockCommand runs *inside* the namespace sandbox, right before the
 	// program: `sandbox-landlock [--keep-ctl|--runner] RW_DIR… -- PROGRAM

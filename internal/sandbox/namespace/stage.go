@@ -14,8 +14,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// bwrap runs as the unprivileged sandbox uid, so it can only bind host
-// directories it can reach by path; a workspace below /root (mode 0700) or a
+// Without the template namespace (template.go, where a run's sources are
+// detached clones its launcher mounts instead): bwrap runs as the
+// unprivileged sandbox uid, so it can only bind host directories it can
+// reach by path; a workspace below /root (mode 0700) or a
 // 0700 temp dir is out of its reach, and bwrap refuses descriptors it cannot
 // resolve. The server (root) therefore bind-mounts each source onto a
 // per-run mount point under a private, traversable staging directory, hands
