@@ -6,7 +6,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -51,8 +54,43 @@ func runNS(t *testing.T, n *Backend, dir string, lim sandbox.Limits, argv ...str
 	return ex, out.String(), errb.String(), time.Since(t0)
 }
 
+// hostMountsNamespace is a backend whose bwrap starts from the host's
+// mount namespace (staging mounts, no template): bwrap is named through a
+// link outside /usr.
+func hostMountsNamespace(t *testing.T) *Backend {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "codexec-bwrap-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	link := filepath.Join(dir, "bwrap")
+	if err := errors.Join(os.Chmod(dir, 0o755), os.Symlink("/usr/bin/bwrap", link)); err != nil {
+		t.Fatal(err)
+	}
+	n, err := New(context.Background(), Options{OwnedRoot: sandboxtest.OwnedRoot, Bwrap: link})
+	if err != nil {
+		t.Skipf("namespace backend unavailable: %v", err)
+	}
+	t.Cleanup(func() { _ = n.Close() })
+	if n.tmpl != nil {
+		t.Fatal("a bwrap outside /usr still started from the template")
+	}
+	return n
+}
+
+// TestNamespaceBasics runs the same checks with bwrap started from the
+// template namespace and from the host's.
 func TestNamespaceBasics(t *testing.T) {
-	n := newTestNamespace(t)
+	for _, m := range []struct {
+		name string
+		n    func(*testing.T) *Backend
+	}{{"template", newTestNamespace}, {"host mounts", hostMountsNamespace}} {
+		t.Run(m.name, func(t *testing.T) { namespaceBasics(t, m.n(t)) })
+	}
+}
+
+func namespaceBasics(t *testing.T, n *Backend) {
 	dir := t.TempDir()
 	cases := []struct {
 		name string
