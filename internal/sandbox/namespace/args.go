@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/sandbox/helper"
 )
@@ -106,12 +104,12 @@ func (b *bwrapArgs) attachTemplate() error {
 	if b.n.tmpl == nil {
 		return nil
 	}
-	fd, err := unix.FcntlInt(b.n.tmpl.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	ns, err := b.n.tmpl.join()
 	if err != nil {
 		return fmt.Errorf("sandbox: template namespace: %w", err)
 	}
 	plan := []string{strconv.Itoa(len(b.files))}
-	b.files = append(b.files, os.NewFile(uintptr(fd), "template-ns"))
+	b.files = append(b.files, ns)
 	for _, t := range b.stage.takeTrees() {
 		plan = append(plan, strconv.Itoa(len(b.files))+":"+t.dest)
 		b.files = append(b.files, t.f)

@@ -44,7 +44,7 @@ type Backend struct {
 	zygotes map[string]*zygote
 	// tmpl is the template mount namespace bwrap starts from
 	// (template.go); nil: the host's.
-	tmpl *os.File
+	tmpl *template
 }
 
 // runSeq numbers runs process-wide, so cgroup and staging names never
@@ -115,7 +115,7 @@ func newBackend(o Options) (*Backend, error) {
 	}
 	root, err := stagingRoot()
 	if err == nil {
-		n.tmpl, err = newTemplate(n.opts, root)
+		n.tmpl, err = openTemplate(n.opts, root)
 	}
 	if err != nil {
 		slog.Info("sandboxes start from the host mount namespace", "reason", err)
@@ -245,7 +245,7 @@ func (n *Backend) Close() error {
 	n.launchers.close()
 	n.runners.Cleanups.Wait()
 	if n.tmpl != nil {
-		_ = n.tmpl.Close()
+		n.tmpl.close()
 	}
 	releaseStagingRoot()
 	cgroup.Release()
