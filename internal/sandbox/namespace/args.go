@@ -247,9 +247,11 @@ func (b *bwrapArgs) rootLinks() {
 
 // identity gives the sandbox user a name and home in /etc/passwd and group.
 func (b *bwrapArgs) identity(home string) error {
-	passwd := passwdData(b.n.opts.UID, b.n.opts.GID, home)
-	group := "root:x:0:\nsandbox:x:" + strconv.Itoa(b.n.opts.GID) + ":\n"
-	for _, d := range []struct{ data, dest string }{{passwd, "/etc/passwd"}, {group, "/etc/group"}} {
+	files := []struct{ data, dest string }{{passwdData(b.n.opts.UID, b.n.opts.GID, home), "/etc/passwd"}}
+	if b.n.tmpl == nil || b.zygote { // else the template's /etc has it
+		files = append(files, struct{ data, dest string }{groupData(b.n.opts.GID), "/etc/group"})
+	}
+	for _, d := range files {
 		f, err := dataFile([]byte(d.data))
 		if err != nil {
 			return err
@@ -262,6 +264,9 @@ func (b *bwrapArgs) identity(home string) error {
 	}
 	return nil
 }
+
+// groupData is the sandbox's /etc/group: root and the sandbox group.
+func groupData(gid int) string { return "root:x:0:\nsandbox:x:" + strconv.Itoa(gid) + ":\n" }
 
 // passwdData is the sandbox's /etc/passwd: root and the sandbox user.
 func passwdData(uid, gid int, home string) string {

@@ -99,6 +99,7 @@ func namespaceBasics(t *testing.T, n *Backend) {
 		code int
 	}{
 		{"identity", []string{"/bin/sh", "-c", "id -u; id -g; pwd"}, "65534\n65534\n" + dir + "\n", 0},
+		{"user and group names", []string{"/bin/sh", "-c", "id -un; id -gn"}, "sandbox\nsandbox\n", 0},
 		{"write workspace", []string{"/bin/sh", "-c", "echo hi > f && cat f"}, "hi\n", 0},
 		{"no caps", []string{"/bin/sh", "-c", "grep CapEff /proc/self/status"}, "CapEff:\t0000000000000000\n", 0},
 		{"no new privs + seccomp", []string{"/bin/sh", "-c", "grep -E 'NoNewPrivs|Seccomp:' /proc/self/status"}, "NoNewPrivs:\t1\nSeccomp:\t2\n", 0},

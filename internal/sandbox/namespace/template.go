@@ -24,7 +24,8 @@ import (
 //
 //	/            tmpfs, read-only, 0755 root
 //	/usr         the host's /usr (recursive), and /bin, /lib… as on the host
-//	/etc         only the etcFiles, and empty passwd and group to mount over
+//	/etc         only the etcFiles, the sandbox's group file (the same for
+//	             every run) and an empty passwd to mount each run's over
 //	/var/cache/fontconfig, /opt/codexec/init (the helper)
 //	/proc, /dev  a proc of the host's pid namespace and the host's /dev
 //	/tmp         empty: bwrap's own scratch mount point
@@ -134,10 +135,11 @@ func fillTemplate(root string, o Options) error {
 			return err
 		}
 	}
-	for _, f := range []string{"/etc/passwd", "/etc/group"} {
-		if err := os.WriteFile(root+f, nil, 0o644); err != nil {
-			return err
-		}
+	if err := os.WriteFile(root+"/etc/passwd", nil, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(root+"/etc/group", []byte(groupData(o.GID)), 0o644); err != nil {
+		return err
 	}
 	if !o.NoLandlock {
 		if err := bindAt(root, o.Exe, landlockInitPath); err != nil {
