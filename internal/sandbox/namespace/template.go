@@ -76,19 +76,25 @@ func newTemplate(o Options, scratch string) (*os.File, error) {
 		err error
 	}
 	done := make(chan result, 1)
-	var run func()
-	run = func() {
+	var run func(started chan struct{})
+	run = func(started chan struct{}) {
 		runtime.LockOSThread() // never unlocked: the thread ends with its namespace
 		if unix.Gettid() == unix.Getpid() {
 			// The main thread must stay in the host namespace (/proc/self is
-			// its view): let another thread do it.
-			go run()
-			select {}
+			// its view): hold it until another thread has taken the job.
+			next := make(chan struct{})
+			go run(next)
+			<-next
+			runtime.UnlockOSThread()
+			return
+		}
+		if started != nil {
+			close(started)
 		}
 		ns, err := buildTemplate(o, scratch)
 		done <- result{ns, err}
 	}
-	go run()
+	go run(nil)
 	r := <-done
 	return r.ns, r.err
 }
