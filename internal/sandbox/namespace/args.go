@@ -104,7 +104,7 @@ func (b *bwrapArgs) attachTemplate() error {
 	if b.n.tmpl == nil {
 		return nil
 	}
-	ns, err := b.n.tmpl.join()
+	ns, err := b.n.tmpl.Join()
 	if err != nil {
 		return fmt.Errorf("sandbox: template namespace: %w", err)
 	}

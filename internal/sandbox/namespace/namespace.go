@@ -20,6 +20,7 @@ import (
 	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/sandbox/helper"
+	"github.com/codexec/codexec/internal/sandbox/mounttemplate"
 	"github.com/codexec/codexec/internal/sandbox/warm"
 )
 
@@ -44,7 +45,7 @@ type Backend struct {
 	zygotes map[string]*zygote
 	// tmpl is the template mount namespace bwrap starts from
 	// (template.go); nil: the host's.
-	tmpl *template
+	tmpl *mounttemplate.Template
 }
 
 // runSeq numbers runs process-wide, so cgroup and staging names never
@@ -245,7 +246,7 @@ func (n *Backend) Close() error {
 	n.launchers.close()
 	n.runners.Cleanups.Wait()
 	if n.tmpl != nil {
-		n.tmpl.close()
+		n.tmpl.Close()
 	}
 	releaseStagingRoot()
 	cgroup.Release()

@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/codexec/codexec/internal/sandbox/mounttemplate"
 )
 
 // Without the template namespace (template.go, where a run's sources are
@@ -193,11 +195,11 @@ func (s *stage) clone(src string) (string, error) {
 	if fi.IsDir() {
 		n = &s.dirs
 	}
-	if *n >= templatePoints {
+	if *n >= mounttemplate.Points {
 		_ = f.Close()
 		return "", errNoTemplate
 	}
-	dest := pointPath(fi.IsDir(), *n)
+	dest := mounttemplate.Point(fi.IsDir(), *n)
 	*n++
 	s.trees = append(s.trees, tree{f: f, dest: dest})
 	return dest, nil

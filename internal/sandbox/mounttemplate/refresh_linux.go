@@ -1,6 +1,6 @@
 //go:build linux
 
-package namespace
+package mounttemplate
 
 import (
 	"log/slog"
@@ -13,18 +13,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// template is the template namespace (template.go) of a backend. The host
-// files it shows are bound once, by inode: a file replaced on the host
-// (ldconfig renames a new /etc/ld.so.cache into place, editors and package
-// managers replace /etc files) would stay old in it. So at most once a
-// second a run compares the files' identities with those bound and, when
-// one changed, builds a new template; runs already started keep the one
-// they joined.
-type template struct {
-	o       Options
-	scratch string
-	// files are the host paths whose identity is watched.
-	files []string
+// Template is a template namespace kept current. The host files it shows
+// are bound once, by inode: a file replaced on the host (ldconfig renames a
+// new /etc/ld.so.cache into place, editors and package managers replace
+// /etc files) would stay old in it. So at most once a second Join compares
+// Config.Files' identities with those bound and, when one changed, builds a
+// new namespace; launchers that joined the old one keep it.
+type Template struct {
+	c Config
 
 	mu      sync.Mutex
 	ns      *os.File
@@ -32,14 +28,14 @@ type template struct {
 	checked time.Time
 }
 
-// refreshEvery is how often the watched files are compared.
+// refreshEvery is how often Config.Files are compared.
 const refreshEvery = time.Second
 
-// openTemplate builds the backend's template namespace.
-func openTemplate(o Options, scratch string) (*template, error) {
-	t := &template{o: o, scratch: scratch, files: append(append([]string{}, etcFiles...), fontCache)}
-	t.stamp = fileStamp(t.files)
-	ns, err := newTemplate(o, scratch)
+// Open builds a template namespace as c says.
+func Open(c Config) (*Template, error) {
+	t := &Template{c: c}
+	t.stamp = fileStamp(c.Files)
+	ns, err := newTemplate(c)
 	if err != nil {
 		return nil, err
 	}
@@ -47,14 +43,14 @@ func openTemplate(o Options, scratch string) (*template, error) {
 	return t, nil
 }
 
-// join returns a new descriptor of the current template namespace (the
-// caller closes it), rebuilding it first if a watched file changed.
-func (t *template) join() (*os.File, error) {
+// Join returns a new descriptor of the current template namespace (the
+// caller closes it), rebuilding it first if one of Config.Files changed.
+func (t *Template) Join() (*os.File, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if time.Since(t.checked) >= refreshEvery {
 		t.checked = time.Now()
-		if s := fileStamp(t.files); s != t.stamp {
+		if s := fileStamp(t.c.Files); s != t.stamp {
 			t.rebuild(s)
 		}
 	}
@@ -67,8 +63,8 @@ func (t *template) join() (*os.File, error) {
 
 // rebuild replaces the namespace by a new one for the files as stamp
 // says; on failure the old one stays (and the next check tries again).
-func (t *template) rebuild(stamp string) {
-	ns, err := newTemplate(t.o, t.scratch)
+func (t *Template) rebuild(stamp string) {
+	ns, err := newTemplate(t.c)
 	if err != nil {
 		slog.Warn("sandbox template namespace not rebuilt after a host file changed", "err", err)
 		return
@@ -77,7 +73,9 @@ func (t *template) rebuild(stamp string) {
 	t.ns, t.stamp = ns, stamp
 }
 
-func (t *template) close() {
+// Close closes the owner's descriptor: the namespace is freed once no
+// launcher holds it either.
+func (t *Template) Close() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	_ = t.ns.Close()
