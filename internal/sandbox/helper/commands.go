@@ -12,8 +12,8 @@ const (
 	// `sandbox-init UID GID PROCS… -- BWRAP ARGS…` places itself in the
 	// run's cgroups while still root, drops to the sandbox uid for good,
 	// sets no_new_privs and executes bwrap (RunInit); `sandbox-init
-	// --pooled UID GID PROCS…` does the same but waits for the command on fd
-	// 3 (SendLaunch).
+	// --pooled UID GID PROCS…` joins the cgroups, then waits (still root,
+	// for the template plan) for the command on fd 3 (SendLaunch).
 	InitCommand = "sandbox-init"
 	// LandlockCommand runs *inside* the namespace sandbox, right before the
 	// program: `sandbox-landlock [--keep-ctl|--runner] RW_DIR… -- PROGRAM
@@ -59,6 +59,13 @@ func Dispatch(args []string) (code int, ok bool) {
 	}
 	return 0, false
 }
+
+// RootOption is sandbox-init's first option in template mode: `--root
+// "NS K:POINT…"` makes it join the mount namespace NS (a descriptor), take
+// a private copy of it, move each detached mount tree K (open_tree clones)
+// onto POINT there, close them all, and only then drop its privileges and
+// execute bwrap. NS and K index the extra descriptors (fd 3 + index).
+const RootOption = "--root"
 
 // KeepCtl is the option of LandlockCommand that keeps descriptor 3 (a warm
 // runner's control socket) open for the program.

@@ -10,10 +10,12 @@
 //	codexec (root, server)
 //	  │ fork+exec, stdio pipes, extra fds (seccomp, passwd/group data, stages)
 //	  ▼
-//	codexec-sandbox sandbox-init UID GID CGROUP.PROCS… -- BWRAP ARGS…   (RunInit)
-//	  │ joins the run's cgroups as root, drops to UID/GID for good (this
-//	  │ thread only: raw setresuid/setresgid), no_new_privs, pdeathsig;
-//	  │ exec
+//	codexec-sandbox sandbox-init [--root PLAN] UID GID CGROUP.PROCS… -- BWRAP ARGS…   (RunInit)
+//	  │ joins the run's cgroups as root; with --root (RootOption) joins the
+//	  │ server's template mount namespace, unshares a private copy and
+//	  │ mounts the run's detached trees on its points; drops to UID/GID for
+//	  │ good (this thread only: raw setresuid/setresgid), no_new_privs,
+//	  │ pdeathsig; exec
 //	  ▼
 //	bwrap --unshare-user … --seccomp FD --chdir DIR --
 //	  │ new user/pid/net/ipc/uts/mount/cgroup namespaces, tmpfs root,
@@ -40,10 +42,11 @@
 //
 //	parent ──sendmsg: 8-byte little-endian payload length
 //	                  + SCM_RIGHTS [stdin, stdout, stderr, extra…]──▶ launcher
-//	parent ──JSON {"Argv": [...], "Env": [...]} (the payload)────────▶ launcher
+//	parent ──JSON {"Argv": [...], "Env": [...], "Root": PLAN} (the payload)──▶ launcher
 //
 // Arguments equal to FdRef+K ("\x00fd:K") become the launcher's number for
-// extra descriptor K. The launcher puts stdio on 0–2 and execs Argv[0].
+// extra descriptor K. The launcher puts stdio on 0–2, carries out the
+// template plan if any (as root), drops its privileges and execs Argv[0].
 //
 // Warm runner control socket (all modes; EncodeRun, ReadStatus). A runner is
 // an interpreter whose -c/-e program is a stub (runner_python.py,

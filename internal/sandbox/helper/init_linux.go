@@ -28,6 +28,10 @@ func runInit(args []string) error {
 	if len(args) > 0 && args[0] == "--pooled" {
 		return runPooled(args[1:])
 	}
+	plan := ""
+	if len(args) > 1 && args[0] == RootOption {
+		plan, args = args[1], args[2:]
+	}
 	sep := -1
 	for i, a := range args {
 		if a == "--" {
@@ -47,6 +51,12 @@ func runInit(args []string) error {
 	for _, f := range args[2:sep] {
 		if err := os.WriteFile(f, pid, 0); err != nil {
 			return fmt.Errorf("join cgroup: %w", err)
+		}
+	}
+	if plan != "" {
+		inherited := func(k int) (int, bool) { return 3 + k, k >= 0 }
+		if err := enterRoot(plan, inherited); err != nil {
+			return err
 		}
 	}
 	if err := dropPrivileges(uid, gid); err != nil {
@@ -86,8 +96,9 @@ func dropPrivileges(uid, gid int) error {
 	return unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0)
 }
 
-// runPooled is `sandbox-init --pooled UID GID PROCS…`: join the cgroups, drop
-// privileges, then wait on fd 3 for the command (ReceiveLaunch) and exec it.
+// runPooled is `sandbox-init --pooled UID GID PROCS…`: join the cgroups,
+// wait on fd 3 for the command (ReceiveLaunch, which enters the template
+// namespace as root if asked), drop privileges and exec it.
 func runPooled(args []string) error {
 	if len(args) < 2 {
 		return fmt.Errorf("usage: %s --pooled UID GID [CGROUP.PROCS…]", InitCommand)
@@ -103,11 +114,11 @@ func runPooled(args []string) error {
 			return fmt.Errorf("join cgroup: %w", err)
 		}
 	}
-	if err := dropPrivileges(uid, gid); err != nil {
-		return err
-	}
 	argv, env, err := receiveLaunch()
 	if err != nil {
+		return err
+	}
+	if err := dropPrivileges(uid, gid); err != nil {
 		return err
 	}
 	if len(argv) == 0 {

@@ -19,13 +19,15 @@ const FdRef = "\x00fd:"
 type launchMsg struct {
 	Argv []string
 	Env  []string
+	// Root is the template plan (RootOption), descriptors as extra indexes.
+	Root string `json:",omitempty"`
 }
 
 // SendLaunch hands a pooled launcher, over its control socket ctl, its
-// stdio (fds 0–2), extra descriptors and command. Arguments equal to
-// FdRef+K name extra descriptor K.
-func SendLaunch(ctl *os.File, argv, env []string, stdio [3]*os.File, extra []*os.File) error {
-	payload, err := json.Marshal(launchMsg{Argv: argv, Env: env})
+// stdio (fds 0–2), extra descriptors, template plan (RootOption; "" for
+// none) and command. Arguments equal to FdRef+K name extra descriptor K.
+func SendLaunch(ctl *os.File, argv, env []string, plan string, stdio [3]*os.File, extra []*os.File) error {
+	payload, err := json.Marshal(launchMsg{Argv: argv, Env: env, Root: plan})
 	if err != nil {
 		return err
 	}
@@ -53,9 +55,10 @@ func SendLaunch(ctl *os.File, argv, env []string, stdio [3]*os.File, extra []*os
 }
 
 // receiveLaunch is the launcher side of SendLaunch: it reads the command from fd 3,
-// puts stdio on 0–2, and returns argv (with descriptor references resolved)
-// and env. Only raw system calls are used, so the Go runtime's own
-// descriptors are never disturbed before exec.
+// puts stdio on 0–2, enters the template namespace if the message has a
+// plan, and returns argv (with descriptor references resolved) and env.
+// Only raw system calls are used, so the Go runtime's own descriptors are
+// never disturbed before exec.
 func receiveLaunch() (argv, env []string, err error) {
 	hdr := make([]byte, 8)
 	oob := make([]byte, unix.CmsgSpace(64*4))
@@ -85,6 +88,17 @@ func receiveLaunch() (argv, env []string, err error) {
 	}
 	for i := 0; i < 3; i++ {
 		if err := unix.Dup3(fds[i], i, 0); err != nil {
+			return nil, nil, err
+		}
+	}
+	if msg.Root != "" {
+		extra := func(k int) (int, bool) {
+			if k < 0 || 3+k >= len(fds) {
+				return 0, false
+			}
+			return fds[3+k], true
+		}
+		if err := enterRoot(msg.Root, extra); err != nil {
 			return nil, nil, err
 		}
 	}

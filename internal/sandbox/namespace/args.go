@@ -64,6 +64,9 @@ type bwrapArgs struct {
 	seccompFd string
 	args      []string
 	files     []*os.File
+	// plan is the launcher's template plan (helper.RootOption), set by
+	// build in template mode.
+	plan string
 }
 
 func (b *bwrapArgs) add(a ...string) { b.args = append(b.args, a...) }
@@ -86,8 +89,36 @@ func (b *bwrapArgs) CloseFiles() {
 
 // build produces the whole bwrap command line up to the program: it ends
 // with the in-sandbox Landlock step (see helper.LandlockCommand), so spec.Argv is
-// appended by the caller.
+// appended by the caller. In template mode the files end with the template
+// namespace and the run's trees, which b.plan names for the launcher.
 func (b *bwrapArgs) build(spec sandbox.Spec) error {
+	if err := b.buildArgs(spec); err != nil {
+		return err
+	}
+	return b.attachTemplate()
+}
+
+// attachTemplate appends the template namespace and the run's trees to the
+// files and describes them in b.plan: "NS K:POINT…", K indexes b.files.
+func (b *bwrapArgs) attachTemplate() error {
+	if b.n.tmpl == nil {
+		return nil
+	}
+	ns, err := b.n.tmpl.Join()
+	if err != nil {
+		return fmt.Errorf("sandbox: template namespace: %w", err)
+	}
+	plan := []string{strconv.Itoa(len(b.files))}
+	b.files = append(b.files, ns)
+	for _, t := range b.stage.takeTrees() {
+		plan = append(plan, strconv.Itoa(len(b.files))+":"+t.dest)
+		b.files = append(b.files, t.f)
+	}
+	b.plan = strings.Join(plan, " ")
+	return nil
+}
+
+func (b *bwrapArgs) buildArgs(spec sandbox.Spec) error {
 	uid, gid := strconv.Itoa(b.n.opts.UID), strconv.Itoa(b.n.opts.GID)
 	b.add("--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup")
 	if !b.zygote {
@@ -96,9 +127,7 @@ func (b *bwrapArgs) build(spec sandbox.Spec) error {
 	b.add("--die-with-parent", "--new-session", "--uid", uid, "--gid", gid,
 		"--hostname", "codexec", "--ro-bind", "/usr", "/usr")
 	b.rootLinks()
-	for _, f := range etcFiles {
-		b.add("--ro-bind-try", f, f)
-	}
+	b.etc()
 	b.add("--ro-bind-try", fontCache, fontCache)
 	if err := b.identity(cmp.Or(spec.Dir, warmDir)); err != nil {
 		return err
@@ -123,9 +152,12 @@ func (b *bwrapArgs) build(spec sandbox.Spec) error {
 		return err
 	}
 	if !b.n.opts.NoLandlock {
-		exe, err := b.stage.bind(b.n.opts.Exe)
-		if err != nil {
-			return fmt.Errorf("sandbox: landlock helper: %w", err)
+		exe := landlockInitPath // in the template
+		if b.n.tmpl == nil {
+			var err error
+			if exe, err = b.stage.bind(b.n.opts.Exe); err != nil {
+				return fmt.Errorf("sandbox: landlock helper: %w", err)
+			}
 		}
 		b.add("--ro-bind", exe, landlockInitPath)
 	}
@@ -184,6 +216,20 @@ func (b *bwrapArgs) tmp(spec sandbox.Spec) error {
 	return nil
 }
 
+// etc binds the host /etc files a sandbox sees. The template has them in
+// its /etc, so there one recursive bind does (one mountinfo read of bwrap's
+// instead of one per file), except for a zygote, which needs a writable
+// /etc to create its /etc/passwd in.
+func (b *bwrapArgs) etc() {
+	if b.n.tmpl != nil && !b.zygote {
+		b.add("--ro-bind", "/etc", "/etc")
+		return
+	}
+	for _, f := range etcFiles {
+		b.add("--ro-bind-try", f, f)
+	}
+}
+
 func (b *bwrapArgs) rootLinks() {
 	for _, l := range rootLinks {
 		fi, err := os.Lstat(l)
@@ -201,9 +247,11 @@ func (b *bwrapArgs) rootLinks() {
 
 // identity gives the sandbox user a name and home in /etc/passwd and group.
 func (b *bwrapArgs) identity(home string) error {
-	passwd := passwdData(b.n.opts.UID, b.n.opts.GID, home)
-	group := "root:x:0:\nsandbox:x:" + strconv.Itoa(b.n.opts.GID) + ":\n"
-	for _, d := range []struct{ data, dest string }{{passwd, "/etc/passwd"}, {group, "/etc/group"}} {
+	files := []struct{ data, dest string }{{passwdData(b.n.opts.UID, b.n.opts.GID, home), "/etc/passwd"}}
+	if b.n.tmpl == nil || b.zygote { // else the template's /etc has it
+		files = append(files, struct{ data, dest string }{groupData(b.n.opts.GID), "/etc/group"})
+	}
+	for _, d := range files {
 		f, err := dataFile([]byte(d.data))
 		if err != nil {
 			return err
@@ -216,6 +264,9 @@ func (b *bwrapArgs) identity(home string) error {
 	}
 	return nil
 }
+
+// groupData is the sandbox's /etc/group: root and the sandbox group.
+func groupData(gid int) string { return "root:x:0:\nsandbox:x:" + strconv.Itoa(gid) + ":\n" }
 
 // passwdData is the sandbox's /etc/passwd: root and the sandbox user.
 func passwdData(uid, gid int, home string) string {

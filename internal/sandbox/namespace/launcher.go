@@ -144,8 +144,8 @@ func (n *Backend) newLauncher(lim sandbox.Limits, name string) (*launcher, error
 	return &launcher{cmd: cmd, wait: wait, cg: cg, ctl: ctl}, nil
 }
 
-// send hands the launcher its stdio, extra descriptors and command
-// (helper.SendLaunch).
-func (w *launcher) send(argv, env []string, stdio [3]*os.File, extra []*os.File) error {
-	return helper.SendLaunch(w.ctl, argv, env, stdio, extra)
+// send hands the launcher its stdio, extra descriptors, template plan and
+// command (helper.SendLaunch).
+func (w *launcher) send(argv, env []string, plan string, stdio [3]*os.File, extra []*os.File) error {
+	return helper.SendLaunch(w.ctl, argv, env, plan, stdio, extra)
 }

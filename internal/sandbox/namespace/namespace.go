@@ -20,6 +20,7 @@ import (
 	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/sandbox/helper"
+	"github.com/codexec/codexec/internal/sandbox/mounttemplate"
 	"github.com/codexec/codexec/internal/sandbox/warm"
 )
 
@@ -42,6 +43,9 @@ type Backend struct {
 	// zygotes are the python fork-servers by warm key (zygote.go).
 	zygMu   sync.Mutex
 	zygotes map[string]*zygote
+	// tmpl is the template mount namespace bwrap starts from
+	// (template.go); nil: the host's.
+	tmpl *mounttemplate.Template
 }
 
 // runSeq numbers runs process-wide, so cgroup and staging names never
@@ -109,6 +113,13 @@ func newBackend(o Options) (*Backend, error) {
 	}
 	if err := acquireStagingRoot(); err != nil {
 		return nil, fmt.Errorf("staging directory: %w", err)
+	}
+	root, err := stagingRoot()
+	if err == nil {
+		n.tmpl, err = openTemplate(n.opts, root)
+	}
+	if err != nil {
+		slog.Info("sandboxes start from the host mount namespace", "reason", err)
 	}
 	return n, nil
 }
@@ -234,6 +245,9 @@ func (n *Backend) Close() error {
 	n.closeZygotes()
 	n.launchers.close()
 	n.runners.Cleanups.Wait()
+	if n.tmpl != nil {
+		n.tmpl.Close()
+	}
 	releaseStagingRoot()
 	cgroup.Release()
 	return nil
@@ -246,7 +260,7 @@ func (n *Backend) start(spec sandbox.Spec, name string, cg *cgroup.Group, w *lau
 	if err := sandbox.HandOverWorkspace(spec, n.opts.OwnedRoot, n.opts.UID, n.opts.GID); err != nil {
 		return nil, err
 	}
-	st, err := newStage(name)
+	st, err := n.newStage(name)
 	if err != nil {
 		return nil, err
 	}
@@ -261,12 +275,12 @@ func (n *Backend) start(spec sandbox.Spec, name string, cg *cgroup.Group, w *lau
 	bwrapArgv := append(append([]string{n.opts.Bwrap}, b.args...), spec.Argv...)
 	if w != nil {
 		p, err = proc.Launch(w.cmd, spec.Stdin, spec.Stdout, spec.Stderr, hooks, func(stdio [3]*os.File) (func() error, error) {
-			err := w.send(bwrapArgv, spec.Env, stdio, b.files)
+			err := w.send(bwrapArgv, spec.Env, b.plan, stdio, b.files)
 			_ = w.ctl.Close()
 			return w.wait, err
 		})
 	} else {
-		p, err = proc.Start(n.coldCmd(spec, cg, bwrapArgv, b.files), spec.Stdin, spec.Stdout, spec.Stderr, hooks)
+		p, err = proc.Start(n.coldCmd(spec, cg, bwrapArgv, b.files, b.plan), spec.Stdin, spec.Stdout, spec.Stderr, hooks)
 	}
 	if err != nil {
 		_ = st.release()
@@ -386,7 +400,7 @@ func (n *Backend) newRunner(req warm.Request) (*nsRunner, error) {
 		return nil, err
 	}
 	_ = cg.SetCPUWeight(2)
-	st, err := newStage(name)
+	st, err := n.newStage(name)
 	if err != nil {
 		_ = cg.Destroy()
 		return nil, err
@@ -408,9 +422,14 @@ func (n *Backend) Prewarm(spec sandbox.Spec) {
 	}
 }
 
-// coldCmd is sandbox-init placing itself in cg and executing bwrapArgv.
-func (n *Backend) coldCmd(spec sandbox.Spec, cg *cgroup.Group, bwrapArgv []string, files []*os.File) *exec.Cmd {
-	args := []string{helper.InitCommand, strconv.Itoa(n.opts.UID), strconv.Itoa(n.opts.GID)}
+// coldCmd is sandbox-init placing itself in cg, entering the template
+// namespace per plan (if not empty) and executing bwrapArgv.
+func (n *Backend) coldCmd(spec sandbox.Spec, cg *cgroup.Group, bwrapArgv []string, files []*os.File, plan string) *exec.Cmd {
+	args := []string{helper.InitCommand}
+	if plan != "" {
+		args = append(args, helper.RootOption, plan)
+	}
+	args = append(args, strconv.Itoa(n.opts.UID), strconv.Itoa(n.opts.GID))
 	args = append(append(args, cg.ProcsFiles()...), "--")
 	cmd := exec.Command(n.opts.Exe, append(args, bwrapArgv...)...)
 	cmd.Args[0] = "codexec"

@@ -6,7 +6,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -51,8 +54,43 @@ func runNS(t *testing.T, n *Backend, dir string, lim sandbox.Limits, argv ...str
 	return ex, out.String(), errb.String(), time.Since(t0)
 }
 
+// hostMountsNamespace is a backend whose bwrap starts from the host's
+// mount namespace (staging mounts, no template): bwrap is named through a
+// link outside /usr.
+func hostMountsNamespace(t *testing.T) *Backend {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "codexec-bwrap-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	link := filepath.Join(dir, "bwrap")
+	if err := errors.Join(os.Chmod(dir, 0o755), os.Symlink("/usr/bin/bwrap", link)); err != nil {
+		t.Fatal(err)
+	}
+	n, err := New(context.Background(), Options{OwnedRoot: sandboxtest.OwnedRoot, Bwrap: link})
+	if err != nil {
+		t.Skipf("namespace backend unavailable: %v", err)
+	}
+	t.Cleanup(func() { _ = n.Close() })
+	if n.tmpl != nil {
+		t.Fatal("a bwrap outside /usr still started from the template")
+	}
+	return n
+}
+
+// TestNamespaceBasics runs the same checks with bwrap started from the
+// template namespace and from the host's.
 func TestNamespaceBasics(t *testing.T) {
-	n := newTestNamespace(t)
+	for _, m := range []struct {
+		name string
+		n    func(*testing.T) *Backend
+	}{{"template", newTestNamespace}, {"host mounts", hostMountsNamespace}} {
+		t.Run(m.name, func(t *testing.T) { namespaceBasics(t, m.n(t)) })
+	}
+}
+
+func namespaceBasics(t *testing.T, n *Backend) {
 	dir := t.TempDir()
 	cases := []struct {
 		name string
@@ -61,6 +99,7 @@ func TestNamespaceBasics(t *testing.T) {
 		code int
 	}{
 		{"identity", []string{"/bin/sh", "-c", "id -u; id -g; pwd"}, "65534\n65534\n" + dir + "\n", 0},
+		{"user and group names", []string{"/bin/sh", "-c", "id -un; id -gn"}, "sandbox\nsandbox\n", 0},
 		{"write workspace", []string{"/bin/sh", "-c", "echo hi > f && cat f"}, "hi\n", 0},
 		{"no caps", []string{"/bin/sh", "-c", "grep CapEff /proc/self/status"}, "CapEff:\t0000000000000000\n", 0},
 		{"no new privs + seccomp", []string{"/bin/sh", "-c", "grep -E 'NoNewPrivs|Seccomp:' /proc/self/status"}, "NoNewPrivs:\t1\nSeccomp:\t2\n", 0},

@@ -1,11 +1,13 @@
 // Package namespace is the isolated sandbox backend: bubblewrap with fresh
 // namespaces, a cgroup per run, a seccomp filter and Landlock, as an
 // unprivileged uid. Its files: the backend and its run path
-// (namespace.go), bwrap's command line (args.go) and staging mounts
-// (stage.go), the seccomp filter (seccomp*.go), pooled sandbox-init
-// launchers (launcher.go), warm runners (runner.go) and binding a
-// workspace into one (bind.go), and python fork-servers (zygote.go). The
-// child side of its re-executions is package helper. All of it needs
+// (namespace.go), bwrap's command line (args.go), the template mount
+// namespace bwrap starts from (template.go, built by package
+// mounttemplate) and staging mounts (stage.go), the seccomp filter
+// (seccomp*.go), pooled sandbox-init launchers (launcher.go), warm runners
+// (runner.go) and binding a workspace into one (bind.go), and python
+// fork-servers (zygote.go). The child side of its re-executions is package
+// helper. All of it needs
 // Linux; elsewhere (other.go) New reports the mode unavailable.
 package namespace
 

@@ -56,7 +56,7 @@ func (n *Backend) launchRunner(spec sandbox.Spec, cg *cgroup.Group, st *stage, e
 		rp.Close()
 		return nil, err
 	}
-	cmd := n.coldCmd(spec, cg, append(append([]string{n.opts.Bwrap}, b.args...), spec.Argv...), b.files)
+	cmd := n.coldCmd(spec, cg, append(append([]string{n.opts.Bwrap}, b.args...), spec.Argv...), b.files, b.plan)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = rp.Child[0], rp.Child[1], rp.Child[2]
 	wait, err := proc.StartTracked(cmd)
 	if err != nil {
@@ -72,7 +72,7 @@ func (n *Backend) launchRunner(spec sandbox.Spec, cg *cgroup.Group, st *stage, e
 		r.destroyProcess()
 		return nil, err
 	}
-	if r.mntns, err = sandboxMountNS(cg); err != nil {
+	if r.mntns, err = sandboxMountNS(cg, cmd.Process.Pid); err != nil {
 		r.st = nil
 		r.destroyProcess()
 		return nil, err
@@ -90,15 +90,21 @@ func (r *nsRunner) destroyProcess() {
 }
 
 // sandboxMountNS opens the mount namespace of the sandbox whose processes
-// are in cg: the one that differs from the server's own.
-func sandboxMountNS(cg *cgroup.Group) (*os.File, error) {
+// are in cg: the one that differs from the server's own and from that of
+// the outer bwrap (pid bwrap; 0 if none), which in template mode is a
+// private copy of the template.
+func sandboxMountNS(cg *cgroup.Group, bwrap int) (*os.File, error) {
 	self, err := warm.HostMountNS()
 	if err != nil {
 		return nil, err
 	}
+	outer := ""
+	if bwrap > 0 {
+		outer, _ = os.Readlink("/proc/" + strconv.Itoa(bwrap) + "/ns/mnt")
+	}
 	for _, pid := range cg.Pids() {
 		p := "/proc/" + strconv.Itoa(pid) + "/ns/mnt"
-		if ns, err := os.Readlink(p); err == nil && ns != self {
+		if ns, err := os.Readlink(p); err == nil && ns != self && ns != outer {
 			return os.Open(p)
 		}
 	}

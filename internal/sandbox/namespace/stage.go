@@ -12,10 +12,14 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/codexec/codexec/internal/sandbox/mounttemplate"
 )
 
-// bwrap runs as the unprivileged sandbox uid, so it can only bind host
-// directories it can reach by path; a workspace below /root (mode 0700) or a
+// Without the template namespace (template.go, where a run's sources are
+// detached clones its launcher mounts instead): bwrap runs as the
+// unprivileged sandbox uid, so it can only bind host directories it can
+// reach by path; a workspace below /root (mode 0700) or a
 // 0700 temp dir is out of its reach, and bwrap refuses descriptors it cannot
 // resolve. The server (root) therefore bind-mounts each source onto a
 // per-run mount point under a private, traversable staging directory, hands
@@ -112,13 +116,30 @@ func removeStageRoot(root string) {
 	_ = os.Remove(root)
 }
 
-// stage holds one run's staging mounts.
+// stage holds one run's staging mounts, or in template mode (template.go)
+// the detached clones of its sources that its launcher mounts.
 type stage struct {
 	dir    string
 	points []string
+	// tmpl: trees are open_tree clones to move onto template points; dirs
+	// and files count the points used.
+	tmpl        bool
+	trees       []tree
+	dirs, files int
 }
 
-func newStage(name string) (*stage, error) {
+// tree is a detached clone of a run's source and its template point.
+type tree struct {
+	f    *os.File
+	dest string
+}
+
+// newStage starts a run's stage: a staging directory, or nothing yet in
+// template mode.
+func (n *Backend) newStage(name string) (*stage, error) {
+	if n.tmpl != nil {
+		return &stage{tmpl: true}, nil
+	}
 	root, err := stagingRoot()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: staging directory: %w", err)
@@ -133,6 +154,9 @@ func newStage(name string) (*stage, error) {
 // bind mounts src (a directory or file) on a fresh point in the stage and
 // returns that point's path.
 func (s *stage) bind(src string) (string, error) {
+	if s.tmpl {
+		return s.clone(src)
+	}
 	fi, err := os.Stat(src)
 	if err != nil {
 		return "", err
@@ -154,9 +178,51 @@ func (s *stage) bind(src string) (string, error) {
 	return p, nil
 }
 
-// release unmounts every point and removes the stage.
+// clone makes a detached copy of the mount at src (not its submounts, like
+// a plain bind) and returns the template point its launcher will put it on.
+func (s *stage) clone(src string) (string, error) {
+	fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
+		return "", fmt.Errorf("open_tree %s: %w", src, err)
+	}
+	f := os.NewFile(uintptr(fd), src)
+	fi, err := f.Stat() // what was cloned, not what src names now
+	if err != nil {
+		_ = f.Close()
+		return "", err
+	}
+	n := &s.files
+	if fi.IsDir() {
+		n = &s.dirs
+	}
+	if *n >= mounttemplate.Points {
+		_ = f.Close()
+		return "", errNoTemplate
+	}
+	dest := mounttemplate.Point(fi.IsDir(), *n)
+	*n++
+	s.trees = append(s.trees, tree{f: f, dest: dest})
+	return dest, nil
+}
+
+// takeTrees hands over the clones made so far (their descriptors become
+// the caller's).
+func (s *stage) takeTrees() []tree {
+	t := s.trees
+	s.trees = nil
+	return t
+}
+
+// release unmounts every point and removes the stage (in template mode:
+// closes the clones not handed over).
 func (s *stage) release() error {
 	if s == nil {
+		return nil
+	}
+	if s.tmpl {
+		for _, t := range s.takeTrees() {
+			_ = t.f.Close()
+		}
 		return nil
 	}
 	var errs []error

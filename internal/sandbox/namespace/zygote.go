@@ -151,7 +151,7 @@ func (n *Backend) startZygote(req warm.Request) (z *zygote, retErr error) {
 	if z.cg, err = cgroup.New(n.cg, name, cgroup.Limits{MemoryBytes: spec.Limits.MemoryBytes}); err != nil {
 		return nil, err
 	}
-	if z.st, err = newStage(name); err != nil {
+	if z.st, err = n.newStage(name); err != nil {
 		_ = z.cg.Destroy()
 		return nil, err
 	}
@@ -173,7 +173,7 @@ func (n *Backend) startZygote(req warm.Request) (z *zygote, retErr error) {
 		return nil, err
 	}
 	argv := append(append([]string{n.opts.Bwrap}, b.args...), zygoteArgv(spec, b, n)...)
-	cmd := n.coldCmd(spec, z.cg, argv, b.files)
+	cmd := n.coldCmd(spec, z.cg, argv, b.files, b.plan)
 	cmd.Stderr = os.Stderr
 	wait, err := proc.StartTracked(cmd)
 	if err != nil {
@@ -308,7 +308,7 @@ func forkInto(z *zygote, cg *cgroup.Group) (*nsRunner, error) {
 		err = r.AwaitReady()
 	}
 	if err == nil {
-		r.mntns, err = sandboxMountNS(cg)
+		r.mntns, err = sandboxMountNS(cg, 0)
 	}
 	if err != nil {
 		r.CloseFiles()
