@@ -49,6 +49,7 @@ import (
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/sessionreg"
+	"github.com/codexec/codexec/internal/spares"
 	"github.com/codexec/codexec/internal/tenant"
 )
 
@@ -130,7 +131,7 @@ type Manager struct {
 	// their checkpoints and records (nil: no checkpoints).
 	paused map[key]*pausedSession
 	keeper *checkpoint.Keeper
-	spares sparePool
+	spares spares.Pool[*Session]
 	stop   chan struct{}
 	once   sync.Once
 	// openMu serializes creations through Open (callerid.go).
@@ -564,7 +565,7 @@ func (m *Manager) onDeath(s *Session, c *driver.Conn) {
 // server resumes it; a session that cannot be paused is stopped.
 func (m *Manager) Close() {
 	m.once.Do(func() { close(m.stop) })
-	m.closeSpares()
+	m.spares.Close()
 	for _, s := range m.all() {
 		if m.checkpoints() && m.pauseAtShutdown(s) {
 			continue

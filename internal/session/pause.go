@@ -143,7 +143,7 @@ func (m *Manager) commit(ctx context.Context, s *Session, h checkpoint.Header, p
 	if !auto {
 		// A paused session will want an interpreter to resume into, ready
 		// for its size; an automatic checkpoint may never be restored.
-		m.expectRestore(s.Language, rec.Bytes)
+		m.spares.Expect(s.Language, rec.Bytes)
 	}
 	return rec, nil
 }

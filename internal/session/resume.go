@@ -321,7 +321,7 @@ func (m *Manager) Fork(ctx context.Context, idOrName string, count int, allowSec
 	}
 	info := m.forkChildren(ctx, rec, d, count)
 	// The next fork this wide finds its interpreters started.
-	m.wantSpares(rec.Language, count)
+	m.spares.WantN(rec.Language, count)
 	return info, nil
 }
 

@@ -5,70 +5,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/codexec/codexec/internal/driver"
 )
-
-func TestBestSpare(t *testing.T) {
-	tests := []struct {
-		name     string
-		reserves []int64
-		need     int64
-		want     int
-	}{
-		{"only one", []int64{0}, 100, 0},
-		{"smallest that fits", []int64{500, 0, 200, 300}, 150, 2},
-		{"none fits: the largest", []int64{10, 40, 20}, 100, 1},
-		{"nothing needed: the smallest", []int64{30, 0, 10}, 0, 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var ready []*spare
-			for _, r := range tt.reserves {
-				ready = append(ready, &spare{reserve: reserve{Objects: r}})
-			}
-			if got := bestSpare(ready, tt.need); got != tt.want {
-				t.Errorf("bestSpare(%v, %d) = %d, want %d", tt.reserves, tt.need, got, tt.want)
-			}
-		})
-	}
-}
-
-func TestReserveFor(t *testing.T) {
-	tests := []struct {
-		lang       string
-		size, mem  int64
-		want       reserve
-		whyNoneNot string
-	}{
-		{"python", 10 << 20, 0, reserve{Objects: 50 << 20, Inbox: 10 << 20}, ""},
-		{"python", 10 << 20, 120 << 20, reserve{Objects: 25 << 20, Inbox: 5 << 20}, "a quarter of the memory limit"},
-		{"python", 1 << 30, 0, reserve{Objects: (256 << 20) * 5 / 6, Inbox: (256 << 20) / 6}, "256 MiB at most"},
-		{"python", 0, 0, reserve{}, "no checkpoint expected"},
-		{"node", 10 << 20, 0, reserve{}, "V8 sizes its own heap"},
-	}
-	for _, tt := range tests {
-		m := &Manager{opts: Options{Checkpoints: CheckpointOptions{MemoryLimit: tt.mem}}}
-		if diff := cmp.Diff(tt.want, m.reserveFor(tt.lang, tt.size)); diff != "" {
-			t.Errorf("reserveFor(%s, %d) with a limit of %d (%s): -want +got\n%s", tt.lang, tt.size, tt.mem, tt.whyNoneNot, diff)
-		}
-	}
-}
 
 // readySpares waits until lang has n ready spares, each holding at least
 // objects bytes when it is a reserve slot, and returns their reserves.
-func readySpares(t *testing.T, m *Manager, lang string, n int, objects int64) []reserve {
+func readySpares(t *testing.T, m *Manager, lang string, n int, objects int64) []driver.Reserve {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		sp := &m.spares
-		sp.mu.Lock()
-		var got []reserve
-		done := len(sp.ready[lang]) == n && sp.starting[lang] == 0
-		for _, e := range sp.ready[lang] {
-			got = append(got, e.reserve)
-			done = done && (!e.slot || e.reserve.Objects >= objects)
+		got, slots, none := m.spares.Ready(lang)
+		done := len(got) == n && none
+		for i, r := range got {
+			done = done && (!slots[i] || r.Objects >= objects)
 		}
-		sp.mu.Unlock()
 		if done {
 			return got
 		}
@@ -143,7 +93,7 @@ func TestSpareReserve(t *testing.T) {
 // does not start an interpreter of its own).
 func TestTakeSpareWaitsForOneStarting(t *testing.T) {
 	m, _ := ckptManager(t, t.TempDir(), CheckpointOptions{Spares: 1})
-	m.wantSpare("python")
+	m.spares.Want("python")
 	readySpares(t, m, "python", 1, 0)
 	ctx := context.Background()
 	first := m.takeSpare(ctx, "python", 0)
