@@ -151,8 +151,14 @@ func (s *server) awaitWarm(lang string) {
 }
 
 // servedWarm reports whether the server log shows execution id as served
-// by a warm runner.
+// by a warm runner. The server logs a run's end ("run timing") before it
+// answers, but its stderr reaches the test through a pipe, later than the
+// answer: so it first waits (up to 10 s) for that line.
 func (s *server) servedWarm(id string) bool {
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(s.Stderr.String(), `msg="run timing" id=`+id+" ") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	return strings.Contains(s.Stderr.String(), `msg="warm run" id=`+id+" ")
 }
 

@@ -198,8 +198,11 @@ func (m *Manager) Start(ctx context.Context, j Job) (View, *Outcome, error) {
 	select {
 	case id := <-l.started:
 		m.register(ctx, l.run, id)
+		// Read before finish can end it: the start answer is always
+		// "running" (a run of 2 ms may be over by now); get_run gives the end.
+		v := m.viewOf(ctx, l.run, Read{})
 		go m.finish(l, j.Done)
-		return m.viewOf(ctx, l.run, Read{}), nil, nil
+		return v, nil, nil
 	case e := <-l.ended:
 		return m.notStarted(l, j, e)
 	case <-ctx.Done():
