@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// The issue 13 targets, each measured next to its baseline in the same run
+// The performance targets, each measured next to its baseline in the same run
 // and reported as a ratio, through the real binary and the go-sdk client
 // over stdio, in the harness's sandbox mode (CODEXEC_TEST_SANDBOX_MODE;
 // scripts/bench.sh runs every mode):

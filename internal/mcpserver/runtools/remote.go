@@ -22,30 +22,19 @@ func (s *toolset) remoteRuns(ctx context.Context, local []runs.Summary, status s
 	if err != nil {
 		return nil, tool.Coded(tool.CodeInternal, "the session registry could not list your runs on other replicas: %v", err)
 	}
-	out, seen := local, map[string]bool{}
-	for i := range out {
-		out[i].Replica = rem.Here
-		seen[out[i].ExecutionID] = true
-	}
-	add := func(e runs.Summary) {
-		if !seen[e.ExecutionID] && (status == "" || e.Status == status) {
-			seen[e.ExecutionID] = true
-			out = append(out, e)
-		}
-	}
-	for _, a := range rem.Answers {
-		var l ListRunsOut
-		if json.Unmarshal(a, &l) == nil {
-			for _, e := range l.Runs {
-				add(e)
+	want := func(e runs.Summary) bool { return status == "" || e.Status == status }
+	out := sessiontools.Merge(rem, local, func(e *runs.Summary) (string, *string) { return e.ExecutionID, &e.Replica },
+		func(a json.RawMessage) []runs.Summary {
+			var l ListRunsOut
+			if json.Unmarshal(a, &l) != nil {
+				return nil
 			}
-		}
-	}
-	for _, u := range rem.Unlisted {
-		if e, ok := s.unlistedRun(ctx, u); ok {
-			add(e)
-		}
-	}
+			return slices.DeleteFunc(l.Runs, func(e runs.Summary) bool { return !want(e) })
+		},
+		func(u sessiontools.Unlisted) (runs.Summary, bool) {
+			e, ok := s.unlistedRun(ctx, u)
+			return e, ok && want(e)
+		})
 	slices.SortFunc(out, func(a, b runs.Summary) int {
 		if c := b.StartedAt.Compare(a.StartedAt); c != 0 {
 			return c

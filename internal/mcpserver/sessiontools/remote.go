@@ -72,29 +72,18 @@ func (s *toolset) remoteSessions(ctx context.Context, local []SessionInfo) ([]Se
 	if err != nil {
 		return nil, tool.Coded(tool.CodeInternal, "the session registry could not list your sessions on other replicas: %v", err)
 	}
-	out, seen := local, map[string]bool{}
-	for i := range out {
-		out[i].Replica = rem.Here
-		seen[out[i].SessionID] = true
-	}
-	add := func(e SessionInfo) {
-		if !seen[e.SessionID] {
-			seen[e.SessionID] = true
-			out = append(out, e)
-		}
-	}
-	for _, a := range rem.Answers {
-		var l ListSessionsOut
-		if json.Unmarshal(a, &l) == nil {
-			for _, e := range l.Sessions {
-				add(e)
+	out := Merge(rem, local, func(e *SessionInfo) (string, *string) { return e.SessionID, &e.Replica },
+		func(a json.RawMessage) []SessionInfo {
+			var l ListSessionsOut
+			if json.Unmarshal(a, &l) != nil {
+				return nil
 			}
-		}
-	}
-	for _, u := range rem.Unlisted {
-		add(SessionInfo{SessionID: u.ID, Kind: u.Kind, Status: u.status(), Language: u.Language, Name: u.Name,
-			StartedAt: u.StartedAt, PackagesInstalled: []string{}, Replica: u.Replica, LostAt: u.LostAt, Note: u.Note})
-	}
+			return l.Sessions
+		},
+		func(u Unlisted) (SessionInfo, bool) {
+			return SessionInfo{SessionID: u.ID, Kind: u.Kind, Status: u.status(), Language: u.Language, Name: u.Name,
+				StartedAt: u.StartedAt, PackagesInstalled: []string{}, Replica: u.Replica, LostAt: u.LostAt, Note: u.Note}, true
+		})
 	slices.SortFunc(out, func(a, b SessionInfo) int { return newestFirst(a.StartedAt, b.StartedAt, a.SessionID, b.SessionID) })
 	return out, nil
 }
@@ -105,31 +94,52 @@ func (s *toolset) remoteContexts(ctx context.Context, local []ContextOut) ([]Con
 	if err != nil {
 		return nil, tool.Coded(tool.CodeInternal, "the session registry could not list your contexts on other replicas: %v", err)
 	}
+	out := Merge(rem, local, func(e *ContextOut) (string, *string) { return e.ContextID, &e.Replica },
+		func(a json.RawMessage) []ContextOut {
+			var l ListContextsOut
+			if json.Unmarshal(a, &l) != nil {
+				return nil
+			}
+			return l.Contexts
+		},
+		func(u Unlisted) (ContextOut, bool) {
+			return ContextOut{ContextID: u.ID, Name: u.Name, Language: contextLanguage(u.Language), CreatedAt: u.StartedAt, Status: u.status(),
+				Message: u.Note, Replica: u.Replica, LostAt: u.LostAt}, true
+		})
+	slices.SortFunc(out, func(a, b ContextOut) int { return newestFirst(a.CreatedAt, b.CreatedAt, a.ContextID, b.ContextID) })
+	return out, nil
+}
+
+// Merge is one listing across replicas: local, each entry marked as this
+// replica's, then the entries of the other replicas' answers (decode
+// reads one; a malformed answer gives none), then those fromRegistry
+// makes of the registry's unlisted entries (false: leave it out), each id
+// once, the first seen. key gives an entry's id and its replica field.
+// local's backing array may be reused.
+func Merge[T any](rem Remote, local []T, key func(*T) (string, *string),
+	decode func(json.RawMessage) []T, fromRegistry func(Unlisted) (T, bool)) []T {
 	out, seen := local, map[string]bool{}
 	for i := range out {
-		out[i].Replica = rem.Here
-		seen[out[i].ContextID] = true
+		id, replica := key(&out[i])
+		*replica, seen[id] = rem.Here, true
 	}
-	add := func(e ContextOut) {
-		if !seen[e.ContextID] {
-			seen[e.ContextID] = true
+	add := func(e T) {
+		if id, _ := key(&e); !seen[id] {
+			seen[id] = true
 			out = append(out, e)
 		}
 	}
 	for _, a := range rem.Answers {
-		var l ListContextsOut
-		if json.Unmarshal(a, &l) == nil {
-			for _, e := range l.Contexts {
-				add(e)
-			}
+		for _, e := range decode(a) {
+			add(e)
 		}
 	}
 	for _, u := range rem.Unlisted {
-		add(ContextOut{ContextID: u.ID, Name: u.Name, Language: contextLanguage(u.Language), CreatedAt: u.StartedAt, Status: u.status(),
-			Message: u.Note, Replica: u.Replica, LostAt: u.LostAt})
+		if e, ok := fromRegistry(u); ok {
+			add(e)
+		}
 	}
-	slices.SortFunc(out, func(a, b ContextOut) int { return newestFirst(a.CreatedAt, b.CreatedAt, a.ContextID, b.ContextID) })
-	return out, nil
+	return out
 }
 
 // newestFirst orders listing entries by start time, newest first, then by
