@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,18 +65,7 @@ func BenchmarkFileTransfer10MBVsCp(b *testing.B) {
 				return callTool(b, cs, "download_file", args)
 			}), data)
 		},
-		"http-url": func() {
-			up := tenantCallB(b, cs, "upload_file", map[string]any{"session_id": httpSess, "path": "big.bin", "transfer": "url", "overwrite": true})["upload_url"].(string)
-			if st, body, _ := transferDo(b, http.MethodPut, up, "", data, nil); st != http.StatusOK {
-				b.Fatalf("PUT: %d %s", st, body)
-			}
-			down := tenantCallB(b, cs, "download_file", map[string]any{"session_id": httpSess, "path": "big.bin", "transfer": "url"})["download_url"].(string)
-			st, got, _ := transferDo(b, http.MethodGet, down, "", nil, nil)
-			if st != http.StatusOK {
-				b.Fatalf("GET: %d", st)
-			}
-			checkSame(b, got, data)
-		},
+		"http-url": func() { roundTripURL(b, cs, httpSess, data) },
 	}
 	names := []string{"cp", "stdio", "http-json", "http-url"}
 	times := map[string][]time.Duration{}

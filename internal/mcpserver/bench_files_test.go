@@ -32,16 +32,7 @@ import (
 //
 //	go test ./internal/mcpserver -run '^$' -bench StdioFileBytes -benchtime 10x
 func BenchmarkStdioFileBytes(b *testing.B) {
-	dir := b.TempDir()
-	cfg := config.Defaults(dir)
-	cfg.SandboxMode = config.ModeSubprocess
-	cfg.MaxUploadBytes, cfg.MaxDownloadBytes = 16<<20, 16<<20
-	a, err := app.Build(context.Background(), cfg, app.HostEnv{Home: dir, Path: os.Getenv("PATH"), Cwd: dir})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer a.Close()
-	cs := stdioClient(b, a)
+	cs := fileBenchClient(b, 16<<20)
 	ctx := context.Background()
 	call := func(name string, args map[string]any) *mcp.CallToolResult {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
@@ -107,16 +98,7 @@ func BenchmarkStdioFileChunks(b *testing.B) {
 
 // benchChunks moves a file of size bytes (a multiple of chunk) each way.
 func benchChunks(b *testing.B, size, chunk int) {
-	dir := b.TempDir()
-	cfg := config.Defaults(dir)
-	cfg.SandboxMode = config.ModeSubprocess
-	cfg.MaxUploadBytes, cfg.MaxDownloadBytes = 64<<20, 64<<20
-	a, err := app.Build(context.Background(), cfg, app.HostEnv{Home: dir, Path: os.Getenv("PATH"), Cwd: dir})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer a.Close()
-	cs := stdioClient(b, a)
+	cs := fileBenchClient(b, 64<<20)
 	call := func(name string, args map[string]any) *mcp.CallToolResult {
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
 		if err != nil || res.IsError {
@@ -178,4 +160,20 @@ func watchHeap() func() float64 {
 		}
 	}()
 	return func() float64 { close(done); <-stopped; return top }
+}
+
+// fileBenchClient is a client over stdio of a subprocess-mode server built
+// in-process, whose upload and download limits are limit bytes; the server
+// closes with the benchmark.
+func fileBenchClient(b *testing.B, limit int64) *mcp.ClientSession {
+	dir := b.TempDir()
+	cfg := config.Defaults(dir)
+	cfg.SandboxMode = config.ModeSubprocess
+	cfg.MaxUploadBytes, cfg.MaxDownloadBytes = limit, limit
+	a, err := app.Build(context.Background(), cfg, app.HostEnv{Home: dir, Path: os.Getenv("PATH"), Cwd: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(a.Close)
+	return stdioClient(b, a)
 }
