@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +15,8 @@ import (
 // CODEXEC_PROFILE_BARE=1, 8 bare `python3 -c` spawns) in flight for N
 // seconds, writing the run count so far to
 // CODEXEC_PROFILE_READY.n every 100 ms, so `perf record -a` can be attached to
-// the steady state. docs/performance.md says how it is used.
+// the steady state. CODEXEC_PROFILE_ENV adds space-separated settings to the
+// server's environment. docs/performance.md says how it is used.
 func TestProfileLoad(t *testing.T) {
 	secs, _ := strconv.Atoi(os.Getenv("CODEXEC_PROFILE_SECONDS"))
 	if secs <= 0 {
@@ -25,7 +27,7 @@ func TestProfileLoad(t *testing.T) {
 	if bare {
 		run = func() { _ = exec.Command("/usr/bin/python3", "-c", "print(1)").Run() }
 	} else {
-		s := start(t)
+		s := start(t, strings.Fields(os.Getenv("CODEXEC_PROFILE_ENV"))...)
 		t.Logf("sandbox mode %s", s.sandboxMode(s.exec1("python", "print(1)").ExecutionID))
 		run = func() { s.exec1("python", "print(1)") }
 	}

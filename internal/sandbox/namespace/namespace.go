@@ -207,7 +207,22 @@ func (n *Backend) warmRequest(spec sandbox.Spec) (warm.Request, bool) {
 // ready), counted in flight until released so refills wait for its end.
 func (n *Backend) startCounted(spec sandbox.Spec, req warm.Request) (sandbox.Process, error) {
 	return n.runners.Pool.Serve(req, func(r warm.Runner) (*proc.HostProc, error) { return n.startWarm(spec, req, r.(*nsRunner)) },
-		func() (*proc.HostProc, error) { return n.startCold(spec) })
+		func() (*proc.HostProc, error) { return n.startMissed(spec, req) })
+}
+
+// startMissed starts a run that found no warm runner ready. A python run
+// that a zygote can serve is forked on the spot: a fork and fresh
+// namespaces cost a fraction of a new sandbox and interpreter, so under
+// load (every run a miss) forking is what keeps the CPU per run low.
+func (n *Backend) startMissed(spec sandbox.Spec, req warm.Request) (*proc.HostProc, error) {
+	if req.Fork {
+		r, err := n.forkRunner(req)
+		if err == nil {
+			return n.startWarm(spec, req, r)
+		}
+		slog.Debug("fork for a missed run failed; starting cold", "err", err)
+	}
+	return n.startCold(spec)
 }
 
 // startCold starts spec without a warm runner.
