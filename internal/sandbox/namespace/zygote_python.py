@@ -55,49 +55,49 @@ def __codexec_zygote():
         if ws_root:
             mount(b"tmpfs", ws_root, b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
 
-    def landlock(rw):
+    def landlock_base():
+        # The ruleset's access and the rules for the zygote's own read-only
+        # trees, which children share (rules bind to inodes).
         abi = libc.syscall(444, None, 0, 1)
         if abi < 6:
             raise OSError("Landlock ABI %d < 6" % abi)
         fs_all = (1 << 13) - 1 | 1 << 13 | 1 << 14 | (1 << 15 if abi >= 5 else 0)
         attr = struct.pack("QQQ", fs_all, 0, 3)  # scoped: signal, abstract unix
-        ruleset = libc.syscall(444, attr, len(attr), 0)
-        check(ruleset, "landlock_create_ruleset")
         read = 1 | 4 | 8  # execute, read file, read dir
-        rules = {"/": read, "/dev": read | 2 | (fs_all & 1 << 15)}
-        for d in rw:
-            rules[d] = fs_all
-        for path, access in rules.items():
+        shared = []
+        for path, access in (("/", read), ("/dev", read | 2 | (fs_all & 1 << 15))):
             pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            rule = struct.pack("=Qi", access, pfd)
+            shared.append((path, struct.pack("=Qi", access, pfd)))
+        return fs_all, attr, shared
+
+    def landlock(rw):
+        ruleset = libc.syscall(444, ll_attr, len(ll_attr), 0)
+        check(ruleset, "landlock_create_ruleset")
+        rules = list(ll_shared)
+        for d in rw:
+            pfd = os.open(d, os.O_PATH | os.O_CLOEXEC)
+            rules.append((d, struct.pack("=Qi", ll_fs_all, pfd)))
+        for path, rule in rules:
             check(libc.syscall(445, ruleset, 1, rule, 0), "landlock rule " + path)
-            os.close(pfd)
         check(libc.prctl(38, 1, 0, 0, 0), "no_new_privs")
         check(libc.syscall(446, ruleset, 0), "landlock_restrict_self")
-        os.close(ruleset)
+        # The rule descriptors go with closerange() after this.
+
+    # What every child needs for its restriction is built once here, so a
+    # child copies no page for it (each page a fork's child writes is a copy).
+    ll_fs_all, ll_attr, ll_shared = landlock_base()
+    with open("/proc/sys/kernel/cap_last_cap") as f:
+        all_caps = range(int(f.read()) + 1)
+    cap_header, cap_data = struct.pack("Ii", 0x20080522, 0), bytes(24)
+    seccomp_prog = ctypes.create_string_buffer(bpf, len(bpf))
+    seccomp_fprog = struct.pack("HxxxxxxQ", len(bpf) // 8, ctypes.addressof(seccomp_prog))
 
     def drop_privileges():
-        with open("/proc/sys/kernel/cap_last_cap") as f:
-            last = int(f.read())
-        for cap in range(last + 1):
+        for cap in all_caps:
             libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP
         libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT_CLEAR_ALL
-        header = struct.pack("Ii", 0x20080522, 0)
-        check(libc.syscall(nr_capset, header, bytes(24)), "capset")
-        prog = ctypes.create_string_buffer(bpf, len(bpf))
-        fprog = struct.pack("HxxxxxxQ", len(bpf) // 8, ctypes.addressof(prog))
-        check(libc.prctl(22, 2, fprog, 0, 0), "seccomp")
-
-    def populate():
-        # Copy the rest of the writable private memory in one pass per
-        # mapping (MADV_POPULATE_WRITE: about half a fault's cost per page).
-        with open("/proc/self/maps") as maps:
-            lines = maps.readlines()
-        for line in lines:
-            f = line.split()
-            if f[1][:2] == "rw" and f[1][3] == "p" and (len(f) < 6 or f[5][:1] != "["):
-                a, b = (int(x, 16) for x in f[0].split("-"))
-                libc.madvise(ctypes.c_void_p(a), ctypes.c_size_t(b - a), 23)
+        check(libc.syscall(nr_capset, cap_header, cap_data), "capset")
+        check(libc.prctl(22, 2, seccomp_fprog, 0, 0), "seccomp")
 
     def program():
         # Everything but the run itself happens before "R", off the run's
@@ -108,21 +108,9 @@ def __codexec_zygote():
         landlock(["/tmp"] + ([ws_root] if ws_root else []))
         drop_privileges()
         os.closerange(4, 1 << 30)
-        for name in set(sys.modules) - fresh:
+        for name in zygote_modules:
             del sys.modules[name]
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        # A forked process pays a page copy for every page it writes (~13 µs
-        # each on a VM), and touching an object writes its reference count:
-        # take the copies of what every run touches now.
-        import site
-        os.environ.clear()
-        os.environb[b"HOME"] = b"/nonexistent"
-        site.USER_BASE = site.USER_SITE = None
-        os.path.isdir(site.getusersitepackages())
-        os.environ.clear()
-        exec(compile("print('', end='')", "<string>", "exec"), {})
-        sys.stdout.flush()
-        populate()
         os.write(3, b"R")
         gc.unfreeze()
         return __codexec_read_run()
@@ -156,6 +144,18 @@ def __codexec_zygote():
 
     ctl = socket.socket(fileno=3)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    # Warm, once, what every run's first steps touch (the user site lookup
+    # with no home, exec of a string, stdout), so children share it instead
+    # of each building its own copy.
+    import site
+    os.environ.clear()
+    os.environb[b"HOME"] = b"/nonexistent"
+    site.USER_BASE = site.USER_SITE = None
+    os.path.isdir(site.getusersitepackages())
+    os.environ.clear()
+    exec("print('', end='')", {})
+    sys.stdout.flush()
+    zygote_modules = sorted(set(sys.modules) - fresh)
     # Keep the collector off the zygote's objects in children (each page it
     # touched would be copied); children unfreeze before the run.
     gc.freeze()
