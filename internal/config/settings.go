@@ -41,7 +41,7 @@ var settings = []setting{
 	{"CODEXEC_POOL_BURST", "10", "most warm runners a language grows to while runs come faster than CODEXEC_POOL_SIZE runners are refilled; the extra ones stop after CODEXEC_POOL_IDLE_MS without such a burst", nonNegative(func(c *Config) *int { return &c.PoolBurst })},
 	{"CODEXEC_POOL_IDLE_MS", "60000", "stop a language's warm runners after this long without a run, in milliseconds", millis(func(c *Config) *time.Duration { return &c.PoolIdle })},
 	{"CODEXEC_POOL_MEMORY", "256m", "memory cap of all ready warm runners together", bytesize(func(c *Config) *int64 { return &c.PoolMemoryBytes })},
-	{"CODEXEC_POOL_FORK", "off", "on: python warm runners are forked from a sandboxed python fork-server, each in fresh namespaces (needs Landlock ABI 6; less CPU per run, a few ms more latency on VMs with costly page faults) | off: each starts its own interpreter", oneOf(func(c *Config) *string { return &c.PoolFork }, "on", "off")},
+	{"CODEXEC_POOL_FORK", "on", "on: python runs are forked from a sandboxed python fork-server, each in fresh namespaces, where the kernel has Landlock ABI 6 (else as off); a fraction of the CPU of a new interpreter | off: each runner starts its own sandbox and interpreter", oneOf(func(c *Config) *string { return &c.PoolFork }, "on", "off")},
 	{"CODEXEC_MAX_OUTPUT_CHARS", "10000", "truncate stdout/stderr beyond this many characters", positive(func(c *Config) *int { return &c.MaxOutputChars })},
 	{"CODEXEC_TRUNCATION_HEAD", "4000", "characters kept from the start when truncating", nonNegative(func(c *Config) *int { return &c.TruncationHead })},
 	{"CODEXEC_TRUNCATION_TAIL", "4000", "characters kept from the end when truncating", nonNegative(func(c *Config) *int { return &c.TruncationTail })},

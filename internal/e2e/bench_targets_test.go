@@ -24,7 +24,8 @@ import (
 //	P2  send_to_session x += 1 p50 vs a raw pipe round trip to the driver
 //	P3  one-shot python runs/s at concurrency 8 vs bare spawns at 8
 //	P3c machine CPU per P3 run vs per bare spawn, user/sys (/proc/stat)
-//	P1f, P3f  P1 and P3 with CODEXEC_POOL_FORK=on (namespace mode)
+//	P1w, P3w  P1 and P3 with CODEXEC_POOL_FORK=off (namespace mode: each
+//	    runner a new sandbox and interpreter instead of a fork), P3wc its CPU
 //	P4  server idle RSS, idle python session RSS (process tree)
 //	P5  spawn → first execute_code result
 //	F1  10 MiB upload_file + download_file vs cp: over stdio (F1), over
@@ -80,13 +81,14 @@ func measureTargets(tb testing.TB, n targetSizes) {
 	p, bp = s.burstP90(max(n.p1/20, 1), time.Second)
 	report("P1burst", p, bp, "ms")
 	if mode == "namespace" {
-		// The same with python runners forked from a zygote.
-		f := start(tb, "CODEXEC_POOL_FORK=on")
+		// The same with runners that start their own sandbox and
+		// interpreter instead of being forked from a zygote.
+		f := start(tb, "CODEXEC_POOL_FORK=off")
 		f.exec1("python", "print(1)")
 		p, bp = f.oneShotP50(n.p1, 0, "python", "print(1)", "/usr/bin/python3", "-c", "print(1)")
-		report("P1f", p, bp, "ms")
-		p, bp = f.throughput("P3fc", n.p3, 8)
-		report("P3f", p, bp, "runs/s")
+		report("P1w", p, bp, "ms")
+		p, bp = f.throughput("P3wc", n.p3, 8)
+		report("P3w", p, bp, "runs/s")
 		_ = f.Session.Close()
 	}
 	time.Sleep(2 * time.Second)

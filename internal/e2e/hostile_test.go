@@ -68,15 +68,18 @@ func TestHostile(t *testing.T) {
 	}
 }
 
-// withForkVariant adds namespace mode with python runners forked from a
-// zygote (CODEXEC_POOL_FORK=on) after plain namespace mode.
+// withForkVariant marks namespace mode's python runs as forked from a
+// zygote (the default) and adds the mode with whole-interpreter runners
+// (CODEXEC_POOL_FORK=off) after it.
 func withForkVariant(modes []sandboxMode) []sandboxMode {
 	var out []sandboxMode
 	for _, m := range modes {
-		out = append(out, m)
-		if m.name == "namespace" {
-			out = append(out, sandboxMode{name: m.name, env: append(append([]string{}, m.env...), "CODEXEC_POOL_FORK=on"), fork: true})
+		if m.name != "namespace" {
+			out = append(out, m)
+			continue
 		}
+		m.fork = true
+		out = append(out, m, sandboxMode{name: m.name, env: append(append([]string{}, m.env...), "CODEXEC_POOL_FORK=off"), variant: "nofork"})
 	}
 	return out
 }
@@ -86,12 +89,14 @@ type sandboxMode struct {
 	env  []string
 	// fork: python runs are forked from a zygote.
 	fork bool
+	// variant tells a mode's settings apart in test names.
+	variant string
 }
 
 // label names the mode in test names.
 func (m sandboxMode) label() string {
-	if m.fork {
-		return m.name + "-fork"
+	if m.variant != "" {
+		return m.name + "-" + m.variant
 	}
 	return m.name
 }
