@@ -76,14 +76,15 @@
 //
 //	zygote ──"Z"──────────────────────────────────────▶ parent   ready
 //	parent ──"F" + SCM_RIGHTS [stdin, stdout, stderr,
-//	          runner ctl, cgroup.procs…]───────────────▶ zygote   fork one runner
+//	          runner ctl, cgroup.procs…]───────────────▶ zygote   clone one runner
 //	program ──"R", then takes its run (EncodeRun) on the runner ctl
-//	child   ──4-byte native-endian wait status──────────▶ parent  on the runner ctl
+//	zygote  ──4-byte native-endian wait status──────────▶ parent  on the runner ctl
 //
-// The forked first child joins the run's cgroup (through the cgroup.procs
-// descriptors the parent opened), makes its namespaces and private /tmp,
-// and forks the program, which restricts itself (Landlock, capabilities,
-// no_new_privs, seccomp) before running the code.
+// The program is cloned in its own namespaces (pid 1 of its pid namespace).
+// It joins the run's cgroup (through the cgroup.procs descriptors the
+// parent opened), mounts its private /tmp and /proc, and restricts itself
+// (Landlock, capabilities, no_new_privs, seccomp) before running the code.
+// The zygote reaps it (one pidfd per child) and reports its wait status.
 //
 // Node runners in containers (docker mode; container_warm_node.go). Node
 // cannot receive descriptors over a socket, so the parent makes five FIFOs

@@ -32,16 +32,18 @@ import (
 // sandbox built like a runner's but without --disable-userns, seccomp or
 // Landlock of its own (it runs only zygote_python.py). For each pooled
 // runner the server opens a fresh run cgroup and sends the zygote the run's
-// stdio, control socket and cgroup.procs descriptors; the zygote forks:
+// stdio, control socket and cgroup.procs descriptors; the zygote clones:
 //
-//	server ──"F"+fds──▶ zygote ──fork──▶ first child ──fork──▶ program (pid 1)
-//	                                     joins the run cgroup,   mounts /proc, says "R",
-//	                                     new user/mnt/pid/ipc/   waits for the run; then
-//	                                     uts/net namespaces,     Landlock (own domain),
-//	                                     private /tmp and        no caps, no_new_privs,
-//	                                     workspace root tmpfs;   seccomp, no fds > 2,
-//	                                     reports the program's   zygote modules dropped,
-//	                                     wait status on fd 3     exec(code)
+//	server ──"F"+fds──▶ zygote ──clone(new user/mnt/pid/ipc/uts/net ns)──▶ program (pid 1)
+//	                      │  waits on the child's pidfd,          joins the run cgroup,
+//	                      │  reports its wait status on the       private /tmp and workspace
+//	                      │  run's control socket                 root tmpfs, fresh /proc,
+//	                      ▼                                       says "R", waits for the run;
+//	                   next "F"                                   then Landlock (own domain),
+//	                                                              no caps, no_new_privs,
+//	                                                              seccomp, no fds > 2,
+//	                                                              zygote modules dropped,
+//	                                                              exec(code)
 //
 // so a run gets the isolation of a cold run — its own namespaces, /tmp,
 // cgroup, seccomp filter, Landlock domain, uid 65534 without capabilities —
@@ -186,7 +188,7 @@ func (n *Backend) startZygote(req warm.Request) (z *zygote, retErr error) {
 
 // zygoteArgv is the interpreter command line: the runner's flags, the
 // zygote stub and its arguments (seccomp descriptor, /tmp size, workspace
-// root, capset's syscall number, ids).
+// root, capset's syscall number, ids, clone's syscall number).
 func zygoteArgv(spec sandbox.Spec, b *bwrapArgs, n *Backend) []string {
 	argv := append([]string{}, spec.Argv[:len(spec.Argv)-1]...) // drop the runner stub
 	disk := spec.Limits.DiskBytes
@@ -194,7 +196,8 @@ func zygoteArgv(spec sandbox.Spec, b *bwrapArgs, n *Backend) []string {
 		disk = 256 << 20
 	}
 	return append(argv, zygoteStub, b.seccompFd, strconv.FormatInt(disk, 10), b.zygoteRoot,
-		strconv.Itoa(unix.SYS_CAPSET), strconv.Itoa(n.opts.UID), strconv.Itoa(n.opts.GID))
+		strconv.Itoa(unix.SYS_CAPSET), strconv.Itoa(n.opts.UID), strconv.Itoa(n.opts.GID),
+		strconv.Itoa(unix.SYS_CLONE))
 }
 
 func (z *zygote) AwaitReady() error {
@@ -325,8 +328,8 @@ func closeAll(files []*os.File) {
 	}
 }
 
-// forkedWait waits for the first child's report of the program's wait
-// status. A child killed before reporting (timeout, cancel) reads as killed.
+// forkedWait waits for the zygote's report of the program's wait status.
+// A report that never comes (the zygote is gone) reads as killed.
 func (r *nsRunner) forkedWait() error {
 	var b [4]byte
 	_, err := io.ReadFull(r.Ctl, b[:])

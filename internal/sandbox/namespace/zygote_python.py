@@ -3,20 +3,25 @@ def __codexec_zygote():
     # that has finished its start-up, inside a sandbox without Landlock or
     # seccomp of its own, and runs only this code. For each "F" message on
     # fd 3 (with the run's stdin, stdout, stderr, control socket and cgroup
-    # files attached) it forks a child that joins the run's cgroup, makes its
-    # own user, mount, pid, ipc, uts and network namespaces, mounts a private
-    # /tmp (and workspace root), and forks the program process (pid 1 of its
-    # namespace, with a fresh /proc). The program process reports "R", waits
-    # for the run, restricts itself (Landlock domain of its own, no
-    # capabilities, no_new_privs, the sandbox's seccomp filter, no
-    # descriptors above stdio) and executes the code as `python -c` would.
-    # The first child waits for it and reports its wait status.
+    # files attached) it clones a child in new user, mount, pid, ipc, uts and
+    # network namespaces (pid 1 of its own). The child joins the run's
+    # cgroup, mounts a private /tmp (and workspace root) and a fresh /proc,
+    # reports "R", waits for the run, restricts itself (Landlock domain of
+    # its own, no capabilities, no_new_privs, the sandbox's seccomp filter,
+    # no descriptors above stdio) and executes the code as `python -c`
+    # would. The fork-server waits for each child (a pidfd per child) and
+    # reports its wait status on the run's control socket.
     import os, sys
     fresh = set(sys.modules)
-    import ctypes, gc, signal, socket, struct
+    import ctypes, gc, select, signal, socket, struct
     argv = sys.argv[1:]
     seccomp_fd, tmp_size, ws_root = int(argv[0]), int(argv[1]), argv[2]
     nr_capset, uid, gid = int(argv[3]), int(argv[4]), int(argv[5])
+    nr_clone = int(argv[6])
+    if "threading" in sys.modules:
+        # Children are cloned without python's after-fork handlers, which
+        # threads would need.
+        raise OSError("threading is loaded at start-up")
     with os.fdopen(seccomp_fd, "rb") as f:
         bpf = f.read()
     os.closerange(4, 4096)
@@ -43,12 +48,23 @@ def __codexec_zygote():
     NEWNS, NEWUTS, NEWIPC = 0x20000, 0x4000000, 0x8000000
     NEWUSER, NEWPID, NEWNET = 0x10000000, 0x20000000, 0x40000000
 
+    CLONE_PIDFD, SIGCHLD = 0x1000, 17
+    clone_flags = NEWUSER | NEWNS | NEWPID | NEWIPC | NEWUTS | NEWNET | CLONE_PIDFD | SIGCHLD
+    pidfd = ctypes.c_int(-1)
+
+    def clone():
+        # fork(2) into new namespaces in one step: the child is pid 1 of
+        # its pid namespace, so no intermediate process is needed. Python's
+        # after-fork handlers do not run: the fork-server has no threads,
+        # locks held or at-fork callbacks (start-up refuses threading).
+        pid = libc.syscall(nr_clone, ctypes.c_ulong(clone_flags), None, ctypes.byref(pidfd), None, None)
+        check(pid, "clone")
+        return pid
+
     def namespaces():
-        check(libc.unshare(NEWUSER), "unshare user")
         write_file("/proc/self/uid_map", b"%d %d 1" % (uid, uid))
         write_file("/proc/self/setgroups", b"deny")
         write_file("/proc/self/gid_map", b"%d %d 1" % (gid, gid))
-        check(libc.unshare(NEWNS | NEWPID | NEWIPC | NEWUTS | NEWNET), "unshare")
         mount(b"none", "/", None, MS_REC | MS_PRIVATE, None)
         opts = b"size=%d,mode=1777" % tmp_size
         mount(b"tmpfs", "/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, opts)
@@ -115,9 +131,9 @@ def __codexec_zygote():
         gc.unfreeze()
         return __codexec_read_run()
 
-    def first_child(fds):
+    def child(fds):
         # fds: stdin, stdout, stderr, control socket, cgroup.procs files.
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        ctl.detach()  # fd 3 becomes the run's control socket
         for p in fds[4:]:
             os.write(p, b"0")
             os.close(p)
@@ -127,23 +143,39 @@ def __codexec_zygote():
             if fd > 3:
                 os.close(fd)
         namespaces()
-        pid = os.fork()
+        return program()
+
+    def start(fds):
+        # Clones a child for one run. Returns, in the fork-server, the
+        # child's pidfd and (pid, the run's control socket); in the child,
+        # None and its run.
+        try:
+            pid = clone()
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            raise
         if pid == 0:
-            return program()
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
-            signal.signal(sig, signal.SIG_IGN)
-        os.closerange(0, 3)
-        while True:
             try:
-                _, status = os.waitpid(pid, 0)
-                break
-            except InterruptedError:
-                continue
-        os.write(3, struct.pack("i", status))
-        os._exit(0)
+                return None, child(fds)
+            except BaseException as e:
+                try:
+                    os.write(2, b"codexec zygote: %s\n" % str(e).encode())
+                finally:
+                    os._exit(126)
+        for fd in fds[:3] + fds[4:]:
+            os.close(fd)
+        return pidfd.value, (pid, fds[3])
+
+    def reap(pid, run_ctl):
+        _, status = os.waitpid(pid, 0)
+        try:
+            os.write(run_ctl, struct.pack("i", status))
+        except OSError:
+            pass  # the server gave up on the run
+        os.close(run_ctl)
 
     ctl = socket.socket(fileno=3)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     # Warm, once, what every run's first steps touch (the user site lookup
     # with no home, exec of a string, stdout), so children share it instead
     # of each building its own copy.
@@ -160,22 +192,27 @@ def __codexec_zygote():
     # touched would be copied); children unfreeze before the run.
     gc.freeze()
     os.write(3, b"Z")
+    poll = select.poll()
+    poll.register(3, select.POLLIN)
+    live = {}  # pidfd: (pid, the run's control socket)
     while True:
-        msg, fds, _, _ = socket.recv_fds(ctl, 16, 16)
-        if not msg:
-            os._exit(0)
-        if os.fork() == 0:
+        for fd, _ in poll.poll():
+            if fd != 3:
+                poll.unregister(fd)
+                reap(*live.pop(fd))
+                os.close(fd)
+                continue
+            msg, fds, _, _ = socket.recv_fds(ctl, 16, 16)
+            if not msg:
+                os._exit(0)
             try:
-                ctl.detach()
-                del ctl
-                return first_child(fds)
-            except BaseException as e:
-                try:
-                    os.write(2, b"codexec zygote: %s\n" % str(e).encode())
-                finally:
-                    os._exit(126)
-        for fd in fds:
-            os.close(fd)
-
+                child_fd, started = start(fds)
+            except OSError as e:
+                os.write(2, b"codexec zygote: %s\n" % str(e).encode())
+                continue
+            if child_fd is None:
+                return started  # in the child: its run
+            live[child_fd] = started
+            poll.register(child_fd, select.POLLIN)
 
 __codexec_run(*__codexec_zygote(), "__codexec_zygote")
