@@ -24,6 +24,8 @@ type nsRunner struct {
 	// read from the control socket.
 	forked bool
 	exit   sandbox.Exit
+	// lead is a forked runner's program (nil for the others).
+	lead *leader
 }
 
 func (r *nsRunner) Destroy() {
@@ -36,6 +38,7 @@ func (r *nsRunner) Destroy() {
 
 func (r *nsRunner) CloseFiles() {
 	r.Stub.CloseFiles()
+	r.lead.close()
 	if r.mntns != nil {
 		_ = r.mntns.Close()
 	}

@@ -313,6 +313,9 @@ func forkInto(z *zygote, cg *cgroup.Group) (*nsRunner, error) {
 	if err == nil {
 		r.mntns, err = sandboxMountNS(cg, 0)
 	}
+	if err == nil {
+		r.lead, err = openLeader(cg)
+	}
 	if err != nil {
 		r.CloseFiles()
 		_ = cg.Kill()
@@ -334,13 +337,14 @@ func (r *nsRunner) forkedWait() error {
 	var b [4]byte
 	_, err := io.ReadFull(r.Ctl, b[:])
 	_ = r.Ctl.Close()
+	defer r.lead.close()
 	if err != nil {
 		r.exit = sandbox.Exit{Code: -1, Signal: int(syscall.SIGKILL)}
 		return nil
 	}
 	ws := syscall.WaitStatus(binary.NativeEndian.Uint32(b[:]))
 	if ws.Signaled() {
-		r.exit = sandbox.Exit{Code: -1, Signal: int(ws.Signal())}
+		r.exit = sandbox.Exit{Code: -1, Signal: int(r.lead.exitAs(ws.Signal()))}
 	} else {
 		r.exit = sandbox.Exit{Code: ws.ExitStatus()}
 	}

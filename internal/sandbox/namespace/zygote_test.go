@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/sandbox/sandboxtest"
 )
@@ -69,5 +71,96 @@ print("hostname", socket.gethostname())
 	want := "procs 1 False\ntmp False\nsocket refused\nhostname codexec\n"
 	if got.Stdout != want {
 		t.Fatalf("second run saw the first:\n%s\nstderr: %s", got.Stdout, got.Stderr)
+	}
+}
+
+// TestForkedTerminate stops forked runs with SIGTERM, as a timeout does. A
+// forked program is pid 1 of its pid namespace, which the kernel spares from
+// signals without a handler; it must still end as a program that is not an
+// init would: at once by SIGTERM without a handler, through its handler with
+// one, and not at all while it ignores the signal.
+func TestForkedTerminate(t *testing.T) {
+	n := newForkNamespace(t, 1)
+	dir := t.TempDir()
+	sandboxtest.WaitReady(t, n, sandboxtest.WarmSpec(sandbox.WarmPython, dir, "pass"))
+	cases := []struct {
+		name, code string
+		want       sandbox.Exit
+		stdout     string
+		ends       bool
+	}{
+		{"default action", "import time\nprint('up', flush=True)\ntime.sleep(30)",
+			sandbox.Exit{Code: -1, Signal: 15}, "up\n", true},
+		{"handler", "import os, signal, sys, time\nsignal.signal(signal.SIGTERM, lambda *a: (os.write(1, b'handled\\n'), sys.exit(3)))\nprint('up', flush=True)\ntime.sleep(30)",
+			sandbox.Exit{Code: 3}, "up\nhandled\n", true},
+		{"ignored", "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('up', flush=True)\ntime.sleep(30)",
+			sandbox.Exit{Code: -1, Signal: 9}, "up\n", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := sandboxtest.ForkHits(n)
+			spec := sandboxtest.WarmSpec(sandbox.WarmPython, dir, c.code)
+			pr, pw := io.Pipe()
+			spec.Stdout = pw
+			var stderr bytes.Buffer
+			spec.Stderr = &stderr
+			p, err := n.Start(context.Background(), spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = p.Release(time.Second) }()
+			out := bufio.NewReader(pr)
+			if line, err := out.ReadString('\n'); err != nil || line != "up\n" {
+				t.Fatalf("first line %q, %v", line, err)
+			}
+			if sandboxtest.ForkHits(n) != before+1 {
+				t.Fatalf("the run was not forked: %+v", n.PoolStats())
+			}
+			rest := make(chan string, 1)
+			go func() { b, _ := io.ReadAll(out); rest <- string(b) }()
+			_ = p.Terminate()
+			done := make(chan sandbox.Exit, 1)
+			go func() { ex, _ := p.Wait(); done <- ex }()
+			var ex sandbox.Exit
+			select {
+			case ex = <-done:
+				if !c.ends {
+					t.Fatalf("a run that ignores SIGTERM ended: %+v", ex)
+				}
+			case <-time.After(2 * time.Second):
+				if c.ends {
+					t.Fatal("SIGTERM did not end the run within 2 s")
+				}
+				_ = p.Kill()
+				ex = <-done
+			}
+			_ = pw.Close()
+			ex.MemoryPeakBytes = 0
+			got := sandboxtest.Result{Exit: ex, Stdout: "up\n" + <-rest, Stderr: stderr.String()}
+			if diff := cmp.Diff(sandboxtest.Result{Exit: c.want, Stdout: c.stdout}, got); diff != "" {
+				t.Errorf("run (-want +got):\n%s", diff)
+			}
+			sandboxtest.WaitReady(t, n, spec)
+		})
+	}
+}
+
+func TestStatusMask(t *testing.T) {
+	status := []byte("Name:\tpython3\nSigQ:\t0/7\nSigPnd:\t0000000000000000\nSigBlk:\t0000000000000000\nSigIgn:\t0000000001001000\nSigCgt:\t0000000180000002\n")
+	cases := []struct {
+		field string
+		want  uint64
+		ok    bool
+	}{
+		{"SigBlk:", 0, true},
+		{"SigIgn:", 0x1001000, true},
+		{"SigCgt:", 0x180000002, true},
+		{"SigXyz:", 0, false},
+	}
+	for _, c := range cases {
+		got, ok := statusMask(status, c.field)
+		if got != c.want || ok != c.ok {
+			t.Errorf("%s: got %#x %v, want %#x %v", c.field, got, ok, c.want, c.ok)
+		}
 	}
 }
