@@ -13,8 +13,8 @@ import (
 	"github.com/codexec/codexec/internal/sessionreg"
 )
 
-// live is a Session as sessionckpt reaches it (sessionckpt.Live); its
-// methods stay off Session's API.
+// live is a Session as sessionckpt reaches it (sessionckpt.Live, whose
+// methods document these); they stay off Session's API.
 type live Session
 
 func (l *live) Conn() *driver.Conn              { return l.drv }
@@ -42,6 +42,9 @@ func (s *Session) facts() sessionckpt.Facts {
 type host Manager
 
 func (h *host) m() *Manager { return (*Manager)(h) }
+
+// The methods below are sessionckpt.Registry's, Interpreters' and Claims'
+// (documented there), over the Manager's registry and its m.mu.
 
 func (h *host) Lookup(ctx context.Context, idOrName string) (*live, *paused, error) {
 	s, p, err := h.m().lookup(ctx, idOrName)

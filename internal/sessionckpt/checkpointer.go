@@ -54,9 +54,6 @@ func New[S Live](host Host[S], deps Deps, o Options) *Checkpointer[S] {
 	return &Checkpointer[S]{host: host, deps: deps, o: o, keeper: keeper}
 }
 
-// Options are c's options, defaults applied.
-func (c *Checkpointer[S]) Options() Options { return c.o }
-
 // Shared reports whether paused sessions are shared by replicas: a
 // paused session is then in the shared records only (Find), not in a
 // replica's registry.

@@ -93,6 +93,15 @@ func (c *Checkpointer[S]) ResumePaused(ctx context.Context, p *Paused[S]) (S, er
 		c.host.Drop(k)
 		return zero, c.failedResume(p, err)
 	}
+	c.resumed(s, p, rep)
+	return s, nil
+}
+
+// resumed makes s, restored from p's checkpoint with report rep, the live
+// session p was: with p's facts and checkpoint, and rep waiting for the
+// next caller.
+func (c *Checkpointer[S]) resumed(s S, p *Paused[S], rep checkpoint.Report) {
+	rec := p.rec
 	s.Checkpoints().set(&rec, rec.Executions)
 	s.Checkpoints().resume(&Resumed{AgeS: AgeS(rec.TakenAt), Auto: rec.Auto, Report: rep})
 	f := s.Facts()
@@ -100,7 +109,6 @@ func (c *Checkpointer[S]) ResumePaused(ctx context.Context, p *Paused[S]) (S, er
 	c.host.Adopt(s, f, p)
 	p.live = s
 	c.logResume(f, rec, rep)
-	return s, nil
 }
 
 // failedResume is the error of p's resume that failed with err. When its
