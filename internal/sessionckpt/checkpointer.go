@@ -14,6 +14,7 @@ import (
 )
 
 // Deps are what a Checkpointer runs on, made by the session manager.
+// Blobs, KillGrace, NotFound, ChildID and Storage are required.
 type Deps struct {
 	// Blobs keeps the checkpoints themselves; required.
 	Blobs checkpoint.Blobs

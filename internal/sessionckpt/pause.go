@@ -65,7 +65,8 @@ func (c *Checkpointer[S]) retire(s S, rec checkpoint.Record, reason string) {
 }
 
 // Lose pauses s, whose interpreter died running code (why), at its
-// current checkpoint; false when it has none (its state is lost).
+// current checkpoint; false when it has none (its state is lost). The
+// caller holds s's Runs.
 func (c *Checkpointer[S]) Lose(s S, why string) bool {
 	rec := s.Checkpoints().Current()
 	if rec == nil {
@@ -75,7 +76,8 @@ func (c *Checkpointer[S]) Lose(s S, why string) bool {
 	return true
 }
 
-// Discard removes a closed session's checkpoint and record.
+// Discard removes a closed session's checkpoint and record, and disarms
+// its automatic checkpoint.
 func (c *Checkpointer[S]) Discard(s S) {
 	s.Checkpoints().stopAuto()
 	if rec := s.Checkpoints().Current(); rec != nil {
