@@ -32,7 +32,8 @@ type Facts struct {
 
 // Live is a live session as checkpoints reach it: its interpreter, its
 // workspace and the lock its runs take. A Checkpointer holds Runs while it
-// checkpoints or restores the session, so no code runs meanwhile.
+// checkpoints or restores the session, so no code runs meanwhile. It is a
+// type constraint (comparable: a pointer to the manager's session).
 type Live interface {
 	comparable
 	// Facts is a snapshot of the session.
