@@ -10,7 +10,7 @@ import (
 	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/s3store"
-	"github.com/codexec/codexec/internal/session"
+	"github.com/codexec/codexec/internal/sessionckpt"
 )
 
 // checkpointStore is the blob store a checkpoint lives in (see
@@ -28,9 +28,9 @@ type checkpointStore interface {
 // unless replicas share both the blob store (S3) and the PostgreSQL store:
 // then the records are in the database and any replica resumes a session
 // another one paused.
-func (a *App) buildCheckpoints(ctx context.Context, cfg config.Config) (checkpoint.Blobs, session.CheckpointOptions, error) {
+func (a *App) buildCheckpoints(ctx context.Context, cfg config.Config) (checkpoint.Blobs, sessionckpt.Options, error) {
 	c := cfg.Checkpoint
-	o := session.CheckpointOptions{Dir: filepath.Join(cfg.DataDir, "checkpoint-records"), MaxBytes: c.MaxBytes, MaxTotal: c.MaxTotal,
+	o := sessionckpt.Options{Dir: filepath.Join(cfg.DataDir, "checkpoint-records"), MaxBytes: c.MaxBytes, MaxTotal: c.MaxTotal,
 		Auto: c.Auto, IdleClose: c.IdleAction == config.IdleClose, Spares: c.Spares, MaxFork: c.MaxFork,
 		MemoryLimit: cfg.MemoryLimitBytes}
 	key, err := cfg.CheckpointKey()

@@ -121,7 +121,7 @@ type Result struct {
 	WorkingDirNote string `json:"working_dir_note,omitempty" jsonschema:"how the code could use the given working_dir (read-only, or unconfined in subprocess mode)"`
 	LogError       string `json:"log_error,omitempty" jsonschema:"set when this execution could not be recorded in the execution log, and why; the result itself is complete"`
 	// Resumed is set on the first result of a paused session that resumed
-	// for this call (session.Resumed): its checkpoint's age and, by name,
+	// for this call (sessionckpt.Resumed): its checkpoint's age and, by name,
 	// what came back and what was lost. Untyped so the schema stays small.
 	Resumed any `json:"resumed,omitempty" jsonschema:"the paused session resumed first: checkpoint age and what was restored or lost, by name"`
 	// Code-mode fields, set only for code-mode executions (package

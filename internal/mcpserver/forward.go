@@ -15,7 +15,7 @@ import (
 	"github.com/codexec/codexec/internal/mcpserver/filetools"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/replicas"
-	"github.com/codexec/codexec/internal/session"
+	"github.com/codexec/codexec/internal/sessionckpt"
 	"github.com/codexec/codexec/internal/sessionreg"
 	"github.com/codexec/codexec/internal/tenant"
 )
@@ -182,7 +182,7 @@ func (s *Server) route(ctx context.Context, p, idOrName string, resume bool) (se
 	if err != nil || remote || !resume || s.deps.Sessions == nil {
 		return owner, remote, err
 	}
-	if _, err := s.deps.Sessions.Get(ctx, idOrName); errors.Is(err, session.ErrHeldElsewhere) {
+	if _, err := s.deps.Sessions.Get(ctx, idOrName); errors.Is(err, sessionckpt.ErrHeldElsewhere) {
 		return s.deps.Replicas.Route(ctx, p, idOrName)
 	}
 	return owner, remote, err

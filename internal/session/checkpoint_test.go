@@ -15,12 +15,13 @@ import (
 	"github.com/codexec/codexec/internal/checkpoint"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/files"
+	"github.com/codexec/codexec/internal/sessionckpt"
 	"github.com/codexec/codexec/internal/tenant"
 )
 
 // ckptManager is a Manager with checkpoints under dir; two of them on one
 // dir are a server and the next one after a restart.
-func ckptManager(tb testing.TB, dir string, o CheckpointOptions) (*Manager, *files.DirStore) {
+func ckptManager(tb testing.TB, dir string, o sessionckpt.Options) (*Manager, *files.DirStore) {
 	tb.Helper()
 	eng, langs, log, opts := testEngine(tb, dir)
 	store, err := files.NewDirStore(filepath.Join(dir, "checkpoints"), files.DirOptions{TTL: time.Hour, MaxBytes: 1 << 30})
@@ -74,7 +75,7 @@ fh.flush()
 
 func TestPauseResumePython(t *testing.T) {
 	dir := t.TempDir()
-	m, _ := ckptManager(t, dir, CheckpointOptions{})
+	m, _ := ckptManager(t, dir, sessionckpt.Options{})
 	ctx := context.Background()
 	info, err := m.Start(ctx, StartRequest{Kind: KindSession, Language: "python"})
 	if err != nil {
@@ -89,7 +90,7 @@ func TestPauseResumePython(t *testing.T) {
 	if p.Report.Lost["fh"] != "open file" || p.Report.Files != 1 {
 		t.Errorf("pause report %+v", p.Report)
 	}
-	if l := m.List(ctx); len(l) != 1 || l[0].Status != StatusPaused || l[0].Pid != 0 || l[0].CheckpointBytes == 0 {
+	if l := m.List(ctx); len(l) != 1 || l[0].Status != sessionckpt.StatusPaused || l[0].Pid != 0 || l[0].CheckpointBytes == 0 {
 		t.Fatalf("list after pause: %+v", l)
 	}
 	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
@@ -99,7 +100,7 @@ func TestPauseResumePython(t *testing.T) {
 	if want := "[1, 2, {'a': 'b'}] True 7 42 9 a/b 1 kept\n"; res.Stdout != want {
 		t.Errorf("after resume: %q, want %q", res.Stdout, want)
 	}
-	r, ok := res.Resumed.(*Resumed)
+	r, ok := res.Resumed.(*sessionckpt.Resumed)
 	if !ok {
 		t.Fatalf("no resume report in the first result: %#v", res.Resumed)
 	}
@@ -119,7 +120,7 @@ func TestPausedSessionSurvivesRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m1, _ := ckptManager(t, dir, CheckpointOptions{Sealer: sealer})
+	m1, _ := ckptManager(t, dir, sessionckpt.Options{Sealer: sealer})
 	ctx := context.Background()
 	info, err := m1.Start(ctx, StartRequest{Kind: KindContext, Language: "python", Name: "ctx1"})
 	if err != nil {
@@ -127,9 +128,9 @@ func TestPausedSessionSurvivesRestart(t *testing.T) {
 	}
 	run(t, m1, ctx, info.ID, "total = 40\ndef add(a, b):\n    return a + b\n")
 	m1.Close() // a graceful shutdown pauses it
-	m2, _ := ckptManager(t, dir, CheckpointOptions{Sealer: sealer})
+	m2, _ := ckptManager(t, dir, sessionckpt.Options{Sealer: sealer})
 	l := m2.List(ctx)
-	if len(l) != 1 || l[0].Status != StatusPaused || l[0].Kind != KindContext || l[0].Name != "ctx1" {
+	if len(l) != 1 || l[0].Status != sessionckpt.StatusPaused || l[0].Kind != KindContext || l[0].Name != "ctx1" {
 		t.Fatalf("after restart: %+v", l)
 	}
 	res := run(t, m2, ctx, "ctx1", "print(add(total, 2))")
@@ -152,7 +153,7 @@ func TestPausedSessionSurvivesRestart(t *testing.T) {
 func TestTamperedSealedCheckpointIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	sealer, _ := checkpoint.NewSealer([]byte(strings.Repeat("k", 32)))
-	m, _ := ckptManager(t, dir, CheckpointOptions{Sealer: sealer})
+	m, _ := ckptManager(t, dir, sessionckpt.Options{Sealer: sealer})
 	ctx := context.Background()
 	info, err := m.Start(ctx, StartRequest{Kind: KindSession, Language: "python"})
 	if err != nil {
@@ -177,7 +178,7 @@ func TestTamperedSealedCheckpointIsRefused(t *testing.T) {
 }
 
 func TestForkPython(t *testing.T) {
-	m, _ := ckptManager(t, t.TempDir(), CheckpointOptions{Spares: 1})
+	m, _ := ckptManager(t, t.TempDir(), sessionckpt.Options{Spares: 1})
 	ctx := context.Background()
 	info, err := m.Start(ctx, StartRequest{Kind: KindSession, Language: "python"})
 	if err != nil {
@@ -186,7 +187,7 @@ func TestForkPython(t *testing.T) {
 	run(t, m, ctx, info.ID, "import random\nrandom.seed(1)\nrng = random.Random(2)\nitems = [1]\nopen('data.txt', 'w').write('parent')")
 	api_key := "api_key = 'x'"
 	run(t, m, ctx, info.ID, api_key)
-	var se *ErrSecrets
+	var se *sessionckpt.ErrSecrets
 	if _, err := m.Fork(ctx, info.ID, 3, false); !errors.As(err, &se) || se.Names[0] != "api_key" {
 		t.Fatalf("fork of a session holding api_key: %v", err)
 	}
@@ -218,7 +219,7 @@ func TestForkPython(t *testing.T) {
 }
 
 func TestPauseResumeNode(t *testing.T) {
-	m, _ := ckptManager(t, t.TempDir(), CheckpointOptions{})
+	m, _ := ckptManager(t, t.TempDir(), sessionckpt.Options{})
 	ctx := context.Background()
 	info, err := m.Start(ctx, StartRequest{Kind: KindSession, Language: "node"})
 	if err != nil {
@@ -237,7 +238,7 @@ let p = new P(7); const timer = setInterval(() => {}, 1e6);`)
 	if res.Stdout != "42 one 7 a/b undefined\n" {
 		t.Errorf("after resume: %q", res.Stdout)
 	}
-	r := res.Resumed.(*Resumed)
+	r := res.Resumed.(*sessionckpt.Resumed)
 	if r.Lost["timer"] == "" || len(r.Values) != 3 {
 		t.Errorf("report %+v", r.Report)
 	}
@@ -245,7 +246,7 @@ let p = new P(7); const timer = setInterval(() => {}, 1e6);`)
 
 func TestAutomaticCheckpoint(t *testing.T) {
 	dir := t.TempDir()
-	m, _ := ckptManager(t, dir, CheckpointOptions{Auto: 50 * time.Millisecond})
+	m, _ := ckptManager(t, dir, sessionckpt.Options{Auto: 50 * time.Millisecond})
 	ctx := context.Background()
 	info, err := m.Start(ctx, StartRequest{Kind: KindSession, Language: "python"})
 	if err != nil {
@@ -272,23 +273,23 @@ func TestAutomaticCheckpoint(t *testing.T) {
 }
 
 // waitRecord waits for session id's record on disk.
-func waitRecord(t *testing.T, m *Manager, id string) Record {
+func waitRecord(t *testing.T, m *Manager, id string) checkpoint.Record {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		s, _, err := m.lookup(context.Background(), id)
 		if err == nil && s != nil {
-			if r := s.currentRecord(); r != nil {
+			if r := s.ck.Current(); r != nil {
 				return *r
 			}
 		}
 	}
 	t.Fatal("no checkpoint record")
-	return Record{}
+	return checkpoint.Record{}
 }
 
 func TestIdlePausesAndClosePausedRemovesCheckpoint(t *testing.T) {
 	dir := t.TempDir()
-	m, store := ckptManager(t, dir, CheckpointOptions{})
+	m, store := ckptManager(t, dir, sessionckpt.Options{})
 	m.opts.IdleTimeout = 100 * time.Millisecond
 	go m.reapIdle()
 	ctx := context.Background()
@@ -297,7 +298,7 @@ func TestIdlePausesAndClosePausedRemovesCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, m, ctx, info.ID, "z = 3")
-	for deadline := time.Now().Add(10 * time.Second); m.List(ctx)[0].Status != StatusPaused; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); m.List(ctx)[0].Status != sessionckpt.StatusPaused; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("idle session not paused")
 		}
@@ -320,7 +321,7 @@ func TestIdlePausesAndClosePausedRemovesCheckpoint(t *testing.T) {
 // data with a bytearray or a subclass (carried by pickle) come back with
 // their exact types and with objects shared between names still shared.
 func TestCheckpointKeepsTypesAndSharing(t *testing.T) {
-	m, _ := ckptManager(t, t.TempDir(), CheckpointOptions{})
+	m, _ := ckptManager(t, t.TempDir(), sessionckpt.Options{})
 	ctx := context.Background()
 	check := `print(b is a, s["x"] is a, r[0] is r, type(big).__name__, big, nan != nan, type(fs).__name__, t[1][0], type(ba).__name__, type(od).__name__)`
 	for name, extra := range map[string]string{
@@ -348,7 +349,7 @@ func TestCheckpointKeepsTypesAndSharing(t *testing.T) {
 // TestResumeDeadSessionFromAutomaticCheckpoint: an interpreter that died
 // on its own is restored from its latest automatic checkpoint.
 func TestResumeDeadSessionFromAutomaticCheckpoint(t *testing.T) {
-	m, _ := ckptManager(t, t.TempDir(), CheckpointOptions{Auto: 30 * time.Millisecond})
+	m, _ := ckptManager(t, t.TempDir(), sessionckpt.Options{Auto: 30 * time.Millisecond})
 	ctx := context.Background()
 	info, err := m.Start(ctx, StartRequest{Kind: KindSession, Language: "python"})
 	if err != nil {
@@ -360,11 +361,11 @@ func TestResumeDeadSessionFromAutomaticCheckpoint(t *testing.T) {
 	if res.Success || res.ErrorMessage == nil || !strings.Contains(*res.ErrorMessage, "resumes it from that checkpoint") {
 		t.Fatalf("death during a run: %+v", res)
 	}
-	if l := m.List(ctx); len(l) != 1 || l[0].Status != StatusPaused {
+	if l := m.List(ctx); len(l) != 1 || l[0].Status != sessionckpt.StatusPaused {
 		t.Fatalf("after the death: %+v", l)
 	}
 	out := run(t, m, ctx, info.ID, "print(saved)")
-	r, _ := out.Resumed.(*Resumed)
+	r, _ := out.Resumed.(*sessionckpt.Resumed)
 	if out.Stdout != "before\n" || r == nil || !r.Auto {
 		t.Errorf("after resume: %q %+v", out.Stdout, r)
 	}

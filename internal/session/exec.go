@@ -12,6 +12,7 @@ import (
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/inflight"
 	"github.com/codexec/codexec/internal/output"
+	"github.com/codexec/codexec/internal/sessionckpt"
 )
 
 // ExecRequest is code to run in a session. Timeout zero means the engine's
@@ -41,9 +42,9 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 		req.Timeout = m.opts.DefaultTimeout
 	}
 	if s.isDead() {
-		if rec := s.currentRecord(); rec != nil {
+		if rec := s.ck.Current(); rec != nil {
 			return engine.Result{}, fmt.Errorf("session %s is dead (%s): resume_session restores its checkpoint of %.0f s ago, or close it and start a new one",
-				s.ID, s.deathReason(), ageS(rec.TakenAt))
+				s.ID, s.deathReason(), sessionckpt.AgeS(rec.TakenAt))
 		}
 		return engine.Result{}, fmt.Errorf("session %s is dead (%s); its state is lost: close it and start a new one", s.ID, s.deathReason())
 	}
@@ -61,13 +62,13 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 	changes := engine.TrackChanges(ws)
 	oc := s.exec(ctx, req.Code, req.Timeout, m.opts.KillGrace, m.opts.Output, req.Observe)
 	res := changes.Apply(s.ws.NoteDiskFull(m.result(s, oc, req.Timeout, id)))
-	if r := s.takeResumed(); r != nil {
+	if r := s.ck.TakeResumed(); r != nil {
 		res.Resumed = r
 	}
 	if oc.Lost {
 		m.lose(s, oc)
-	} else {
-		m.scheduleAuto(s)
+	} else if m.checkpoints() {
+		m.ck.Schedule((*live)(s))
 	}
 	res.LogError = m.logExec(s, req, res, started)
 	return res, nil
@@ -134,8 +135,8 @@ func (m *Manager) result(s *Session, oc driver.Outcome, timeout time.Duration, i
 // lostState says what became of a session whose interpreter is gone: with
 // a checkpoint, it is paused there (lose).
 func (m *Manager) lostState(s *Session) string {
-	if rec := s.currentRecord(); rec != nil && m.checkpoints() {
-		return fmt.Sprintf("its state since its checkpoint of %.0f s ago is lost; its next call resumes it from that checkpoint.", ageS(rec.TakenAt))
+	if rec := s.ck.Current(); rec != nil && m.checkpoints() {
+		return fmt.Sprintf("its state since its checkpoint of %.0f s ago is lost; its next call resumes it from that checkpoint.", sessionckpt.AgeS(rec.TakenAt))
 	}
 	return "the session's state is lost and the session is closed; start a new one."
 }
@@ -150,16 +151,14 @@ func upperFirst(s string) string {
 // lose removes a session whose state is gone, or, when it has a
 // checkpoint, pauses it there.
 func (m *Manager) lose(s *Session, oc driver.Outcome) {
-	if rec := s.currentRecord(); rec != nil && m.checkpoints() {
-		s.stopAuto()
-		m.terminate(s)
-		m.retire(s, *rec)
-		m.logPause(s, "lost: "+oc.LostWhy, *rec)
+	if m.checkpoints() && m.ck.Lose((*live)(s), oc.LostWhy) {
 		return
 	}
 	m.drop(s.key())
 	m.terminate(s)
-	m.forgetCheckpoint(s)
+	if m.checkpoints() {
+		m.ck.Discard((*live)(s))
+	}
 	m.logEnd(s, "lost: "+oc.LostWhy)
 }
 

@@ -48,8 +48,8 @@ import (
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sessionckpt"
 	"github.com/codexec/codexec/internal/sessionreg"
-	"github.com/codexec/codexec/internal/spares"
 	"github.com/codexec/codexec/internal/tenant"
 )
 
@@ -74,7 +74,7 @@ type Options struct {
 	SandboxMode string
 	// Checkpoints configure pause, resume, fork and automatic checkpoints
 	// (with Deps.Checkpoints set).
-	Checkpoints CheckpointOptions
+	Checkpoints sessionckpt.Options
 }
 
 // Deps are what a Manager runs on, made by the caller (the app).
@@ -127,11 +127,10 @@ type Manager struct {
 	opts Options
 	mu   sync.Mutex
 	byID map[key]*Session
-	// paused holds the sessions without a process (pause.go); keeper
-	// their checkpoints and records (nil: no checkpoints).
-	paused map[key]*pausedSession
-	keeper *checkpoint.Keeper
-	spares spares.Pool[*Session]
+	// paused holds the sessions without a process, ck their checkpoints
+	// (nil: no checkpoints; checkpoints.go).
+	paused map[key]*paused
+	ck     *sessionckpt.Checkpointer[*live]
 	stop   chan struct{}
 	once   sync.Once
 	// openMu serializes creations through Open (callerid.go).
@@ -139,9 +138,9 @@ type Manager struct {
 }
 
 // key identifies a session: its id within its owner's namespace.
-type key struct{ owner, id string }
+type key = sessionckpt.Key
 
-func (s *Session) key() key { return key{s.Owner, s.ID} }
+func (s *Session) key() key { return key{Owner: s.Owner, ID: s.ID} }
 
 // NewManager returns a Manager running sessions through deps.Engine.
 func NewManager(deps Deps, opts Options) *Manager {
@@ -154,18 +153,10 @@ func NewManager(deps Deps, opts Options) *Manager {
 	if opts.KillGrace <= 0 {
 		opts.KillGrace = 5 * time.Second
 	}
-	opts.Checkpoints = opts.Checkpoints.withDefaults()
-	m := &Manager{eng: deps.Engine, deps: deps, opts: opts, byID: map[key]*Session{}, paused: map[key]*pausedSession{},
+	m := &Manager{eng: deps.Engine, deps: deps, opts: opts, byID: map[key]*Session{}, paused: map[key]*paused{},
 		stop: make(chan struct{})}
 	if deps.Checkpoints != nil {
-		o := opts.Checkpoints
-		m.keeper = checkpoint.NewKeeper(deps.Checkpoints, checkpoint.KeeperOptions{Records: o.Records, Dir: o.Dir, Sealer: o.Sealer, MaxBytes: o.MaxBytes, MaxTotal: o.MaxTotal})
-		if !opts.Checkpoints.Shared {
-			// Shared records are every replica's, live sessions' too:
-			// they are looked up when called for (fetchPaused).
-			m.loadRecords()
-		}
-		m.startSpares()
+		m.startCheckpoints()
 	}
 	if opts.IdleTimeout > 0 {
 		go m.reapIdle()
@@ -203,7 +194,7 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (info Info, retEr
 	} else if err := ValidateID(id); err != nil {
 		return Info{}, err
 	}
-	k := key{tenant.From(ctx), id}
+	k := key{Owner: tenant.From(ctx), ID: id}
 	if err := m.reserve(k, req); err != nil {
 		return Info{}, err
 	}
@@ -237,10 +228,10 @@ func (m *Manager) reserve(k key, req StartRequest) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, taken := m.byID[k]; taken {
-		return fmt.Errorf("session %q %w", k.id, ErrExists)
+		return fmt.Errorf("session %q %w", k.ID, ErrExists)
 	}
 	if p := m.paused[k]; p != nil && !req.resuming {
-		return fmt.Errorf("session %q %w (paused)", k.id, ErrExists)
+		return fmt.Errorf("session %q %w (paused)", k.ID, ErrExists)
 	}
 	if err := m.pausedNameTaken(k, req); err != nil {
 		return err
@@ -251,7 +242,7 @@ func (m *Manager) reserve(k key, req StartRequest) error {
 			continue
 		}
 		live++
-		if sk.owner != k.owner {
+		if sk.Owner != k.Owner {
 			continue
 		}
 		mine++
@@ -288,17 +279,17 @@ func (m *Manager) claim(ctx context.Context, k key, lang string, req StartReques
 		return nil
 	}
 	l := sessionreg.Label{Kind: req.Kind, Language: lang, Name: req.Name}
-	if err := c.Claim(ctx, k.owner, k.id, l); err != nil {
-		return fmt.Errorf("session %q cannot start on this replica: %w", k.id, err)
+	if err := c.Claim(ctx, k.Owner, k.ID, l); err != nil {
+		return fmt.Errorf("session %q cannot start on this replica: %w", k.ID, err)
 	}
 	defer func() {
 		if retErr != nil {
-			c.Release(k.owner, k.id)
+			c.Release(k.Owner, k.ID)
 		}
 	}()
-	if req.Kind == KindContext && req.Name != "" && req.Name != k.id {
-		l.Of = k.id
-		if err := c.Claim(ctx, k.owner, req.Name, l); err != nil {
+	if req.Kind == KindContext && req.Name != "" && req.Name != k.ID {
+		l.Of = k.ID
+		if err := c.Claim(ctx, k.Owner, req.Name, l); err != nil {
 			return fmt.Errorf("a context named %q already exists on another replica: %w", req.Name, err)
 		}
 	}
@@ -307,9 +298,9 @@ func (m *Manager) claim(ctx context.Context, k key, lang string, req StartReques
 
 // releaseClaims releases what claim claimed for k.
 func (m *Manager) releaseClaims(k key, kind, name string) {
-	m.deps.Claims.Release(k.owner, k.id)
-	if kind == KindContext && name != "" && name != k.id {
-		m.deps.Claims.Release(k.owner, name)
+	m.deps.Claims.Release(k.Owner, k.ID)
+	if kind == KindContext && name != "" && name != k.ID {
+		m.deps.Claims.Release(k.Owner, name)
 	}
 }
 
@@ -323,10 +314,10 @@ func (m *Manager) registered(s *Session) bool {
 // storageName is the on-disk name of a session: its id, suffixed with the
 // owner's tenant.Tag for principals other than Local.
 func storageName(k key) string {
-	if tag := tenant.Tag(k.owner); tag != "" {
-		return k.id + "@" + tag
+	if tag := tenant.Tag(k.Owner); tag != "" {
+		return k.ID + "@" + tag
 	}
-	return k.id
+	return k.ID
 }
 
 func newID(kind string) string {
@@ -342,13 +333,13 @@ func (m *Manager) launch(ctx context.Context, k key, lang string, req StartReque
 	return m.launchWith(ctx, k, lang, req, false)
 }
 
-// launchWith is launch; spare marks a spare interpreter (spare.go).
+// launchWith is launch; spare marks a spare interpreter (sessionckpt spares).
 func (m *Manager) launchWith(ctx context.Context, k key, lang string, req StartRequest, spare bool) (_ *Session, retErr error) {
 	ws, err := m.eng.Workspace(storageName(k), req.WorkingDir)
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{ID: k.id, Owner: k.owner, storage: storageName(k), Name: req.Name, Kind: req.Kind, Language: lang, Description: req.Description,
+	s := &Session{ID: k.ID, Owner: k.Owner, storage: storageName(k), Name: req.Name, Kind: req.Kind, Language: lang, Description: req.Description,
 		Workspace: ws.Dir.Path, StartedAt: time.Now().UTC(), lastActivity: time.Now(),
 		pkgDirs: map[string]string{}, writable: ws.Dir.Writable, ws: ws, workingDir: req.WorkingDir}
 	s.pkgBase, s.spare = filepath.Join(m.opts.PackagesDir, s.storage), spare
@@ -437,7 +428,7 @@ func (m *Manager) Here(ctx context.Context, idOrName string) bool {
 
 // lookup finds ctx's principal's session idOrName, live (s) or paused (p):
 // here, else, when replicas share paused sessions, in the shared records.
-func (m *Manager) lookup(ctx context.Context, idOrName string) (*Session, *pausedSession, error) {
+func (m *Manager) lookup(ctx context.Context, idOrName string) (*Session, *paused, error) {
 	s, p, err := m.lookupHere(tenant.From(ctx), idOrName)
 	if errors.Is(err, ErrNotFound) && m.shared() {
 		return m.fetchPaused(ctx, tenant.From(ctx), idOrName)
@@ -446,22 +437,22 @@ func (m *Manager) lookup(ctx context.Context, idOrName string) (*Session, *pause
 }
 
 // lookupHere finds owner's session idOrName in this Manager.
-func (m *Manager) lookupHere(owner, idOrName string) (*Session, *pausedSession, error) {
+func (m *Manager) lookupHere(owner, idOrName string) (*Session, *paused, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if s := m.byID[key{owner, idOrName}]; s != nil {
+	if s := m.byID[key{Owner: owner, ID: idOrName}]; s != nil {
 		return s, nil, nil
 	}
-	if p := m.paused[key{owner, idOrName}]; p != nil {
+	if p := m.paused[key{Owner: owner, ID: idOrName}]; p != nil {
 		return nil, p, nil
 	}
 	for k, s := range m.byID {
-		if s != nil && k.owner == owner && s.Name == idOrName && s.Name != "" {
+		if s != nil && k.Owner == owner && s.Name == idOrName && s.Name != "" {
 			return s, nil, nil
 		}
 	}
 	for k, p := range m.paused {
-		if k.owner == owner && p.rec.Name == idOrName && p.rec.Name != "" {
+		if name := p.Record().Name; k.Owner == owner && name == idOrName && name != "" {
 			return nil, p, nil
 		}
 	}
@@ -536,7 +527,9 @@ func (m *Manager) stopSession(s *Session, reason string, waitRunning bool) Close
 	defer s.execMu.Unlock()
 	m.drop(s.key())
 	m.terminate(s)
-	m.forgetCheckpoint(s)
+	if m.checkpoints() {
+		m.ck.Discard((*live)(s))
+	}
 	ci := CloseInfo{Info: s.info(), DurationTotal: time.Since(s.StartedAt)}
 	m.logEnd(s, reason)
 	return ci
@@ -565,9 +558,11 @@ func (m *Manager) onDeath(s *Session, c *driver.Conn) {
 // server resumes it; a session that cannot be paused is stopped.
 func (m *Manager) Close() {
 	m.once.Do(func() { close(m.stop) })
-	m.spares.Close()
+	if m.checkpoints() {
+		m.ck.Close()
+	}
 	for _, s := range m.all() {
-		if m.checkpoints() && m.pauseAtShutdown(s) {
+		if m.checkpoints() && m.ck.PauseAtShutdown((*live)(s)) {
 			continue
 		}
 		m.stopSession(s, "server_shutdown", false)

@@ -9,6 +9,7 @@ import (
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/output"
+	"github.com/codexec/codexec/internal/sessionckpt"
 )
 
 // Kinds of registry entries: sessions come from start_session, contexts
@@ -51,16 +52,10 @@ type Session struct {
 	// workspace); pkgBase the directory of its installed packages.
 	workingDir, pkgBase string
 
-	// Checkpoints (guarded by mu): the current one, the executions count
-	// it saw, the report a resume left for the next Exec, the automatic
-	// checkpoint's timer and hold-back, and whether this is a spare
-	// interpreter nobody owns yet.
-	ckpt      *Record
-	ckExecs   int
-	resumed   *Resumed
-	autoTimer *time.Timer
-	autoHold  time.Time
-	spare     bool
+	// ck is the session's checkpoint state (sessionckpt); spare (guarded
+	// by mu): a spare interpreter nobody owns yet.
+	ck    sessionckpt.State
+	spare bool
 }
 
 // Package is one package installed into a session.
@@ -125,10 +120,7 @@ func (s *Session) info() Info {
 	for _, p := range s.packages {
 		pkgs = append(pkgs, p.Name)
 	}
-	var ck int64
-	if s.ckpt != nil {
-		ck = s.ckpt.Bytes
-	}
+	ck := s.ck.Bytes()
 	return Info{ID: s.ID, Name: s.Name, Kind: s.Kind, Language: s.Language, Description: s.Description,
 		Status: status, StartedAt: s.StartedAt, LastActivity: s.lastActivity, Executions: s.executions,
 		Pid: pid, MemoryMB: float64(rss) / 1024, Packages: pkgs, CheckpointBytes: ck}

@@ -13,6 +13,7 @@ import (
 	"github.com/codexec/codexec/internal/checkpoint"
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/replicas"
+	"github.com/codexec/codexec/internal/sessionckpt"
 	"github.com/codexec/codexec/internal/sessionreg"
 	"github.com/codexec/codexec/internal/tenant"
 )
@@ -25,7 +26,7 @@ func replicaManager(tb testing.TB, dir, shared string, store checkpoint.Blobs, i
 	tb.Helper()
 	eng, langs, log, opts := testEngine(tb, dir)
 	set := replicas.New(replicas.Options{Self: sessionreg.Replica{ID: id, Addr: "http://" + id}, Registry: reg, Secret: "s", Lease: time.Minute})
-	o := CheckpointOptions{Records: checkpoint.DirRecords{Dir: filepath.Join(shared, "records")}, Shared: true}
+	o := sessionckpt.Options{Records: checkpoint.DirRecords{Dir: filepath.Join(shared, "records")}, Shared: true}
 	m := NewManager(Deps{Engine: eng, Languages: langs, Log: log, Checkpoints: store, Claims: set}, Options{MaxSessions: 20,
 		DefaultTimeout: opts.DefaultTimeout, Output: opts.Output, PackagesDir: filepath.Join(opts.SandboxDir, ".packages"),
 		SandboxMode: "subprocess", KillGrace: time.Second, Checkpoints: o})
@@ -86,7 +87,7 @@ func TestSharedPaused(t *testing.T) {
 				t.Fatalf("round %d: both Managers resumed the session", round)
 			case err == nil:
 				won = i
-			case !errors.Is(err, ErrHeldElsewhere):
+			case !errors.Is(err, sessionckpt.ErrHeldElsewhere):
 				t.Fatalf("round %d, manager %d: %v", round, i, err)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/codexec/codexec/internal/driver"
+	"github.com/codexec/codexec/internal/sessionckpt"
 )
 
 // readySpares waits until lang has n ready spares, each holding at least
@@ -14,7 +15,7 @@ func readySpares(t *testing.T, m *Manager, lang string, n int, objects int64) []
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		got, slots, none := m.spares.Ready(lang)
+		got, slots, none := m.ck.Spares().Ready(lang)
 		done := len(got) == n && none
 		for i, r := range got {
 			done = done && (!slots[i] || r.Objects >= objects)
@@ -34,7 +35,7 @@ func readySpares(t *testing.T, m *Manager, lang string, n int, objects int64) []
 // the payload read into the spare's inbox), and a fork of three leaves
 // three spares ready, one of them holding a reserve.
 func TestSpareReserve(t *testing.T) {
-	m, _ := ckptManager(t, t.TempDir(), CheckpointOptions{Spares: 1})
+	m, _ := ckptManager(t, t.TempDir(), sessionckpt.Options{Spares: 1})
 	ctx := context.Background()
 	info, err := m.Start(ctx, StartRequest{Kind: KindSession, Language: "python"})
 	if err != nil {
@@ -92,18 +93,18 @@ func TestSpareReserve(t *testing.T) {
 // restore takes its replacement, still starting, rather than none (and so
 // does not start an interpreter of its own).
 func TestTakeSpareWaitsForOneStarting(t *testing.T) {
-	m, _ := ckptManager(t, t.TempDir(), CheckpointOptions{Spares: 1})
-	m.spares.Want("python")
+	m, _ := ckptManager(t, t.TempDir(), sessionckpt.Options{Spares: 1})
+	m.ck.Spares().Want("python")
 	readySpares(t, m, "python", 1, 0)
 	ctx := context.Background()
-	first := m.takeSpare(ctx, "python", 0)
-	if first == nil {
+	first, ok := m.ck.Spares().Take(ctx, "python", 0)
+	if !ok {
 		t.Fatal("no ready spare")
 	}
-	defer m.terminate(first)
-	second := m.takeSpare(ctx, "python", 0) // its replacement is starting now
-	if second == nil || second == first || !second.isSpare() {
+	defer m.terminate((*Session)(first))
+	second, ok := m.ck.Spares().Take(ctx, "python", 0) // its replacement is starting now
+	if !ok || second == first || !(*Session)(second).isSpare() {
 		t.Fatalf("the replacement being started was not taken: %v", second)
 	}
-	defer m.terminate(second)
+	defer m.terminate((*Session)(second))
 }

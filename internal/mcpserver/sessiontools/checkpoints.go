@@ -8,7 +8,7 @@ import (
 
 	"github.com/codexec/codexec/internal/checkpoint"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
-	"github.com/codexec/codexec/internal/session"
+	"github.com/codexec/codexec/internal/sessionckpt"
 )
 
 // PauseOut is pause_session's output: the checkpoint's size and what it
@@ -25,9 +25,9 @@ type PauseOut struct {
 // ResumeOut is resume_session's output; Resumed is absent when the
 // session was live already.
 type ResumeOut struct {
-	SessionID string           `json:"session_id"`
-	Status    string           `json:"status"`
-	Resumed   *session.Resumed `json:"resumed,omitempty"`
+	SessionID string               `json:"session_id"`
+	Status    string               `json:"status"`
+	Resumed   *sessionckpt.Resumed `json:"resumed,omitempty"`
 }
 
 // ForkIn is fork_session's input.
@@ -47,8 +47,8 @@ type ForkChild struct {
 // and lost (the first child's report; children differ only when one
 // fails to re-import something).
 type ForkOut struct {
-	Children []ForkChild      `json:"children"`
-	Resumed  *session.Resumed `json:"resumed,omitempty"`
+	Children []ForkChild          `json:"children"`
+	Resumed  *sessionckpt.Resumed `json:"resumed,omitempty"`
 }
 
 func (s *toolset) registerCheckpoints() {
@@ -72,7 +72,7 @@ func (s *toolset) pauseSession(ctx context.Context, _ *mcp.CallToolRequest, in S
 		return nil, PauseOut{}, checkpointError(err)
 	}
 	r := p.Report
-	return nil, PauseOut{SessionID: p.ID, Status: session.StatusPaused, CheckpointBytes: p.Bytes, Lost: r.Lost, FilesLost: r.FilesLost, Notes: r.Notes}, nil
+	return nil, PauseOut{SessionID: p.ID, Status: sessionckpt.StatusPaused, CheckpointBytes: p.Bytes, Lost: r.Lost, FilesLost: r.FilesLost, Notes: r.Notes}, nil
 }
 
 func (s *toolset) resumeSession(ctx context.Context, _ *mcp.CallToolRequest, in SessionIDIn) (*mcp.CallToolResult, ResumeOut, error) {
@@ -104,15 +104,15 @@ func (s *toolset) forkSession(ctx context.Context, _ *mcp.CallToolRequest, in Fo
 
 // checkpointError codes the failures of the checkpoint tools.
 func checkpointError(err error) error {
-	var secrets *session.ErrSecrets
+	var secrets *sessionckpt.ErrSecrets
 	switch {
-	case errors.Is(err, session.ErrCheckpointsOff):
+	case errors.Is(err, sessionckpt.ErrCheckpointsOff):
 		return tool.Coded(tool.CodeNotEnabled, "%v", err)
 	case errors.As(err, &secrets):
 		return tool.Coded(tool.CodeNotAllowed, "%v", err)
-	case errors.Is(err, session.ErrStateTooBig), errors.Is(err, checkpoint.ErrStoreFull):
+	case errors.Is(err, sessionckpt.ErrStateTooBig), errors.Is(err, checkpoint.ErrStoreFull):
 		return tool.Coded(tool.CodeLimitExceeded, "%v", err)
-	case errors.Is(err, session.ErrBadCount):
+	case errors.Is(err, sessionckpt.ErrBadCount):
 		return tool.Invalidf("%v", err)
 	}
 	return tool.Classify(err)

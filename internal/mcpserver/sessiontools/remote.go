@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/codexec/codexec/internal/mcpserver/tool"
-	"github.com/codexec/codexec/internal/session"
+	"github.com/codexec/codexec/internal/sessionckpt"
 	"github.com/codexec/codexec/internal/sessionreg"
 )
 
@@ -60,7 +60,7 @@ func (u Unlisted) status() string {
 		return StatusLost
 	}
 	if u.Paused {
-		return session.StatusPaused
+		return sessionckpt.StatusPaused
 	}
 	return StatusUnreachable
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/quota"
 	"github.com/codexec/codexec/internal/session"
+	"github.com/codexec/codexec/internal/sessionckpt"
 	"github.com/codexec/codexec/internal/sessionreg"
 )
 
@@ -170,7 +171,7 @@ func Classify(err error) *Error {
 		code = CodeFileNotFound
 	case errors.Is(err, files.ErrExists):
 		code = CodeFileExists
-	case errors.Is(err, quota.ErrBusy), errors.Is(err, session.ErrHeldElsewhere):
+	case errors.Is(err, quota.ErrBusy), errors.Is(err, sessionckpt.ErrHeldElsewhere):
 		// Held elsewhere: another replica resumed the session at the same
 		// moment; a retry is forwarded there.
 		code = CodeBusy

@@ -1,26 +1,38 @@
-package session
+// Package sessionckpt keeps the checkpoints of interpreter sessions: it
+// pauses a live session (checkpoints its interpreter state and workspace,
+// then stops it), resumes a paused one into a new or spare interpreter,
+// forks a session into new ones, and checkpoints live sessions
+// automatically after a quiet period, so that a server killed outright
+// resumes them from there.
+//
+// Which sessions exist, their limits and their logs are the session
+// manager's (package session): a Checkpointer reaches the manager only
+// through Host and a session only through Live, so the registry of live
+// and paused sessions, with its one lock, stays in one place. Records and
+// checkpoints are kept by a checkpoint.Keeper; with Options.Shared they are
+// shared by replicas (shared.go).
+package sessionckpt
 
 import (
 	"errors"
-	"log/slog"
+	"fmt"
 	"time"
 
 	"github.com/codexec/codexec/internal/checkpoint"
 	"github.com/codexec/codexec/internal/driver"
 )
 
-// CheckpointOptions configure pause, resume, fork and automatic
-// checkpoints. They apply when Deps.Checkpoints is set. Zero values:
-// MaxBytes 64 MiB, MaxTotal 1 GiB, Auto off, AutoMaxCost 1 s, Spares none,
-// MaxFork 10, Timeout 60 s.
-type CheckpointOptions struct {
+// Options configure pause, resume, fork and automatic checkpoints. Zero
+// values: MaxBytes 64 MiB, MaxTotal 1 GiB, Auto off, AutoMaxCost 1 s,
+// Spares none, MaxFork 10, Timeout 60 s.
+type Options struct {
 	// Dir holds one record per paused session (and per live session with
 	// an automatic checkpoint), so they survive a restart.
 	Dir string
 	// Records keep the records instead of Dir when set (pgstore.Records).
 	Records checkpoint.Records
 	// Shared: Records and the checkpoints are shared by replicas (a
-	// database and an S3 bucket), with Deps.Claims their registry: a
+	// database and an S3 bucket), with Host's claims their registry: a
 	// paused session is held by no replica and any of them resumes it
 	// (shared.go).
 	Shared bool
@@ -49,7 +61,7 @@ type CheckpointOptions struct {
 	MemoryLimit int64
 }
 
-func (o CheckpointOptions) withDefaults() CheckpointOptions {
+func (o Options) withDefaults() Options {
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = 64 << 20
 	}
@@ -76,33 +88,21 @@ var ErrStateTooBig = driver.ErrStateTooBig
 // keeps no checkpoints.
 var ErrCheckpointsOff = errors.New("session checkpoints are not enabled on this server")
 
-// Record is what is kept about a session's latest checkpoint
-// (checkpoint.Record).
-type Record = checkpoint.Record
+// ErrHeldElsewhere is a paused session another replica claimed (to
+// resume or close it) first.
+var ErrHeldElsewhere = errors.New("another replica resumed the session meanwhile (retry: the call goes there)")
 
-func recKey(r Record) key { return key{r.Owner, r.ID} }
+// ErrBadCount is a fork count outside 1..MaxFork.
+var ErrBadCount = errors.New("bad fork count")
 
-// loadRecords reads the records a previous server left: each is a paused
-// session from now on.
-func (m *Manager) loadRecords() {
-	for _, rec := range m.keeper.Load(func(r Record) string { return storageName(recKey(r)) }) {
-		m.paused[recKey(rec)] = &pausedSession{rec: rec}
-	}
-	if len(m.paused) > 0 {
-		slog.Info("paused sessions found", "count", len(m.paused))
-	}
+// ErrSecrets refuses to fork a session holding values that look like
+// secrets without the caller's say-so.
+type ErrSecrets struct{ Names []string }
+
+func (e *ErrSecrets) Error() string {
+	return fmt.Sprintf("the session holds values whose names look like secrets (%v): pass allow_secrets: true to copy them into the children", e.Names)
 }
 
-// forget removes session k's record and checkpoint (closed for good).
-func (m *Manager) forget(k key, blob string) {
-	if m.checkpoints() {
-		m.keeper.Forget(storageName(k), k.owner, blob)
-	}
-}
-
-// checkpoints reports whether this Manager keeps checkpoints.
-func (m *Manager) checkpoints() bool { return m.keeper != nil }
-
-// CheckpointsEnabled reports whether sessions can be paused, resumed and
-// forked here.
-func (m *Manager) CheckpointsEnabled() bool { return m != nil && m.checkpoints() }
+// StatusPaused is the status of a session that has no process and
+// resumes from its checkpoint on its next use.
+const StatusPaused = "paused"
