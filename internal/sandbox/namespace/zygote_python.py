@@ -61,13 +61,55 @@ def __codexec_zygote():
         check(pid, "clone")
         return pid
 
+    def mounts_below_tmp():
+        # The server's read-only mounts that lie below /tmp (a data
+        # directory there), outermost first: a child's private /tmp would
+        # hide them, so each child moves a clone of each onto its own.
+        found = []
+        with open("/proc/self/mountinfo", "rb") as f:
+            for line in f:
+                point = line.split()[4]
+                if point.startswith(b"/tmp/"):
+                    found.append(unescape_octal(point))
+        return sorted(found, key=lambda p: p.count(b"/"))
+
+    def unescape_octal(b):
+        # mountinfo writes space, tab, newline and backslash as \ooo.
+        out, i = bytearray(), 0
+        while i < len(b):
+            if b[i] == 0x5C and b[i + 1:i + 4].isdigit():
+                out.append(int(b[i + 1:i + 4], 8))
+                i += 4
+            else:
+                out.append(b[i])
+                i += 1
+        return bytes(out)
+
+    def keep_below_tmp():
+        # Detached clones of the mounts below /tmp (open_tree), to move
+        # onto the private /tmp once it is mounted.
+        held = []
+        for point in below_tmp:
+            fd = libc.syscall(428, -100, point, 1 | os.O_CLOEXEC)  # OPEN_TREE_CLONE
+            check(fd, "open_tree " + point.decode(errors="replace"))
+            held.append((point, fd))
+        return held
+
+    def restore_below_tmp(held):
+        for point, fd in held:
+            os.makedirs(point, exist_ok=True)
+            check(libc.syscall(429, fd, b"", -100, point, 4), "move_mount")  # F_EMPTY_PATH
+            os.close(fd)
+
     def namespaces():
         write_file("/proc/self/uid_map", b"%d %d 1" % (uid, uid))
         write_file("/proc/self/setgroups", b"deny")
         write_file("/proc/self/gid_map", b"%d %d 1" % (gid, gid))
         mount(b"none", "/", None, MS_REC | MS_PRIVATE, None)
+        held = keep_below_tmp()
         opts = b"size=%d,mode=1777" % tmp_size
         mount(b"tmpfs", "/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, opts)
+        restore_below_tmp(held)
         if ws_root:
             mount(b"tmpfs", ws_root, b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
 
@@ -102,6 +144,7 @@ def __codexec_zygote():
     # What every child needs for its restriction is built once here, so a
     # child copies no page for it (each page a fork's child writes is a copy).
     ll_fs_all, ll_attr, ll_shared = landlock_base()
+    below_tmp = mounts_below_tmp()
     with open("/proc/sys/kernel/cap_last_cap") as f:
         all_caps = range(int(f.read()) + 1)
     cap_header, cap_data = struct.pack("Ii", 0x20080522, 0), bytes(24)

@@ -7,6 +7,8 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -162,5 +164,40 @@ func TestStatusMask(t *testing.T) {
 		if got != c.want || ok != c.ok {
 			t.Errorf("%s: got %#x %v, want %#x %v", c.field, got, ok, c.want, c.ok)
 		}
+	}
+}
+
+// TestForkedMountsBelowTmp gives forked runs a read-only mount below /tmp
+// (a data directory there): each child's private /tmp must still show it,
+// read-only.
+func TestForkedMountsBelowTmp(t *testing.T) {
+	n := newForkNamespace(t, 1)
+	dir, shared := t.TempDir(), t.TempDir()
+	if !strings.HasPrefix(shared, "/tmp/") {
+		t.Skip("TMPDIR is not /tmp")
+	}
+	if err := os.WriteFile(filepath.Join(shared, "data"), []byte("kept"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := sandboxtest.WarmSpec(sandbox.WarmPython, dir, `
+import errno, sys
+print(open(sys.argv[1] + "/data").read())
+try:
+    open(sys.argv[1] + "/new", "w")
+except OSError as e:
+    print(errno.errorcode[e.errno])
+`, shared)
+	spec.Mounts = []sandbox.Mount{{Host: shared, Target: shared, ReadOnly: true}}
+	sandboxtest.WaitReady(t, n, spec)
+	before := sandboxtest.ForkHits(n)
+	got := sandboxtest.Run(t, n, spec)
+	if sandboxtest.ForkHits(n) != before+1 {
+		t.Fatalf("the run was not forked: %+v", n.PoolStats())
+	}
+	if got.Stdout != "kept\nEROFS\n" {
+		t.Fatalf("got %q, stderr %s", got.Stdout, got.Stderr)
 	}
 }
