@@ -201,3 +201,25 @@ except OSError as e:
 		t.Fatalf("got %q, stderr %s", got.Stdout, got.Stderr)
 	}
 }
+
+// TestForkedLoopback: a forked run has its own loopback, up, as runs in
+// every other mode do (a program that serves and calls itself on
+// 127.0.0.1), and nothing else.
+func TestForkedLoopback(t *testing.T) {
+	n := newForkNamespace(t, 1)
+	spec := sandboxtest.WarmSpec(sandbox.WarmPython, t.TempDir(), `
+import os, socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+socket.create_connection(s.getsockname()).sendall(b"ok")
+print(s.accept()[0].recv(2).decode(), sorted(os.listdir("/sys/class/net")) if os.path.isdir("/sys/class/net") else "")
+`)
+	sandboxtest.WaitReady(t, n, spec)
+	before := sandboxtest.ForkHits(n)
+	got := sandboxtest.Run(t, n, spec)
+	if sandboxtest.ForkHits(n) != before+1 {
+		t.Fatalf("the run was not forked: %+v", n.PoolStats())
+	}
+	if !strings.HasPrefix(got.Stdout, "ok") {
+		t.Fatalf("got %q, stderr %s", got.Stdout, got.Stderr)
+	}
+}
