@@ -1,8 +1,8 @@
 #!/bin/bash
 # CPU per run of the profiling load (internal/e2e TestProfileLoad), measured two ways over a 20 s window:
 # machine-wide from /proc/stat (includes kernel threads and anything else running on the box) and for the
-# load's own process tree (the test process plus the server with every reaped descendant: launchers, bwrap,
-# helpers, interpreters), which other load on a shared machine does not disturb. Prints one line.
+# load's own process tree (the test process plus the server with every descendant, live or reaped: launchers,
+# bwrap, helpers, fork-servers and their children, interpreters), which other load on a shared machine does not disturb. Prints one line.
 #
 # usage: scripts/profile-load-cpu.sh TREE LABEL BARE   (run from anywhere; TREE is a codexec checkout,
 #        BARE=1 measures the bare python spawns instead). Interleave trees and the bare baseline:
@@ -19,12 +19,17 @@ while [ ! -e $R ]; do sleep 0.2; done; sleep 1
 desc() { for c in $(pgrep -P $1); do echo $c; desc $c; done; }
 bycomm() { for p in $(desc $TP); do [ "$(cat /proc/$p/comm 2>/dev/null)" = "$1" ] && echo $p; done | head -1; }
 T=$(bycomm e2e.test); P=$(bycomm codexec)
-# ticks: utime+stime of the process and cutime+cstime of its reaped descendants; the second figure is sys
-cpu() { if [ -n "$1" ]; then awk '{print $14+$15+$16+$17, $15+$17}' /proc/$1/stat; else echo "0 0"; fi; }
+# ticks of a process and every live descendant: utime+stime plus cutime+cstime (what each has reaped), so
+# processes reaped by a live one (a fork-server's children) count too; the second figure is sys
+cpu() { # PID [tree]
+  [ -n "$1" ] || { echo "0 0"; return; }
+  for p in $1 $([ -n "$2" ] && desc $1); do sed 's/.*) //' /proc/$p/stat 2>/dev/null; done |
+    awk '{t += $12+$13+$14+$15; s += $13+$15} END {print t+0, s+0}'
+}
 load=$(cut -d' ' -f1 /proc/loadavg)
-s0=$(head -1 /proc/stat); n0=$(cat $R.n); t0=$(cpu $T); p0=$(cpu $P)
+s0=$(head -1 /proc/stat); n0=$(cat $R.n); t0=$(cpu $T); p0=$(cpu $P tree)
 sleep 20
-s1=$(head -1 /proc/stat); n1=$(cat $R.n); t1=$(cpu $T); p1=$(cpu $P)
+s1=$(head -1 /proc/stat); n1=$(cat $R.n); t1=$(cpu $T); p1=$(cpu $P tree)
 wait $TP
 python3 - "$s0" "$s1" "$n0" "$n1" "$L" "$load" "$t0" "$t1" "$p0" "$p1" <<'PY'
 import sys

@@ -132,7 +132,7 @@ func (b *bwrapArgs) buildArgs(spec sandbox.Spec) error {
 	if err := b.identity(cmp.Or(spec.Dir, warmDir)); err != nil {
 		return err
 	}
-	b.add("--proc", "/proc", "--dev", "/dev")
+	b.add("--proc", "/proc", "--dev", "/dev", "--size", strconv.FormatInt(shmSize(spec), 10), "--perms", "1777", "--tmpfs", "/dev/shm")
 	if err := b.tmp(spec); err != nil {
 		return err
 	}
@@ -174,7 +174,7 @@ func (b *bwrapArgs) buildArgs(spec sandbox.Spec) error {
 		case b.warm:
 			b.add(helper.KeepCtl)
 		}
-		b.add(dir, "/tmp", "--")
+		b.add(dir, "/tmp", "/dev/shm", "--")
 	}
 	return nil
 }
@@ -195,6 +195,16 @@ func (b *bwrapArgs) zygoteTail(spec sandbox.Spec) error {
 	b.seccompFd = b.fd(sc)
 	b.add("--chdir", "/", "--")
 	return nil
+}
+
+// shmSize bounds a sandbox's /dev/shm (POSIX shared memory and semaphores,
+// which python's multiprocessing needs): the disk limit, at most 64 MiB, as
+// a container engine gives. Its pages count against the memory limit.
+func shmSize(spec sandbox.Spec) int64 {
+	if d := spec.Limits.DiskBytes; d > 0 && d < 64<<20 {
+		return d
+	}
+	return 64 << 20
 }
 
 // tmp gives the sandbox its /tmp: the spec's TmpDir (a bounded disk shared

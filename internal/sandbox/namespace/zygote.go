@@ -188,7 +188,7 @@ func (n *Backend) startZygote(req warm.Request) (z *zygote, retErr error) {
 
 // zygoteArgv is the interpreter command line: the runner's flags, the
 // zygote stub and its arguments (seccomp descriptor, /tmp size, workspace
-// root, capset's syscall number, ids, clone's syscall number).
+// root, capset's syscall number, ids, clone's syscall number, /dev/shm size).
 func zygoteArgv(spec sandbox.Spec, b *bwrapArgs, n *Backend) []string {
 	argv := append([]string{}, spec.Argv[:len(spec.Argv)-1]...) // drop the runner stub
 	disk := spec.Limits.DiskBytes
@@ -197,7 +197,7 @@ func zygoteArgv(spec sandbox.Spec, b *bwrapArgs, n *Backend) []string {
 	}
 	return append(argv, zygoteStub, b.seccompFd, strconv.FormatInt(disk, 10), b.zygoteRoot,
 		strconv.Itoa(unix.SYS_CAPSET), strconv.Itoa(n.opts.UID), strconv.Itoa(n.opts.GID),
-		strconv.Itoa(unix.SYS_CLONE))
+		strconv.Itoa(unix.SYS_CLONE), strconv.FormatInt(shmSize(spec), 10))
 }
 
 func (z *zygote) AwaitReady() error {

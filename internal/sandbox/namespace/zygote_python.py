@@ -5,11 +5,11 @@ def __codexec_zygote():
     # fd 3 (with the run's stdin, stdout, stderr, control socket and cgroup
     # files attached) it clones a child in new user, mount, pid, ipc, uts and
     # network namespaces (pid 1 of its own). The child joins the run's
-    # cgroup, mounts a private /tmp (and workspace root) and a fresh /proc,
-    # reports "R", waits for the run, restricts itself (Landlock domain of
-    # its own, no capabilities, no_new_privs, the sandbox's seccomp filter,
-    # no descriptors above stdio) and executes the code as `python -c`
-    # would. The fork-server waits for each child (a pidfd per child) and
+    # cgroup, mounts a private /tmp, /dev/shm (and workspace root) and a
+    # fresh /proc, reports "R", waits for the run, restricts itself (Landlock
+    # domain of its own, no capabilities, no_new_privs, the sandbox's seccomp
+    # filter, no descriptors above stdio) and executes the code as `python
+    # -c` would. The fork-server waits for each child (a pidfd per child) and
     # reports its wait status on the run's control socket.
     import os, sys
     fresh = set(sys.modules)
@@ -17,7 +17,7 @@ def __codexec_zygote():
     argv = sys.argv[1:]
     seccomp_fd, tmp_size, ws_root = int(argv[0]), int(argv[1]), argv[2]
     nr_capset, uid, gid = int(argv[3]), int(argv[4]), int(argv[5])
-    nr_clone = int(argv[6])
+    nr_clone, shm_size = int(argv[6]), int(argv[7])
     if "threading" in sys.modules:
         # Children are cloned without python's after-fork handlers, which
         # threads would need.
@@ -120,6 +120,8 @@ def __codexec_zygote():
         opts = b"size=%d,mode=1777" % tmp_size
         mount(b"tmpfs", "/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, opts)
         restore_below_tmp(held)
+        opts = b"size=%d,mode=1777" % shm_size
+        mount(b"tmpfs", "/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, opts)
         loopback_up()
         if ws_root:
             mount(b"tmpfs", ws_root, b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
@@ -175,7 +177,7 @@ def __codexec_zygote():
         # ws_root, whose rules cover it (Landlock checks a mount point's
         # parent, not the mount point).
         mount(b"proc", "/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-        landlock(["/tmp"] + ([ws_root] if ws_root else []))
+        landlock(["/tmp", "/dev/shm"] + ([ws_root] if ws_root else []))
         drop_privileges()
         os.closerange(4, 1 << 30)
         for name in zygote_modules:
