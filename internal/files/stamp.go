@@ -31,11 +31,12 @@ func (r *Root) Stamp() Stamp {
 
 // QuietFor is how long before a stamp was taken its directory must last
 // have changed for the stamp to be Quiet. File-system timestamps come from
-// a coarse clock (one scheduler tick, up to 10 ms, behind the real time),
-// so a change made soon after a recent one can leave the ctime as it was;
-// a change made after a stamp whose ctime is older than this always moves
-// it. A second leaves room for small steps of the system clock too.
-const QuietFor = time.Second
+// a coarse clock (one scheduler tick, at most 10 ms, behind the real
+// time), so a change made soon after a recent one can leave the ctime as
+// it was; a change made after a stamp whose ctime is older than this
+// always moves it. Ten ticks leave room for a small step of the system
+// clock, which file modification times (artifacts) rely on as well.
+const QuietFor = 100 * time.Millisecond
 
 // Quiet reports whether s, taken at the time at, saw a directory that had
 // not changed for QuietFor: every later change to it then gives a
