@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -134,31 +135,27 @@ func (p prover) fieldsFit(t reflect.Type, s *jsonschema.Schema, outer []reflect.
 	outer = append(outer, t)
 	for i := range t.NumField() {
 		f := t.Field(i)
-		name, opts, tagged := strings.Cut(f.Tag.Get("json"), ",")
-		if f.Tag.Get("json") == "-" {
+		tag := f.Tag.Get("json")
+		if tag == "-" {
 			continue
 		}
-		if tagged && hasOption(opts, "string") {
-			return false // numbers and booleans become strings
+		name, opts, _ := strings.Cut(tag, ",")
+		if hasOption(opts, "string") || !validName(name) {
+			return false // numbers and booleans become strings; a bad name falls back to the Go one
 		}
-		ft := f.Type
-		if f.Anonymous && name == "" {
-			et := ft
-			if et.Kind() == reflect.Pointer {
-				et = et.Elem()
-			}
-			if et.Kind() == reflect.Struct && !implementsMarshaler(et) {
-				if !p.fieldsFit(et, s, outer) {
-					return false
-				}
-				continue
-			}
-			if !f.IsExported() {
-				continue
-			}
-			return false // an embedded non-struct: not modelled
+		et := f.Type
+		if et.Kind() == reflect.Pointer {
+			et = et.Elem()
 		}
-		if !f.IsExported() {
+		switch {
+		case f.Anonymous && !f.IsExported() && et.Kind() != reflect.Struct, !f.Anonymous && !f.IsExported():
+			continue // encoding/json leaves it out
+		case f.Anonymous && name == "" && et.Kind() == reflect.Struct:
+			// Flattened: its fields are the outer object's (its own
+			// marshaler, if it has one, is not used).
+			if !p.fieldsFit(et, s, outer) {
+				return false
+			}
 			continue
 		}
 		if name == "" {
@@ -168,8 +165,8 @@ func (p prover) fieldsFit(t reflect.Type, s *jsonschema.Schema, outer []reflect.
 		if !ok {
 			continue
 		}
-		omits := tagged && (hasOption(opts, "omitempty") || hasOption(opts, "omitzero"))
-		if !p.fieldFits(ft, prop, omits) {
+		omits := hasOption(opts, "omitempty") || hasOption(opts, "omitzero")
+		if !p.fieldFits(f.Type, prop, omits) {
 			return false
 		}
 	}
@@ -225,6 +222,17 @@ func jsonKind(t reflect.Type) (kind string, ok bool) {
 func implementsMarshaler(t reflect.Type) bool {
 	pt := reflect.PointerTo(t)
 	return t.Implements(marshalerType) || t.Implements(textType) || pt.Implements(marshalerType) || pt.Implements(textType)
+}
+
+// validName reports whether encoding/json takes name from a tag as the
+// member name ("" takes the field's name).
+func validName(name string) bool {
+	for _, c := range name {
+		if !strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~ ", c) && !unicode.IsLetter(c) && !unicode.IsDigit(c) {
+			return false
+		}
+	}
+	return true
 }
 
 func hasOption(opts, want string) bool {

@@ -46,6 +46,25 @@ type fitsEmbedded struct {
 	Extra string `json:"extra"`
 }
 
+type fitsHidden struct {
+	N int `json:"n"`
+}
+
+// fitsNamedHidden embeds an unexported struct type under a JSON name:
+// encoding/json writes it as that member.
+type fitsNamedHidden struct {
+	fitsHidden `json:"h"`
+}
+
+// fitsFlatHidden embeds it without one: its fields are promoted.
+type fitsFlatHidden struct {
+	fitsHidden
+}
+
+type fitsBadTag struct {
+	N int `json:"a\\b"`
+}
+
 type fitsTree struct {
 	Name     string      `json:"name"`
 	Children []*fitsTree `json:"children"`
@@ -131,6 +150,14 @@ func TestFits(t *testing.T) {
 	}{
 		{"plain fields, pointers, slices, maps, time, any", reflect.TypeFor[fitsPlain](), OutputSchema[fitsPlain](), true},
 		{"embedded structs", reflect.TypeFor[fitsEmbedded](), OutputSchema[fitsEmbedded](), true},
+		{"unexported embedded struct under a name", reflect.TypeFor[fitsNamedHidden](), OutputSchema[fitsNamedHidden](), true},
+		{"unexported embedded struct under a name, wrong inside", reflect.TypeFor[fitsNamedHidden](),
+			narrowed[fitsNamedHidden](func(s *jsonschema.Schema) {
+				s.Properties["h"] = &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"n": {Type: "string"}}}
+			}), false},
+		{"unexported embedded struct, promoted, wrong", reflect.TypeFor[fitsFlatHidden](),
+			narrowed[fitsFlatHidden](func(s *jsonschema.Schema) { s.Properties["n"] = &jsonschema.Schema{Type: "string"} }), false},
+		{"a tag name encoding/json refuses (not modelled: kept)", reflect.TypeFor[fitsBadTag](), &jsonschema.Schema{Type: "object"}, false},
 		{"recursive type", reflect.TypeFor[fitsTree](), treeSchema("string"), true},
 		{"recursive type, wrong inside", reflect.TypeFor[fitsTree](), treeSchema("integer"), false},
 		{"execute_code's result", reflect.TypeFor[engine.Result](), OutputSchema[engine.Result](), true},
