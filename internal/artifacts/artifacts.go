@@ -65,6 +65,9 @@ func Take(t Tree) Snapshot {
 	return s
 }
 
+// Empty reports whether s saw the whole tree and it held no entries.
+func (s Snapshot) Empty() bool { return len(s.files) == 0 && !s.Partial }
+
 // Compare returns what changed from before to after.
 func Compare(before, after Snapshot) Diff {
 	d := Diff{Created: []string{}, Modified: []string{}, Deleted: []string{}}

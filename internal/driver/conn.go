@@ -120,7 +120,7 @@ func (c *Conn) onErr(r Reply) {
 	}
 }
 
-func (c *Conn) send(msg map[string]any) error { return c.enc.Encode(msg) }
+func (c *Conn) send(msg any) error { return c.enc.Encode(msg) }
 
 // Dead is closed once the process has ended.
 func (c *Conn) Dead() <-chan struct{} { return c.dead }

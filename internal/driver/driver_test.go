@@ -21,7 +21,7 @@ import (
 func TestMain(m *testing.M) { sandboxtest.Main(m) }
 
 // start starts lang's driver in the subprocess backend.
-func start(t *testing.T, lang string) *Conn {
+func start(t testing.TB, lang string) *Conn {
 	t.Helper()
 	interp, err := exec.LookPath(map[string]string{"python": "python3", "node": "node"}[lang])
 	if err != nil {
@@ -40,7 +40,7 @@ func start(t *testing.T, lang string) *Conn {
 	return c
 }
 
-func exec1(t *testing.T, c *Conn, code string) Outcome {
+func exec1(t testing.TB, c *Conn, code string) Outcome {
 	t.Helper()
 	return c.Exec(context.Background(), code, 10*time.Second, time.Second, output.Limits{Max: 1 << 20, Head: 1 << 19, Tail: 1 << 19}, nil)
 }

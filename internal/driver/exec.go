@@ -68,8 +68,16 @@ func (c *Conn) end() {
 	c.errMux.SetSink(nil)
 }
 
+// execRequest is an exec request (protocol.go); a struct, not a map,
+// encodes without sorting keys or boxing values.
+type execRequest struct {
+	ID   int64  `json:"id"`
+	Op   string `json:"op"`
+	Code string `json:"code"`
+}
+
 func (c *Conn) await(ctx context.Context, p *pending, code string, timeout, grace time.Duration) Outcome {
-	if err := c.send(map[string]any{"id": p.id, "op": "exec", "code": code}); err != nil {
+	if err := c.send(execRequest{ID: p.id, Op: "exec", Code: code}); err != nil {
 		return Outcome{Lost: true, LostWhy: "the interpreter is not accepting input: " + err.Error()}
 	}
 	timer := time.NewTimer(timeout)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -319,5 +320,36 @@ func TestCloseSessionKillsRunningCode(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the running send did not return after close_session")
+	}
+}
+
+// TestSessionChangesInQuietWorkspace: in the real sandbox, a send to a
+// session whose workspace has been empty and unchanged for a while (whose
+// snapshots then skip the walk) still reports what it creates, in a
+// subdirectory and by a process it leaves running, and what it modifies.
+func TestSessionChangesInQuietWorkspace(t *testing.T) {
+	s := start(t)
+	sess := s.startSession("python")
+	quiet := func() { time.Sleep(300 * time.Millisecond) }
+	for _, c := range []struct {
+		code string
+		want []string
+	}{
+		{"import os, subprocess, time\nx = 0", []string{}},
+		{"x += 1", []string{}},
+		{"subprocess.Popen(['sh', '-c', 'sleep 0.3; mkdir -p sub/dir; echo x > sub/dir/f']); time.sleep(1)", []string{"sub/dir/f"}},
+		{"open('sub/dir/f', 'a').write('y')", []string{"sub/dir/f"}},
+		{"import shutil; shutil.rmtree('sub')", []string{}},
+		{"x += 1", []string{}},
+		{"open('top.txt', 'w').write('z')", []string{"top.txt"}},
+	} {
+		quiet()
+		r, isErr := s.send(sess.SessionID, c.code, nil)
+		if isErr || !r.Success {
+			t.Fatalf("%q: %+v", c.code, r)
+		}
+		if got := append([]string{}, r.Artifacts...); !slices.Equal(got, c.want) {
+			t.Errorf("%q: artifacts %v, want %v", c.code, got, c.want)
+		}
 	}
 }

@@ -163,23 +163,41 @@ func partialMark(b, mark []byte) int {
 
 // Encoder writes the host's frames to a program's stdin: each value as one
 // line of JSON, in one Write, so frames from concurrent callers never
-// interleave. Safe for concurrent use.
+// interleave. It encodes into a buffer it keeps (up to keepBuf), so a
+// frame costs no allocation beyond what encoding v needs. Safe for
+// concurrent use.
 type Encoder struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu  sync.Mutex
+	w   io.Writer
+	buf bytes.Buffer
+	enc *json.Encoder
 }
 
-// NewEncoder returns an Encoder writing to w.
-func NewEncoder(w io.Writer) *Encoder { return &Encoder{w: w} }
+// keepBuf is the largest encoding buffer an Encoder keeps between frames
+// (a session's code is small, but one frame may carry megabytes).
+const keepBuf = 64 << 10
 
-// Encode writes v as one frame.
+// NewEncoder returns an Encoder writing to w.
+func NewEncoder(w io.Writer) *Encoder {
+	e := &Encoder{w: w}
+	e.enc = json.NewEncoder(&e.buf)
+	return e
+}
+
+// Encode writes v as one frame: the bytes of json.Marshal(v) and a newline.
 func (e *Encoder) Encode(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	_, err = e.w.Write(append(b, '\n'))
+	e.buf.Reset()
+	defer func() {
+		if e.buf.Cap() > keepBuf {
+			e.buf = bytes.Buffer{}
+			e.enc = json.NewEncoder(&e.buf)
+		}
+	}()
+	if err := e.enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := e.w.Write(e.buf.Bytes())
 	return err
 }

@@ -2,6 +2,7 @@ package frame
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -199,4 +200,32 @@ func FuzzDemux(f *testing.F) {
 			t.Fatalf("frames (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// TestEncoderBytes: each frame is json.Marshal's bytes and a newline,
+// across frames larger than the kept buffer and after them.
+func TestEncoderBytes(t *testing.T) {
+	var got, want bytes.Buffer
+	e := NewEncoder(&got)
+	for _, v := range []any{
+		map[string]any{"id": 1, "op": "exec", "code": "x += 1"},
+		map[string]any{"code": strings.Repeat("<é\n", keepBuf)},
+		struct {
+			ID   int    `json:"id"`
+			Code string `json:"code"`
+		}{2, "print('&')"},
+		[]int{1, 2},
+	} {
+		if err := e.Encode(v); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(v)
+		want.Write(append(b, '\n'))
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Errorf("frames differ from json.Marshal's: %d vs %d bytes", got.Len(), want.Len())
+	}
+	if c := e.buf.Cap(); c > keepBuf {
+		t.Errorf("the encoder kept a %d-byte buffer, more than %d", c, keepBuf)
+	}
 }

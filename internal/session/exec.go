@@ -59,9 +59,9 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 	defer ws.Close()
 	id := execlog.NewID("exec_")
 	m.logStarted(s, req, id, started)
-	changes := engine.TrackChanges(ws)
+	before := s.snaps.take(ws)
 	oc := s.exec(ctx, req.Code, req.Timeout, m.opts.KillGrace, m.opts.Output, req.Observe)
-	res := changes.Apply(s.ws.NoteDiskFull(m.result(s, oc, req.Timeout, id)))
+	res := withChanges(s.ws.NoteDiskFull(m.result(s, oc, req.Timeout, id)), before, s.snaps.take(ws))
 	if r := s.ck.TakeResumed(); r != nil {
 		res.Resumed = r
 	}

@@ -35,8 +35,10 @@ type Session struct {
 	// drv is the interpreter's driver; execMu serialises its requests.
 	drv    *driver.Conn
 	execMu sync.Mutex
-	mu     sync.Mutex
-	ended  bool
+	// snaps are Exec's workspace snapshots (guarded by execMu; changes.go).
+	snaps snapshots
+	mu    sync.Mutex
+	ended bool
 
 	lastActivity time.Time
 	executions   int

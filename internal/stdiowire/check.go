@@ -40,7 +40,7 @@ const maxReason = 300
 // takes. The reply's id is the message's own id, byte for byte, when the
 // message has a string or numeric id, and null otherwise.
 func Check(line []byte) []byte {
-	r := check(line)
+	r, _ := check(line)
 	if r == nil {
 		return nil
 	}
@@ -61,21 +61,47 @@ func invalid(id json.RawMessage, format string, args ...any) *refusal {
 	return &refusal{code: CodeInvalidRequest, reason: fmt.Sprintf(format, args...), id: id}
 }
 
-func check(line []byte) *refusal {
+// check is Check's decision, and for a line the SDK takes, the message
+// it decodes to (see decoded).
+func check(line []byte) (*refusal, decoded) {
 	if !valid(line) {
 		var v json.RawMessage
 		err := json.Unmarshal(line, &v)
-		return &refusal{code: CodeParseError, reason: fmt.Sprintf("not JSON (%v)", err), id: null}
+		return &refusal{code: CodeParseError, reason: fmt.Sprintf("not JSON (%v)", err), id: null}, decoded{}
 	}
 	switch bytes.TrimLeft(line, " \t\r\n")[0] {
 	case '{':
 	case '[':
-		return invalid(null, "JSON-RPC batches are not supported (MCP removed them in protocol version 2025-06-18); send one message per line")
+		return invalid(null, "JSON-RPC batches are not supported (MCP removed them in protocol version 2025-06-18); send one message per line"), decoded{}
 	default:
-		return invalid(null, "a JSON-RPC message is a JSON object")
+		return invalid(null, "a JSON-RPC message is a JSON object"), decoded{}
 	}
 	env, deepest, count := members(bytes.TrimSpace(line))
 	return checkEnvelope(line, env, deepest, count)
+}
+
+// decoded is the message a line the SDK takes decodes to, as
+// jsonrpc.DecodeMessage would decode it: msg when check had the SDK decode
+// it, else the request or response that check's reading of its members
+// settles, whose params or result still point into the line.
+type decoded struct {
+	msg            jsonrpc.Message
+	id             jsonrpc.ID
+	request        bool // it has a method
+	method         string
+	params, result json.RawMessage
+}
+
+// message is d as a message of its own (params and result copied out of
+// the line, which is reused).
+func (d decoded) message() jsonrpc.Message {
+	switch {
+	case d.msg != nil:
+		return d.msg
+	case d.request:
+		return &jsonrpc.Request{ID: d.id, Method: d.method, Params: bytes.Clone(d.params)}
+	}
+	return &jsonrpc.Response{ID: d.id, Result: bytes.Clone(d.result)}
 }
 
 // checkEnvelope checks the members of a message object. The SDK decodes
@@ -83,39 +109,43 @@ func check(line []byte) *refusal {
 // member wins), so these checks are what it needs; the rare message they do
 // not settle (an "error" member, a repeated member) is also decoded by the
 // SDK's own decoder, which is slow (a 64 KiB buffer a call) to do for all.
-func checkEnvelope(line []byte, env map[string]json.RawMessage, deepest, members int) *refusal {
+// A message it takes comes back decoded, so the connection does not decode
+// it again.
+func checkEnvelope(line []byte, env map[string]json.RawMessage, deepest, members int) (*refusal, decoded) {
 	rawID, hasID := env["id"]
 	replyID := echoable(rawID)
 	if deepest > maxDepth {
-		return invalid(replyID, "the message nests deeper than %d levels", maxDepth)
+		return invalid(replyID, "the message nests deeper than %d levels", maxDepth), decoded{}
 	}
 	var version string
 	if json.Unmarshal(env["jsonrpc"], &version) != nil || version != "2.0" {
-		return invalid(replyID, `"jsonrpc" must be "2.0"`)
+		return invalid(replyID, `"jsonrpc" must be "2.0"`), decoded{}
 	}
 	want, r := checkID(rawID, hasID, replyID)
 	if r != nil {
-		return r
+		return r, decoded{}
 	}
+	d := decoded{id: want}
 	if rawMethod, ok := env["method"]; ok {
-		var method string
-		if rawMethod[0] != '"' || json.Unmarshal(rawMethod, &method) != nil {
-			return invalid(replyID, `"method" must be a string`)
+		if rawMethod[0] != '"' || json.Unmarshal(rawMethod, &d.method) != nil {
+			return invalid(replyID, `"method" must be a string`), decoded{}
 		}
+		d.request = true
 	} else if !hasID {
-		return invalid(null, `a message needs a "method" (request, notification) or an "id" (response)`)
+		return invalid(null, `a message needs a "method" (request, notification) or an "id" (response)`), decoded{}
 	}
 	if _, hasError := env["error"]; !hasError && members == len(env) {
-		return nil
+		d.params, d.result = env["params"], env["result"]
+		return nil, d
 	}
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
-		return invalid(replyID, "%v", err)
+		return invalid(replyID, "%v", err), decoded{}
 	}
 	if got := messageID(msg); got != want {
-		return invalid(replyID, `the message's "id" cannot be read unambiguously`)
+		return invalid(replyID, `the message's "id" cannot be read unambiguously`), decoded{}
 	}
-	return nil
+	return nil, decoded{msg: msg}
 }
 
 // checkID checks the id member and returns the id the SDK must read from

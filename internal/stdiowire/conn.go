@@ -12,7 +12,7 @@ import (
 )
 
 // Transport is the SDK transport over s: a connection that hands the SDK
-// each checked line decoded once (jsonrpc.DecodeMessage) and writes its
+// each checked line decoded once (by the check that passed it) and writes its
 // messages one per line. The SDK's own stdio connection would scan and
 // copy each line again with a json.Decoder, then try it as a batch (a scan,
 // a copy and a failed decode) before decoding it: on an upload's megabytes
@@ -24,7 +24,7 @@ type transport struct{ s *Stream }
 
 // Connect starts the connection's reader.
 func (t transport) Connect(context.Context) (mcp.Connection, error) {
-	c := &conn{s: t.s, incoming: make(chan decoded), closed: make(chan struct{})}
+	c := &conn{s: t.s, incoming: make(chan message), closed: make(chan struct{})}
 	go c.readLoop()
 	return c, nil
 }
@@ -34,13 +34,13 @@ func (t transport) Connect(context.Context) (mcp.Connection, error) {
 // does not end a read waiting on it (a terminal's stdin).
 type conn struct {
 	s         *Stream
-	incoming  chan decoded
+	incoming  chan message
 	closed    chan struct{}
 	closeOnce sync.Once
 }
 
-// decoded is a message read, or the error that ended reading.
-type decoded struct {
+// message is a message read, or the error that ended reading.
+type message struct {
 	msg jsonrpc.Message
 	err error
 }
@@ -50,11 +50,8 @@ type decoded struct {
 // the error ends the connection, as the SDK's own would.
 func (c *conn) readLoop() {
 	for {
-		var d decoded
-		line, err := c.s.nextLine()
-		if d.err = err; err == nil {
-			d.msg, d.err = jsonrpc.DecodeMessage(line)
-		}
+		var d message
+		d.msg, d.err = c.s.nextMessage()
 		select {
 		case c.incoming <- d:
 		case <-c.closed:
@@ -144,4 +141,15 @@ func (s *Stream) nextLine() ([]byte, error) {
 	line := bytes.TrimSuffix(s.pending, []byte("\n"))
 	s.pending = nil
 	return line, nil
+}
+
+// nextMessage is the message of the next checked line, decoded once: by
+// the check that passed it (check).
+func (s *Stream) nextMessage() (jsonrpc.Message, error) {
+	if _, err := s.nextLine(); err != nil {
+		return nil, err
+	}
+	d := s.decoded
+	s.decoded = decoded{}
+	return d.message(), nil
 }

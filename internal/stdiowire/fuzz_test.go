@@ -87,6 +87,7 @@ func checkPassed(t *testing.T, msg []byte) {
 	if err != nil {
 		t.Fatalf("passed %q, which the SDK cannot decode: %v", msg, err)
 	}
+	sameMessage(t, msg, m)
 	req, ok := m.(*jsonrpc.Request)
 	if !ok || !req.ID.IsValid() {
 		return
@@ -105,6 +106,31 @@ func checkPassed(t *testing.T, msg []byte) {
 	}
 	if !sameJSON(in.ID, back.ID) {
 		t.Fatalf("id %s comes back as %s", in.ID, back.ID)
+	}
+}
+
+// sameMessage checks that what the check decoded line to (the message the
+// connection hands the SDK) is what the SDK's own decoder makes of it.
+func sameMessage(t *testing.T, line []byte, want jsonrpc.Message) {
+	t.Helper()
+	r, d := check(line)
+	if r != nil {
+		t.Fatalf("%q: refused", line)
+	}
+	got := d.message()
+	switch w := want.(type) {
+	case *jsonrpc.Request:
+		g, ok := got.(*jsonrpc.Request)
+		if !ok || g.ID != w.ID || g.Method != w.Method || !bytes.Equal(g.Params, w.Params) || (g.Params == nil) != (w.Params == nil) {
+			t.Fatalf("%q: decoded as %#v, the SDK decodes %#v", line, got, want)
+		}
+	case *jsonrpc.Response:
+		g, ok := got.(*jsonrpc.Response)
+		if !ok || g.ID != w.ID || !bytes.Equal(g.Result, w.Result) || (g.Error == nil) != (w.Error == nil) {
+			t.Fatalf("%q: decoded as %#v, the SDK decodes %#v", line, got, want)
+		}
+	default:
+		t.Fatalf("%q: the SDK decodes a %T", line, want)
 	}
 }
 
@@ -166,4 +192,26 @@ func awaitReply(r io.Reader, id string) bool {
 		}
 	}
 	return false
+}
+
+// FuzzDecodeOnce: every line the check passes decodes, in the check, to
+// the message the SDK's own decoder makes of it (the connection hands the
+// SDK that message instead of decoding the line again).
+func FuzzDecodeOnce(f *testing.F) {
+	for _, tc := range checkCases {
+		f.Add([]byte(tc.line))
+	}
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"a","result":{"x":[1, 2]}}`))
+	f.Add([]byte(`{ "jsonrpc" : "2.0" , "method" : "notifications/initialized" , "params" : null }`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 || Check(line) != nil {
+			return
+		}
+		m, err := jsonrpc.DecodeMessage(line)
+		if err != nil {
+			t.Fatalf("passed %q, which the SDK cannot decode: %v", line, err)
+		}
+		sameMessage(t, line, m)
+	})
 }

@@ -66,9 +66,10 @@ type Stream struct {
 	wmu sync.Mutex // one write to out at a time: a reply or an SDK message
 	out io.Writer
 
-	line    []byte // the line being read, reused
-	pending []byte // checked bytes Read has not yet returned
-	err     error  // the input's error, returned once pending is drained
+	line    []byte  // the line being read, reused
+	pending []byte  // checked bytes Read has not yet returned
+	decoded decoded // what the pending line decodes to (nextMessage)
+	err     error   // the input's error, returned once pending is drained
 
 	closeOnce sync.Once
 	closeErr  error
@@ -127,10 +128,10 @@ func (s *Stream) Close() error {
 func (s *Stream) next() {
 	line, err := s.readLine()
 	if msg := bytes.TrimSpace(line); len(msg) > 0 {
-		if r := check(msg); r != nil {
+		if r, d := check(msg); r != nil {
 			s.refuse(r)
 		} else {
-			s.pending = append(msg, '\n')
+			s.pending, s.decoded = append(msg, '\n'), d
 		}
 	}
 	s.err = err

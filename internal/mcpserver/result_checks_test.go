@@ -1,0 +1,173 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/codexec/codexec/internal/app"
+	"github.com/codexec/codexec/internal/config"
+	"github.com/codexec/codexec/internal/mcpserver"
+	"github.com/codexec/codexec/internal/mcpserver/tool"
+)
+
+// keepsResultCheck are the tools whose results are still validated on
+// every call, because tool.Fits cannot prove their result type always
+// fits its output schema. A change here is a change in per-call cost.
+// get_run and cancel_run carry the run's result as a json.RawMessage
+// against an object schema.
+var keepsResultCheck = []string{"cancel_run", "get_run"}
+
+// TestResultChecks holds every registered tool (every toolset on) to
+// tool.Fits: a tool skips the per-call check of its results exactly when
+// Fits proves its result type fits its output schema, and for those
+// tools, random values of the result type (nil and empty pointers,
+// slices and maps, any JSON in interface fields, fractional numbers)
+// marshal to JSON the schema accepts.
+func TestResultChecks(t *testing.T) {
+	dir := t.TempDir()
+	cfg := config.Defaults(dir)
+	cfg.SandboxMode = config.ModeSubprocess
+	cfg.Toolsets = mcpserver.Toolsets
+	a, err := app.Build(context.Background(), cfg, app.HostEnv{Home: dir, Path: os.Getenv("PATH"), Cwd: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	checks := a.Server.ResultChecks()
+	var kept []string
+	for name, c := range checks {
+		s, ok := c.Schema.(*jsonschema.Schema)
+		proven := ok && tool.Fits(c.Out, s)
+		if c.Checked == proven && c.Schema != nil {
+			t.Errorf("%s: checked = %v, but Fits(%v) = %v", name, c.Checked, c.Out, proven)
+		}
+		if c.Checked {
+			kept = append(kept, name)
+		}
+		if proven {
+			holdsForRandomValues(t, name, c.Out, s)
+		}
+	}
+	slices.Sort(kept)
+	if diff := cmp.Diff(keepsResultCheck, kept); diff != "" {
+		t.Errorf("tools that keep the per-call result check (-want +got):\n%s", diff)
+	}
+	t.Logf("%d tools, %d keep the per-call result check", len(checks), len(kept))
+}
+
+// holdsForRandomValues validates 300 random values of typ against s.
+func holdsForRandomValues(t *testing.T, name string, typ reflect.Type, s *jsonschema.Schema) {
+	t.Helper()
+	rs, err := s.Resolve(nil)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	rng := rand.New(rand.NewPCG(1, uint64(len(name))))
+	for i := range 300 {
+		v := randomValue(rng, typ, 0)
+		b, err := json.Marshal(v.Interface())
+		if err != nil {
+			continue // not a schema matter: Add reports a marshalling error
+		}
+		var doc any
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := rs.Validate(&doc); err != nil {
+			t.Fatalf("%s: value %d does not fit, though Fits said every value does: %v\n%s", name, i, err, b)
+		}
+	}
+}
+
+// randomValue is a random value of t: a third of pointers, slices, maps
+// and interfaces are nil, containers hold up to three elements, and an
+// interface holds a random JSON value.
+func randomValue(rng *rand.Rand, t reflect.Type, depth int) reflect.Value {
+	v := reflect.New(t).Elem()
+	if depth > 6 {
+		return v
+	}
+	nilOne := rng.IntN(3) == 0
+	switch t.Kind() {
+	case reflect.Bool:
+		v.SetBool(rng.IntN(2) == 0)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(int64(rng.IntN(200)) - 100)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(uint64(rng.IntN(200)))
+	case reflect.Float32, reflect.Float64:
+		v.SetFloat(rng.NormFloat64() * 100)
+	case reflect.String:
+		v.SetString([]string{"", "x", "a\nb", "ünï"}[rng.IntN(4)])
+	case reflect.Pointer:
+		if !nilOne {
+			v.Set(randomValue(rng, t.Elem(), depth+1).Addr())
+		}
+	case reflect.Slice:
+		if !nilOne {
+			n := rng.IntN(4)
+			v.Set(reflect.MakeSlice(t, n, n))
+			for i := range n {
+				v.Index(i).Set(randomValue(rng, t.Elem(), depth+1))
+			}
+		}
+	case reflect.Array:
+		for i := range v.Len() {
+			v.Index(i).Set(randomValue(rng, t.Elem(), depth+1))
+		}
+	case reflect.Map:
+		if !nilOne {
+			v.Set(reflect.MakeMap(t))
+			for range rng.IntN(4) {
+				v.SetMapIndex(randomValue(rng, t.Key(), depth+1), randomValue(rng, t.Elem(), depth+1))
+			}
+		}
+	case reflect.Interface:
+		if !nilOne {
+			if j := randomJSON(rng, depth); j != nil && reflect.TypeOf(j).Implements(t) {
+				v.Set(reflect.ValueOf(j))
+			}
+		}
+	case reflect.Struct:
+		if t == reflect.TypeFor[time.Time]() {
+			v.Set(reflect.ValueOf(time.Unix(rng.Int64N(4e9), 0)))
+			break
+		}
+		for i := range t.NumField() {
+			if t.Field(i).IsExported() {
+				v.Field(i).Set(randomValue(rng, t.Field(i).Type, depth+1))
+			}
+		}
+	}
+	return v
+}
+
+// randomJSON is a random JSON value as encoding/json decodes one.
+func randomJSON(rng *rand.Rand, depth int) any {
+	switch rng.IntN(6) {
+	case 0:
+		return "s"
+	case 1:
+		return 1.5
+	case 2:
+		return true
+	case 3:
+		if depth < 4 {
+			return map[string]any{"k": randomJSON(rng, depth+1)}
+		}
+	case 4:
+		if depth < 4 {
+			return []any{randomJSON(rng, depth+1)}
+		}
+	}
+	return nil
+}
