@@ -110,7 +110,12 @@ func TestForkedTerminate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer func() { _ = p.Release(time.Second) }()
+			released := false
+			defer func() {
+				if !released {
+					_ = p.Release(time.Second)
+				}
+			}()
 			out := bufio.NewReader(pr)
 			if line, err := out.ReadString('\n'); err != nil || line != "up\n" {
 				t.Fatalf("first line %q, %v", line, err)
@@ -136,6 +141,8 @@ func TestForkedTerminate(t *testing.T) {
 				_ = p.Kill()
 				ex = <-done
 			}
+			released = true
+			_ = p.Release(time.Second) // its output drained into pw and stderr
 			_ = pw.Close()
 			ex.MemoryPeakBytes = 0
 			got := sandboxtest.Result{Exit: ex, Stdout: "up\n" + <-rest, Stderr: stderr.String()}
