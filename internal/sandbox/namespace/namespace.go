@@ -21,6 +21,7 @@ import (
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/sandbox/helper"
 	"github.com/codexec/codexec/internal/sandbox/mounttemplate"
+	"github.com/codexec/codexec/internal/sandbox/seccomp"
 	"github.com/codexec/codexec/internal/sandbox/warm"
 )
 
@@ -108,7 +109,7 @@ func newBackend(o Options) (*Backend, error) {
 	if !n.cg.Usable() {
 		return nil, fmt.Errorf("resource limits unavailable: %s", n.cg)
 	}
-	if n.seccomp, err = seccompProgram(); err != nil {
+	if n.seccomp, err = seccomp.Program(); err != nil {
 		return nil, err
 	}
 	if err := acquireStagingRoot(); err != nil {
@@ -359,7 +360,7 @@ func (n *Backend) startWarm(spec sandbox.Spec, req warm.Request, r *nsRunner) (*
 	var p *proc.HostProc
 	hooks := n.runHooks(r.cg, r.st, &p)
 	if r.lead != nil {
-		hooks.Signal = r.lead.wrap(hooks.Signal)
+		hooks.Signal = r.lead.Wrap(hooks.Signal)
 	}
 	// Python runners report their status themselves, and exec runners
 	// (bash) end with bwrap: both take fresh output pipes, and their

@@ -25,7 +25,7 @@ type nsRunner struct {
 	forked bool
 	exit   sandbox.Exit
 	// lead is a forked runner's program (nil for the others).
-	lead *leader
+	lead *proc.NamespaceInit
 }
 
 func (r *nsRunner) Destroy() {
@@ -38,7 +38,7 @@ func (r *nsRunner) Destroy() {
 
 func (r *nsRunner) CloseFiles() {
 	r.Stub.CloseFiles()
-	r.lead.close()
+	r.lead.Close()
 	if r.mntns != nil {
 		_ = r.mntns.Close()
 	}

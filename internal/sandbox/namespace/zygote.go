@@ -325,6 +325,16 @@ func forkInto(z *zygote, cg *cgroup.Group) (*nsRunner, error) {
 	return r, nil
 }
 
+// openLeader opens the program of a forked runner that said "R": the only
+// process in its run cgroup, pid 1 of its pid namespace.
+func openLeader(cg *cgroup.Group) (*proc.NamespaceInit, error) {
+	pids := cg.Pids()
+	if len(pids) != 1 {
+		return nil, fmt.Errorf("forked runner: want one process in its cgroup, found %d", len(pids))
+	}
+	return proc.OpenNamespaceInit(pids[0])
+}
+
 func closeAll(files []*os.File) {
 	for _, f := range files {
 		_ = f.Close()
@@ -337,14 +347,14 @@ func (r *nsRunner) forkedWait() error {
 	var b [4]byte
 	_, err := io.ReadFull(r.Ctl, b[:])
 	_ = r.Ctl.Close()
-	defer r.lead.close()
+	defer r.lead.Close()
 	if err != nil {
 		r.exit = sandbox.Exit{Code: -1, Signal: int(syscall.SIGKILL)}
 		return nil
 	}
 	ws := syscall.WaitStatus(binary.NativeEndian.Uint32(b[:]))
 	if ws.Signaled() {
-		r.exit = sandbox.Exit{Code: -1, Signal: int(r.lead.exitAs(ws.Signal()))}
+		r.exit = sandbox.Exit{Code: -1, Signal: int(r.lead.ExitSignal(ws.Signal()))}
 	} else {
 		r.exit = sandbox.Exit{Code: ws.ExitStatus()}
 	}

@@ -1,10 +1,9 @@
 //go:build linux
 
-package namespace
+package proc
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"strconv"
 	"sync"
@@ -12,19 +11,18 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/codexec/codexec/internal/cgroup"
 )
 
-// leader is a forked run's program process, pid 1 of its own pid
-// namespace. The kernel spares a namespace's init from every signal it has
-// no handler for, SIGKILL from outside excepted; a program that ran as pid
-// 2 (a cold or whole runner's) would die of them. So that a forked run
-// ends the same way, a terminating signal the program neither handles,
-// ignores nor blocks is applied as SIGKILL, and its wait status is
-// reported as that signal. The pidfd keeps the signal from reaching a
-// process that reused the pid. Safe for concurrent use.
-type leader struct {
+// NamespaceInit is a program that runs as pid 1 of its own pid namespace
+// (a run forked by the python fork-server). The kernel spares a namespace's
+// init from every signal it has no handler for, SIGKILL from outside
+// excepted; the same program as pid 2 would die of them. So that it ends as
+// any other run does, a terminating signal it neither handles, ignores nor
+// blocks is applied as SIGKILL, and its wait status reported as that
+// signal (ExitSignal). A pidfd keeps signals from reaching a process that
+// reused the pid. A nil *NamespaceInit does nothing; methods are safe for
+// concurrent use.
+type NamespaceInit struct {
 	pid   int
 	mu    sync.Mutex // guards pidfd against close
 	pidfd int
@@ -32,22 +30,18 @@ type leader struct {
 	applied atomic.Int32
 }
 
-// openLeader opens the program of a forked runner that said "R": the
-// only process in its run cgroup.
-func openLeader(cg *cgroup.Group) (*leader, error) {
-	pids := cg.Pids()
-	if len(pids) != 1 {
-		return nil, errors.New("forked runner: want one process in its cgroup, found " + strconv.Itoa(len(pids)))
-	}
-	fd, err := unix.PidfdOpen(pids[0], 0)
+// OpenNamespaceInit opens pid, which the caller knows to be alive and an
+// init (not a child of the caller, so it may not wait for it).
+func OpenNamespaceInit(pid int) (*NamespaceInit, error) {
+	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		return nil, os.NewSyscallError("pidfd_open", err)
 	}
-	return &leader{pid: pids[0], pidfd: fd}, nil
+	return &NamespaceInit{pid: pid, pidfd: fd}, nil
 }
 
-// close releases the pidfd; later signals do nothing.
-func (l *leader) close() {
+// Close releases the pidfd; later signals do nothing.
+func (l *NamespaceInit) Close() {
 	if l == nil {
 		return
 	}
@@ -59,9 +53,13 @@ func (l *leader) close() {
 	}
 }
 
-// signal applies sig as it would act on a process that is not an init:
-// a terminating signal with its default action becomes SIGKILL.
-func (l *leader) signal(sig syscall.Signal) {
+// Signal applies sig as it would act on a process that is not an init:
+// a terminating signal with its default action becomes SIGKILL. Others,
+// and signals the program handles, are left to the caller's own delivery.
+func (l *NamespaceInit) Signal(sig syscall.Signal) {
+	if l == nil {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.pidfd < 0 || !terminatesByDefault(sig) || !l.defaultAction(sig) {
@@ -74,7 +72,7 @@ func (l *leader) signal(sig syscall.Signal) {
 // defaultAction reports whether sig would take its default action in the
 // program now: no handler, not ignored, not blocked. The pidfd check after
 // the read proves the status read was the program's own.
-func (l *leader) defaultAction(sig syscall.Signal) bool {
+func (l *NamespaceInit) defaultAction(sig syscall.Signal) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(l.pid) + "/status")
 	if err != nil {
 		return false
@@ -113,9 +111,9 @@ func terminatesByDefault(sig syscall.Signal) bool {
 	return false
 }
 
-// exitAs is the wait status's signal as the run should report it: the
+// ExitSignal is the signal a wait status reports, as the run should: the
 // applied signal for the SIGKILL that stood in for it.
-func (l *leader) exitAs(sig syscall.Signal) syscall.Signal {
+func (l *NamespaceInit) ExitSignal(sig syscall.Signal) syscall.Signal {
 	if l != nil && sig == syscall.SIGKILL {
 		if a := l.applied.Load(); a != 0 {
 			return syscall.Signal(a)
@@ -124,12 +122,13 @@ func (l *leader) exitAs(sig syscall.Signal) syscall.Signal {
 	return sig
 }
 
-// wrap adds the program's signal rule to a run's signal hook.
-func (l *leader) wrap(signal func(syscall.Signal) error) func(syscall.Signal) error {
+// Wrap adds the init's signal rule to a run's signal hook (which signals
+// the run's processes, the init included).
+func (l *NamespaceInit) Wrap(signal func(syscall.Signal) error) func(syscall.Signal) error {
 	return func(sig syscall.Signal) error {
 		err := signal(sig)
 		if sig != syscall.SIGKILL {
-			l.signal(sig)
+			l.Signal(sig)
 		}
 		return err
 	}

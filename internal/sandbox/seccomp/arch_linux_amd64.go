@@ -1,4 +1,4 @@
-package namespace
+package seccomp
 
 import "golang.org/x/sys/unix"
 
@@ -8,7 +8,7 @@ const (
 	x32Bit = 0x40000000
 )
 
-// deniedSyscalls fail with EPERM inside the namespace sandbox.
+// deniedSyscalls fail with EPERM under the filter.
 var deniedSyscalls = []int{
 	unix.SYS_MOUNT, unix.SYS_UMOUNT2, unix.SYS_PIVOT_ROOT, unix.SYS_CHROOT,
 	unix.SYS_UNSHARE, unix.SYS_SETNS,

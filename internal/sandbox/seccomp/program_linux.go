@@ -1,6 +1,6 @@
 //go:build linux
 
-package namespace
+package seccomp
 
 import (
 	"encoding/binary"
@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// seccompProgram returns a classic-BPF seccomp filter in the kernel's binary
+// Program returns a classic-BPF seccomp filter in the kernel's binary
 // layout (struct sock_filter, native endian), as bubblewrap's --seccomp
 // expects. It allows everything except:
 //   - any syscall of a foreign architecture or of the x32 ABI (killed),
@@ -18,7 +18,7 @@ import (
 //     loading, clock and swap changes, …,
 //   - clone with CLONE_NEWUSER (EPERM) and clone3 (ENOSYS, so libc falls back
 //     to clone, whose flags a filter can inspect).
-func seccompProgram() ([]byte, error) {
+func Program() ([]byte, error) {
 	if auditArch == 0 {
 		return nil, fmt.Errorf("seccomp filter not available on this architecture")
 	}
