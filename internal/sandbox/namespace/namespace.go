@@ -41,9 +41,12 @@ type Backend struct {
 	// runners keeps warm runners; its Cleanups also track background
 	// removal of finished runs' cgroups.
 	runners warm.Host
-	// zygotes are the python fork-servers by warm key (zygote.go).
+	// zygotes are the python fork-servers by warm key (zygote.go); zygMu
+	// is held while one starts. live mirrors the started ones, for a
+	// look-up that must not wait for a start.
 	zygMu   sync.Mutex
 	zygotes map[string]*zygote
+	live    sync.Map // warm key → *zygote
 	// tmpl is the template mount namespace bwrap starts from
 	// (template.go); nil: the host's.
 	tmpl *mounttemplate.Template
@@ -212,11 +215,13 @@ func (n *Backend) startCounted(spec sandbox.Spec, req warm.Request) (sandbox.Pro
 }
 
 // startMissed starts a run that found no warm runner ready. A python run
-// that a zygote can serve is forked on the spot: a fork and fresh
+// that a running zygote can serve is forked on the spot: a fork and fresh
 // namespaces cost a fraction of a new sandbox and interpreter, so under
-// load (every run a miss) forking is what keeps the CPU per run low.
+// load (every run a miss) forking is what keeps the CPU per run low. Before
+// its zygote is up (a new server's first run), the run starts cold rather
+// than wait for it; the pool's refill starts the zygote.
 func (n *Backend) startMissed(spec sandbox.Spec, req warm.Request) (*proc.HostProc, error) {
-	if req.Fork {
+	if req.Fork && n.zygoteUp(req.Key) {
 		r, err := n.forkRunner(req)
 		if err == nil {
 			return n.startWarm(spec, req, r)

@@ -122,6 +122,7 @@ func (n *Backend) zygoteFor(req warm.Request) (*zygote, error) {
 		return z, nil
 	} else if z != nil {
 		delete(n.zygotes, req.Key)
+		n.live.Delete(req.Key)
 		go z.stop()
 	}
 	if n.zygotes == nil {
@@ -134,7 +135,15 @@ func (n *Backend) zygoteFor(req warm.Request) (*zygote, error) {
 	}
 	slog.Info("python fork-server started", "ms", time.Since(t0).Milliseconds())
 	n.zygotes[req.Key] = z
+	n.live.Store(req.Key, z)
 	return z, nil
+}
+
+// zygoteUp reports whether the zygote for key (a fork request's) is
+// running, without waiting for one that is starting.
+func (n *Backend) zygoteUp(key string) bool {
+	z, ok := n.live.Load(key)
+	return ok && !z.(*zygote).isDead()
 }
 
 func (z *zygote) isDead() bool {
@@ -260,6 +269,7 @@ func (n *Backend) closeZygotes() {
 	n.zygMu.Lock()
 	all := n.zygotes
 	n.zygotes = nil
+	n.live.Clear()
 	n.zygMu.Unlock()
 	for _, z := range all {
 		z.stop()
