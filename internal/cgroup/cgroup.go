@@ -142,17 +142,7 @@ func (g *Group) Pids() []int {
 	if len(g.dirs) == 0 {
 		return nil
 	}
-	b, err := os.ReadFile(filepath.Join(g.dirs[0], "cgroup.procs"))
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, f := range strings.Fields(string(b)) {
-		if pid, err := strconv.Atoi(f); err == nil {
-			out = append(out, pid)
-		}
-	}
-	return out
+	return pidsIn(g.dirs[0])
 }
 
 // Signal sends sig to every process in the group except those in skip.
@@ -177,13 +167,19 @@ func containsInt(list []int, n int) bool {
 // while it runs: v2 uses cgroup.kill; v1 freezes the group first so nothing
 // can fork between listing and killing.
 func (g *Group) Kill() error {
+	_, err := g.kill()
+	return err
+}
+
+// kill is Kill that also reports whether it found the group empty.
+func (g *Group) kill() (empty bool, err error) {
 	if len(g.Pids()) == 0 {
-		return nil // empty: nothing can fork into it any more
+		return true, nil // empty: nothing can fork into it any more
 	}
 	if g.v2 {
-		return g.killV2()
+		return false, g.killV2()
 	}
-	return g.killV1()
+	return false, g.killV1()
 }
 
 // OOMKilled reports whether the kernel's OOM killer killed a process of the
@@ -202,12 +198,7 @@ func (g *Group) MemoryPeak() int64 {
 	if g.v2 {
 		file = "memory.peak"
 	}
-	b, err := os.ReadFile(filepath.Join(g.mem, file))
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	return n
+	return readInt(filepath.Join(g.mem, file))
 }
 
 // Drain kills every process and waits (up to 5 s) until the group is empty.
@@ -215,8 +206,9 @@ func (g *Group) MemoryPeak() int64 {
 func (g *Group) Drain() time.Time {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		_ = g.Kill()
-		if len(g.Pids()) == 0 || time.Now().After(deadline) {
+		// A group found empty stays so: processes only enter a group by
+		// being written to it (at its start) or by forking inside it.
+		if empty, _ := g.kill(); empty || len(g.Pids()) == 0 || time.Now().After(deadline) {
 			return deadline
 		}
 		time.Sleep(2 * time.Millisecond)
@@ -255,7 +247,7 @@ func rmdirRetry(dir string, deadline time.Time) error {
 
 // readKey returns the value of "key N" in a flat-keyed cgroup file.
 func readKey(path, key string) int64 {
-	b, err := os.ReadFile(path)
+	b, err := readFile(path)
 	if err != nil {
 		return 0
 	}
@@ -268,11 +260,14 @@ func readKey(path, key string) int64 {
 	return 0
 }
 
-func write(dir, file, val string) error {
-	if err := os.WriteFile(filepath.Join(dir, file), []byte(val), 0); err != nil {
-		return fmt.Errorf("cgroup: write %s=%q: %w", filepath.Join(dir, file), val, err)
+// readInt returns the number in the one-value control file at path, or 0.
+func readInt(path string) int64 {
+	b, err := readFile(path)
+	if err != nil {
+		return 0
 	}
-	return nil
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n
 }
 
 // SetCPUWeight sets the group's share of contended CPU relative to its
@@ -296,10 +291,5 @@ func (g *Group) MemoryCurrent() int64 {
 	if g.v2 {
 		file = "memory.current"
 	}
-	b, err := os.ReadFile(filepath.Join(g.mem, file))
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	return n
+	return readInt(filepath.Join(g.mem, file))
 }

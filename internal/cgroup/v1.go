@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -41,7 +42,7 @@ func (g *Group) limitV1(l Limits) error {
 			return err
 		}
 		// No swap on top of the limit, where swap accounting exists.
-		if _, err := os.Stat(filepath.Join(g.mem, "memory.memsw.limit_in_bytes")); err == nil {
+		if hasMemsw(g.mem) {
 			if err := write(g.mem, "memory.memsw.limit_in_bytes", v); err != nil {
 				return err
 			}
@@ -53,9 +54,8 @@ func (g *Group) limitV1(l Limits) error {
 		}
 	}
 	if l.CPUs > 0 {
-		if err := write(g.dirs[2], "cpu.cfs_period_us", "100000"); err != nil {
-			return err
-		}
+		// The quota is per cfs period; the kernel gives every new group
+		// the default period of 100000 µs, so it is not written.
 		return write(g.dirs[2], "cpu.cfs_quota_us", strconv.Itoa(int(l.CPUs*100000)))
 	}
 	return nil
@@ -75,7 +75,7 @@ func (g *Group) killV1() error {
 	// short, growing pause rather than a fixed millisecond.
 	deadline := time.Now().Add(time.Second)
 	for pause := 20 * time.Microsecond; time.Now().Before(deadline); pause = min(2*pause, time.Millisecond) {
-		b, _ := os.ReadFile(filepath.Join(g.frz, "freezer.state"))
+		b, _ := readFile(filepath.Join(g.frz, "freezer.state"))
 		if strings.TrimSpace(string(b)) == "FROZEN" {
 			break
 		}
@@ -91,13 +91,12 @@ func (g *Group) killV1() error {
 
 // ownPath returns this process's cgroup path in the v1 hierarchy of
 // controller c ("/" if unknown), so run groups nest below the server's own
-// group and stay inside any limit the operator put on the server.
+// group and stay inside any limit the operator put on the server. It is
+// read once: a server is placed in its cgroups before it starts (by its
+// service manager or container runtime), not moved while it runs.
 func ownPath(c string) string {
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return "/"
-	}
-	for _, line := range strings.Split(string(b), "\n") {
+	own.once.Do(func() { own.cgroup, _ = os.ReadFile("/proc/self/cgroup") })
+	for _, line := range strings.Split(string(own.cgroup), "\n") {
 		f := strings.SplitN(line, ":", 3)
 		if len(f) == 3 && contains(strings.Split(f[1], ","), c) {
 			return f[2]
@@ -106,8 +105,28 @@ func ownPath(c string) string {
 	return "/"
 }
 
+// own caches what ownPath and hasMemsw read once per process.
+var own struct {
+	once   sync.Once
+	cgroup []byte
+	memsw  sync.Map // memory hierarchy directory → bool
+}
+
+// hasMemsw reports whether groups in the memory directory mem's hierarchy
+// have swap accounting (memory.memsw.*): the kernel decides that at boot,
+// so the answer for the first group holds for all.
+func hasMemsw(mem string) bool {
+	key := filepath.Dir(mem)
+	if v, ok := own.memsw.Load(key); ok {
+		return v.(bool)
+	}
+	_, err := os.Stat(filepath.Join(mem, "memory.memsw.limit_in_bytes"))
+	own.memsw.Store(key, err == nil)
+	return err == nil
+}
+
 func pidsIn(dir string) []int {
-	b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	b, _ := readFile(filepath.Join(dir, "cgroup.procs"))
 	var out []int
 	for _, f := range strings.Fields(string(b)) {
 		if pid, err := strconv.Atoi(f); err == nil {
