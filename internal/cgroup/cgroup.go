@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -113,6 +114,9 @@ type Group struct {
 	frz  string   // v1 freezer directory
 	// pinned: the group counts towards the freezer pin (pin.go).
 	pinned bool
+	// killed is when (UnixNano) a kill last sent SIGKILL to every process
+	// of the group with nothing able to fork meanwhile (see Drain).
+	killed atomic.Int64
 }
 
 // New creates the group named name (unique among this server's groups, such
@@ -176,10 +180,16 @@ func (g *Group) kill() (empty bool, err error) {
 	if len(g.Pids()) == 0 {
 		return true, nil // empty: nothing can fork into it any more
 	}
+	var complete bool
 	if g.v2 {
-		return false, g.killV2()
+		complete, err = g.killV2()
+	} else {
+		complete, err = g.killV1()
 	}
-	return false, g.killV1()
+	if complete {
+		g.killed.Store(time.Now().UnixNano())
+	}
+	return false, err
 }
 
 // OOMKilled reports whether the kernel's OOM killer killed a process of the
@@ -203,17 +213,30 @@ func (g *Group) MemoryPeak() int64 {
 
 // Drain kills every process and waits (up to 5 s) until the group is empty.
 // It returns the deadline it used.
+//
+// Processes that a complete kill (see killed) reached less than
+// killAgainAfter ago are dying, not running: Drain waits for them to exit
+// rather than freezing and killing the group again, and kills anew what is
+// still there after that (a process that placed itself in the group late).
 func (g *Group) Drain() time.Time {
 	deadline := time.Now().Add(5 * time.Second)
-	for {
-		// A group found empty stays so: processes only enter a group by
-		// being written to it (at its start) or by forking inside it.
-		if empty, _ := g.kill(); empty || len(g.Pids()) == 0 || time.Now().After(deadline) {
+	for pause := 100 * time.Microsecond; ; pause = min(2*pause, 2*time.Millisecond) {
+		if len(g.Pids()) == 0 || time.Now().After(deadline) {
 			return deadline
 		}
-		time.Sleep(2 * time.Millisecond)
+		if time.Since(time.Unix(0, g.killed.Load())) > killAgainAfter {
+			// A group found empty stays so: processes enter a group only by
+			// being written to it (at its start) or by forking inside it.
+			if empty, _ := g.kill(); empty {
+				return deadline
+			}
+		}
+		time.Sleep(pause)
 	}
 }
+
+// killAgainAfter is how long Drain lets killed processes take to exit.
+const killAgainAfter = 20 * time.Millisecond
 
 // Destroy kills what is left, waits (up to 5 s) for the group to empty and
 // removes it.

@@ -62,14 +62,15 @@ func (g *Group) limitV1(l Limits) error {
 }
 
 // killV1 freezes the group, SIGKILLs every process, and thaws it so the
-// signals are delivered.
-func (g *Group) killV1() error {
+// signals are delivered. complete: the group was frozen while the kill
+// listed and signalled its processes, so none escaped by forking.
+func (g *Group) killV1() (complete bool, err error) {
 	if len(g.dirs) < 4 {
-		return nil
+		return false, nil
 	}
 	if err := write(g.frz, "freezer.state", "FROZEN"); err != nil {
 		g.Signal(syscall.SIGKILL)
-		return err
+		return false, err
 	}
 	// Freezing usually completes within tens of microseconds: poll with a
 	// short, growing pause rather than a fixed millisecond.
@@ -77,16 +78,21 @@ func (g *Group) killV1() error {
 	for pause := 20 * time.Microsecond; time.Now().Before(deadline); pause = min(2*pause, time.Millisecond) {
 		b, _ := readFile(filepath.Join(g.frz, "freezer.state"))
 		if strings.TrimSpace(string(b)) == "FROZEN" {
+			complete = true
 			break
 		}
 		time.Sleep(pause)
 	}
-	for _, dir := range g.dirs {
+	// The frozen processes are the freezer group's; one still being placed
+	// (written to the memory group first, the freezer group last) is in the
+	// memory group, which therefore holds every process of the pids and cpu
+	// groups too.
+	for _, dir := range []string{g.frz, g.mem} {
 		for _, pid := range pidsIn(dir) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
-	return write(g.frz, "freezer.state", "THAWED")
+	return complete, write(g.frz, "freezer.state", "THAWED")
 }
 
 // ownPath returns this process's cgroup path in the v1 hierarchy of

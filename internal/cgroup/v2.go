@@ -53,13 +53,14 @@ func (g *Group) limitV2(l Limits) error {
 	return nil
 }
 
-// killV2 uses cgroup.kill (Linux ≥ 5.14), else freezes and kills each pid.
-func (g *Group) killV2() error {
+// killV2 uses cgroup.kill (Linux ≥ 5.14; complete: the kernel also kills
+// what forks meanwhile), else freezes and kills each pid.
+func (g *Group) killV2() (complete bool, err error) {
 	dir := g.dirs[0]
 	if err := write(dir, "cgroup.kill", "1"); err == nil {
-		return nil
+		return true, nil
 	}
 	_ = write(dir, "cgroup.freeze", "1")
 	g.Signal(syscall.SIGKILL)
-	return write(dir, "cgroup.freeze", "0")
+	return false, write(dir, "cgroup.freeze", "0")
 }
