@@ -238,3 +238,91 @@ func TestUnavailableIsReported(t *testing.T) {
 		t.Fatalf("Scratch: %v, want ErrUnavailable", err)
 	}
 }
+
+// Disks returned beyond poolSize+spare are lent again without being made
+// anew while they are fresh, and destroyed once idle for idleTTL.
+func TestIdleDisksKeptThenTrimmed(t *testing.T) {
+	defer func(ttl time.Duration) { idleTTL = ttl }(idleTTL)
+	idleTTL = 300 * time.Millisecond
+	s := newSet(t, MinBytes)
+	lend := func(n int) []*Disk {
+		var ds []*Disk
+		for range n {
+			d, err := s.Scratch()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds = append(ds, d)
+		}
+		return ds
+	}
+	ds := lend(8)
+	for _, d := range ds {
+		if err := d.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFilled(t, s)
+	made := s.seq.Load()
+	for _, d := range lend(8) { // all from the pool: nothing made
+		_ = d.Release()
+	}
+	waitFilled(t, s)
+	if got := s.seq.Load(); got != made {
+		t.Errorf("lending 8 again made %d new disks; want 0", got-made)
+	}
+	s.mu.Lock()
+	before := len(s.free)
+	s.mu.Unlock()
+	if before <= poolSize+spare {
+		t.Fatalf("%d disks kept after a burst of 8; want more than %d", before, poolSize+spare)
+	}
+	// Trimmed disks are taken from the pool, then destroyed in the
+	// background: wait until only the pool's mount points are left.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.mu.Lock()
+		n := len(s.free)
+		s.mu.Unlock()
+		if n == poolSize+spare && mountDirs(t, s) == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d disks kept, %d mount points after idling; want %d", n, mountDirs(t, s), poolSize+spare)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// mountDirs counts the disks' mount points in the Set's directory.
+func mountDirs(t *testing.T, s *Set) int {
+	t.Helper()
+	entries, err := os.ReadDir(s.opts.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if e.IsDir() {
+			n++
+		}
+	}
+	return n
+}
+
+// waitFilled waits until no disk is being made.
+func waitFilled(t *testing.T, s *Set) {
+	t.Helper()
+	for i := 0; ; i++ {
+		s.mu.Lock()
+		f := s.filling
+		s.mu.Unlock()
+		if f == 0 {
+			return
+		}
+		if i > 500 {
+			t.Fatal("disks still being made after 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
