@@ -23,6 +23,8 @@ type Disk struct {
 	err       error
 	// idleSince is when the disk last went back to the pool.
 	idleSince time.Time
+	// fresh is the state of a just-made "ws" or "tmp" (see resetInPlace).
+	fresh dirState
 }
 
 // Attach lends a disk and binds its workspace directory onto dir (see
@@ -219,7 +221,7 @@ func (d *Disk) release() error {
 	case s.closed:
 		return d.destroy()
 	case len(s.free) < maxFree:
-		s.free = append(s.free, &Disk{set: s, image: d.image, mnt: d.mnt, idleSince: time.Now()})
+		s.free = append(s.free, &Disk{set: s, image: d.image, mnt: d.mnt, idleSince: time.Now(), fresh: d.fresh})
 		if len(s.free) > poolSize+spare && s.trim == nil {
 			s.trim = time.AfterFunc(idleTTL, s.trimIdle)
 		}
@@ -267,14 +269,19 @@ func (s *Set) trimIdle() {
 	}()
 }
 
-// reset recreates the disk's "ws" and "tmp" directories empty, with their
-// original owner, mode and no extended attributes, whatever the run did.
+// reset empties the disk's "ws" and "tmp" directories and gives them their
+// original owner, mode, times and no extended attributes, whatever the run
+// did: in place when the run left them empty and unchanged otherwise
+// (resetInPlace), else by removing and recreating them.
 func (d *Disk) reset() error {
 	for _, sub := range []struct {
 		name string
 		mode os.FileMode
 	}{{"ws", 0o755}, {"tmp", 0o777 | os.ModeSticky}} {
 		p := filepath.Join(d.mnt, sub.name)
+		if resetInPlace(p, sub.mode, d.fresh) {
+			continue
+		}
 		if err := os.RemoveAll(p); err != nil {
 			return err
 		}
@@ -283,6 +290,9 @@ func (d *Disk) reset() error {
 		}
 		if err := os.Chmod(p, sub.mode); err != nil {
 			return err
+		}
+		if sub.name == "ws" {
+			d.fresh = freshState(p)
 		}
 	}
 	return nil
