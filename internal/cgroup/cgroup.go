@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -109,9 +110,12 @@ func contains(list []string, s string) bool {
 // Group is one run's control group.
 type Group struct {
 	v2   bool
-	dirs []string // v1: one per controller (memory first); v2: one
-	mem  string   // directory holding the memory controller files
-	frz  string   // v1 freezer directory
+	dirs []string // v1: one per controller (see v1Controllers); v2: one
+	// fds are O_PATH descriptors of dirs (file.go); closed marks a group
+	// whose Destroy closed them. mu guards both.
+	mu     sync.RWMutex
+	fds    []int
+	closed bool
 	// pinned: the group counts towards the freezer pin (pin.go).
 	pinned bool
 	// killed is when (UnixNano) a kill last sent SIGKILL to every process
@@ -146,7 +150,7 @@ func (g *Group) Pids() []int {
 	if len(g.dirs) == 0 {
 		return nil
 	}
-	return pidsIn(g.dirs[0])
+	return g.pidsIn(memIdx)
 }
 
 // Signal sends sig to every process in the group except those in skip.
@@ -199,7 +203,7 @@ func (g *Group) OOMKilled() bool {
 	if g.v2 {
 		file = "memory.events"
 	}
-	return readKey(filepath.Join(g.mem, file), key) > 0
+	return g.readKey(memIdx, file, key) > 0
 }
 
 // MemoryPeak returns the peak memory use in bytes, or 0 if unknown.
@@ -208,7 +212,7 @@ func (g *Group) MemoryPeak() int64 {
 	if g.v2 {
 		file = "memory.peak"
 	}
-	return readInt(filepath.Join(g.mem, file))
+	return g.readInt(memIdx, file)
 }
 
 // Drain kills every process and waits (up to 5 s) until the group is empty.
@@ -252,7 +256,11 @@ func (g *Group) Destroy() error {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	if len(errs) > 0 {
+		return errors.Join(errs...) // left to sweeps: keep the descriptors
+	}
+	g.closeDirs()
+	return nil
 }
 
 func rmdirRetry(dir string, deadline time.Time) error {
@@ -268,9 +276,10 @@ func rmdirRetry(dir string, deadline time.Time) error {
 	}
 }
 
-// readKey returns the value of "key N" in a flat-keyed cgroup file.
-func readKey(path, key string) int64 {
-	b, err := readFile(path)
+// readKey returns the value of "key N" in the flat-keyed control file
+// named file of directory i.
+func (g *Group) readKey(i int, file, key string) int64 {
+	b, err := g.get(i, file)
 	if err != nil {
 		return 0
 	}
@@ -283,9 +292,10 @@ func readKey(path, key string) int64 {
 	return 0
 }
 
-// readInt returns the number in the one-value control file at path, or 0.
-func readInt(path string) int64 {
-	b, err := readFile(path)
+// readInt returns the number in the one-value control file named file of
+// directory i, or 0.
+func (g *Group) readInt(i int, file string) int64 {
+	b, err := g.get(i, file)
 	if err != nil {
 		return 0
 	}
@@ -300,12 +310,12 @@ func readInt(path string) int64 {
 // a run takes them.
 func (g *Group) SetCPUWeight(shares int) error {
 	if g.v2 {
-		return write(g.dirs[0], "cpu.weight", strconv.Itoa(max(1, min(10000, shares*100/1024))))
+		return g.set(0, "cpu.weight", strconv.Itoa(max(1, min(10000, shares*100/1024))))
 	}
 	if len(g.dirs) < 3 {
 		return nil
 	}
-	return write(g.dirs[2], "cpu.shares", strconv.Itoa(max(2, shares)))
+	return g.set(cpuIdx, "cpu.shares", strconv.Itoa(max(2, shares)))
 }
 
 // MemoryCurrent returns the group's current memory use in bytes, or 0.
@@ -314,5 +324,5 @@ func (g *Group) MemoryCurrent() int64 {
 	if g.v2 {
 		file = "memory.current"
 	}
-	return readInt(filepath.Join(g.mem, file))
+	return g.readInt(memIdx, file)
 }

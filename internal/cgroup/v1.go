@@ -14,6 +14,14 @@ import (
 // directory is the one listed by Pids), freezer for race-free kill.
 var v1Controllers = []string{"memory", "pids", "cpu", "freezer"}
 
+// Indexes of a Group's dirs: v1 (as v1Controllers) and v2 (memIdx only).
+const (
+	memIdx = iota
+	pidsIdx
+	cpuIdx
+	frzIdx
+)
+
 func newV1(name string, l Limits) (*Group, error) {
 	g := &Group{}
 	for i, c := range v1Controllers {
@@ -25,10 +33,13 @@ func newV1(name string, l Limits) (*Group, error) {
 		}
 		g.dirs = append(g.dirs, dir)
 	}
-	g.mem, g.frz = g.dirs[0], g.dirs[3]
 	g.pinned = true
 	acquirePin()
-	if err := g.limitV1(l); err != nil {
+	err := g.openDirs()
+	if err == nil {
+		err = g.limitV1(l)
+	}
+	if err != nil {
 		_ = g.Destroy()
 		return nil, err
 	}
@@ -38,25 +49,25 @@ func newV1(name string, l Limits) (*Group, error) {
 func (g *Group) limitV1(l Limits) error {
 	if l.MemoryBytes > 0 {
 		v := strconv.FormatInt(l.MemoryBytes, 10)
-		if err := write(g.mem, "memory.limit_in_bytes", v); err != nil {
+		if err := g.set(memIdx, "memory.limit_in_bytes", v); err != nil {
 			return err
 		}
 		// No swap on top of the limit, where swap accounting exists.
-		if hasMemsw(g.mem) {
-			if err := write(g.mem, "memory.memsw.limit_in_bytes", v); err != nil {
+		if hasMemsw(g.dirs[memIdx]) {
+			if err := g.set(memIdx, "memory.memsw.limit_in_bytes", v); err != nil {
 				return err
 			}
 		}
 	}
 	if l.Pids > 0 {
-		if err := write(g.dirs[1], "pids.max", strconv.Itoa(l.Pids)); err != nil {
+		if err := g.set(pidsIdx, "pids.max", strconv.Itoa(l.Pids)); err != nil {
 			return err
 		}
 	}
 	if l.CPUs > 0 {
 		// The quota is per cfs period; the kernel gives every new group
 		// the default period of 100000 µs, so it is not written.
-		return write(g.dirs[2], "cpu.cfs_quota_us", strconv.Itoa(int(l.CPUs*100000)))
+		return g.set(cpuIdx, "cpu.cfs_quota_us", strconv.Itoa(int(l.CPUs*100000)))
 	}
 	return nil
 }
@@ -68,7 +79,7 @@ func (g *Group) killV1() (complete bool, err error) {
 	if len(g.dirs) < 4 {
 		return false, nil
 	}
-	if err := write(g.frz, "freezer.state", "FROZEN"); err != nil {
+	if err := g.set(frzIdx, "freezer.state", "FROZEN"); err != nil {
 		g.Signal(syscall.SIGKILL)
 		return false, err
 	}
@@ -76,7 +87,7 @@ func (g *Group) killV1() (complete bool, err error) {
 	// short, growing pause rather than a fixed millisecond.
 	deadline := time.Now().Add(time.Second)
 	for pause := 20 * time.Microsecond; time.Now().Before(deadline); pause = min(2*pause, time.Millisecond) {
-		b, _ := readFile(filepath.Join(g.frz, "freezer.state"))
+		b, _ := g.get(frzIdx, "freezer.state")
 		if strings.TrimSpace(string(b)) == "FROZEN" {
 			complete = true
 			break
@@ -87,12 +98,12 @@ func (g *Group) killV1() (complete bool, err error) {
 	// (written to the memory group first, the freezer group last) is in the
 	// memory group, which therefore holds every process of the pids and cpu
 	// groups too.
-	for _, dir := range []string{g.frz, g.mem} {
-		for _, pid := range pidsIn(dir) {
+	for _, i := range []int{frzIdx, memIdx} {
+		for _, pid := range g.pidsIn(i) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
-	return complete, write(g.frz, "freezer.state", "THAWED")
+	return complete, g.set(frzIdx, "freezer.state", "THAWED")
 }
 
 // ownPath returns this process's cgroup path in the v1 hierarchy of
@@ -131,8 +142,9 @@ func hasMemsw(mem string) bool {
 	return err == nil
 }
 
-func pidsIn(dir string) []int {
-	b, _ := readFile(filepath.Join(dir, "cgroup.procs"))
+// pidsIn lists the processes in directory i of the group.
+func (g *Group) pidsIn(i int) []int {
+	b, _ := g.get(i, "cgroup.procs")
 	var out []int
 	for _, f := range strings.Fields(string(b)) {
 		if pid, err := strconv.Atoi(f); err == nil {
