@@ -74,9 +74,9 @@ var idleTTL = 30 * time.Second
 // Set lends bounded disks of one size. Making a disk costs ~20 ms (loop
 // device, mount) and destroying one ~40 ms (mostly waiting for the kernel),
 // so disks are made ahead in the background and reused: a finished run's
-// disk is emptied (its two directories reset, see Disk.reset) and lent again. A run
-// therefore pays a bind mount and an unmount (~0.5 ms). It is safe for
-// concurrent use.
+// disk is emptied (its two directories reset, see Disk.reset) and lent
+// again. A run therefore pays a bind mount and an unmount (~0.5 ms). It is
+// safe for concurrent use.
 type Set struct {
 	opts     Options
 	template []extent
