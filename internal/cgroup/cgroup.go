@@ -21,6 +21,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -108,11 +110,17 @@ func contains(list []string, s string) bool {
 // Group is one run's control group.
 type Group struct {
 	v2   bool
-	dirs []string // v1: one per controller (memory first); v2: one
-	mem  string   // directory holding the memory controller files
-	frz  string   // v1 freezer directory
+	dirs []string // v1: one per controller (see v1Controllers); v2: one
+	// fds are O_PATH descriptors of dirs (file.go); closed marks a group
+	// whose Destroy closed them. mu guards both.
+	mu     sync.RWMutex
+	fds    []int
+	closed bool
 	// pinned: the group counts towards the freezer pin (pin.go).
 	pinned bool
+	// killed is when (UnixNano) a kill last sent SIGKILL to every process
+	// of the group with nothing able to fork meanwhile (see Drain).
+	killed atomic.Int64
 }
 
 // New creates the group named name (unique among this server's groups, such
@@ -142,17 +150,7 @@ func (g *Group) Pids() []int {
 	if len(g.dirs) == 0 {
 		return nil
 	}
-	b, err := os.ReadFile(filepath.Join(g.dirs[0], "cgroup.procs"))
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, f := range strings.Fields(string(b)) {
-		if pid, err := strconv.Atoi(f); err == nil {
-			out = append(out, pid)
-		}
-	}
-	return out
+	return g.pidsIn(memIdx)
 }
 
 // Signal sends sig to every process in the group except those in skip.
@@ -177,13 +175,25 @@ func containsInt(list []int, n int) bool {
 // while it runs: v2 uses cgroup.kill; v1 freezes the group first so nothing
 // can fork between listing and killing.
 func (g *Group) Kill() error {
+	_, err := g.kill()
+	return err
+}
+
+// kill is Kill that also reports whether it found the group empty.
+func (g *Group) kill() (empty bool, err error) {
 	if len(g.Pids()) == 0 {
-		return nil // empty: nothing can fork into it any more
+		return true, nil // empty: nothing can fork into it any more
 	}
+	var complete bool
 	if g.v2 {
-		return g.killV2()
+		complete, err = g.killV2()
+	} else {
+		complete, err = g.killV1()
 	}
-	return g.killV1()
+	if complete {
+		g.killed.Store(time.Now().UnixNano())
+	}
+	return false, err
 }
 
 // OOMKilled reports whether the kernel's OOM killer killed a process of the
@@ -193,7 +203,7 @@ func (g *Group) OOMKilled() bool {
 	if g.v2 {
 		file = "memory.events"
 	}
-	return readKey(filepath.Join(g.mem, file), key) > 0
+	return g.readKey(memIdx, file, key) > 0
 }
 
 // MemoryPeak returns the peak memory use in bytes, or 0 if unknown.
@@ -202,26 +212,35 @@ func (g *Group) MemoryPeak() int64 {
 	if g.v2 {
 		file = "memory.peak"
 	}
-	b, err := os.ReadFile(filepath.Join(g.mem, file))
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	return n
+	return g.readInt(memIdx, file)
 }
 
 // Drain kills every process and waits (up to 5 s) until the group is empty.
 // It returns the deadline it used.
+//
+// Processes that a complete kill (see killed) reached less than
+// killAgainAfter ago are dying, not running: Drain waits for them to exit
+// rather than freezing and killing the group again, and kills anew what is
+// still there after that (a process that placed itself in the group late).
 func (g *Group) Drain() time.Time {
 	deadline := time.Now().Add(5 * time.Second)
-	for {
-		_ = g.Kill()
+	for pause := 100 * time.Microsecond; ; pause = min(2*pause, 2*time.Millisecond) {
 		if len(g.Pids()) == 0 || time.Now().After(deadline) {
 			return deadline
 		}
-		time.Sleep(2 * time.Millisecond)
+		if time.Since(time.Unix(0, g.killed.Load())) > killAgainAfter {
+			// A group found empty stays so: processes enter a group only by
+			// being written to it (at its start) or by forking inside it.
+			if empty, _ := g.kill(); empty {
+				return deadline
+			}
+		}
+		time.Sleep(pause)
 	}
 }
+
+// killAgainAfter is how long Drain lets killed processes take to exit.
+const killAgainAfter = 20 * time.Millisecond
 
 // Destroy kills what is left, waits (up to 5 s) for the group to empty and
 // removes it.
@@ -237,7 +256,11 @@ func (g *Group) Destroy() error {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	if len(errs) > 0 {
+		return errors.Join(errs...) // left to sweeps: keep the descriptors
+	}
+	g.closeDirs()
+	return nil
 }
 
 func rmdirRetry(dir string, deadline time.Time) error {
@@ -253,9 +276,10 @@ func rmdirRetry(dir string, deadline time.Time) error {
 	}
 }
 
-// readKey returns the value of "key N" in a flat-keyed cgroup file.
-func readKey(path, key string) int64 {
-	b, err := os.ReadFile(path)
+// readKey returns the value of "key N" in the flat-keyed control file
+// named file of directory i.
+func (g *Group) readKey(i int, file, key string) int64 {
+	b, err := g.get(i, file)
 	if err != nil {
 		return 0
 	}
@@ -268,11 +292,15 @@ func readKey(path, key string) int64 {
 	return 0
 }
 
-func write(dir, file, val string) error {
-	if err := os.WriteFile(filepath.Join(dir, file), []byte(val), 0); err != nil {
-		return fmt.Errorf("cgroup: write %s=%q: %w", filepath.Join(dir, file), val, err)
+// readInt returns the number in the one-value control file named file of
+// directory i, or 0.
+func (g *Group) readInt(i int, file string) int64 {
+	b, err := g.get(i, file)
+	if err != nil {
+		return 0
 	}
-	return nil
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n
 }
 
 // SetCPUWeight sets the group's share of contended CPU relative to its
@@ -282,12 +310,12 @@ func write(dir, file, val string) error {
 // a run takes them.
 func (g *Group) SetCPUWeight(shares int) error {
 	if g.v2 {
-		return write(g.dirs[0], "cpu.weight", strconv.Itoa(max(1, min(10000, shares*100/1024))))
+		return g.set(0, "cpu.weight", strconv.Itoa(max(1, min(10000, shares*100/1024))))
 	}
 	if len(g.dirs) < 3 {
 		return nil
 	}
-	return write(g.dirs[2], "cpu.shares", strconv.Itoa(max(2, shares)))
+	return g.set(cpuIdx, "cpu.shares", strconv.Itoa(max(2, shares)))
 }
 
 // MemoryCurrent returns the group's current memory use in bytes, or 0.
@@ -296,10 +324,5 @@ func (g *Group) MemoryCurrent() int64 {
 	if g.v2 {
 		file = "memory.current"
 	}
-	b, err := os.ReadFile(filepath.Join(g.mem, file))
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	return n
+	return g.readInt(memIdx, file)
 }

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -92,4 +93,81 @@ func TestDestroyWithoutDirs(t *testing.T) {
 	if err := g.Destroy(); err != nil {
 		t.Errorf("Destroy: %v", err)
 	}
+}
+
+// A process that enters the group after a complete kill (placed late) is
+// killed by Drain too, once the grace for dying processes has passed.
+func TestDrainKillsLatePlacedProcess(t *testing.T) {
+	g := newGroup(t, Limits{})
+	defer g.Destroy()
+	first := exec.Command("/bin/sleep", "300")
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	place(t, g, first.Process.Pid)
+	if err := g.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	late := exec.Command("/bin/sleep", "300")
+	if err := late.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer late.Process.Kill()
+	place(t, g, late.Process.Pid)
+	done := make(chan error, 1)
+	go func() { done <- late.Wait() }()
+	start := time.Now()
+	g.Drain()
+	if n := len(g.Pids()); n != 0 {
+		t.Fatalf("%d processes left after Drain (%v)", n, time.Since(start))
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the late process was not killed")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Drain took %v", d)
+	}
+}
+
+// Limits land in the control files, and a destroyed group's accessors
+// touch nothing (its directory descriptors are closed).
+func TestLimitsAndAccessAfterDestroy(t *testing.T) {
+	g := newGroup(t, Limits{MemoryBytes: 64 << 20, Pids: 7, CPUs: 0.5})
+	dirs := append([]string(nil), g.dirs...)
+	want := map[string]string{"memory.max": "67108864", "pids.max": "7", "cpu.max": "50000 100000"}
+	if !g.v2 {
+		want = map[string]string{"memory/memory.limit_in_bytes": "67108864", "pids/pids.max": "7", "cpu/cpu.cfs_quota_us": "50000"}
+	}
+	for f, v := range want {
+		dir, file := dirs[0], f
+		if !g.v2 {
+			c, name, _ := strings.Cut(f, "/")
+			dir, file = dirs[indexOf(v1Controllers, c)], name
+		}
+		b, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil || strings.TrimSpace(string(b)) != v {
+			t.Errorf("%s = %q (%v), want %q", f, b, err, v)
+		}
+	}
+	if err := g.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	if g.Pids() != nil || g.MemoryPeak() != 0 || g.Kill() != nil {
+		t.Error("a destroyed group still reads its files")
+	}
+	if err := g.SetCPUWeight(1024); err == nil {
+		t.Error("SetCPUWeight on a destroyed group succeeded")
+	}
+}
+
+func indexOf(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return -1
 }

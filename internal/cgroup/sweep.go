@@ -169,7 +169,7 @@ func (s *sweeper) server(dir string, v verdict) {
 func (s *sweeper) killGroup(dir string) {
 	g := &Group{dirs: []string{dir}, v2: s.v2}
 	if s.v2 {
-		_ = g.killV2()
+		_, _ = g.killV2()
 	} else {
 		g.Signal(syscall.SIGKILL)
 		// A server killed in the middle of a v1 kill leaves its group

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -12,6 +13,14 @@ import (
 // v1Controllers are the v1 hierarchies a group needs: memory first (its
 // directory is the one listed by Pids), freezer for race-free kill.
 var v1Controllers = []string{"memory", "pids", "cpu", "freezer"}
+
+// Indexes of a Group's dirs: v1 (as v1Controllers) and v2 (memIdx only).
+const (
+	memIdx = iota
+	pidsIdx
+	cpuIdx
+	frzIdx
+)
 
 func newV1(name string, l Limits) (*Group, error) {
 	g := &Group{}
@@ -24,10 +33,13 @@ func newV1(name string, l Limits) (*Group, error) {
 		}
 		g.dirs = append(g.dirs, dir)
 	}
-	g.mem, g.frz = g.dirs[0], g.dirs[3]
 	g.pinned = true
 	acquirePin()
-	if err := g.limitV1(l); err != nil {
+	err := g.openDirs()
+	if err == nil {
+		err = g.limitV1(l)
+	}
+	if err != nil {
 		_ = g.Destroy()
 		return nil, err
 	}
@@ -37,67 +49,71 @@ func newV1(name string, l Limits) (*Group, error) {
 func (g *Group) limitV1(l Limits) error {
 	if l.MemoryBytes > 0 {
 		v := strconv.FormatInt(l.MemoryBytes, 10)
-		if err := write(g.mem, "memory.limit_in_bytes", v); err != nil {
+		if err := g.set(memIdx, "memory.limit_in_bytes", v); err != nil {
 			return err
 		}
 		// No swap on top of the limit, where swap accounting exists.
-		if _, err := os.Stat(filepath.Join(g.mem, "memory.memsw.limit_in_bytes")); err == nil {
-			if err := write(g.mem, "memory.memsw.limit_in_bytes", v); err != nil {
+		if hasMemsw(g.dirs[memIdx]) {
+			if err := g.set(memIdx, "memory.memsw.limit_in_bytes", v); err != nil {
 				return err
 			}
 		}
 	}
 	if l.Pids > 0 {
-		if err := write(g.dirs[1], "pids.max", strconv.Itoa(l.Pids)); err != nil {
+		if err := g.set(pidsIdx, "pids.max", strconv.Itoa(l.Pids)); err != nil {
 			return err
 		}
 	}
 	if l.CPUs > 0 {
-		if err := write(g.dirs[2], "cpu.cfs_period_us", "100000"); err != nil {
-			return err
-		}
-		return write(g.dirs[2], "cpu.cfs_quota_us", strconv.Itoa(int(l.CPUs*100000)))
+		// The quota is per cfs period; the kernel gives every new group
+		// the default period of 100000 µs, so it is not written.
+		return g.set(cpuIdx, "cpu.cfs_quota_us", strconv.Itoa(int(l.CPUs*100000)))
 	}
 	return nil
 }
 
 // killV1 freezes the group, SIGKILLs every process, and thaws it so the
-// signals are delivered.
-func (g *Group) killV1() error {
+// signals are delivered. complete: the group was frozen while the kill
+// listed and signalled its processes, so none escaped by forking.
+func (g *Group) killV1() (complete bool, err error) {
 	if len(g.dirs) < 4 {
-		return nil
+		return false, nil
 	}
-	if err := write(g.frz, "freezer.state", "FROZEN"); err != nil {
+	if err := g.set(frzIdx, "freezer.state", "FROZEN"); err != nil {
 		g.Signal(syscall.SIGKILL)
-		return err
+		return false, err
 	}
 	// Freezing usually completes within tens of microseconds: poll with a
 	// short, growing pause rather than a fixed millisecond.
 	deadline := time.Now().Add(time.Second)
 	for pause := 20 * time.Microsecond; time.Now().Before(deadline); pause = min(2*pause, time.Millisecond) {
-		b, _ := os.ReadFile(filepath.Join(g.frz, "freezer.state"))
+		b, _ := g.get(frzIdx, "freezer.state")
 		if strings.TrimSpace(string(b)) == "FROZEN" {
+			complete = true
 			break
 		}
 		time.Sleep(pause)
 	}
-	for _, dir := range g.dirs {
-		for _, pid := range pidsIn(dir) {
+	// The frozen processes are the freezer group's; one still being placed
+	// (written to the memory group first, the freezer group last) is in the
+	// memory group, which therefore holds every process of the pids and cpu
+	// groups too.
+	for _, i := range []int{frzIdx, memIdx} {
+		for _, pid := range g.pidsIn(i) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
-	return write(g.frz, "freezer.state", "THAWED")
+	return complete, g.set(frzIdx, "freezer.state", "THAWED")
 }
 
 // ownPath returns this process's cgroup path in the v1 hierarchy of
 // controller c ("/" if unknown), so run groups nest below the server's own
-// group and stay inside any limit the operator put on the server.
+// group and stay inside any limit the operator put on the server. It is
+// read once: a server is placed in its cgroups before it starts (by its
+// service manager or container runtime), not moved while it runs.
 func ownPath(c string) string {
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return "/"
-	}
-	for _, line := range strings.Split(string(b), "\n") {
+	own.once.Do(func() { own.cgroup, _ = os.ReadFile("/proc/self/cgroup") })
+	for _, line := range strings.Split(string(own.cgroup), "\n") {
 		f := strings.SplitN(line, ":", 3)
 		if len(f) == 3 && contains(strings.Split(f[1], ","), c) {
 			return f[2]
@@ -106,8 +122,29 @@ func ownPath(c string) string {
 	return "/"
 }
 
-func pidsIn(dir string) []int {
-	b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+// own caches what ownPath and hasMemsw read once per process.
+var own struct {
+	once   sync.Once
+	cgroup []byte
+	memsw  sync.Map // memory hierarchy directory → bool
+}
+
+// hasMemsw reports whether groups in the memory directory mem's hierarchy
+// have swap accounting (memory.memsw.*): the kernel decides that at boot,
+// so the answer for the first group holds for all.
+func hasMemsw(mem string) bool {
+	key := filepath.Dir(mem)
+	if v, ok := own.memsw.Load(key); ok {
+		return v.(bool)
+	}
+	_, err := os.Stat(filepath.Join(mem, "memory.memsw.limit_in_bytes"))
+	own.memsw.Store(key, err == nil)
+	return err == nil
+}
+
+// pidsIn lists the processes in directory i of the group.
+func (g *Group) pidsIn(i int) []int {
+	b, _ := g.get(i, "cgroup.procs")
 	var out []int
 	for _, f := range strings.Fields(string(b)) {
 		if pid, err := strconv.Atoi(f); err == nil {

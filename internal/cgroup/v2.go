@@ -15,8 +15,12 @@ func newV2(name string, l Limits) (*Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Group{v2: true, dirs: []string{dir}, mem: dir}
-	if err := g.limitV2(l); err != nil {
+	g := &Group{v2: true, dirs: []string{dir}}
+	err = g.openDirs()
+	if err == nil {
+		err = g.limitV2(l)
+	}
+	if err != nil {
 		_ = g.Destroy()
 		return nil, err
 	}
@@ -35,31 +39,30 @@ func delegateV2(od string) error {
 }
 
 func (g *Group) limitV2(l Limits) error {
-	dir := g.dirs[0]
 	if l.MemoryBytes > 0 {
-		if err := write(dir, "memory.max", strconv.FormatInt(l.MemoryBytes, 10)); err != nil {
+		if err := g.set(0, "memory.max", strconv.FormatInt(l.MemoryBytes, 10)); err != nil {
 			return err
 		}
-		_ = write(dir, "memory.swap.max", "0") // absent without swap accounting
+		_ = g.set(0, "memory.swap.max", "0") // absent without swap accounting
 	}
 	if l.Pids > 0 {
-		if err := write(dir, "pids.max", strconv.Itoa(l.Pids)); err != nil {
+		if err := g.set(0, "pids.max", strconv.Itoa(l.Pids)); err != nil {
 			return err
 		}
 	}
 	if l.CPUs > 0 {
-		return write(dir, "cpu.max", fmt.Sprintf("%d 100000", int(l.CPUs*100000)))
+		return g.set(0, "cpu.max", fmt.Sprintf("%d 100000", int(l.CPUs*100000)))
 	}
 	return nil
 }
 
-// killV2 uses cgroup.kill (Linux ≥ 5.14), else freezes and kills each pid.
-func (g *Group) killV2() error {
-	dir := g.dirs[0]
-	if err := write(dir, "cgroup.kill", "1"); err == nil {
-		return nil
+// killV2 uses cgroup.kill (Linux ≥ 5.14; complete: the kernel also kills
+// what forks meanwhile), else freezes and kills each pid.
+func (g *Group) killV2() (complete bool, err error) {
+	if err := g.set(0, "cgroup.kill", "1"); err == nil {
+		return true, nil
 	}
-	_ = write(dir, "cgroup.freeze", "1")
+	_ = g.set(0, "cgroup.freeze", "1")
 	g.Signal(syscall.SIGKILL)
-	return write(dir, "cgroup.freeze", "0")
+	return false, g.set(0, "cgroup.freeze", "0")
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // Disk is one bounded file system lent to a run or session. TmpDir, Limit,
@@ -20,6 +21,10 @@ type Disk struct {
 	workspace string
 	once      sync.Once
 	err       error
+	// idleSince is when the disk last went back to the pool.
+	idleSince time.Time
+	// fresh is the state of a just-made "ws" or "tmp" (see resetInPlace).
+	fresh dirState
 }
 
 // Attach lends a disk and binds its workspace directory onto dir (see
@@ -92,6 +97,7 @@ func (s *Set) refillLocked() {
 			s.filling--
 			keep := err == nil && !s.closed
 			if keep {
+				d.idleSince = time.Now()
 				s.free = append(s.free, d)
 			}
 			s.mu.Unlock()
@@ -214,8 +220,11 @@ func (d *Disk) release() error {
 	switch {
 	case s.closed:
 		return d.destroy()
-	case len(s.free) < poolSize+spare:
-		s.free = append(s.free, &Disk{set: s, image: d.image, mnt: d.mnt})
+	case len(s.free) < maxFree:
+		s.free = append(s.free, &Disk{set: s, image: d.image, mnt: d.mnt, idleSince: time.Now(), fresh: d.fresh})
+		if len(s.free) > poolSize+spare && s.trim == nil {
+			s.trim = time.AfterFunc(idleTTL, s.trimIdle)
+		}
 	default:
 		// Added under the lock while not closed, so Close's Wait sees it.
 		s.bg.Add(1)
@@ -229,14 +238,50 @@ func (d *Disk) release() error {
 	return nil
 }
 
-// reset recreates the disk's "ws" and "tmp" directories empty, with their
-// original owner, mode and no extended attributes, whatever the run did.
+// trimIdle destroys the disks beyond poolSize+spare that have been idle for
+// idleTTL, and comes back for the others when they will have been.
+func (s *Set) trimIdle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.trim = nil
+	if s.closed {
+		return
+	}
+	var old []*Disk
+	for len(s.free) > poolSize+spare && time.Since(s.free[0].idleSince) >= idleTTL {
+		old = append(old, s.free[0])
+		s.free = s.free[1:]
+	}
+	if len(s.free) > poolSize+spare {
+		s.trim = time.AfterFunc(idleTTL-time.Since(s.free[0].idleSince), s.trimIdle)
+	}
+	if len(old) == 0 {
+		return
+	}
+	s.bg.Add(1) // under the lock while not closed, so Close's Wait sees it
+	go func() {
+		defer s.bg.Done()
+		for _, d := range old {
+			if err := d.destroy(); err != nil {
+				slog.Warn("bounded disk: destroy", "err", err)
+			}
+		}
+	}()
+}
+
+// reset empties the disk's "ws" and "tmp" directories and gives them their
+// original owner, mode, times and no extended attributes, whatever the run
+// did: in place when the run left them empty and unchanged otherwise
+// (resetInPlace), else by removing and recreating them.
 func (d *Disk) reset() error {
 	for _, sub := range []struct {
 		name string
 		mode os.FileMode
 	}{{"ws", 0o755}, {"tmp", 0o777 | os.ModeSticky}} {
 		p := filepath.Join(d.mnt, sub.name)
+		if resetInPlace(p, sub.mode, d.fresh) {
+			continue
+		}
 		if err := os.RemoveAll(p); err != nil {
 			return err
 		}
@@ -245,6 +290,9 @@ func (d *Disk) reset() error {
 		}
 		if err := os.Chmod(p, sub.mode); err != nil {
 			return err
+		}
+		if sub.name == "ws" {
+			d.fresh = freshState(p)
 		}
 	}
 	return nil

@@ -33,6 +33,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -56,18 +57,26 @@ type Options struct {
 }
 
 // poolSize disks are kept mounted and empty, ready for the next run; up to
-// spare more returned by finished runs are kept too before any is destroyed.
+// spare more returned by finished runs are kept too. Beyond that, returned
+// disks are kept (up to maxFree) until they have been idle for idleTTL:
+// runs in flight go up and down by more than spare, and a disk destroyed
+// when they go down had to be made again (image written, loop device, ext4
+// mount) when they went up.
 const (
 	poolSize = 2
 	spare    = 2
+	maxFree  = 64
 )
+
+// idleTTL is how long a disk beyond poolSize+spare stays ready unused.
+var idleTTL = 30 * time.Second
 
 // Set lends bounded disks of one size. Making a disk costs ~20 ms (loop
 // device, mount) and destroying one ~40 ms (mostly waiting for the kernel),
 // so disks are made ahead in the background and reused: a finished run's
-// disk is emptied (its two directories recreated) and lent again. A run
-// therefore pays a bind mount and an unmount (~0.5 ms). It is safe for
-// concurrent use.
+// disk is emptied (its two directories reset, see Disk.reset) and lent
+// again. A run therefore pays a bind mount and an unmount (~0.5 ms). It is
+// safe for concurrent use.
 type Set struct {
 	opts     Options
 	template []extent
@@ -77,10 +86,12 @@ type Set struct {
 	ready   chan struct{}
 	initErr error
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// free holds the ready disks, least recently returned first.
 	free    []*Disk
 	filling int
 	closed  bool
+	trim    *time.Timer // armed while free holds more than poolSize+spare
 	bg      sync.WaitGroup
 }
 
@@ -145,6 +156,7 @@ func (s *Set) start() error {
 	if s.closed {
 		return errors.Join(ErrClosed, d.destroy())
 	}
+	d.idleSince = time.Now()
 	s.free = append(s.free, d)
 	s.refillLocked()
 	return nil
@@ -171,6 +183,9 @@ func (s *Set) Close() error {
 	s.closed = true
 	idle := s.free
 	s.free = nil
+	if s.trim != nil {
+		s.trim.Stop()
+	}
 	s.mu.Unlock()
 	var errs []error
 	for _, d := range idle {

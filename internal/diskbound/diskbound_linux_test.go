@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -238,3 +239,198 @@ func TestUnavailableIsReported(t *testing.T) {
 		t.Fatalf("Scratch: %v, want ErrUnavailable", err)
 	}
 }
+
+// Disks returned beyond poolSize+spare are lent again without being made
+// anew while they are fresh, and destroyed once idle for idleTTL.
+func TestIdleDisksKeptThenTrimmed(t *testing.T) {
+	defer func(ttl time.Duration) { idleTTL = ttl }(idleTTL)
+	idleTTL = 300 * time.Millisecond
+	s := newSet(t, MinBytes)
+	lend := func(n int) []*Disk {
+		var ds []*Disk
+		for range n {
+			d, err := s.Scratch()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds = append(ds, d)
+		}
+		return ds
+	}
+	ds := lend(8)
+	for _, d := range ds {
+		if err := d.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFilled(t, s)
+	made := s.seq.Load()
+	for _, d := range lend(8) { // all from the pool: nothing made
+		_ = d.Release()
+	}
+	waitFilled(t, s)
+	if got := s.seq.Load(); got != made {
+		t.Errorf("lending 8 again made %d new disks; want 0", got-made)
+	}
+	s.mu.Lock()
+	before := len(s.free)
+	s.mu.Unlock()
+	if before <= poolSize+spare {
+		t.Fatalf("%d disks kept after a burst of 8; want more than %d", before, poolSize+spare)
+	}
+	// Trimmed disks are taken from the pool, then destroyed in the
+	// background: wait until only the pool's mount points are left.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.mu.Lock()
+		n := len(s.free)
+		s.mu.Unlock()
+		if n == poolSize+spare && mountDirs(t, s) == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d disks kept, %d mount points after idling; want %d", n, mountDirs(t, s), poolSize+spare)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// mountDirs counts the disks' mount points in the Set's directory.
+func mountDirs(t *testing.T, s *Set) int {
+	t.Helper()
+	entries, err := os.ReadDir(s.opts.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if e.IsDir() {
+			n++
+		}
+	}
+	return n
+}
+
+// waitFilled waits until no disk is being made.
+func waitFilled(t *testing.T, s *Set) {
+	t.Helper()
+	for i := 0; ; i++ {
+		s.mu.Lock()
+		f := s.filling
+		s.mu.Unlock()
+		if f == 0 {
+			return
+		}
+		if i > 500 {
+			t.Fatal("disks still being made after 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A released disk's "ws" and "tmp" come back as freshly made ones whatever
+// the run did to them: kept when the run left them empty, made
+// anew otherwise, and owned by root with their mode, current times, no
+// extended attributes and default flags either way.
+func TestReleaseResetsDirectories(t *testing.T) {
+	s := newSet(t, MinBytes)
+	setFlag := func(p string, flag int) {
+		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		f, err := unix.IoctlGetInt(fd, unix.FS_IOC_GETFLAGS)
+		if err == nil {
+			err = unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, f|flag)
+		}
+		if err != nil {
+			t.Fatalf("set flags of %s: %v", p, err)
+		}
+	}
+	old := time.Now().Add(-time.Hour)
+	for _, tc := range []struct {
+		name    string
+		run     func(p string) // what the run did to the directory p
+		inPlace bool
+	}{
+		{"untouched", func(string) {}, true},
+		{"chown chmod utimes", func(p string) {
+			must(t, os.Chown(p, 65534, 65534))
+			must(t, os.Chmod(p, 0o2700))
+			must(t, os.Chtimes(p, old, old))
+		}, true},
+		{"file left", func(p string) { must(t, os.WriteFile(filepath.Join(p, "x"), []byte("x"), 0o644)) }, false},
+		{"file created and removed", func(p string) {
+			must(t, os.WriteFile(filepath.Join(p, "x"), []byte("x"), 0o644))
+			must(t, os.Remove(filepath.Join(p, "x")))
+		}, true},
+		{"xattr", func(p string) { must(t, unix.Setxattr(p, "user.codexec-test", []byte("1"), 0)) }, false},
+		{"sync flag", func(p string) { setFlag(p, fsSyncFlag) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := s.Scratch()
+			if err != nil {
+				t.Fatal(err)
+			}
+			dirs := map[string]os.FileMode{filepath.Join(d.mnt, "ws"): 0o755 | os.ModeDir, d.TmpDir(): 0o777 | os.ModeDir | os.ModeSticky}
+			births := map[string]unix.StatxTimestamp{}
+			for p := range dirs {
+				births[p] = born(t, p)
+				tc.run(p)
+			}
+			// File system clocks tick coarsely (a jiffy): a directory made
+			// again right away could be born in the same tick.
+			time.Sleep(20 * time.Millisecond)
+			start := time.Now().Add(-time.Second)
+			if err := d.Release(); err != nil {
+				t.Fatal(err)
+			}
+			for p, mode := range dirs {
+				fi, err := os.Lstat(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				st := fi.Sys().(*syscall.Stat_t)
+				if fi.Mode() != mode || st.Uid != 0 || st.Gid != 0 || fi.ModTime().Before(start) {
+					t.Errorf("%s: mode %v owner %d:%d mtime %v after release; want %v root-owned, now", p, fi.Mode(), st.Uid, st.Gid, fi.ModTime(), mode)
+				}
+				if n, _ := unix.Listxattr(p, make([]byte, 256)); n != 0 {
+					t.Errorf("%s: extended attributes left", p)
+				}
+				if entries, _ := os.ReadDir(p); len(entries) != 0 {
+					t.Errorf("%s: %d entries left", p, len(entries))
+				}
+				if same := born(t, p) == births[p]; same != tc.inPlace {
+					t.Errorf("%s: reset in place %v; want %v", p, same, tc.inPlace)
+				}
+				if fresh := freshState(p); fresh != d.fresh {
+					t.Errorf("%s: flags %#x after release; want %#x", p, fresh.flags, d.fresh.flags)
+				}
+			}
+		})
+	}
+}
+
+// born identifies the directory at p: its creation time (the inode number
+// of a recreated directory may be the same).
+func born(t *testing.T, p string) unix.StatxTimestamp {
+	t.Helper()
+	var st unix.Statx_t
+	must(t, unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME, &st))
+	if st.Mask&unix.STATX_BTIME == 0 {
+		t.Skip("no creation times on this file system")
+	}
+	return st.Btime
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fsSyncFlag is FS_SYNC_FL (linux/fs.h: chattr +S), which a directory's
+// owner may set.
+const fsSyncFlag = 0x8

@@ -272,12 +272,13 @@ func (e *Engine) buildAndRun(ctx context.Context, res Result, id, lang string, w
 		return setupError(res, err.Error())
 	}
 	defer root.Close()
-	if prep := req.Prepare; prep != nil && !req.NoLog {
-		if err := prep(root); err != nil {
+	placed := req.Prepare != nil && !req.NoLog
+	if placed {
+		if err := req.Prepare(root); err != nil {
 			return setupError(res, "placing uploaded files: "+err.Error())
 		}
 	}
-	changes := TrackChanges(root)
+	changes := ws.trackChanges(root, placed)
 	oc := e.runProcess(ctx, e.codeSpec(id, lang, prog.Argv, progDir, ws, req))
 	res = changes.Apply(res)
 	res = ws.NoteDiskFull(fillOutcome(res, oc, req.Timeout, e.opts.Limits.MemoryBytes))

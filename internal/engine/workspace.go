@@ -23,6 +23,8 @@ type Workspace struct {
 	// Owned: codexec created Dir.Path, so Close removes it and the bounded
 	// disk bounds it whole (a caller's directory only gets a bounded /tmp).
 	Owned bool
+	// fresh: made by Workspace for this run and not yet used (empty).
+	fresh bool
 	given string
 	disk  *diskbound.Disk
 	e     *Engine
@@ -44,7 +46,11 @@ func (e *Engine) Workspace(name, workingDir string) (*Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return e.workspaceAt(pathguard.Dir{Path: dir, Writable: true}, "", true)
+	w, err := e.workspaceAt(pathguard.Dir{Path: dir, Writable: true}, "", true)
+	if err == nil {
+		w.fresh = true
+	}
+	return w, err
 }
 
 // workspaceAt bounds the disk of dir (see BoundDisk); an owned dir is
@@ -101,6 +107,18 @@ type Changes struct {
 // TrackChanges snapshots root, a workspace opened with Open.
 func TrackChanges(root *files.Root) Changes {
 	return Changes{root: root, before: artifacts.Take(root)}
+}
+
+// trackChanges is TrackChanges for the workspace w opened as root: a
+// fresh workspace that nothing was placed in (placed: uploads) is known to
+// be empty, so it is not walked.
+func (w *Workspace) trackChanges(root *files.Root, placed bool) Changes {
+	fresh := w.fresh
+	w.fresh = false
+	if fresh && !placed {
+		return Changes{root: root}
+	}
+	return TrackChanges(root)
 }
 
 // Apply sets res's Diff (for the log) and adds the created and modified

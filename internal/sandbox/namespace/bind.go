@@ -5,6 +5,7 @@ package namespace
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,7 +106,7 @@ func placeWorkspace(dir string) error {
 // sandbox's mount namespace).
 func replaceFile(path, data, scratch string) error {
 	src := filepath.Join(scratch, ".codexec-"+filepath.Base(path))
-	if err := os.WriteFile(src, []byte(data), 0o644); err != nil {
+	if err := writeNew(src, data); err != nil {
 		return err
 	}
 	// bwrap's data binds are of unlinked files, which cannot be mounted
@@ -116,4 +117,26 @@ func replaceFile(path, data, scratch string) error {
 	}
 	_ = unix.Mount("", path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, "")
 	return os.Remove(src)
+}
+
+// writeNew writes data to the file path, created or truncated, mode 0644
+// (less the umask) — with plain system calls: os.WriteFile would register
+// the file with the runtime's poller and unregister it, five system calls
+// more on every warm run.
+func writeNew(path, data string) error {
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	n, err := unix.Write(fd, []byte(data))
+	if err == nil && n < len(data) {
+		err = io.ErrShortWrite
+	}
+	if cerr := unix.Close(fd); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return &os.PathError{Op: "write", Path: path, Err: err}
+	}
+	return nil
 }
