@@ -36,9 +36,12 @@ import (
 //
 //	server ──"F"+fds──▶ zygote ──clone(new user/mnt/pid/ipc/uts/net ns)──▶ program (pid 1)
 //	                      │  waits on the child's pidfd,          joins the run cgroup,
-//	                      │  reports its wait status on the       private /tmp and workspace
-//	                      │  run's control socket                 root tmpfs, fresh /proc,
-//	                      ▼                                       says "R", waits for the run;
+//	                      │  reports its wait status on the       private /tmp, /dev/shm and
+//	                      │  run's control socket                 workspace root tmpfs (the
+//	                      │                                       server's mounts below /tmp
+//	                      │                                       moved onto it), lo up,
+//	                      ▼                                       fresh /proc, says "R",
+//	                                                              waits for the run;
 //	                   next "F"                                   then Landlock (own domain),
 //	                                                              no caps, no_new_privs,
 //	                                                              seccomp, no fds > 2,
