@@ -92,10 +92,13 @@ func checkPassed(t *testing.T, msg []byte) {
 	if !ok || !req.ID.IsValid() {
 		return
 	}
-	var in struct{ ID json.RawMessage }
-	if err := json.Unmarshal(msg, &in); err != nil {
+	// The member named exactly "id", as the SDK reads it (a struct field
+	// would also take "Id" or "iD").
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(msg, &fields); err != nil {
 		t.Fatal(err)
 	}
+	in := struct{ ID json.RawMessage }{fields["id"]}
 	reply, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Result: json.RawMessage("{}")})
 	if err != nil {
 		t.Fatal(err)
