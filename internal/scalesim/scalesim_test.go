@@ -18,13 +18,7 @@ var lostAtSigterm = flag.Bool("lost-at-sigterm", false, "TestScale: a draining r
 func TestScale(t *testing.T) {
 	cfg := Default()
 	cfg.LostAtSigterm = *lostAtSigterm
-	start := time.Now()
-	res, err := Run(context.Background(), cfg, &sessionreg.Memory{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("simulated in %v\n%s", time.Since(start).Round(time.Millisecond), Table(res))
-	checkInvariants(t, cfg, res)
+	simulate(t, cfg)
 }
 
 // checkInvariants asserts what must hold for any configuration.
@@ -146,13 +140,7 @@ func TestScaleLostAtSigterm(t *testing.T) {
 // sessions. -v prints the table.
 func TestScaleCheckpoints(t *testing.T) {
 	cfg := WithCheckpoints()
-	start := time.Now()
-	res, err := Run(context.Background(), cfg, &sessionreg.Memory{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("simulated in %v\n%s", time.Since(start).Round(time.Millisecond), Table(res))
-	checkInvariants(t, cfg, res)
+	res := simulate(t, cfg)
 	steady, rolling := res.Phase(PhaseSteady), res.Phase(PhaseRolling)
 	if steady.Paused == 0 || steady.Resumed == 0 || steady.ResumedElsewhere*2 < steady.Resumed {
 		t.Errorf("steady: %d paused, %d resumed (%d elsewhere); want pauses, resumes, most elsewhere",
@@ -164,4 +152,18 @@ func TestScaleCheckpoints(t *testing.T) {
 	if steady.Auto == 0 || res.PeakCheckpointBytes == 0 {
 		t.Errorf("no automatic checkpoint or none stored: %d, %d bytes", steady.Auto, res.PeakCheckpointBytes)
 	}
+}
+
+// simulate runs cfg on an in-memory registry, logs its table and checks
+// the invariants every run must keep.
+func simulate(t *testing.T, cfg Config) Result {
+	t.Helper()
+	start := time.Now()
+	res, err := Run(context.Background(), cfg, &sessionreg.Memory{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("simulated in %v\n%s", time.Since(start).Round(time.Millisecond), Table(res))
+	checkInvariants(t, cfg, res)
+	return res
 }
