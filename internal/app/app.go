@@ -87,7 +87,7 @@ type App struct {
 	// replicas is this server among the replicas sharing store's session
 	// registry (nil: alone).
 	replicas *replicas.Set
-	// transfers issues the URLs of transfer "url" (HTTP only; nil on stdio).
+	// transfers issues the URLs of transfer "url" (nil when they are off).
 	transfers *transfer.Tickets
 	// sessions is the session Manager (its drain pauses the sessions when
 	// replicas share paused sessions).
@@ -214,9 +214,8 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr 
 		deps.Limiter = l
 	}
 	deps.Files = store
-	if cfg.Remote.HTTPAddr != "" {
-		a.transfers = transfer.New(cfg.Remote.TransferURLTTL) // its base is set once the listener is bound
-		deps.Transfers = a.transfers
+	if t := a.buildTransfers(cfg.Remote); t != nil {
+		deps.Transfers = t
 	}
 	if a.replicas != nil {
 		deps.Replicas = a.replicas

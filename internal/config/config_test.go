@@ -160,6 +160,14 @@ func TestRemote(t *testing.T) {
 		{[]string{"--http", "nope"}, nil, "host:port"},
 		{[]string{"--http", ":1", "--tls-cert", "/c"}, nil, "CODEXEC_TLS_KEY"},
 		{[]string{"--http", ":1", "--oauth-issuer", "issuer"}, nil, "CODEXEC_OAUTH_ISSUER"},
+		{nil, map[string]string{"CODEXEC_TRANSFER_LISTEN": "0.0.0.0:0"}, "CODEXEC_TRANSFER_LISTEN"},
+		{nil, map[string]string{"CODEXEC_TRANSFER_LISTEN": "10.1.2.3:80"}, "CODEXEC_TRANSFER_LISTEN"},
+		{nil, map[string]string{"CODEXEC_TRANSFER_LISTEN": "127.0.0.1"}, "CODEXEC_TRANSFER_LISTEN"},
+	}
+	for _, ok := range []string{"off", "127.0.0.1:0", "[::1]:9000", "localhost:0"} {
+		if _, err := load(t, nil, map[string]string{"CODEXEC_TRANSFER_LISTEN": ok}); err != nil {
+			t.Errorf("CODEXEC_TRANSFER_LISTEN=%s: %v", ok, err)
+		}
 	}
 	for _, b := range bad {
 		if _, err := load(t, b.args, b.env); err == nil || !strings.Contains(err.Error(), b.want) {

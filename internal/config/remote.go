@@ -38,6 +38,11 @@ type Remote struct {
 	// TransferURLTTL is how long an upload_url or download_url
 	// (transfer "url") may be used.
 	TransferURLTTL time.Duration
+	// TransferListen is, over stdio, the loopback host:port transfer URLs
+	// are served on, opened at the first transfer "url" call; "off" turns
+	// transfer "url" off over stdio. Unused over HTTP, where the MCP
+	// listener serves them.
+	TransferListen string
 }
 
 // httpAlias is the short flag name the issue asks for (--http ADDR).
@@ -61,6 +66,7 @@ var remoteSettings = []setting{
 	{"CODEXEC_HTTP_MAX_BODY", "4m", "largest HTTP request body", bytesize(func(c *Config) *int64 { return &c.Remote.MaxBodyBytes })},
 	{"CODEXEC_MAX_MCP_SESSIONS_PER_PRINCIPAL", "64", "MCP sessions (Mcp-Session-Id) one principal may hold open over HTTP; beyond, initialize gets 429 (0 = unlimited)", nonNegative(func(c *Config) *int { return &c.Remote.MaxMCPSessionsPerPrincipal })},
 	{"CODEXEC_TRANSFER_URL_TTL", "5m", "how long the single-use upload_url/download_url of transfer \"url\" stay valid (e.g. 5m, 30s)", duration(func(c *Config) *time.Duration { return &c.Remote.TransferURLTTL })},
+	{"CODEXEC_TRANSFER_LISTEN", "127.0.0.1:0", "over stdio, the loopback host:port that serves the upload_url/download_url of transfer \"url\", opened at the first such call (port 0 picks a free one; off: bytes only in the calls)", str(func(c *Config) *string { return &c.Remote.TransferListen })},
 	{"CODEXEC_SHUTDOWN_GRACE_MS", "30000", "on SIGTERM, time running calls get to finish before they are killed, in milliseconds", millis(func(c *Config) *time.Duration { return &c.Remote.ShutdownGrace })},
 }
 
@@ -88,8 +94,30 @@ func (r Remote) Resource() string {
 	return r.Scheme() + "://" + net.JoinHostPort(host, port) + "/mcp"
 }
 
+// TransferOff is the CODEXEC_TRANSFER_LISTEN value that turns transfer
+// URLs off over stdio.
+const TransferOff = "off"
+
+// checkTransferListen accepts "off" or a loopback host:port: the transfer
+// listener has no authentication but its URLs' secrets, so over stdio it
+// is not offered beyond this machine (serve --http for that).
+func (r Remote) checkTransferListen() error {
+	if r.TransferListen == TransferOff {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(r.TransferListen)
+	ip := net.ParseIP(host)
+	if err != nil || (host != "localhost" && (ip == nil || !ip.IsLoopback())) {
+		return fmt.Errorf("CODEXEC_TRANSFER_LISTEN must be off or a loopback host:port such as 127.0.0.1:0, got %q", r.TransferListen)
+	}
+	return nil
+}
+
 func (r Remote) validate() error {
 	var errs []error
+	if err := r.checkTransferListen(); err != nil {
+		errs = append(errs, err)
+	}
 	if r.HTTPAddr == "" {
 		if r.TLSCert != "" || r.AuthTokens != "" || r.OAuthIssuer != "" {
 			errs = append(errs, errors.New("CODEXEC_TLS_*, CODEXEC_AUTH_TOKENS and CODEXEC_OAUTH_ISSUER need CODEXEC_HTTP_ADDR (--http)"))

@@ -60,8 +60,9 @@ const (
 
 // measureF1 is F1: a 10 MiB binary file uploaded into a session's
 // workspace and downloaded back (upload_file + download_file) through the
-// real binary, over stdio (base64 in JSON, 4 MiB a message) and over HTTP
-// with transfer "url" (raw PUT and GET), against `cp` of the same file on
+// real binary, over stdio (base64 in JSON, 4 MiB a message), over stdio
+// with transfer "url" (raw PUT and GET on the loopback transfer listener)
+// and over HTTP with transfer "url", against `cp` of the same file on
 // the host. The subjects take turns in a shuffled order each round so that
 // load on the machine weighs on each alike; rows report p50 wall time and
 // machine CPU per op (user/sys, /proc/stat over each subject's own ops) as
@@ -80,13 +81,14 @@ func measureF1(tb testing.TB, mode string, rounds int) {
 	cs := hs.mustConnect("")
 	hid := tenantCallB(tb, cs, "start_session", map[string]any{"language": "python"})["session_id"].(string)
 	subjects := map[string]func(){
-		"cp":    func() { cpFile(tb, src, filepath.Join(dir, "dst.bin")) },
-		"stdio": func() { stdio.roundTripStdio(tb, sid, data) },
-		"url":   func() { roundTripURL(tb, cs, hid, data) },
+		"cp":        func() { cpFile(tb, src, filepath.Join(dir, "dst.bin")) },
+		"stdio":     func() { stdio.roundTripStdio(tb, sid, data) },
+		"stdio-url": func() { roundTripURL(tb, stdio.Session, sid, data) },
+		"url":       func() { roundTripURL(tb, cs, hid, data) },
 	}
-	pids := map[string]int{"stdio": stdio.Cmd.Process.Pid, "url": hs.Cmd.Process.Pid}
+	pids := map[string]int{"stdio": stdio.Cmd.Process.Pid, "stdio-url": stdio.Cmd.Process.Pid, "url": hs.Cmd.Process.Pid}
 	times, cpu, srv := map[string][]time.Duration{}, map[string]cpuUse{}, map[string]cpuUse{}
-	names := []string{"cp", "stdio", "url"}
+	names := []string{"cp", "stdio", "stdio-url", "url"}
 	for range rounds {
 		rand.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
 		for _, n := range names {
@@ -98,7 +100,7 @@ func measureF1(tb testing.TB, mode string, rounds int) {
 		}
 	}
 	cp := ms(percentile(times["cp"], 50))
-	for _, r := range []struct{ row, subject string }{{"F1", "stdio"}, {"F1u", "url"}} {
+	for _, r := range []struct{ row, subject string }{{"F1", "stdio"}, {"F1s", "stdio-url"}, {"F1u", "url"}} {
 		got, sc := ms(percentile(times[r.subject], 50)), srv[r.subject].per(rounds)
 		tb.Logf("%-4s %-10s %9.2f ms   baseline %9.2f ms   ratio %.3f   10 MiB up + down, %s vs cp (%.0f MB/s; server CPU %.1f ms: user %.1f sys %.1f)",
 			r.row, mode, got, cp, got/cp, r.subject, 2*f1Bytes/1e3/got, sc.total(), sc.user, sc.sys)

@@ -28,8 +28,9 @@ import (
 //	    runner a new sandbox and interpreter instead of a fork), P3wc its CPU
 //	P4  server idle RSS, idle python session RSS (process tree)
 //	P5  spawn → first execute_code result
-//	F1  10 MiB upload_file + download_file vs cp: over stdio (F1), over
-//	    HTTP with transfer "url" (F1u); CPU per op user/sys (F1c, F1uc)
+//	F1  10 MiB upload_file + download_file vs cp: over stdio in JSON (F1),
+//	    over stdio with transfer "url" (F1s), over HTTP with transfer "url"
+//	    (F1u); CPU per op user/sys (F1c, F1sc, F1uc)
 //
 //	go test ./internal/e2e/ -run '^$' -bench Targets -benchtime 1x -v
 //

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -188,13 +189,45 @@ func TestHTTPFileTransferURLs(t *testing.T) {
 	}
 }
 
-// TestFileTransferURLNeedsHTTP: over stdio there is no listener to serve a
-// URL, and transfer "url" says so.
-func TestFileTransferURLNeedsHTTP(t *testing.T) {
+// TestStdioFileTransferURLs: over stdio, transfer "url" is served on a
+// loopback listener opened at the first such call: a PUT lands the bytes
+// in the session (code reads them), a GET returns them, each URL serves
+// once; the listener is on loopback and serves nothing but ticket paths.
+// With CODEXEC_TRANSFER_LISTEN=off the call says the feature is off, and a
+// non-loopback address is refused at start.
+func TestStdioFileTransferURLs(t *testing.T) {
 	s := start(t)
-	res := s.call("upload_file", map[string]any{"path": "a.txt", "transfer": "url"})
+	sid := s.startSession("python").SessionID
+	data := randomBytes(t, 3<<20)
+	up, _ := urlOf(t, s.Session, "upload_file", "upload_url", map[string]any{"session_id": sid, "path": "in.bin", "transfer": "url"})
+	if !strings.HasPrefix(up, "http://127.0.0.1:") {
+		t.Fatalf("upload_url %s is not on loopback", up)
+	}
+	if st, body, _ := transferDo(t, http.MethodPut, up, "", data, nil); st != http.StatusOK || !strings.Contains(string(body), `"size":3145728`) {
+		t.Fatalf("PUT: %d %s", st, body)
+	}
+	st, body, _ := transferDo(t, http.MethodPut, up, "", data, nil)
+	transferRefused(t, "second PUT", st, body, http.StatusNotFound, "FILE_NOT_FOUND")
+	if got, _ := s.send(sid, "import hashlib; print(hashlib.sha256(open('in.bin','rb').read()).hexdigest())", nil); strings.TrimSpace(got.Stdout) != sum(data) {
+		t.Fatalf("the session read %q", got.Stdout)
+	}
+	down, _ := urlOf(t, s.Session, "download_file", "download_url", map[string]any{"session_id": sid, "path": "in.bin", "transfer": "url"})
+	if st, got, _ := transferDo(t, http.MethodGet, down, "", nil, nil); st != http.StatusOK || !bytes.Equal(got, data) {
+		t.Fatalf("GET: %d, %d bytes", st, len(got))
+	}
+	base := up[:strings.Index(up, "/files/")]
+	if st, _, _ := transferDo(t, http.MethodGet, base+"/mcp", "", nil, nil); st != http.StatusNotFound {
+		t.Errorf("GET /mcp on the transfer listener: %d, want 404", st)
+	}
+
+	off := start(t, "CODEXEC_TRANSFER_LISTEN=off")
+	res := off.call("upload_file", map[string]any{"path": "a.txt", "transfer": "url"})
 	if code, _ := toolError(t, res); code != "NOT_ENABLED" {
-		t.Errorf("upload_file transfer url over stdio: %s", text(res))
+		t.Errorf("upload_file transfer url with the listener off: %s", text(res))
+	}
+	out, err := exec.Command(binary(t), "serve", "--transfer-listen", "0.0.0.0:0").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "CODEXEC_TRANSFER_LISTEN must be off or a loopback") {
+		t.Errorf("a wildcard transfer address: %v %s", err, out)
 	}
 }
 

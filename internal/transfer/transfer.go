@@ -21,7 +21,9 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 )
@@ -36,9 +38,9 @@ const MaxLive = 10000
 // ErrTooMany is returned by Issue when MaxLive tickets are live.
 var ErrTooMany = errors.New("too many transfer URLs are open; use or let some expire first")
 
-// ErrNoBase is returned by Issue before SetBase: the server has no HTTP
-// listener (stdio) to serve URLs on.
-var ErrNoBase = errors.New("transfer URLs need the server over HTTP (--http); over stdio send the bytes in the call")
+// ErrNoBase is returned by Issue when there is no listener to serve URLs
+// on: before SetBase, and over stdio with transfer URLs turned off.
+var ErrNoBase = errors.New("transfer URLs are turned off on this server (CODEXEC_TRANSFER_LISTEN=off): send the bytes in the call")
 
 // Upload writes the body of a PUT (size bytes, -1 when unknown) and returns
 // the result to answer with, encoded as JSON. ctx carries the ticket's
@@ -73,6 +75,7 @@ type Tickets struct {
 	now  func() time.Time
 	mu   sync.Mutex
 	base string
+	open func() (string, error) // opens a listener on first use when base is unset (SetOpener)
 	live map[string]*ticket
 }
 
@@ -86,10 +89,17 @@ func New(ttl time.Duration) *Tickets {
 func (t *Tickets) SetBase(base string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for len(base) > 0 && base[len(base)-1] == '/' {
-		base = base[:len(base)-1]
-	}
-	t.base = base
+	t.base = strings.TrimRight(base, "/")
+}
+
+// SetOpener makes the first Issue without a base call open, which starts a
+// listener and returns its base (as SetBase takes it). A failed open is
+// retried by the next Issue. A stdio server uses it so that it listens on
+// a port only once a client asks for a URL.
+func (t *Tickets) SetOpener(open func() (string, error)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.open = open
 }
 
 // IssueUpload returns a URL a PUT of principal p runs fn on, once.
@@ -105,8 +115,8 @@ func (t *Tickets) IssueDownload(p string, fn Download) (string, time.Time, error
 func (t *Tickets) issue(tk *ticket) (string, time.Time, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.base == "" {
-		return "", time.Time{}, ErrNoBase
+	if err := t.opened(); err != nil {
+		return "", time.Time{}, err
 	}
 	now := t.now()
 	t.sweep(now)
@@ -117,6 +127,23 @@ func (t *Tickets) issue(tk *ticket) (string, time.Time, error) {
 	tk.expires = now.Add(t.ttl)
 	t.live[tok] = tk
 	return t.base + PathPrefix + tok, tk.expires, nil
+}
+
+// opened makes sure there is a base, calling the opener if there is none
+// yet (t.mu held: concurrent first issues open one listener).
+func (t *Tickets) opened() error {
+	switch {
+	case t.base != "":
+		return nil
+	case t.open == nil:
+		return ErrNoBase
+	}
+	base, err := t.open()
+	if err != nil {
+		return fmt.Errorf("opening the transfer listener: %w", err)
+	}
+	t.base = strings.TrimRight(base, "/")
+	return nil
 }
 
 // sweep forgets expired tickets (t.mu held).

@@ -112,3 +112,29 @@ func TestRange(t *testing.T) {
 		t.Errorf("Range: %d %q %v", w.Code, w.Body.String(), w.Header())
 	}
 }
+
+// TestOpener: with no base, the first issue opens the listener, a failed
+// open is reported and retried, and a later issue does not open again.
+func TestOpener(t *testing.T) {
+	tk := New(time.Minute)
+	calls, fail := 0, true
+	tk.SetOpener(func() (string, error) {
+		calls++
+		if fail {
+			return "", io.ErrUnexpectedEOF
+		}
+		return "http://127.0.0.1:5/", nil
+	})
+	if _, _, err := tk.IssueUpload("alice", nil); err == nil || !strings.Contains(err.Error(), "transfer listener") {
+		t.Fatalf("failed open: %v", err)
+	}
+	fail = false
+	for range 2 {
+		if u, _, err := tk.IssueUpload("alice", nil); err != nil || !strings.HasPrefix(u, "http://127.0.0.1:5/files/") {
+			t.Fatalf("IssueUpload = %q, %v", u, err)
+		}
+	}
+	if calls != 2 {
+		t.Fatalf("opener called %d times, want 2 (one failure, one success)", calls)
+	}
+}

@@ -29,7 +29,7 @@ type UploadIn struct {
 	ContextID     string `json:"context_id,omitempty"`
 	Mode          string `json:"mode,omitempty" jsonschema:"octal, e.g. 755"`
 	Overwrite     bool   `json:"overwrite,omitempty"`
-	Transfer      string `json:"transfer,omitempty" jsonschema:"url: PUT the bytes to upload_url (HTTP)"`
+	Transfer      string `json:"transfer,omitempty" jsonschema:"url: PUT the bytes to upload_url"`
 	// Offset > 0 appends a chunk to a session file of that size (the tool
 	// description says so: the wire budget has no room for a description).
 	Offset int64 `json:"offset,omitempty"`
@@ -58,7 +58,7 @@ type DownloadIn struct {
 	ExecutionID string `json:"execution_id,omitempty"`
 	Offset      int64  `json:"offset,omitempty"`
 	Length      int64  `json:"length,omitempty"`
-	Transfer    string `json:"transfer,omitempty" jsonschema:"url: GET download_url (HTTP)"`
+	Transfer    string `json:"transfer,omitempty" jsonschema:"url: GET download_url"`
 }
 
 // DownloadOut is download_file's structured result (the bytes are in the
