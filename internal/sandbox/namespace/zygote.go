@@ -307,13 +307,15 @@ func forkInto(z *zygote, cg *cgroup.Group) (*nsRunner, error) {
 	}
 	files := rp.Child[:]
 	for _, p := range cg.ProcsFiles() {
-		f, err := os.OpenFile(p, os.O_WRONLY, 0)
+		// Opened without Go's poller (os.OpenFile would register each
+		// cgroupfs file with it): the descriptors are only handed over.
+		fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			closeAll(files[4:])
 			rp.Close()
-			return nil, err
+			return nil, &os.PathError{Op: "open", Path: p, Err: err}
 		}
-		files = append(files, f)
+		files = append(files, os.NewFile(uintptr(fd), p))
 	}
 	err = z.fork(files)
 	closeAll(files[4:])

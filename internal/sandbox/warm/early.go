@@ -47,12 +47,12 @@ const earlyStatusGrace = 500 * time.Millisecond
 // The runner's start-up pipes are closed: bwrap keeps them, so they would
 // end only with the sandbox.
 func (r *Stub) HandOverStdio() (outR, errR *os.File, err error) {
-	outR, outW, err := os.Pipe()
+	outR, outW, err := pipe(false)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer outW.Close()
-	errR, errW, err := os.Pipe()
+	errR, errW, err := pipe(false)
 	if err != nil {
 		_ = outR.Close()
 		return nil, nil, err

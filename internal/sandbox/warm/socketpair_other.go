@@ -3,6 +3,7 @@
 package warm
 
 import (
+	"os"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -20,4 +21,14 @@ func socketpair() ([2]int, error) {
 		unix.CloseOnExec(fds[1])
 	}
 	return fds, err
+}
+
+// pipe returns a pipe as server and child ends (the write end is the
+// server's when toChild).
+func pipe(toChild bool) (server, child *os.File, err error) {
+	r, w, err := os.Pipe()
+	if toChild {
+		return w, r, err
+	}
+	return r, w, err
 }

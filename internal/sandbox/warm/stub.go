@@ -71,14 +71,14 @@ type Pipes struct {
 func NewPipes() (*Pipes, error) {
 	rp := &Pipes{}
 	var err error
-	if rp.Child[0], rp.R.Stdin, err = os.Pipe(); err != nil {
+	if rp.R.Stdin, rp.Child[0], err = pipe(true); err != nil {
 		return nil, err
 	}
-	if rp.R.Stdout, rp.Child[1], err = os.Pipe(); err != nil {
+	if rp.R.Stdout, rp.Child[1], err = pipe(false); err != nil {
 		rp.Close()
 		return nil, err
 	}
-	if rp.R.Stderr, rp.Child[2], err = os.Pipe(); err != nil {
+	if rp.R.Stderr, rp.Child[2], err = pipe(false); err != nil {
 		rp.Close()
 		return nil, err
 	}
