@@ -53,7 +53,7 @@ func (l *transferListener) open() (string, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(transfer.PathPrefix, l.handler())
-	l.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+	l.srv = &http.Server{Handler: transfer.LocalOnly(mux), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn)}
 	go func() { _ = l.srv.Serve(ln) }()
 	slog.Info("transfer URLs served", "addr", ln.Addr().String())

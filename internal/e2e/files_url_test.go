@@ -192,7 +192,8 @@ func TestHTTPFileTransferURLs(t *testing.T) {
 // TestStdioFileTransferURLs: over stdio, transfer "url" is served on a
 // loopback listener opened at the first such call: a PUT lands the bytes
 // in the session (code reads them), a GET returns them, each URL serves
-// once; the listener is on loopback and serves nothing but ticket paths.
+// once; the listener is on loopback, serves nothing but ticket paths, and
+// refuses requests a web page could send.
 // With CODEXEC_TRANSFER_LISTEN=off the call says the feature is off, and a
 // non-loopback address is refused at start.
 func TestStdioFileTransferURLs(t *testing.T) {
@@ -218,6 +219,14 @@ func TestStdioFileTransferURLs(t *testing.T) {
 	base := up[:strings.Index(up, "/files/")]
 	if st, _, _ := transferDo(t, http.MethodGet, base+"/mcp", "", nil, nil); st != http.StatusNotFound {
 		t.Errorf("GET /mcp on the transfer listener: %d, want 404", st)
+	}
+	// A web page's request (it carries an Origin) is refused and leaves
+	// the URL usable.
+	down, _ = urlOf(t, s.Session, "download_file", "download_url", map[string]any{"session_id": sid, "path": "in.bin", "transfer": "url"})
+	st, body, _ = transferDo(t, http.MethodGet, down, "", nil, map[string]string{"Origin": "http://page.example"})
+	transferRefused(t, "GET with an Origin", st, body, http.StatusForbidden, "NOT_ALLOWED")
+	if st, got, _ := transferDo(t, http.MethodGet, down, "", nil, nil); st != http.StatusOK || !bytes.Equal(got, data) {
+		t.Fatalf("GET after a refused one: %d, %d bytes", st, len(got))
 	}
 
 	off := start(t, "CODEXEC_TRANSFER_LISTEN=off")

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"strings"
 
@@ -59,6 +60,27 @@ func (t *Tickets) Handler(principal func(*http.Request) string, refuse Refusal) 
 			return
 		}
 		t.serveDownload(w, r, tk, refuse)
+	})
+}
+
+// LocalOnly serves next to local clients only, for a listener on a
+// loopback address without authentication (a stdio server's): it refuses
+// a request with an Origin header (browsers add one to every cross-origin
+// PUT and to their preflights) or whose Host is not a loopback address or
+// localhost (a DNS-rebound name), so a web page cannot reach the listener
+// even though only a URL's token would let it do anything there.
+func LocalOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.Host)
+		if err != nil {
+			host = r.Host
+		}
+		ip := net.ParseIP(strings.Trim(host, "[]"))
+		if r.Header.Get("Origin") != "" || (host != "localhost" && (ip == nil || !ip.IsLoopback())) {
+			writeError(w, &Error{http.StatusForbidden, "NOT_ALLOWED", "transfer URLs here serve local clients only: no Origin header, a loopback Host"})
+			return
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 

@@ -138,3 +138,32 @@ func TestOpener(t *testing.T) {
 		t.Fatalf("opener called %d times, want 2 (one failure, one success)", calls)
 	}
 }
+
+// TestLocalOnly: requests with an Origin header or a Host that is not a
+// loopback address are refused; local clients' requests pass.
+func TestLocalOnly(t *testing.T) {
+	h := LocalOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	for _, c := range []struct {
+		host, origin string
+		want         int
+	}{
+		{"127.0.0.1:4000", "", http.StatusNoContent},
+		{"[::1]:4000", "", http.StatusNoContent},
+		{"localhost:4000", "", http.StatusNoContent},
+		{"127.0.0.1:4000", "http://evil.example", http.StatusForbidden},
+		{"127.0.0.1:4000", "null", http.StatusForbidden},
+		{"evil.example:4000", "", http.StatusForbidden},
+		{"10.0.0.1:4000", "", http.StatusForbidden},
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/files/x", nil)
+		req.Host = c.host
+		if c.origin != "" {
+			req.Header.Set("Origin", c.origin)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != c.want {
+			t.Errorf("Host %s Origin %q: %d, want %d", c.host, c.origin, rec.Code, c.want)
+		}
+	}
+}
