@@ -121,6 +121,14 @@ type Group struct {
 	// killed is when (UnixNano) a kill last sent SIGKILL to every process
 	// of the group with nothing able to fork meanwhile (see Drain).
 	killed atomic.Int64
+	// pool, when set, may keep the group at Destroy for a New with the same
+	// limits; moved marks a value whose directories the pool handed to a
+	// new Group (inert: Destroy does nothing). oomBase is the OOM-kill
+	// count the group had when it was last reset.
+	pool    *Pool
+	limits  Limits
+	moved   atomic.Bool
+	oomBase int64
 }
 
 // New creates the group named name (unique among this server's groups, such
@@ -199,11 +207,16 @@ func (g *Group) kill() (empty bool, err error) {
 // OOMKilled reports whether the kernel's OOM killer killed a process of the
 // group because of its memory limit.
 func (g *Group) OOMKilled() bool {
+	return g.oomKills() > g.oomBase
+}
+
+// oomKills is the number of processes the OOM killer killed in the group.
+func (g *Group) oomKills() int64 {
 	file, key := "memory.oom_control", "oom_kill"
 	if g.v2 {
 		file = "memory.events"
 	}
-	return g.readKey(memIdx, file, key) > 0
+	return g.readKey(memIdx, file, key)
 }
 
 // MemoryPeak returns the peak memory use in bytes, or 0 if unknown.
@@ -243,9 +256,15 @@ func (g *Group) Drain() time.Time {
 const killAgainAfter = 20 * time.Millisecond
 
 // Destroy kills what is left, waits (up to 5 s) for the group to empty and
-// removes it.
+// removes it, or gives it back to its Pool.
 func (g *Group) Destroy() error {
+	if g.moved.Load() {
+		return nil // its directories are another Group's now
+	}
 	deadline := g.Drain()
+	if g.pool != nil && g.pool.keep(g) {
+		return nil
+	}
 	if g.pinned {
 		g.pinned = false
 		defer releasePin()

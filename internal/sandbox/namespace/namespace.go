@@ -36,6 +36,8 @@ type Backend struct {
 	opts    Options
 	cg      cgroup.Info
 	seccomp []byte
+	// groups keeps forked runs' emptied cgroups for the next ones.
+	groups *cgroup.Pool
 	// launchers are pooled sandbox-init processes (launcher.go).
 	launchers *launcherPool
 	// runners keeps warm runners; its Cleanups also track background
@@ -51,6 +53,10 @@ type Backend struct {
 	// (template.go); nil: the host's.
 	tmpl *mounttemplate.Template
 }
+
+// keptGroups bounds the emptied cgroups kept for reuse: about as many as
+// runs in flight with the runners forked ahead of them.
+const keptGroups = 16
 
 // runSeq numbers runs process-wide, so cgroup and staging names never
 // collide between backends.
@@ -100,6 +106,7 @@ func newBackend(o Options) (*Backend, error) {
 	}
 	proc.SweepDeadRunsOnce()
 	n := &Backend{opts: o, cg: cgroup.Detect()}
+	n.groups = cgroup.NewPool(n.cg, keptGroups)
 	n.launchers = &launcherPool{n: n}
 	n.runners.Pool = warm.NewPool(o.Pool, n.startRunner)
 	leftoverSweep.Do(func() {
@@ -266,6 +273,7 @@ func (n *Backend) Close() error {
 	n.closeZygotes()
 	n.launchers.close()
 	n.runners.Cleanups.Wait()
+	n.groups.Close()
 	if n.tmpl != nil {
 		n.tmpl.Close()
 	}

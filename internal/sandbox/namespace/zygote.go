@@ -280,7 +280,8 @@ func (n *Backend) closeZygotes() {
 }
 
 // forkRunner makes one pooled runner by forking it from req's zygote: a
-// fresh run cgroup, stdio pipes and control socket, then the child's "R".
+// run cgroup (new, or an emptied one reset: cgroup.Pool), stdio pipes and
+// control socket, then the child's "R".
 func (n *Backend) forkRunner(req warm.Request) (*nsRunner, error) {
 	z, err := n.zygoteFor(req)
 	if err != nil {
@@ -288,7 +289,7 @@ func (n *Backend) forkRunner(req warm.Request) (*nsRunner, error) {
 	}
 	name := "fork-" + strconv.FormatInt(runSeq.Add(1), 10)
 	l := req.Base.Limits
-	cg, err := cgroup.New(n.cg, name, cgroup.Limits{MemoryBytes: l.MemoryBytes, CPUs: l.CPUs, Pids: l.Pids})
+	cg, err := n.groups.New(name, cgroup.Limits{MemoryBytes: l.MemoryBytes, CPUs: l.CPUs, Pids: l.Pids})
 	if err != nil {
 		return nil, err
 	}
