@@ -13,7 +13,11 @@ def __codexec_zygote():
     # reports its wait status on the run's control socket.
     import os, sys
     fresh = set(sys.modules)
-    import ctypes, fcntl, gc, select, signal, socket, struct
+    import ctypes, fcntl, gc, select, socket, struct, _signal, _socket
+    # A child's `import atexit` (python_run.py) finds it here instead of
+    # running the import machinery; the stub removes it from sys.modules as
+    # it does now.
+    import atexit
     argv = sys.argv[1:]
     seccomp_fd, tmp_size, ws_root = int(argv[0]), int(argv[1]), argv[2]
     nr_capset, uid, gid = int(argv[3]), int(argv[4]), int(argv[5])
@@ -38,6 +42,7 @@ def __codexec_zygote():
         check(libc.mount(src, dst.encode(), fstype, flags, data), "mount " + dst)
 
     def write_file(path, data):
+        # os.open and os.write, not open(): no io objects in the child.
         fd = os.open(path, os.O_WRONLY)
         try:
             os.write(fd, data)
@@ -107,21 +112,27 @@ def __codexec_zygote():
     def loopback_up():
         # The new network namespace has only lo, and it is down: bring it
         # up so a run can talk to itself over 127.0.0.1, as in every other
-        # mode (bwrap does the same for its runs).
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        # mode (bwrap does the same for its runs). _socket, not socket: the
+        # latter's python-level methods would copy the pages they lie on.
+        s = _socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)
+        try:
             fcntl.ioctl(s.fileno(), 0x8914, lo_up)  # SIOCSIFFLAGS
+        finally:
+            s.close()
+
+    uid_map, gid_map = b"%d %d 1" % (uid, uid), b"%d %d 1" % (gid, gid)
+    tmp_opts = b"size=%d,mode=1777" % tmp_size
+    shm_opts = b"size=%d,mode=1777" % shm_size
 
     def namespaces():
-        write_file("/proc/self/uid_map", b"%d %d 1" % (uid, uid))
+        write_file("/proc/self/uid_map", uid_map)
         write_file("/proc/self/setgroups", b"deny")
-        write_file("/proc/self/gid_map", b"%d %d 1" % (gid, gid))
+        write_file("/proc/self/gid_map", gid_map)
         mount(b"none", "/", None, MS_REC | MS_PRIVATE, None)
-        held = keep_below_tmp()
-        opts = b"size=%d,mode=1777" % tmp_size
-        mount(b"tmpfs", "/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, opts)
+        held = keep_below_tmp() if below_tmp else ()
+        mount(b"tmpfs", "/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, tmp_opts)
         restore_below_tmp(held)
-        opts = b"size=%d,mode=1777" % shm_size
-        mount(b"tmpfs", "/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, opts)
+        mount(b"tmpfs", "/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, shm_opts)
         loopback_up()
         if ws_root:
             mount(b"tmpfs", ws_root, b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
@@ -138,18 +149,18 @@ def __codexec_zygote():
         shared = []
         for path, access in (("/", read), ("/dev", read | 2 | (fs_all & 1 << 15))):
             pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            shared.append((path, struct.pack("=Qi", access, pfd)))
+            shared.append(("landlock rule " + path, struct.pack("=Qi", access, pfd)))
         return fs_all, attr, shared
 
-    def landlock(rw):
+    def landlock():
         ruleset = libc.syscall(444, ll_attr, len(ll_attr), 0)
         check(ruleset, "landlock_create_ruleset")
-        rules = list(ll_shared)
-        for d in rw:
-            pfd = os.open(d, os.O_PATH | os.O_CLOEXEC)
-            rules.append((d, struct.pack("=Qi", ll_fs_all, pfd)))
-        for path, rule in rules:
-            check(libc.syscall(445, ruleset, 1, rule, 0), "landlock rule " + path)
+        for what, rule in ll_shared:
+            check(libc.syscall(445, ruleset, 1, rule, 0), what)
+        for path, what in ll_rw:
+            pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            rule = ll_rw_access + pfd.to_bytes(4, sys.byteorder)
+            check(libc.syscall(445, ruleset, 1, rule, 0), what)
         check(libc.prctl(38, 1, 0, 0, 0), "no_new_privs")
         check(libc.syscall(446, ruleset, 0), "landlock_restrict_self")
         # The rule descriptors go with closerange() after this.
@@ -157,6 +168,8 @@ def __codexec_zygote():
     # What every child needs for its restriction is built once here, so a
     # child copies no page for it (each page a fork's child writes is a copy).
     ll_fs_all, ll_attr, ll_shared = landlock_base()
+    ll_rw_access = struct.pack("=Q", ll_fs_all)  # then the directory's descriptor
+    ll_rw = [(d, "landlock rule " + d) for d in ["/tmp", "/dev/shm"] + ([ws_root] if ws_root else [])]
     below_tmp = mounts_below_tmp()
     with open("/proc/sys/kernel/cap_last_cap") as f:
         all_caps = range(int(f.read()) + 1)
@@ -177,12 +190,12 @@ def __codexec_zygote():
         # ws_root, whose rules cover it (Landlock checks a mount point's
         # parent, not the mount point).
         mount(b"proc", "/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-        landlock(["/tmp", "/dev/shm"] + ([ws_root] if ws_root else []))
+        landlock()
         drop_privileges()
         os.closerange(4, 1 << 30)
         for name in zygote_modules:
             del sys.modules[name]
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
         os.write(3, b"R")
         gc.unfreeze()
         return __codexec_read_run()
@@ -231,7 +244,7 @@ def __codexec_zygote():
             pass  # the server gave up on the run
         os.close(run_ctl)
 
-    ctl = socket.socket(fileno=3)
+    ctl = _socket.socket(fileno=3)
     # Warm, once, what every run's first steps touch (the user site lookup
     # with no home, exec of a string, stdout), so children share it instead
     # of each building its own copy.
@@ -243,14 +256,19 @@ def __codexec_zygote():
     os.environ.clear()
     exec("print('', end='')", {})
     sys.stdout.flush()
-    zygote_modules = sorted(set(sys.modules) - fresh)
+    zygote_modules = sorted(set(sys.modules) - fresh - {"atexit"})
+    poll = select.poll()
+    poll.register(3, select.POLLIN)
+    live = {}  # pidfd: (pid, the run's control socket)
+    # In a child, this function's objects outlive it (until a full
+    # collection, for the cycle): freeing them as its frame goes would write
+    # to, and so copy, every page they and what they hold lie on.
+    keep = list(locals().values())
+    keep.append(keep)
     # Keep the collector off the zygote's objects in children (each page it
     # touched would be copied); children unfreeze before the run.
     gc.freeze()
     os.write(3, b"Z")
-    poll = select.poll()
-    poll.register(3, select.POLLIN)
-    live = {}  # pidfd: (pid, the run's control socket)
     while True:
         for fd, _ in poll.poll():
             if fd != 3:
