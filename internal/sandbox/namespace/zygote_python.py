@@ -289,4 +289,3 @@ def __codexec_zygote():
             live[child_fd] = started
             poll.register(child_fd, select.POLLIN)
 
-__codexec_run(*__codexec_zygote(), "__codexec_zygote")
