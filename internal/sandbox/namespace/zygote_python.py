@@ -263,8 +263,9 @@ def __codexec_zygote():
     # In a child, this function's objects outlive it (until a full
     # collection, for the cycle): freeing them as its frame goes would write
     # to, and so copy, every page they and what they hold lie on.
+    # The stub's functions too: it removes them from the run's globals.
     keep = list(locals().values())
-    keep.append(keep)
+    keep += [keep, __codexec_zygote, __codexec_run, __codexec_read_run]
     # Keep the collector off the zygote's objects in children (each page it
     # touched would be copied); children unfreeze before the run.
     gc.freeze()
