@@ -13,7 +13,10 @@ def __codexec_zygote():
     # reports its wait status on the run's control socket.
     import os, sys
     fresh = set(sys.modules)
-    import ctypes, fcntl, gc, select, socket, struct, _signal, _socket
+    # _signal and _socket, not signal and socket, which import enum,
+    # selectors and collections: every page of the fork-server's memory is
+    # mapped, then unmapped, in each child.
+    import ctypes, fcntl, gc, select, struct, _signal, _socket
     # A child's `import atexit` (python_run.py) finds it here instead of
     # running the import machinery; the stub removes it from sys.modules as
     # it does now.
@@ -236,6 +239,16 @@ def __codexec_zygote():
             os.close(fd)
         return pidfd.value, (pid, fds[3])
 
+    def recv_fds():
+        # One "F" message and the descriptors attached to it.
+        msg, anc, _, _ = ctl.recvmsg(16, _socket.CMSG_SPACE(16 * 4))
+        fds = []
+        for level, kind, data in anc:
+            if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+                fds += [int.from_bytes(data[i:i + 4], sys.byteorder, signed=True)
+                        for i in range(0, len(data) - 3, 4)]
+        return msg, fds
+
     def reap(pid, run_ctl):
         _, status = os.waitpid(pid, 0)
         try:
@@ -277,7 +290,7 @@ def __codexec_zygote():
                 reap(*live.pop(fd))
                 os.close(fd)
                 continue
-            msg, fds, _, _ = socket.recv_fds(ctl, 16, 16)
+            msg, fds = recv_fds()
             if not msg:
                 os._exit(0)
             try:
