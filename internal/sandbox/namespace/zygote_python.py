@@ -65,7 +65,7 @@ def __codexec_zygote():
         # its pid namespace, so no intermediate process is needed. Python's
         # after-fork handlers do not run: the fork-server has no threads,
         # locks held or at-fork callbacks (start-up refuses threading).
-        pid = libc.syscall(nr_clone, ctypes.c_ulong(clone_flags), None, ctypes.byref(pidfd), None, None)
+        pid = syscall(*clone_args)
         check(pid, "clone")
         return pid
 
@@ -225,7 +225,7 @@ def __codexec_zygote():
             pid = clone()
         except OSError:
             for fd in fds:
-                os.close(fd)
+                close(fd)
             raise
         if pid == 0:
             try:
@@ -236,26 +236,25 @@ def __codexec_zygote():
                 finally:
                     os._exit(126)
         for fd in fds[:3] + fds[4:]:
-            os.close(fd)
+            close(fd)
         return pidfd.value, (pid, fds[3])
 
     def recv_fds():
         # One "F" message and the descriptors attached to it.
-        msg, anc, _, _ = ctl.recvmsg(16, _socket.CMSG_SPACE(16 * 4))
+        msg, anc, _, _ = recvmsg(16, cmsg_space)
         fds = []
         for level, kind, data in anc:
-            if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
-                fds += [int.from_bytes(data[i:i + 4], sys.byteorder, signed=True)
-                        for i in range(0, len(data) - 3, 4)]
+            if level == SOL_SOCKET and kind == SCM_RIGHTS:
+                fds += memoryview(data[:len(data) & ~3]).cast("i").tolist()
         return msg, fds
 
     def reap(pid, run_ctl):
-        _, status = os.waitpid(pid, 0)
+        _, status = waitpid(pid, 0)
         try:
-            os.write(run_ctl, struct.pack("i", status))
+            write(run_ctl, pack_status(status))
         except OSError:
             pass  # the server gave up on the run
-        os.close(run_ctl)
+        close(run_ctl)
 
     ctl = _socket.socket(fileno=3)
     # Warm, once, what every run's first steps touch (the user site lookup
@@ -270,9 +269,20 @@ def __codexec_zygote():
     exec("print('', end='')", {})
     sys.stdout.flush()
     zygote_modules = sorted(set(sys.modules) - fresh - {"atexit"})
+    # What the serving loop uses, bound once and made last, so that it lies
+    # on few pages: after each fork, every page the fork-server writes is
+    # copied while the child lives, and each attribute lookup writes to the
+    # objects it goes through.
+    syscall, close, waitpid, write = libc.syscall, os.close, os.waitpid, os.write
+    clone_args = (nr_clone, ctypes.c_ulong(clone_flags), None, ctypes.byref(pidfd), None, None)
+    recvmsg, cmsg_space = ctl.recvmsg, _socket.CMSG_SPACE(16 * 4)
+    SOL_SOCKET, SCM_RIGHTS, POLLIN = _socket.SOL_SOCKET, _socket.SCM_RIGHTS, select.POLLIN
+    pack_status = struct.Struct("i").pack
     poll = select.poll()
-    poll.register(3, select.POLLIN)
+    wait, register, unregister = poll.poll, poll.register, poll.unregister
+    register(3, POLLIN)
     live = {}  # pidfd: (pid, the run's control socket)
+    live_pop = live.pop
     # In a child, this function's objects outlive it (until a full
     # collection, for the cycle): freeing them as its frame goes would write
     # to, and so copy, every page they and what they hold lie on.
@@ -284,11 +294,11 @@ def __codexec_zygote():
     gc.freeze()
     os.write(3, b"Z")
     while True:
-        for fd, _ in poll.poll():
+        for fd, _ in wait():
             if fd != 3:
-                poll.unregister(fd)
-                reap(*live.pop(fd))
-                os.close(fd)
+                unregister(fd)
+                reap(*live_pop(fd))
+                close(fd)
                 continue
             msg, fds = recv_fds()
             if not msg:
@@ -301,5 +311,5 @@ def __codexec_zygote():
             if child_fd is None:
                 return started  # in the child: its run
             live[child_fd] = started
-            poll.register(child_fd, select.POLLIN)
+            register(child_fd, POLLIN)
 
