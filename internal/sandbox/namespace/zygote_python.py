@@ -1,7 +1,7 @@
 def __codexec_zygote():
-    # Python fork-server (see zygote.go). Runs as the -c program of a python
-    # that has finished its start-up, inside a sandbox without Landlock or
-    # seccomp of its own, and runs only this code. For each "F" message on
+    # Python fork-server (see zygote.go). Runs, called by the -c program of
+    # a python that has finished its start-up (zygoteBoot), inside a sandbox
+    # without Landlock or seccomp of its own, and runs only this code. For each "F" message on
     # fd 3 (with the run's stdin, stdout, stderr, control socket and cgroup
     # files attached) it clones a child in new user, mount, pid, ipc, uts and
     # network namespaces (pid 1 of its own). The child joins the run's
@@ -18,8 +18,8 @@ def __codexec_zygote():
     # mapped, then unmapped, in each child.
     import ctypes, fcntl, gc, select, struct, _signal, _socket
     # A child's `import atexit` (python_run.py) finds it here instead of
-    # running the import machinery; the stub removes it from sys.modules as
-    # it does now.
+    # running the import machinery; the stub then removes it from
+    # sys.modules, which a fresh interpreter's lacks.
     import atexit
     argv = sys.argv[1:]
     seccomp_fd, tmp_size, ws_root = int(argv[0]), int(argv[1]), argv[2]
