@@ -42,7 +42,8 @@ def __codexec_zygote():
             raise OSError(e, what + ": " + os.strerror(e))
 
     def mount(src, dst, fstype, flags, data):
-        check(libc.mount(src, dst.encode(), fstype, flags, data), "mount " + dst)
+        if libc.mount(src, dst, fstype, flags, data) < 0:
+            check(-1, "mount " + dst.decode(errors="replace"))
 
     def write_file(path, data):
         # os.open and os.write, not open(): no io objects in the child.
@@ -126,19 +127,20 @@ def __codexec_zygote():
     uid_map, gid_map = b"%d %d 1" % (uid, uid), b"%d %d 1" % (gid, gid)
     tmp_opts = b"size=%d,mode=1777" % tmp_size
     shm_opts = b"size=%d,mode=1777" % shm_size
+    ws_root_b = os.fsencode(ws_root)
 
     def namespaces():
         write_file("/proc/self/uid_map", uid_map)
         write_file("/proc/self/setgroups", b"deny")
         write_file("/proc/self/gid_map", gid_map)
-        mount(b"none", "/", None, MS_REC | MS_PRIVATE, None)
+        mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)
         held = keep_below_tmp() if below_tmp else ()
-        mount(b"tmpfs", "/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, tmp_opts)
+        mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, tmp_opts)
         restore_below_tmp(held)
-        mount(b"tmpfs", "/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, shm_opts)
+        mount(b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, shm_opts)
         loopback_up()
         if ws_root:
-            mount(b"tmpfs", ws_root, b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
+            mount(b"tmpfs", ws_root_b, b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
 
     def landlock_base():
         # The ruleset's access and the rules for the zygote's own read-only
@@ -182,24 +184,24 @@ def __codexec_zygote():
 
     def drop_privileges():
         for cap in all_caps:
-            libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP
-        libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT_CLEAR_ALL
-        check(libc.syscall(nr_capset, cap_header, cap_data), "capset")
-        check(libc.prctl(22, 2, seccomp_fprog, 0, 0), "seccomp")
+            prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP
+        prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT_CLEAR_ALL
+        check(syscall(nr_capset, cap_header, cap_data), "capset")
+        check(prctl(22, 2, seccomp_fprog, 0, 0), "seccomp")
 
     def program():
         # Everything but the run itself happens before "R", off the run's
         # path. The workspace is mounted later by the server below /tmp or
         # ws_root, whose rules cover it (Landlock checks a mount point's
         # parent, not the mount point).
-        mount(b"proc", "/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
         landlock()
         drop_privileges()
-        os.closerange(4, 1 << 30)
+        closerange(4, 1 << 30)
         for name in zygote_modules:
             del sys.modules[name]
         _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
-        os.write(3, b"R")
+        write(3, b"R")
         gc.unfreeze()
         return __codexec_read_run()
 
@@ -207,13 +209,13 @@ def __codexec_zygote():
         # fds: stdin, stdout, stderr, control socket, cgroup.procs files.
         ctl.detach()  # fd 3 becomes the run's control socket
         for p in fds[4:]:
-            os.write(p, b"0")
-            os.close(p)
+            write(p, b"0")
+            close(p)
         for i, fd in enumerate(fds[:4]):
-            os.dup2(fd, i)
+            dup2(fd, i)
         for fd in fds[:4]:
             if fd > 3:
-                os.close(fd)
+                close(fd)
         namespaces()
         return program()
 
@@ -269,11 +271,12 @@ def __codexec_zygote():
     exec("print('', end='')", {})
     sys.stdout.flush()
     zygote_modules = sorted(set(sys.modules) - fresh - {"atexit"})
-    # What the serving loop uses, bound once and made last, so that it lies
-    # on few pages: after each fork, every page the fork-server writes is
+    # What the serving loop and a child's steps use, bound once and made
+    # last, so that it lies on few pages: after each fork, every page the fork-server writes is
     # copied while the child lives, and each attribute lookup writes to the
     # objects it goes through.
-    syscall, close, waitpid, write = libc.syscall, os.close, os.waitpid, os.write
+    syscall, prctl, close, waitpid, write = libc.syscall, libc.prctl, os.close, os.waitpid, os.write
+    dup2, closerange = os.dup2, os.closerange
     clone_args = (nr_clone, ctypes.c_ulong(clone_flags), None, ctypes.byref(pidfd), None, None)
     recvmsg, cmsg_space = ctl.recvmsg, _socket.CMSG_SPACE(16 * 4)
     SOL_SOCKET, SCM_RIGHTS, POLLIN = _socket.SOL_SOCKET, _socket.SCM_RIGHTS, select.POLLIN
