@@ -64,8 +64,13 @@ import (
 var (
 	//go:embed zygote_python.py
 	zygotePython string
-	// zygoteStub is a python fork-server's -c program.
-	zygoteStub = warm.PythonRun + "\n" + zygotePython
+	// zygoteDefs defines the fork-server's functions; zygoteBoot, its -c
+	// program, takes them from its last argument. They are not the program
+	// itself because python keeps a program's syntax tree (~1 MB here) until
+	// the program returns, as a child does after its run: freeing it wrote to,
+	// and so copied, ~115 pages in every child.
+	zygoteDefs = warm.PythonRun + "\n" + zygotePython
+	zygoteBoot = `exec(__import__("sys").argv.pop()); __codexec_run(*__codexec_zygote(), "__codexec_zygote")`
 )
 
 // zygote is one python fork-server. Fork requests are serialised by mu.
@@ -199,17 +204,18 @@ func (n *Backend) startZygote(req warm.Request) (z *zygote, retErr error) {
 }
 
 // zygoteArgv is the interpreter command line: the runner's flags, the
-// zygote stub and its arguments (seccomp descriptor, /tmp size, workspace
-// root, capset's syscall number, ids, clone's syscall number, /dev/shm size).
+// zygote's -c program and its arguments (seccomp descriptor, /tmp size,
+// workspace root, capset's syscall number, ids, clone's syscall number,
+// /dev/shm size, the stub's definitions).
 func zygoteArgv(spec sandbox.Spec, b *bwrapArgs, n *Backend) []string {
 	argv := append([]string{}, spec.Argv[:len(spec.Argv)-1]...) // drop the runner stub
 	disk := spec.Limits.DiskBytes
 	if disk <= 0 {
 		disk = 256 << 20
 	}
-	return append(argv, zygoteStub, b.seccompFd, strconv.FormatInt(disk, 10), b.zygoteRoot,
+	return append(argv, zygoteBoot, b.seccompFd, strconv.FormatInt(disk, 10), b.zygoteRoot,
 		strconv.Itoa(unix.SYS_CAPSET), strconv.Itoa(n.opts.UID), strconv.Itoa(n.opts.GID),
-		strconv.Itoa(unix.SYS_CLONE), strconv.FormatInt(shmSize(spec), 10))
+		strconv.Itoa(unix.SYS_CLONE), strconv.FormatInt(shmSize(spec), 10), zygoteDefs)
 }
 
 func (z *zygote) AwaitReady() error {

@@ -1,7 +1,7 @@
 def __codexec_zygote():
-    # Python fork-server (see zygote.go). Runs as the -c program of a python
-    # that has finished its start-up, inside a sandbox without Landlock or
-    # seccomp of its own, and runs only this code. For each "F" message on
+    # Python fork-server (see zygote.go). Runs, called by the -c program of
+    # a python that has finished its start-up (zygoteBoot), inside a sandbox
+    # without Landlock or seccomp of its own, and runs only this code. For each "F" message on
     # fd 3 (with the run's stdin, stdout, stderr, control socket and cgroup
     # files attached) it clones a child in new user, mount, pid, ipc, uts and
     # network namespaces (pid 1 of its own). The child joins the run's
@@ -13,7 +13,14 @@ def __codexec_zygote():
     # reports its wait status on the run's control socket.
     import os, sys
     fresh = set(sys.modules)
-    import ctypes, fcntl, gc, select, signal, socket, struct
+    # _signal and _socket, not signal and socket, which import enum,
+    # selectors and collections: every page of the fork-server's memory is
+    # mapped, then unmapped, in each child.
+    import ctypes, fcntl, gc, select, struct, _signal, _socket
+    # A child's `import atexit` (python_run.py) finds it here instead of
+    # running the import machinery; the stub then removes it from
+    # sys.modules, which a fresh interpreter's lacks.
+    import atexit
     argv = sys.argv[1:]
     seccomp_fd, tmp_size, ws_root = int(argv[0]), int(argv[1]), argv[2]
     nr_capset, uid, gid = int(argv[3]), int(argv[4]), int(argv[5])
@@ -35,9 +42,11 @@ def __codexec_zygote():
             raise OSError(e, what + ": " + os.strerror(e))
 
     def mount(src, dst, fstype, flags, data):
-        check(libc.mount(src, dst.encode(), fstype, flags, data), "mount " + dst)
+        if libc.mount(src, dst, fstype, flags, data) < 0:
+            check(-1, "mount " + dst.decode(errors="replace"))
 
     def write_file(path, data):
+        # os.open and os.write, not open(): no io objects in the child.
         fd = os.open(path, os.O_WRONLY)
         try:
             os.write(fd, data)
@@ -57,7 +66,7 @@ def __codexec_zygote():
         # its pid namespace, so no intermediate process is needed. Python's
         # after-fork handlers do not run: the fork-server has no threads,
         # locks held or at-fork callbacks (start-up refuses threading).
-        pid = libc.syscall(nr_clone, ctypes.c_ulong(clone_flags), None, ctypes.byref(pidfd), None, None)
+        pid = syscall(*clone_args)
         check(pid, "clone")
         return pid
 
@@ -107,24 +116,31 @@ def __codexec_zygote():
     def loopback_up():
         # The new network namespace has only lo, and it is down: bring it
         # up so a run can talk to itself over 127.0.0.1, as in every other
-        # mode (bwrap does the same for its runs).
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        # mode (bwrap does the same for its runs). _socket, not socket: the
+        # latter's python-level methods would copy the pages they lie on.
+        s = _socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)
+        try:
             fcntl.ioctl(s.fileno(), 0x8914, lo_up)  # SIOCSIFFLAGS
+        finally:
+            s.close()
+
+    uid_map, gid_map = b"%d %d 1" % (uid, uid), b"%d %d 1" % (gid, gid)
+    tmp_opts = b"size=%d,mode=1777" % tmp_size
+    shm_opts = b"size=%d,mode=1777" % shm_size
+    ws_root_b = os.fsencode(ws_root)
 
     def namespaces():
-        write_file("/proc/self/uid_map", b"%d %d 1" % (uid, uid))
+        write_file("/proc/self/uid_map", uid_map)
         write_file("/proc/self/setgroups", b"deny")
-        write_file("/proc/self/gid_map", b"%d %d 1" % (gid, gid))
-        mount(b"none", "/", None, MS_REC | MS_PRIVATE, None)
-        held = keep_below_tmp()
-        opts = b"size=%d,mode=1777" % tmp_size
-        mount(b"tmpfs", "/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, opts)
+        write_file("/proc/self/gid_map", gid_map)
+        mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)
+        held = keep_below_tmp() if below_tmp else ()
+        mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, tmp_opts)
         restore_below_tmp(held)
-        opts = b"size=%d,mode=1777" % shm_size
-        mount(b"tmpfs", "/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, opts)
+        mount(b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, shm_opts)
         loopback_up()
         if ws_root:
-            mount(b"tmpfs", ws_root, b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
+            mount(b"tmpfs", ws_root_b, b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
 
     def landlock_base():
         # The ruleset's access and the rules for the zygote's own read-only
@@ -138,18 +154,18 @@ def __codexec_zygote():
         shared = []
         for path, access in (("/", read), ("/dev", read | 2 | (fs_all & 1 << 15))):
             pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            shared.append((path, struct.pack("=Qi", access, pfd)))
+            shared.append(("landlock rule " + path, struct.pack("=Qi", access, pfd)))
         return fs_all, attr, shared
 
-    def landlock(rw):
+    def landlock():
         ruleset = libc.syscall(444, ll_attr, len(ll_attr), 0)
         check(ruleset, "landlock_create_ruleset")
-        rules = list(ll_shared)
-        for d in rw:
-            pfd = os.open(d, os.O_PATH | os.O_CLOEXEC)
-            rules.append((d, struct.pack("=Qi", ll_fs_all, pfd)))
-        for path, rule in rules:
-            check(libc.syscall(445, ruleset, 1, rule, 0), "landlock rule " + path)
+        for what, rule in ll_shared:
+            check(libc.syscall(445, ruleset, 1, rule, 0), what)
+        for path, what in ll_rw:
+            pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            rule = ll_rw_access + pfd.to_bytes(4, sys.byteorder)
+            check(libc.syscall(445, ruleset, 1, rule, 0), what)
         check(libc.prctl(38, 1, 0, 0, 0), "no_new_privs")
         check(libc.syscall(446, ruleset, 0), "landlock_restrict_self")
         # The rule descriptors go with closerange() after this.
@@ -157,6 +173,8 @@ def __codexec_zygote():
     # What every child needs for its restriction is built once here, so a
     # child copies no page for it (each page a fork's child writes is a copy).
     ll_fs_all, ll_attr, ll_shared = landlock_base()
+    ll_rw_access = struct.pack("=Q", ll_fs_all)  # then the directory's descriptor
+    ll_rw = [(d, "landlock rule " + d) for d in ["/tmp", "/dev/shm"] + ([ws_root] if ws_root else [])]
     below_tmp = mounts_below_tmp()
     with open("/proc/sys/kernel/cap_last_cap") as f:
         all_caps = range(int(f.read()) + 1)
@@ -166,24 +184,24 @@ def __codexec_zygote():
 
     def drop_privileges():
         for cap in all_caps:
-            libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP
-        libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT_CLEAR_ALL
-        check(libc.syscall(nr_capset, cap_header, cap_data), "capset")
-        check(libc.prctl(22, 2, seccomp_fprog, 0, 0), "seccomp")
+            prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP
+        prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT_CLEAR_ALL
+        check(syscall(nr_capset, cap_header, cap_data), "capset")
+        check(prctl(22, 2, seccomp_fprog, 0, 0), "seccomp")
 
     def program():
         # Everything but the run itself happens before "R", off the run's
         # path. The workspace is mounted later by the server below /tmp or
         # ws_root, whose rules cover it (Landlock checks a mount point's
         # parent, not the mount point).
-        mount(b"proc", "/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-        landlock(["/tmp", "/dev/shm"] + ([ws_root] if ws_root else []))
+        mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        landlock()
         drop_privileges()
-        os.closerange(4, 1 << 30)
+        closerange(4, 1 << 30)
         for name in zygote_modules:
             del sys.modules[name]
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        os.write(3, b"R")
+        _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
+        write(3, b"R")
         gc.unfreeze()
         return __codexec_read_run()
 
@@ -191,13 +209,13 @@ def __codexec_zygote():
         # fds: stdin, stdout, stderr, control socket, cgroup.procs files.
         ctl.detach()  # fd 3 becomes the run's control socket
         for p in fds[4:]:
-            os.write(p, b"0")
-            os.close(p)
+            write(p, b"0")
+            close(p)
         for i, fd in enumerate(fds[:4]):
-            os.dup2(fd, i)
+            dup2(fd, i)
         for fd in fds[:4]:
             if fd > 3:
-                os.close(fd)
+                close(fd)
         namespaces()
         return program()
 
@@ -209,7 +227,7 @@ def __codexec_zygote():
             pid = clone()
         except OSError:
             for fd in fds:
-                os.close(fd)
+                close(fd)
             raise
         if pid == 0:
             try:
@@ -220,18 +238,27 @@ def __codexec_zygote():
                 finally:
                     os._exit(126)
         for fd in fds[:3] + fds[4:]:
-            os.close(fd)
+            close(fd)
         return pidfd.value, (pid, fds[3])
 
+    def recv_fds():
+        # One "F" message and the descriptors attached to it.
+        msg, anc, _, _ = recvmsg(16, cmsg_space)
+        fds = []
+        for level, kind, data in anc:
+            if level == SOL_SOCKET and kind == SCM_RIGHTS:
+                fds += memoryview(data[:len(data) & ~3]).cast("i").tolist()
+        return msg, fds
+
     def reap(pid, run_ctl):
-        _, status = os.waitpid(pid, 0)
+        _, status = waitpid(pid, 0)
         try:
-            os.write(run_ctl, struct.pack("i", status))
+            write(run_ctl, pack_status(status))
         except OSError:
             pass  # the server gave up on the run
-        os.close(run_ctl)
+        close(run_ctl)
 
-    ctl = socket.socket(fileno=3)
+    ctl = _socket.socket(fileno=3)
     # Warm, once, what every run's first steps touch (the user site lookup
     # with no home, exec of a string, stdout), so children share it instead
     # of each building its own copy.
@@ -243,22 +270,40 @@ def __codexec_zygote():
     os.environ.clear()
     exec("print('', end='')", {})
     sys.stdout.flush()
-    zygote_modules = sorted(set(sys.modules) - fresh)
+    zygote_modules = sorted(set(sys.modules) - fresh - {"atexit"})
+    # What the serving loop and a child's steps use, bound once and made
+    # last, so that it lies on few pages: after each fork, every page the fork-server writes is
+    # copied while the child lives, and each attribute lookup writes to the
+    # objects it goes through.
+    syscall, prctl, close, waitpid, write = libc.syscall, libc.prctl, os.close, os.waitpid, os.write
+    dup2, closerange = os.dup2, os.closerange
+    clone_args = (nr_clone, ctypes.c_ulong(clone_flags), None, ctypes.byref(pidfd), None, None)
+    recvmsg, cmsg_space = ctl.recvmsg, _socket.CMSG_SPACE(16 * 4)
+    SOL_SOCKET, SCM_RIGHTS, POLLIN = _socket.SOL_SOCKET, _socket.SCM_RIGHTS, select.POLLIN
+    pack_status = struct.Struct("i").pack
+    poll = select.poll()
+    wait, register, unregister = poll.poll, poll.register, poll.unregister
+    register(3, POLLIN)
+    live = {}  # pidfd: (pid, the run's control socket)
+    live_pop = live.pop
+    # In a child, this function's objects outlive it (until a full
+    # collection, for the cycle): freeing them as its frame goes would write
+    # to, and so copy, every page they and what they hold lie on.
+    # The stub's functions too: it removes them from the run's globals.
+    keep = list(locals().values())
+    keep += [keep, __codexec_zygote, __codexec_run, __codexec_read_run]
     # Keep the collector off the zygote's objects in children (each page it
     # touched would be copied); children unfreeze before the run.
     gc.freeze()
     os.write(3, b"Z")
-    poll = select.poll()
-    poll.register(3, select.POLLIN)
-    live = {}  # pidfd: (pid, the run's control socket)
     while True:
-        for fd, _ in poll.poll():
+        for fd, _ in wait():
             if fd != 3:
-                poll.unregister(fd)
-                reap(*live.pop(fd))
-                os.close(fd)
+                unregister(fd)
+                reap(*live_pop(fd))
+                close(fd)
                 continue
-            msg, fds, _, _ = socket.recv_fds(ctl, 16, 16)
+            msg, fds = recv_fds()
             if not msg:
                 os._exit(0)
             try:
@@ -269,6 +314,5 @@ def __codexec_zygote():
             if child_fd is None:
                 return started  # in the child: its run
             live[child_fd] = started
-            poll.register(child_fd, select.POLLIN)
+            register(child_fd, POLLIN)
 
-__codexec_run(*__codexec_zygote(), "__codexec_zygote")
