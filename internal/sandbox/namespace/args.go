@@ -11,6 +11,7 @@ import (
 
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/sandbox/helper"
+	"github.com/codexec/codexec/internal/sandbox/staging"
 )
 
 // rootLinks are the top-level entries that are symlinks into /usr on merged
@@ -44,7 +45,7 @@ const warmDir = "/.workspace"
 // inherited descriptors (fd 3 + index).
 type bwrapArgs struct {
 	n     *Backend
-	stage *stage
+	stage *staging.Stage
 	// refs makes fd return references a pooled launcher resolves.
 	refs bool
 	// warm builds a runner started before its workspace is known: an empty
@@ -110,9 +111,9 @@ func (b *bwrapArgs) attachTemplate() error {
 	}
 	plan := []string{strconv.Itoa(len(b.files))}
 	b.files = append(b.files, ns)
-	for _, t := range b.stage.takeTrees() {
-		plan = append(plan, strconv.Itoa(len(b.files))+":"+t.dest)
-		b.files = append(b.files, t.f)
+	for _, t := range b.stage.TakeTrees() {
+		plan = append(plan, strconv.Itoa(len(b.files))+":"+t.Dest)
+		b.files = append(b.files, t.F)
 	}
 	b.plan = strings.Join(plan, " ")
 	return nil
@@ -155,7 +156,7 @@ func (b *bwrapArgs) buildArgs(spec sandbox.Spec) error {
 		exe := landlockInitPath // in the template
 		if b.n.tmpl == nil {
 			var err error
-			if exe, err = b.stage.bind(b.n.opts.Exe); err != nil {
+			if exe, err = b.stage.Bind(b.n.opts.Exe); err != nil {
 				return fmt.Errorf("sandbox: landlock helper: %w", err)
 			}
 		}
@@ -211,7 +212,7 @@ func shmSize(spec sandbox.Spec) int64 {
 // with the workspace) through a staging mount, else a size-limited tmpfs.
 func (b *bwrapArgs) tmp(spec sandbox.Spec) error {
 	if spec.TmpDir != "" {
-		p, err := b.stage.bind(spec.TmpDir)
+		p, err := b.stage.Bind(spec.TmpDir)
 		if err != nil {
 			return fmt.Errorf("sandbox: /tmp: %w", err)
 		}
@@ -286,9 +287,9 @@ func passwdData(uid, gid int, home string) string {
 
 // workspace binds the workspace at its host path, writable unless ro
 // (through a staging mount, since the sandbox uid may not be able to
-// traverse its parents; see stage.go) and masks forbidden paths below it.
+// traverse its parents; see internal/sandbox/staging) and masks forbidden paths below it.
 func (b *bwrapArgs) workspace(dir string, ro bool) error {
-	p, err := b.stage.bind(dir)
+	p, err := b.stage.Bind(dir)
 	if err != nil {
 		return fmt.Errorf("sandbox: workspace: %w", err)
 	}
@@ -329,7 +330,7 @@ func (b *bwrapArgs) readOnly(spec sandbox.Spec) error {
 		if spec.Dir != "" && strings.HasPrefix(bd.target, spec.Dir+"/") && !sandbox.CanReach(spec.Dir, bd.target, b.n.opts.UID) {
 			continue // inside the workspace where the sandbox cannot go anyway
 		}
-		p, err := b.stage.bind(bd.host)
+		p, err := b.stage.Bind(bd.host)
 		if err != nil {
 			return fmt.Errorf("sandbox: mount %s: %w", bd.host, err)
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/codexec/codexec/internal/sandbox/helper"
 	"github.com/codexec/codexec/internal/sandbox/mounttemplate"
 	"github.com/codexec/codexec/internal/sandbox/seccomp"
+	"github.com/codexec/codexec/internal/sandbox/staging"
 	"github.com/codexec/codexec/internal/sandbox/warm"
 )
 
@@ -114,7 +115,7 @@ func newBackend(o Options) (*Backend, error) {
 			slog.Info("removed cgroups left by codexec servers that are gone", "count", k.Removed,
 				"spared_with_processes", k.Spared)
 		}
-		sweepStages()
+		staging.Sweep()
 	})
 	if !n.cg.Usable() {
 		return nil, fmt.Errorf("resource limits unavailable: %s", n.cg)
@@ -122,10 +123,10 @@ func newBackend(o Options) (*Backend, error) {
 	if n.seccomp, err = seccomp.Program(); err != nil {
 		return nil, err
 	}
-	if err := acquireStagingRoot(); err != nil {
+	if err := staging.Acquire(); err != nil {
 		return nil, fmt.Errorf("staging directory: %w", err)
 	}
-	root, err := stagingRoot()
+	root, err := staging.Root()
 	if err == nil {
 		n.tmpl, err = openTemplate(n.opts, root)
 	}
@@ -277,7 +278,7 @@ func (n *Backend) Close() error {
 	if n.tmpl != nil {
 		n.tmpl.Close()
 	}
-	releaseStagingRoot()
+	staging.Release()
 	cgroup.Release()
 	return nil
 }
@@ -289,14 +290,14 @@ func (n *Backend) start(spec sandbox.Spec, name string, cg *cgroup.Group, w *lau
 	if err := sandbox.HandOverWorkspace(spec, n.opts.OwnedRoot, n.opts.UID, n.opts.GID); err != nil {
 		return nil, err
 	}
-	st, err := n.newStage(name)
+	st, err := staging.New(name, n.tmpl != nil)
 	if err != nil {
 		return nil, err
 	}
 	b := &bwrapArgs{n: n, stage: st, refs: w != nil}
 	defer b.CloseFiles()
 	if err := b.build(spec); err != nil {
-		_ = st.release()
+		_ = st.Release()
 		return nil, err
 	}
 	var p *proc.HostProc
@@ -312,7 +313,7 @@ func (n *Backend) start(spec sandbox.Spec, name string, cg *cgroup.Group, w *lau
 		p, err = proc.Start(n.coldCmd(spec, cg, bwrapArgv, b.files, b.plan), spec.Stdin, spec.Stdout, spec.Stderr, hooks)
 	}
 	if err != nil {
-		_ = st.release()
+		_ = st.Release()
 		return nil, fmt.Errorf("sandbox: start bwrap: %w", err)
 	}
 	return p, nil
@@ -320,7 +321,7 @@ func (n *Backend) start(spec sandbox.Spec, name string, cg *cgroup.Group, w *lau
 
 // runHooks are the sandbox.Process hooks of a run in cg whose staging mounts are st;
 // *pp is the run's proc.HostProc once started.
-func (n *Backend) runHooks(cg *cgroup.Group, st *stage, pp **proc.HostProc) proc.Hooks {
+func (n *Backend) runHooks(cg *cgroup.Group, st *staging.Stage, pp **proc.HostProc) proc.Hooks {
 	return proc.Hooks{
 		Signal: func(sig syscall.Signal) error {
 			if sig == syscall.SIGKILL {
@@ -345,7 +346,7 @@ func (n *Backend) runHooks(cg *cgroup.Group, st *stage, pp **proc.HostProc) proc
 			n.runners.Cleanups.Add(1)
 			go func() {
 				defer n.runners.Cleanups.Done()
-				if err := errors.Join(cg.Destroy(), st.release()); err != nil {
+				if err := errors.Join(cg.Destroy(), st.Release()); err != nil {
 					slog.Warn("sandbox cleanup", "err", err)
 				}
 				n.launchers.refill()
@@ -432,7 +433,7 @@ func (n *Backend) newRunner(req warm.Request) (*nsRunner, error) {
 		return nil, err
 	}
 	_ = cg.SetCPUWeight(2)
-	st, err := n.newStage(name)
+	st, err := staging.New(name, n.tmpl != nil)
 	if err != nil {
 		_ = cg.Destroy()
 		return nil, err
@@ -440,7 +441,7 @@ func (n *Backend) newRunner(req warm.Request) (*nsRunner, error) {
 	r, err := n.launchRunner(spec, cg, st, req.Exec)
 	if err != nil {
 		_ = cg.Destroy()
-		_ = st.release()
+		_ = st.Release()
 		return nil, err
 	}
 	return r, nil

@@ -3,8 +3,8 @@
 // unprivileged uid. Its files: the backend and its run path
 // (namespace.go), bwrap's command line (args.go), the template mount
 // namespace bwrap starts from (template.go, built by package
-// mounttemplate) and staging mounts (stage.go), the seccomp filter
-// (seccomp*.go), pooled sandbox-init launchers (launcher.go), warm runners
+// mounttemplate; a run's trees are staged by package staging), pooled
+// sandbox-init launchers (launcher.go), warm runners
 // (runner.go) and binding a workspace into one (bind.go), and python
 // fork-servers (zygote.go). The child side of its re-executions is package
 // helper. All of it needs

@@ -10,6 +10,7 @@ import (
 	"github.com/codexec/codexec/internal/cgroup"
 	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/staging"
 	"github.com/codexec/codexec/internal/sandbox/warm"
 )
 
@@ -18,7 +19,7 @@ import (
 type nsRunner struct {
 	warm.Stub
 	cg    *cgroup.Group
-	st    *stage
+	st    *staging.Stage
 	mntns *os.File
 	// forked runners come from a zygote: cmd is nil, and exit is what wait
 	// read from the control socket.
@@ -33,7 +34,7 @@ func (r *nsRunner) Destroy() {
 	_ = r.cg.Kill()
 	_ = r.Wait()
 	_ = r.cg.Destroy()
-	_ = r.st.release()
+	_ = r.st.Release()
 }
 
 func (r *nsRunner) CloseFiles() {
@@ -46,7 +47,7 @@ func (r *nsRunner) CloseFiles() {
 
 // launchRunner starts the runner of spec in cg: its interpreter and stub,
 // or for an exec runner (exec) the Landlock step as the stub.
-func (n *Backend) launchRunner(spec sandbox.Spec, cg *cgroup.Group, st *stage, exec bool) (*nsRunner, error) {
+func (n *Backend) launchRunner(spec sandbox.Spec, cg *cgroup.Group, st *staging.Stage, exec bool) (*nsRunner, error) {
 	rp, err := warm.NewPipes()
 	if err != nil {
 		return nil, err

@@ -24,13 +24,10 @@ import (
 // Each run's launcher (sandbox-init, still root) joins it, unshares a
 // private copy (~12 mounts), moves the run's host trees (workspace, /tmp
 // disk, program directory, spec mounts; detached clones the server made
-// with open_tree, stage.go) onto mount points of that copy, and only then
+// with open_tree, internal/sandbox/staging) onto mount points of that copy, and only then
 // drops its privileges and executes bwrap. Nothing of a run reaches the
 // template: its mounts are in its private copy, and the template's file
 // systems are read-only mounts.
-
-// errNoTemplate means a run needs more mount points than the template has.
-var errNoTemplate = mounttemplate.ErrFull
 
 // templateOK reports whether bwrap at path is reachable in the template.
 func templateOK(o Options) error {

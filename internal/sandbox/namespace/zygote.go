@@ -23,6 +23,7 @@ import (
 	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/sandbox/helper"
+	"github.com/codexec/codexec/internal/sandbox/staging"
 	"github.com/codexec/codexec/internal/sandbox/warm"
 )
 
@@ -78,7 +79,7 @@ type zygote struct {
 	wait func() error
 	ctl  *os.File
 	cg   *cgroup.Group
-	st   *stage
+	st   *staging.Stage
 	mu   sync.Mutex
 	dead bool
 }
@@ -170,7 +171,7 @@ func (n *Backend) startZygote(req warm.Request) (z *zygote, retErr error) {
 	if z.cg, err = cgroup.New(n.cg, name, cgroup.Limits{MemoryBytes: spec.Limits.MemoryBytes}); err != nil {
 		return nil, err
 	}
-	if z.st, err = n.newStage(name); err != nil {
+	if z.st, err = staging.New(name, n.tmpl != nil); err != nil {
 		_ = z.cg.Destroy()
 		return nil, err
 	}
@@ -270,7 +271,7 @@ func (z *zygote) stop() {
 		_ = z.wait()
 	}
 	_ = z.cg.Destroy()
-	_ = z.st.release()
+	_ = z.st.Release()
 }
 
 // closeZygotes stops every zygote (Namespace.Close).

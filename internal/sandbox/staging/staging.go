@@ -1,6 +1,6 @@
 //go:build linux
 
-package namespace
+package staging
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 	"github.com/codexec/codexec/internal/sandbox/mounttemplate"
 )
 
-// Without the template namespace (template.go, where a run's sources are
+// Without the template namespace (where a run's sources are
 // detached clones its launcher mounts instead): bwrap runs as the
 // unprivileged sandbox uid, so it can only bind host directories it can
 // reach by path; a workspace below /root (mode 0700) or a
@@ -26,22 +26,22 @@ import (
 // bwrap those paths, and unmounts them when the run ends. Nothing of the
 // user's permissions is changed.
 
-// The staging root is shared by every Namespace of the process and
-// reference-counted: acquireStagingRoot in newNamespace, releaseStagingRoot
-// in Close; the last release removes it.
+// The staging root is shared by every backend of the process and
+// reference-counted: Acquire when a backend starts, Release when it closes;
+// the last release removes it.
 var staging struct {
 	sync.Mutex
 	root string
 	refs int
 }
 
-// acquireStagingRoot creates /run/codexec-<pid> (if needed) as a private
+// Acquire creates /run/codexec-<pid> (if needed) as a private
 // tmpfs, so staging mounts never propagate to other mount namespaces. Its
 // own tmpfs, not a directory of whatever holds /run: every run makes and
 // removes a few staging directories and mount points, which on a disk file
 // system (ext4, where some hosts keep /run) cost ~1 ms of CPU per run in
 // inode allocation and truncation; on tmpfs they are memory only.
-func acquireStagingRoot() error {
+func Acquire() error {
 	staging.Lock()
 	defer staging.Unlock()
 	if staging.refs > 0 {
@@ -68,16 +68,20 @@ func acquireStagingRoot() error {
 	return nil
 }
 
-func releaseStagingRoot() {
+// Release drops a reference taken by Acquire; the last one unmounts and
+// removes the staging root.
+func Release() {
 	staging.Lock()
 	defer staging.Unlock()
 	if staging.refs--; staging.refs == 0 {
-		removeStageRoot(staging.root)
+		removeRoot(staging.root)
 		staging.root = ""
 	}
 }
 
-func stagingRoot() (string, error) {
+// Root is the staging root's path while a reference is held (Acquire); a
+// scratch directory only the server can reach.
+func Root() (string, error) {
 	staging.Lock()
 	defer staging.Unlock()
 	if staging.root == "" {
@@ -86,22 +90,22 @@ func stagingRoot() (string, error) {
 	return staging.root, nil
 }
 
-// sweepStages unmounts and removes staging roots of codexec servers that
-// are gone (/run/codexec-<pid>).
-func sweepStages() {
+// Sweep unmounts and removes staging roots of codexec servers that are
+// gone (/run/codexec-<pid>).
+func Sweep() {
 	roots, _ := filepath.Glob("/run/codexec-*")
 	for _, r := range roots {
 		pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(r), "codexec-"))
 		if err != nil || pid == os.Getpid() || unix.Kill(pid, 0) != unix.ESRCH {
 			continue
 		}
-		removeStageRoot(r)
+		removeRoot(r)
 	}
 }
 
-// removeStageRoot detaches every mount below root and root itself, then
+// removeRoot detaches every mount below root and root itself, then
 // removes the directories.
-func removeStageRoot(root string) {
+func removeRoot(root string) {
 	runs, _ := os.ReadDir(root)
 	for _, run := range runs {
 		points, _ := os.ReadDir(filepath.Join(root, run.Name()))
@@ -116,44 +120,50 @@ func removeStageRoot(root string) {
 	_ = os.Remove(root)
 }
 
-// stage holds one run's staging mounts, or in template mode (template.go)
-// the detached clones of its sources that its launcher mounts.
-type stage struct {
+// Stage holds one run's staging mounts, or in template mode the detached
+// clones of its sources that its launcher mounts.
+type Stage struct {
 	dir    string
 	points []string
 	// tmpl: trees are open_tree clones to move onto template points; dirs
 	// and files count the points used.
 	tmpl        bool
-	trees       []tree
+	trees       []Tree
 	dirs, files int
 }
 
-// tree is a detached clone of a run's source and its template point.
-type tree struct {
-	f    *os.File
-	dest string
+// Tree is a detached clone of a run's source (F, the caller's to close
+// once handed over) and the template point it goes on (Dest).
+type Tree struct {
+	F    *os.File
+	Dest string
 }
 
-// newStage starts a run's stage: a staging directory, or nothing yet in
-// template mode.
-func (n *Backend) newStage(name string) (*stage, error) {
-	if n.tmpl != nil {
-		return &stage{tmpl: true}, nil
+// ErrNoTemplatePoint means a run needs more mount points than the
+// template namespace has.
+var ErrNoTemplatePoint = mounttemplate.ErrFull
+
+// New starts a run's stage named name: a staging directory, or, for a run
+// started from the template namespace (template), nothing yet.
+func New(name string, template bool) (*Stage, error) {
+	if template {
+		return &Stage{tmpl: true}, nil
 	}
-	root, err := stagingRoot()
+	r, err := Root()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: staging directory: %w", err)
 	}
-	dir := filepath.Join(root, name)
+	dir := filepath.Join(r, name)
 	if err := os.Mkdir(dir, 0o711); err != nil {
 		return nil, fmt.Errorf("sandbox: staging directory: %w", err)
 	}
-	return &stage{dir: dir}, nil
+	return &Stage{dir: dir}, nil
 }
 
-// bind mounts src (a directory or file) on a fresh point in the stage and
-// returns that point's path.
-func (s *stage) bind(src string) (string, error) {
+// Bind mounts src (a directory or file) on a fresh point in the stage and
+// returns that point's path; in template mode it clones src and returns the
+// template point it is to go on (see TakeTrees).
+func (s *Stage) Bind(src string) (string, error) {
 	if s.tmpl {
 		return s.clone(src)
 	}
@@ -180,7 +190,7 @@ func (s *stage) bind(src string) (string, error) {
 
 // clone makes a detached copy of the mount at src (not its submounts, like
 // a plain bind) and returns the template point its launcher will put it on.
-func (s *stage) clone(src string) (string, error) {
+func (s *Stage) clone(src string) (string, error) {
 	fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
 	if err != nil {
 		return "", fmt.Errorf("open_tree %s: %w", src, err)
@@ -197,31 +207,31 @@ func (s *stage) clone(src string) (string, error) {
 	}
 	if *n >= mounttemplate.Points {
 		_ = f.Close()
-		return "", errNoTemplate
+		return "", ErrNoTemplatePoint
 	}
 	dest := mounttemplate.Point(fi.IsDir(), *n)
 	*n++
-	s.trees = append(s.trees, tree{f: f, dest: dest})
+	s.trees = append(s.trees, Tree{F: f, Dest: dest})
 	return dest, nil
 }
 
-// takeTrees hands over the clones made so far (their descriptors become
+// TakeTrees hands over the clones made so far (their descriptors become
 // the caller's).
-func (s *stage) takeTrees() []tree {
+func (s *Stage) TakeTrees() []Tree {
 	t := s.trees
 	s.trees = nil
 	return t
 }
 
-// release unmounts every point and removes the stage (in template mode:
-// closes the clones not handed over).
-func (s *stage) release() error {
+// Release unmounts every point and removes the stage (in template mode:
+// closes the clones not handed over). A nil Stage releases nothing.
+func (s *Stage) Release() error {
 	if s == nil {
 		return nil
 	}
 	if s.tmpl {
-		for _, t := range s.takeTrees() {
-			_ = t.f.Close()
+		for _, t := range s.TakeTrees() {
+			_ = t.F.Close()
 		}
 		return nil
 	}
