@@ -74,19 +74,23 @@ func TestQuietGateSettle(t *testing.T) {
 	if d := time.Since(t0); d > 15*time.Millisecond {
 		t.Fatalf("gate quiet for 30 ms waited %v", d)
 	}
+	started := make(chan struct{})
 	go func() { // five runs of 10 ms with 1 ms gaps
-		for range 5 {
+		for i := range 5 {
 			g.begin()
+			if i == 0 {
+				close(started) // settle must see the burst, however late this goroutine ran
+			}
 			time.Sleep(10 * time.Millisecond)
 			g.end()
 			time.Sleep(time.Millisecond)
 		}
 	}()
-	time.Sleep(2 * time.Millisecond)
+	<-started
 	t0 = time.Now()
 	g.settle(20*time.Millisecond, time.Second, nil)
-	if d := time.Since(t0); d < 65*time.Millisecond || d > 900*time.Millisecond {
-		t.Fatalf("gate across a 55 ms burst waited %v, want the burst and 20 ms", d)
+	if d := time.Since(t0); d < 60*time.Millisecond || d > 900*time.Millisecond {
+		t.Fatalf("gate across a 55 ms burst waited %v, want the rest of the burst and 20 ms", d)
 	}
 	g.begin()
 	defer g.end()
