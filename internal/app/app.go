@@ -214,9 +214,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr 
 		deps.Limiter = l
 	}
 	deps.Files = store
-	if t := a.buildTransfers(cfg.Remote); t != nil {
-		deps.Transfers = t
-	}
+	deps.Transfers = a.buildTransfers(cfg.Remote)
 	if a.replicas != nil {
 		deps.Replicas = a.replicas
 	}

@@ -15,7 +15,7 @@ import (
 // buildTransfers makes the tickets of transfer "url". Over HTTP, the MCP
 // listener serves them once it is bound (wireTransfers). Over stdio, a
 // loopback listener of their own serves them, opened when the first URL is
-// asked for (openTransfers): a stdio client is on this machine, and the
+// asked for (transferListener.open): a stdio client is on this machine, and the
 // bytes then move at disk speed instead of as base64 inside JSON.
 func (a *App) buildTransfers(r config.Remote) *transfer.Tickets {
 	if r.HTTPAddr == "" && r.TransferListen == config.TransferOff {
@@ -36,7 +36,8 @@ type transferListener struct {
 	addr    string
 	handler func() http.Handler // the server's files handler, built after the tickets
 	mu      sync.Mutex
-	srv     *http.Server
+	srv     *http.Server // nil until opened
+	closed  bool
 }
 
 // open listens on l.addr and serves the files handler there; it returns the
@@ -44,7 +45,7 @@ type transferListener struct {
 func (l *transferListener) open() (string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.srv != nil {
+	if l.closed {
 		return "", errors.New("the transfer listener is closed")
 	}
 	ln, err := net.Listen("tcp", l.addr)
@@ -65,9 +66,8 @@ func (l *transferListener) open() (string, error) {
 func (l *transferListener) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.srv == nil {
-		l.srv = &http.Server{} // never opened: keep it from opening now
-		return
+	l.closed = true
+	if l.srv != nil {
+		_ = l.srv.Close()
 	}
-	_ = l.srv.Close()
 }

@@ -1,16 +1,17 @@
 def __codexec_zygote():
     # Python fork-server (see zygote.go). Runs, called by the -c program of
     # a python that has finished its start-up (zygoteBoot), inside a sandbox
-    # without Landlock or seccomp of its own, and runs only this code. For each "F" message on
-    # fd 3 (with the run's stdin, stdout, stderr, control socket and cgroup
-    # files attached) it clones a child in new user, mount, pid, ipc, uts and
-    # network namespaces (pid 1 of its own). The child joins the run's
-    # cgroup, mounts a private /tmp, /dev/shm (and workspace root) and a
-    # fresh /proc, reports "R", waits for the run, restricts itself (Landlock
-    # domain of its own, no capabilities, no_new_privs, the sandbox's seccomp
-    # filter, no descriptors above stdio) and executes the code as `python
-    # -c` would. The fork-server waits for each child (a pidfd per child) and
-    # reports its wait status on the run's control socket.
+    # without Landlock or seccomp of its own, and runs only this code. For
+    # each "F" message on fd 3 (with the run's stdin, stdout, stderr, control
+    # socket and cgroup files attached) it clones a child in new user, mount,
+    # pid, ipc, uts and network namespaces (pid 1 of its own). The child
+    # joins the run's cgroup, mounts a private /tmp, /dev/shm (and workspace
+    # root) and a fresh /proc, reports "R", waits for the run, restricts
+    # itself (Landlock domain of its own, no capabilities, no_new_privs, the
+    # sandbox's seccomp filter, no descriptors above stdio) and executes the
+    # code as `python -c` would. The fork-server waits for each child (a
+    # pidfd per child) and reports its wait status on the run's control
+    # socket.
     import os, sys
     fresh = set(sys.modules)
     # _signal and _socket, not signal and socket, which import enum,
