@@ -220,7 +220,7 @@ func TestExecuteArtifactsAndLog(t *testing.T) {
 }
 
 // findLogEntry scans the daily JSONL logs for the execution entry of an id
-// (not its started record).
+// (files of older versions also hold a started record before it).
 func findLogEntry(t *testing.T, dataDir, id string) map[string]any {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(dataDir, "logs", "executions-*.jsonl"))

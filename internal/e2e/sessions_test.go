@@ -81,7 +81,7 @@ func TestSessionFlowSeed000(t *testing.T) {
 }
 
 // checkSessionLog reads session-<id>.jsonl and checks its lifecycle entries:
-// session_start, execs executions (each after its started record) and
+// session_start, execs executions (one entry each, with its output) and
 // session_end.
 func checkSessionLog(t *testing.T, dataDir, id string, execs int) {
 	t.Helper()
@@ -90,7 +90,7 @@ func checkSessionLog(t *testing.T, dataDir, id string, execs int) {
 		t.Fatal(err)
 	}
 	var types []string
-	started := map[string]bool{}
+	seen := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
@@ -99,16 +99,16 @@ func checkSessionLog(t *testing.T, dataDir, id string, execs int) {
 		if m["session_id"] != id {
 			t.Errorf("entry without session id: %v", m)
 		}
-		if m["type"] == "started" {
-			started[m["execution_id"].(string)] = true
-			continue
-		}
-		if m["type"] == "execution" && !started[m["execution_id"].(string)] {
-			t.Errorf("execution %v without a started record before it", m["execution_id"])
+		if m["type"] == "execution" {
+			id, _ := m["execution_id"].(string)
+			if _, ok := m["stdout"]; seen[id] || !ok || id == "" {
+				t.Errorf("execution %q: a second entry, or one without its output: %v", id, m)
+			}
+			seen[id] = true
 		}
 		types = append(types, m["type"].(string))
 	}
-	if len(types) != execs+2 || len(started) != execs || types[0] != "session_start" || types[len(types)-1] != "session_end" {
+	if len(types) != execs+2 || len(seen) != execs || types[0] != "session_start" || types[len(types)-1] != "session_end" {
 		t.Errorf("log entry types %v", types)
 	}
 }

@@ -109,9 +109,9 @@ type Result struct {
 	DurationMs    int64    `json:"duration_ms" jsonschema:"wall time in milliseconds"`
 	ExecutionTime float64  `json:"execution_time" jsonschema:"wall time in seconds, to the millisecond"`
 	Status        string   `json:"status" jsonschema:"success | execution_error | timeout | setup_error | cancelled"`
-	ErrorMessage  *string  `json:"error_message,omitempty" jsonschema:"why the status is not success; absent on success"`
-	TimedOut      bool     `json:"timed_out,omitempty" jsonschema:"true when the timeout stopped the program; absent otherwise"`
-	Truncated     bool     `json:"truncated,omitempty" jsonschema:"true when stdout or stderr was truncated; absent otherwise"`
+	ErrorMessage  *string  `json:"error_message" jsonschema:"why the status is not success; null on success"`
+	TimedOut      bool     `json:"timed_out" jsonschema:"true when the timeout stopped the program"`
+	Truncated     bool     `json:"truncated" jsonschema:"true when stdout or stderr was truncated"`
 	OOMKilled     bool     `json:"oom_killed,omitempty" jsonschema:"true when the memory limit killed the program"`
 	Artifacts     []string `json:"artifacts" jsonschema:"files created or modified in the working directory"`
 	// SandboxMode is the server's sandbox mode, the same for every run: the

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"time"
 
@@ -11,9 +10,10 @@ import (
 )
 
 // logStarted writes the started record of a run about to start (execution
-// id, canonical language lang, directory dir, started at at) to the log and
-// the in-flight journal, so that a server killed while it runs has it
-// logged as lost at the next start. Nothing is written for req.NoLog or
+// id, canonical language lang, directory dir, started at at) to the
+// in-flight journal, so that a server killed while it runs has it logged as
+// lost at the next start. The execution log itself gets one entry per run,
+// when it ends: a reader taking the entry of an id gets its output. Nothing is written for req.NoLog or
 // without a logger; a background run's OnStart hook is called after it
 // (with or without a logger). The run's end is recorded by its execution
 // entry (logExecution, LogResult).
@@ -33,9 +33,6 @@ func (e *Engine) logStarted(ctx context.Context, id, lang, dir string, req Reque
 		Context: req.Context, ExecutedAt: at.UTC(), Owner: tenant.From(ctx), Background: hook != nil}
 	s.Intent = req.Intent
 	e.opts.Journal.RunStarted(id, "", s)
-	if err := e.log.AppendStarted(s); err != nil {
-		slog.Error("execution log write failed (started record)", "execution_id", id, "err", err)
-	}
 }
 
 // createdDir records a directory the engine created for a run, so that a

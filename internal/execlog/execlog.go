@@ -1,9 +1,9 @@
 // Package execlog writes the execution history as JSONL, the source of truth
 // of execution logging: one-shot runs go to
 // executions-YYYY-MM-DD.jsonl (UTC day of executed_at), session activity to
-// session-<id>.jsonl. Before a run, a started record goes where its
-// execution entry will; a run whose server was killed is logged as lost
-// (started.go).
+// session-<id>.jsonl. Every execution has exactly one entry there, written
+// when it ends; a run whose server was killed is logged as lost at the next
+// start, from the in-flight journal's record of it (started.go).
 //
 // An entry is appended whole or not at all. Each is one line written with a
 // single write(2) on an O_APPEND file under the Logger's mutex and an
@@ -155,6 +155,15 @@ func DailyFile(t time.Time) string {
 
 // SessionFile is the file name of a session's log.
 func SessionFile(sessionID string) string { return "session-" + sessionID + ".jsonl" }
+
+// fileOf is the log file of an execution of sessionID at t (see
+// AppendExecution).
+func fileOf(sessionID *string, t time.Time) string {
+	if sessionID != nil && *sessionID != "" {
+		return SessionFile(*sessionID)
+	}
+	return DailyFile(t)
+}
 
 // AppendExecution writes e to the daily file, or to its session's file when
 // e.SessionID is set.

@@ -8,12 +8,14 @@ import "time"
 // status are unknown.
 const StatusLost = "lost"
 
-// Started is the record written before a run starts (type "started"): what
-// is known of the execution before it runs, in the file its execution entry
-// will go to. A started record without an execution entry of the same id is
-// a run in flight, or one a killed server never finished.
+// Started is what is known of an execution before it runs: the record the
+// in-flight journal keeps for it (package inflight) until its execution
+// entry is written. It never goes to the history files, which hold one
+// entry per execution, written when it ends (or, for a run a killed server
+// never finished, by Lost at the next start). Files written by older
+// versions may still hold records of type "started" before an execution's
+// entry; every reader skips them.
 type Started struct {
-	Type        string      `json:"type"`
 	ExecutionID string      `json:"execution_id"`
 	SessionID   *string     `json:"session_id"`
 	Tool        string      `json:"tool,omitempty"`
@@ -29,22 +31,6 @@ type Started struct {
 	ExecutedAt  time.Time   `json:"executed_at"`
 	Owner       string      `json:"owner,omitempty"`
 	Background  bool        `json:"background,omitempty"`
-}
-
-// fileOf is the log file of an execution of sessionID at t (see
-// AppendExecution).
-func fileOf(sessionID *string, t time.Time) string {
-	if sessionID != nil && *sessionID != "" {
-		return SessionFile(*sessionID)
-	}
-	return DailyFile(t)
-}
-
-// AppendStarted writes s as a started record to the file its execution
-// entry will go to.
-func (l *Logger) AppendStarted(s Started) error {
-	s.Type = "started"
-	return l.Append(fileOf(s.SessionID, s.ExecutedAt), s)
 }
 
 // Lost is the execution entry of a run that started as s and never ended:

@@ -12,7 +12,8 @@ import (
 
 // TestLostRuns checks that a run logged as lost from its started record is
 // indexed with status lost, found by that filter and by its code, and that
-// started records are not executions.
+// the started records older versions wrote to the history before each run
+// are not executions.
 func TestLostRuns(t *testing.T) {
 	x, lg, _ := newIndex(t)
 	ctx := context.Background()
@@ -20,7 +21,11 @@ func TestLostRuns(t *testing.T) {
 	done := execlog.Started{ExecutionID: "exec_done", Language: "bash", Code: "echo done", ExecutedAt: at}
 	lost := execlog.Started{ExecutionID: "exec_lost", Language: "bash", Code: "sleep 300 unfinished", ExecutedAt: at.Add(time.Second)}
 	for _, s := range []execlog.Started{done, lost} {
-		if err := lg.AppendStarted(s); err != nil {
+		old := struct {
+			Type string `json:"type"`
+			execlog.Started
+		}{"started", s}
+		if err := lg.Append(execlog.DailyFile(s.ExecutedAt), old); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -80,8 +80,10 @@ const ModelSurfaceBudget = 13100 + 159
 // merged, 26,651 in all. transfer "url" (the argument, upload_url,
 // download_url, url_expires_at) added 293: 26,944, and the budget grew by
 // as much. list_runs listing every replica's runs (replica, lost_at and
-// note on each run, as list_sessions has) added 66: 27,010.
-const WireBudget = 26700 + 293 + 66
+// note on each run, as list_sessions has) added 66: 27,010. error_message
+// always present, null on success (nullable in the three output schemas of
+// execute_code's shape), added 66: 27,125.
+const WireBudget = 26700 + 293 + 66 + 66
 
 // Version is the server version reported to clients (serverInfo.version
 // in initialize): the module version of this build, as `codexec version`

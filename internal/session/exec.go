@@ -208,8 +208,9 @@ func (m *Manager) logExec(s *Session, req ExecRequest, res engine.Result, starte
 }
 
 // logStarted writes the started record of execution id in s to the
-// session's log and the in-flight journal, so that a server killed while
-// it runs has it logged as lost at the next start.
+// in-flight journal, so that a server killed while it runs has it logged as
+// lost (in the session's log) at the next start. The session's log gets the
+// execution's one entry when it ends.
 func (m *Manager) logStarted(s *Session, req ExecRequest, id string, at time.Time) {
 	log := m.deps.Log
 	if log == nil {
@@ -219,9 +220,6 @@ func (m *Manager) logStarted(s *Session, req ExecRequest, id string, at time.Tim
 	st := execlog.Started{ExecutionID: id, SessionID: &sid, Tool: req.Tool, Language: s.Language, Code: req.Code,
 		SandboxMode: m.opts.SandboxMode, WorkingDir: s.Workspace, Context: req.Call, ExecutedAt: at.UTC(), Owner: s.Owner}
 	m.deps.Journal.RunStarted(id, execlog.SessionFile(s.storage), st)
-	if err := log.AppendStarted(st); err != nil {
-		slog.Error("session log write failed (started record)", "session_id", s.ID, "err", err)
-	}
 }
 
 type startEntry struct {
