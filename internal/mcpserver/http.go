@@ -19,7 +19,9 @@ type HTTPOptions struct {
 	// long, so clients that vanish without DELETE do not pile up (0 = never).
 	SessionTimeout time.Duration
 	// MaxSessionsPerPrincipal bounds the MCP sessions one principal holds
-	// open; a request that would open one more gets 429 (0 = unlimited).
+	// open; a request that would open one more closes the principal's
+	// least recently used idle session, or gets 429 when all are busy
+	// (0 = unlimited).
 	MaxSessionsPerPrincipal int
 }
 
@@ -39,7 +41,19 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 		MaxRequestBodyBytes: o.MaxBodyBytes,
 		SessionTimeout:      o.SessionTimeout,
 	})
-	return newSessionCap(o.MaxSessionsPerPrincipal, s.liveSessionIDs).wrap(h)
+	return newSessionCap(o.MaxSessionsPerPrincipal, s.liveSessionIDs, s.closeSession).wrap(h)
+}
+
+// closeSession closes the connected MCP session id, as a DELETE does: the
+// Streamable HTTP handler forgets it (its later requests get 404) and
+// drops its stored events.
+func (s *Server) closeSession(id string) {
+	for ss := range s.mcp.Sessions() {
+		if ss.ID() == id {
+			_ = ss.Close()
+			return
+		}
+	}
 }
 
 // liveSessionIDs is the set of the ids of the connected MCP sessions.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -44,8 +45,11 @@ func post(t *testing.T, method, url, sessionID, body string) (int, string, int) 
 }
 
 // TestHTTPSessionCap: with a cap of 1, a request that opens no session
-// (a ping without initialize) leaves the slot free, a second initialize is
-// refused with 429 and -32000, and a DELETE frees the slot.
+// (a ping without initialize) leaves the slot free; a second initialize
+// closes the first, idle session to make room (the first's next request
+// gets 404, as a session that ended); a session with a stream open is busy,
+// so with it the only one an initialize is refused with 429 and -32000
+// naming the setting, until the stream ends; a DELETE frees the slot.
 func TestHTTPSessionCap(t *testing.T) {
 	dir := t.TempDir()
 	cfg := config.Defaults(dir)
@@ -67,11 +71,53 @@ func TestHTTPSessionCap(t *testing.T) {
 	}
 	do("POST", "", `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 	first := do("POST", "", initBody)
+	second := do("POST", "", initBody)
+	do("POST", first, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	do("POST", second, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+	stream := openStream(t, srv.URL, second)
 	do("POST", "", initBody)
-	do("DELETE", first, "")
+	stream.Body.Close()
+	third := initAfterStreamEnds(t, srv.URL)
+	do("DELETE", third, "")
 	do("POST", "", initBody)
-	want := []step{{200, 0}, {200, 0}, {429, -32000}, {204, 0}, {200, 0}}
+	want := []step{{200, 0}, {200, 0}, {200, 0}, {404, 0}, {200, 0}, {429, -32000}, {204, 0}, {200, 0}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+}
+
+// openStream opens the standalone SSE stream (GET) of session sid and
+// returns it open; the caller closes its body.
+func openStream(t *testing.T, url, sid string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET stream: %v %v", resp, err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// initAfterStreamEnds initializes until a session is admitted (the server
+// sees a closed stream end a moment after the client closes it) and
+// returns its id.
+func initAfterStreamEnds(t *testing.T, url string) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, id, _ := post(t, "POST", url, "", initBody)
+		if st == 200 {
+			return id
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("initialize still %d 10s after the only stream closed", st)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
