@@ -55,7 +55,7 @@ func TestToolErrors(t *testing.T) {
 	setup := func(msg, code string) map[string]any {
 		return map[string]any{"artifacts": []any{}, "duration_ms": 0.0, "error_message": msg, "code": code,
 			"execution_id": "", "execution_time": 0.0, "exit_code": nil, "language": "",
-			"status": "setup_error", "stderr": "", "stdout": "", "success": false}
+			"status": "setup_error", "stderr": "", "stdout": "", "success": false, "timed_out": false, "truncated": false}
 	}
 	obj := func(msg, code string) map[string]any { return map[string]any{"error": msg, "code": code} }
 	unknown := "unknown session: s1 (list_sessions shows the live ones)"
