@@ -180,7 +180,7 @@ func (c *runChannel) envelope() (*Envelope, error) {
 // fillResult adds code mode's result, logs, metrics and error to res.
 func fillResult(res engine.Result, codeBytes int, timeout time.Duration, env *Envelope, envErr error) engine.Result {
 	res.Metrics = &Metrics{ExecutionTimeMs: float64(res.DurationMs), InputSizeBytes: codeBytes}
-	res.Logs = []string{}
+	res.Logs = &[]string{}
 	res.Value = json.RawMessage("null") // result is always present, null when nothing came back
 	switch {
 	case res.CompileError != nil:
@@ -203,7 +203,11 @@ func fillResult(res engine.Result, codeBytes int, timeout time.Duration, env *En
 }
 
 func envelopeResult(res engine.Result, env *Envelope) engine.Result {
-	res.Logs = env.Logs
+	logs := env.Logs
+	if logs == nil {
+		logs = []string{}
+	}
+	res.Logs = &logs
 	if len(env.Result) > 0 && json.Valid(env.Result) {
 		res.Metrics.OutputSizeBytes = len(env.Result)
 		res.Value = env.Result

@@ -35,7 +35,8 @@ func checkResultKeys(t *testing.T, what string, res *mcp.CallToolResult, extra .
 
 // TestResultsCarryEveryDocumentedField checks that execute_code, run_script,
 // send_to_session and a background run's result (get_run) carry truncated,
-// timed_out and error_message when they are false or null.
+// timed_out and error_message when they are false or null, and a code-mode
+// result its result, logs and metrics when empty.
 func TestResultsCarryEveryDocumentedField(t *testing.T) {
 	s := start(t)
 	res := s.call("execute_code", map[string]any{"language": "bash", "code": "echo hi"})
@@ -51,6 +52,17 @@ func TestResultsCarryEveryDocumentedField(t *testing.T) {
 	sm := checkResultKeys(t, "send_to_session", s.call("send_to_session", map[string]any{"session_id": sess.SessionID, "code": "print(1)"}), "session_id")
 	if sm["truncated"] != false {
 		t.Errorf("send_to_session: truncated %v", sm["truncated"])
+	}
+	// Code mode: result (null when nothing came back), logs ([] when none)
+	// and metrics in the structured result as in the text.
+	cm := s.call("execute_code", map[string]any{"code": "const x = 1;"})
+	var cms map[string]any
+	decodeStructured(t, cm, &cms)
+	if logs, ok := cms["logs"].([]any); !ok || len(logs) != 0 || cms["metrics"] == nil {
+		t.Errorf("code mode without logs: logs %v, metrics %v", cms["logs"], cms["metrics"])
+	}
+	if v, ok := cms["result"]; !ok || v != nil {
+		t.Errorf("code mode returning nothing: result %v (present %v), want null", v, ok)
 	}
 	id := startBackground(t, s.Session, "execute_code", map[string]any{"language": "bash", "code": "echo bg"})
 	v := (&reader{id: id}).untilEnd(t, s.Session, time.Minute)

@@ -126,8 +126,10 @@ type Result struct {
 	Resumed any `json:"resumed,omitempty" jsonschema:"the paused session resumed first: checkpoint age and what was restored or lost, by name"`
 	// Code-mode fields, set only for code-mode executions (package
 	// codemode).
-	Value     any              `json:"result,omitempty" jsonschema:"code mode: the JSON value the code returned"`
-	Logs      []string         `json:"logs,omitempty" jsonschema:"code mode: console output of the code, one entry per call"`
+	Value any `json:"result,omitempty" jsonschema:"code mode: the JSON value the code returned"`
+	// Logs is a pointer so that a code-mode result carries logs even when
+	// empty ([]), as code mode documents, while other results omit it.
+	Logs      *[]string        `json:"logs,omitempty" jsonschema:"code mode: console output of the code, one entry per call"`
 	Metrics   *CodeModeMetrics `json:"metrics,omitempty" jsonschema:"code mode: execution metrics"`
 	CodeError *CodeModeError   `json:"error,omitempty" jsonschema:"code mode: SyntaxError, RuntimeError or TimeoutError details"`
 	// Diff is the full artifact diff (created/modified/deleted) for the log.
@@ -137,6 +139,18 @@ type Result struct {
 	// CompileError is set when TypeScript did not compile (status
 	// execution_error); nothing ran.
 	CompileError *runtime.CompileError `json:"-"`
+}
+
+// LogLines is a code-mode result's logs ([] when none), nil for any other
+// result.
+func (r Result) LogLines() []string {
+	if r.Logs == nil {
+		if r.Metrics != nil {
+			return []string{}
+		}
+		return nil
+	}
+	return *r.Logs
 }
 
 // Seconds is d in seconds rounded to the millisecond, as results report

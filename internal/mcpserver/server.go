@@ -82,8 +82,10 @@ const ModelSurfaceBudget = 13100 + 159
 // as much. list_runs listing every replica's runs (replica, lost_at and
 // note on each run, as list_sessions has) added 66: 27,010. error_message
 // always present, null on success (nullable in the three output schemas of
-// execute_code's shape), added 66: 27,125.
-const WireBudget = 26700 + 293 + 66 + 66
+// execute_code's shape), added 66: 27,125. logs present ([] included) on
+// every code-mode result (nullable in execute_code's schema) added 28:
+// 27,153.
+const WireBudget = 26700 + 293 + 66 + 66 + 28
 
 // Version is the server version reported to clients (serverInfo.version
 // in initialize): the module version of this build, as `codexec version`

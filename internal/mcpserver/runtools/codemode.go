@@ -141,7 +141,7 @@ func fitResult(r engine.Result) engine.Result {
 	if v, ok := r.Value.(json.RawMessage); ok {
 		raw = len(v)
 	}
-	for _, l := range r.Logs {
+	for _, l := range r.LogLines() {
 		raw += len(l)
 	}
 	if raw*14 < budget.MessageBytes { // even escaped twice over, it fits
@@ -155,7 +155,7 @@ func fitResult(r engine.Result) engine.Result {
 	}
 	msg := fmt.Sprintf("the returned value and logs take %d bytes once encoded, more than one message carries to every MCP client (%d MiB): return less, or write the data to a file and return its path (read it with download_file)",
 		size, budget.MessageBytes>>20)
-	r.Value, r.Logs = json.RawMessage("null"), []string{}
+	r.Value, r.Logs = json.RawMessage("null"), &[]string{}
 	r.CodeError = &codemode.Error{Type: "RuntimeError", Name: "ResultTooLarge", Message: msg}
 	full := "ResultTooLarge: " + msg
 	r.Status, r.Success, r.ErrorMessage = engine.StatusExecutionError, false, &full

@@ -38,7 +38,7 @@ type ExecuteCodeIn struct {
 
 func (s *toolset) registerExec() {
 	tool.Add(s.r, &mcp.Tool{
-		Name: "execute_code", Title: "Execute code", OutputSchema: tool.OutputSchema[engine.Result](),
+		Name: "execute_code", Title: "Execute code", OutputSchema: tool.ExecOutputSchema(),
 		Description: "Run code in a fresh sandbox. A failing or timed-out program is a normal result (see status; exit_code null if killed). " +
 			s.timeoutText() + " No language, or intent/context: TypeScript code mode.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(!s.deps.Isolated)},
@@ -198,7 +198,7 @@ func (s *toolset) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest,
 // text, the form code-mode clients parse. A code error is an MCP tool error
 // (isError), so MCP clients see a failed program as a failed call.
 func codeModeText(r engine.Result) *mcp.CallToolResult {
-	out := map[string]any{"result": r.Value, "logs": r.Logs, "metrics": r.Metrics}
+	out := map[string]any{"result": r.Value, "logs": r.LogLines(), "metrics": r.Metrics}
 	if r.CodeError != nil {
 		out["error"] = r.CodeError
 	}

@@ -160,7 +160,7 @@ func TestFits(t *testing.T) {
 		{"a tag name encoding/json refuses (not modelled: kept)", reflect.TypeFor[fitsBadTag](), &jsonschema.Schema{Type: "object"}, false},
 		{"recursive type", reflect.TypeFor[fitsTree](), treeSchema("string"), true},
 		{"recursive type, wrong inside", reflect.TypeFor[fitsTree](), treeSchema("integer"), false},
-		{"execute_code's result", reflect.TypeFor[engine.Result](), OutputSchema[engine.Result](), true},
+		{"execute_code's result", reflect.TypeFor[engine.Result](), ExecOutputSchema(), true},
 		{"send_to_session's result", reflect.TypeFor[engine.Result](), RunOutputSchema(), true},
 		{"any value against no constraint", reflect.TypeFor[fitsIface](), OutputSchema[fitsIface](), true},
 		{"nil schema", reflect.TypeFor[fitsCustom](), nil, true},

@@ -73,6 +73,16 @@ func Section(b *strings.Builder, name, text string) {
 	}
 }
 
+// ExecOutputSchema is execute_code's output schema: engine.Result's, with
+// logs nullable. A code-mode result always carries logs ([] when none)
+// through a pointer to the slice, which the schema must admit as null for
+// Fits to prove every result fits without a per-call check.
+func ExecOutputSchema() *jsonschema.Schema {
+	s := OutputSchema[engine.Result]()
+	s.Properties["logs"] = &jsonschema.Schema{AnyOf: []*jsonschema.Schema{s.Properties["logs"], {Type: "null"}}}
+	return s
+}
+
 // RunOutputSchema is the output schema of the tools that return
 // execute_code's shape but never run code mode (send_to_session,
 // run_script): execute_code's without code mode's result, logs, metrics
