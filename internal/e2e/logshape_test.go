@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -110,6 +111,15 @@ func TestOneLogEntryPerExecution(t *testing.T) {
 	}
 	lost := startBackground(t, s.Session, "execute_code", map[string]any{"language": "bash", "code": "echo started; sleep 300"})
 	want[lost] = "lost"
+	// A session call in flight at the kill: its id is the one the session's
+	// file names besides the two finished ones.
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, _ = s.Session.CallTool(ctx, &mcp.CallToolParams{Name: "send_to_session",
+			Arguments: map[string]any{"session_id": sess.SessionID, "code": "import time\ntime.sleep(300)"}})
+	}()
+	waitInFlight(t, data, 2)
 	if err := s.Cmd.Process.Kill(); err != nil { // SIGKILL of the server we started
 		t.Fatal(err)
 	}
@@ -122,7 +132,43 @@ func TestOneLogEntryPerExecution(t *testing.T) {
 	logs := filepath.Join(data, "logs")
 	daily, _ := filepath.Glob(filepath.Join(logs, "executions-*.jsonl"))
 	checkOneLinePerRun(t, daily, want)
-	checkOneLinePerRun(t, []string{filepath.Join(logs, "session-"+sess.SessionID+".jsonl")}, inSession)
+	sessionFile := filepath.Join(logs, "session-"+sess.SessionID+".jsonl")
+	for _, m := range jsonLines(t, sessionFile) {
+		if id, _ := m["execution_id"].(string); id != "" && inSession[id] == "" {
+			inSession[id] = "lost" // the call in flight at the kill
+		}
+	}
+	if len(inSession) != 3 {
+		t.Errorf("session file names %d executions, want the two finished and the one in flight: %v", len(inSession), inSession)
+	}
+	checkOneLinePerRun(t, []string{sessionFile}, inSession)
+}
+
+// waitInFlight waits until the in-flight journal of the server on data
+// directory data holds n runs started and not ended.
+func waitInFlight(t *testing.T, data string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		files, _ := filepath.Glob(filepath.Join(data, "logs", "inflight", "*.journal"))
+		open := map[string]bool{}
+		for _, f := range files {
+			for _, m := range jsonLines(t, f) {
+				id, _ := m["id"].(string)
+				switch m["op"] {
+				case "run":
+					open[id] = true
+				case "done":
+					delete(open, id)
+				}
+			}
+		}
+		if len(open) >= n {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("fewer than %d runs in flight after 30s", n)
 }
 
 // checkOneLinePerRun reads files and checks that they name exactly the
