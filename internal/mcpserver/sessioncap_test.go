@@ -72,6 +72,9 @@ func TestHTTPSessionCap(t *testing.T) {
 	do("POST", "", `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 	first := do("POST", "", initBody)
 	second := do("POST", "", initBody)
+	if n := a.Server.LiveSessions(); n != 1 {
+		t.Errorf("%d MCP sessions live after the second initialize closed the first, want 1", n)
+	}
 	do("POST", first, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
 	do("POST", second, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
 	stream := openStream(t, srv.URL, second)
