@@ -71,6 +71,7 @@ func fidelityPaths(mode string) []fidelityPath {
 		{name: "typescript/warm", server: fidWarm, lang: "typescript", probe: "probe.js", via: "exec", allowed: warmNode},
 		{name: "bash/warm", server: fidWarm, lang: "bash", probe: "probe.sh", via: "exec"},
 	}
+	paths = append(paths, fidelityREPLPaths()...)
 	if mode == "namespace" {
 		paths = append(paths,
 			fidelityPath{name: "python/forked", server: fidFork, lang: "python", probe: "probe.py", via: "exec",
@@ -126,6 +127,12 @@ func TestFidelityBattery(t *testing.T) {
 			got := runProbeTwice(t, s, p)
 			base := ref[p.lang+"/"+p.via]
 			for i := range got {
+				if p.via == "codemode" || p.via == "session" {
+					// No stdin argument there: both runs are compared
+					// with the cold run without one.
+					compareProbe(t, i, p, ref[p.lang+"/exec"][1], got[i])
+					continue
+				}
 				compareProbe(t, i, p, base[i], got[i])
 			}
 			checkPerRun(t, p, got)
@@ -146,7 +153,7 @@ func runProbeTwice(t *testing.T, s *server, p fidelityPath) [2]map[string]any {
 	var out [2]map[string]any
 	for i := range out {
 		args := map[string]any{"language": p.lang, "code": string(code)}
-		if i == 0 {
+		if i == 0 && p.via == "exec" {
 			args["stdin"] = fidelityStdin
 		}
 		r := runOnPath(t, s, p, args)
@@ -168,6 +175,9 @@ func runOnPath(t *testing.T, s *server, p fidelityPath, args map[string]any) exe
 		if p.probe != "" && r.Status != "success" { // probes must succeed; exit programs may not
 			t.Fatalf("%s: %+v", p.name, r)
 		}
+		if p.via == "codemode" || p.via == "session" {
+			return r // not served by warm runners: nothing logged to check
+		}
 		if servedAs(t, s, p, r.ExecutionID) || try == 40 {
 			checkServedAs(t, s, p, r.ExecutionID)
 			return r
@@ -187,12 +197,15 @@ func servedAs(t *testing.T, s *server, p fidelityPath, id string) bool {
 
 func runVia(t *testing.T, s *server, p fidelityPath, args map[string]any) execResult {
 	t.Helper()
-	if p.via == "exec" {
+	switch p.via {
+	case "exec":
 		r, res := s.exec(args)
 		if res.IsError {
 			t.Fatalf("execute_code: %s", text(res))
 		}
 		return r
+	case "codemode", "session":
+		return runREPL(t, s, p, args)
 	}
 	name := "fidelity-" + strings.ReplaceAll(p.lang, "/", "-")
 	if res := s.call("save_script", map[string]any{"name": name, "language": p.lang, "code": args["code"]}); res.IsError {
@@ -223,11 +236,17 @@ func checkServedAs(t *testing.T, s *server, p fidelityPath, id string) {
 // runDirRE matches a run's own directory name.
 var runDirRE = regexp.MustCompile(`exec_[0-9a-f]+`)
 
+// runMarkRE matches the value of CODEXEC_RUN, by which subprocess mode
+// finds a run's processes (it has no namespaces): one per run on every path.
+var runMarkRE = regexp.MustCompile(`[0-9]+-[0-9]+-[0-9]+-[0-9]+/exec_ID-[0-9]+`)
+
 // normalizeProbe replaces what differs between servers and runs by design
-// (each server's data directory, each run's directory) with placeholders.
+// (each server's data directory, each run's directory and process marker)
+// with placeholders.
 func normalizeProbe(s *server, out string) string {
 	out = strings.ReplaceAll(out, s.DataDir, "$DATA")
-	return runDirRE.ReplaceAllString(out, "exec_ID")
+	out = runDirRE.ReplaceAllString(out, "exec_ID")
+	return runMarkRE.ReplaceAllString(out, "RUN")
 }
 
 // decodeProbe turns a probe's report into a map: JSON for python and node,
@@ -274,6 +293,9 @@ func compareProbe(t *testing.T, run int, p fidelityPath, want, got map[string]an
 	sort.Strings(sorted)
 	for _, k := range sorted {
 		if isPerRun(p.probe, k) || p.allowed[k] != "" {
+			continue
+		}
+		if (p.via == "codemode" || p.via == "session") && !replKeyCompared(k) {
 			continue
 		}
 		if diff := cmp.Diff(w[k], g[k]); diff != "" {

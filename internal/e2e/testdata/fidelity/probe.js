@@ -1,7 +1,7 @@
 // Fidelity probe: prints one JSON object describing the node it runs in, as a
 // fresh `node -e` would see itself. Globals are taken first.
 const g0 = Object.keys(globalThis).sort();
-const fs = require('fs'), nodeCrypto = require('crypto');
+const nodeFs = require('fs'), nodeCrypto = require('crypto');
 function stream(s) {
   const out = {};
   for (const k of ['isTTY', 'writable', 'readable', 'fd', '_type', 'writableHighWaterMark', 'readableHighWaterMark', 'columns']) out[k] = s[k];
@@ -12,7 +12,7 @@ function stream(s) {
 }
 function statusLines() {
   const out = {};
-  for (const line of fs.readFileSync('/proc/self/status', 'utf8').split('\n')) {
+  for (const line of nodeFs.readFileSync('/proc/self/status', 'utf8').split('\n')) {
     const [k, v] = line.split(':');
     if (['SigBlk', 'SigIgn', 'SigCgt', 'NoNewPrivs', 'Seccomp', 'CapEff'].includes(k)) out[k] = v.trim();
   }
@@ -22,9 +22,9 @@ function statusLines() {
 // workers) by kind, as their numbers depend on start-up order.
 function fds() {
   const out = {}, own = [];
-  for (const fd of fs.readdirSync('/proc/self/fd')) {
+  for (const fd of nodeFs.readdirSync('/proc/self/fd')) {
     try {
-      const t = fs.readlinkSync('/proc/self/fd/' + fd);
+      const t = nodeFs.readlinkSync('/proc/self/fd/' + fd);
       const kind = t.includes(':[') ? t.split(':')[0] : t;
       if (Number(fd) <= 2) out[fd] = kind; else own.push(kind);
     } catch (e) { }
@@ -34,10 +34,13 @@ function fds() {
 }
 const short = (a) => a.map((s) => (s.length < 100 ? s : '<' + s.length + ' characters>'));
 function limits() {
-  return fs.readFileSync('/proc/self/limits', 'utf8').split('\n').filter(Boolean);
+  return nodeFs.readFileSync('/proc/self/limits', 'utf8').split('\n').filter(Boolean);
 }
-let stdinText = null;
-try { stdinText = fs.readFileSync(0, 'utf8'); } catch (e) { stdinText = 'error: ' + e.code; }
+// stdin is read by a child with a time limit: a stdin that does not end
+// shows as such instead of blocking the probe.
+// A code mode run or a session has a name fidelity: it does not read stdin.
+const cat = typeof fidelity !== 'undefined' ? null : require('child_process').spawnSync('cat', { stdio: [0, 'pipe', 'pipe'], timeout: 2000, encoding: 'utf8' });
+const stdinText = cat === null ? 'not read' : cat.error || cat.signal ? 'does not end' : cat.stdout;
 const probe = {
   globals: g0,
   argv: process.argv.slice(1),

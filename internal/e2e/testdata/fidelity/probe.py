@@ -62,7 +62,16 @@ def handlers():
 mask = os.umask(0)
 os.umask(mask)
 main = sys.modules["__main__"]
-stdin_text = sys.stdin.read() if sys.stdin is not None else None
+import select
+# A stdin that does not end shows as such instead of blocking the probe.
+if sys.stdin is None:
+    stdin_text = None
+elif "fidelity" in globals() or "fidelity" in dir():
+    stdin_text = "not read: a code mode run or a session"
+elif select.select([sys.stdin], [], [], 2)[0]:
+    stdin_text = sys.stdin.read()
+else:
+    stdin_text = "does not end"
 probe = {
     "globals": G0,
     "modules_at_start": M0,
