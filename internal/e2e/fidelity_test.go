@@ -57,6 +57,9 @@ var (
 	// node -e and the warm runner's vm.runInThisContext both define the
 	// code's top-level functions on globalThis, but node -e leaves them out
 	// of Object.keys(globalThis) (not enumerable) in some programs.
+	// Docker mode's warm runners start from the container's shell.
+	containerPWD        = "docker mode: a warm python run has PWD=/workspace in its environment, from the container's shell that starts the runner; a cold run has no PWD"
+	nodeFIFOs           = "docker mode: node cannot take descriptors over a socket, so a warm node runner's stdin, stdout and stderr are FIFOs in its runner directory (not the run's workspace) and an exit listener reports its exit status on a fourth"
 	enumerableFunctions = "a warm node run's top-level function declarations are enumerable properties of globalThis; under node -e they can be non-enumerable (same functions, same values)"
 )
 
@@ -64,12 +67,18 @@ func fidelityPaths(mode string) []fidelityPath {
 	warmPython := map[string]string{"atexit_callbacks": exitCallback, "fds.1023": statusSocket}
 	warmNode := map[string]string{"globals": enumerableFunctions}
 	forkedPython := map[string]string{"atexit_callbacks": exitCallback, "per_run.hash": sharedHashSeed}
+	if mode == "docker" {
+		warmPython["env.PWD"] = containerPWD
+		warmNode = map[string]string{"globals": enumerableFunctions, "fds.0": nodeFIFOs, "fds.1": nodeFIFOs, "fds.2": nodeFIFOs, "fds.own": nodeFIFOs, "listeners": nodeFIFOs}
+	}
 	paths := []fidelityPath{
 		{name: "python/warm", server: fidWarm, lang: "python", probe: "probe.py", via: "exec", allowed: warmPython},
 		{name: "python/script-warm", server: fidWarm, lang: "python", probe: "probe.py", via: "script", allowed: warmPython},
 		{name: "node/warm", server: fidWarm, lang: "node", probe: "probe.js", via: "exec", allowed: warmNode},
 		{name: "typescript/warm", server: fidWarm, lang: "typescript", probe: "probe.js", via: "exec", allowed: warmNode},
-		{name: "bash/warm", server: fidWarm, lang: "bash", probe: "probe.sh", via: "exec"},
+	}
+	if mode != "docker" { // docker mode has no warm bash runners
+		paths = append(paths, fidelityPath{name: "bash/warm", server: fidWarm, lang: "bash", probe: "probe.sh", via: "exec"})
 	}
 	paths = append(paths, fidelityREPLPaths()...)
 	if mode == "namespace" {
@@ -164,7 +173,7 @@ func runProbeTwice(t *testing.T, s *server, p fidelityPath) [2]map[string]any {
 
 // runOnPath runs args until a run takes p's path: a kind's first run
 // starts its warm runners, so a warm path's run may find none ready (up to
-// 40 tries, a quarter second apart).
+// 20 tries, a quarter second apart).
 func runOnPath(t *testing.T, s *server, p fidelityPath, args map[string]any) execResult {
 	t.Helper()
 	for try := 0; ; try++ {
@@ -178,7 +187,7 @@ func runOnPath(t *testing.T, s *server, p fidelityPath, args map[string]any) exe
 		if p.via == "codemode" || p.via == "session" {
 			return r // not served by warm runners: nothing logged to check
 		}
-		if servedAs(t, s, p, r.ExecutionID) || try == 40 {
+		if servedAs(t, s, p, r.ExecutionID) || try == 20 {
 			checkServedAs(t, s, p, r.ExecutionID)
 			return r
 		}
@@ -240,12 +249,17 @@ var runDirRE = regexp.MustCompile(`exec_[0-9a-f]+`)
 // finds a run's processes (it has no namespaces): one per run on every path.
 var runMarkRE = regexp.MustCompile(`[0-9]+-[0-9]+-[0-9]+-[0-9]+/exec_ID-[0-9]+`)
 
+// hostnameRE matches HOSTNAME in a report: docker mode runs each run in
+// its own container, named at random.
+var hostnameRE = regexp.MustCompile(`HOSTNAME(": ?"|=)[0-9a-f]{12}`)
+
 // normalizeProbe replaces what differs between servers and runs by design
-// (each server's data directory, each run's directory and process marker)
-// with placeholders.
+// (each server's data directory, each run's directory, process marker and
+// container name) with placeholders.
 func normalizeProbe(s *server, out string) string {
 	out = strings.ReplaceAll(out, s.DataDir, "$DATA")
 	out = runDirRE.ReplaceAllString(out, "exec_ID")
+	out = hostnameRE.ReplaceAllString(out, "HOSTNAME${1}CONTAINER")
 	return runMarkRE.ReplaceAllString(out, "RUN")
 }
 
@@ -318,7 +332,7 @@ func isPerRun(probe, key string) bool {
 func flatten(m map[string]any) map[string]any {
 	out := map[string]any{}
 	for k, v := range m {
-		if sub, ok := v.(map[string]any); ok && k != "env" && k != "rlimits" && k != "handlers" {
+		if sub, ok := v.(map[string]any); ok && k != "rlimits" && k != "handlers" {
 			for k2, v2 := range sub {
 				out[k+"."+k2] = v2
 			}
