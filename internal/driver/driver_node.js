@@ -11,6 +11,7 @@ const { PassThrough } = require("stream");
 const { Worker } = require("worker_threads");
 
 const MARK = process.argv[process.argv.length - 1];
+process.argv.splice(1); // what the node REPL has: the mark is the driver's
 const state = { running: false, pending: null };
 
 function rssKB() {

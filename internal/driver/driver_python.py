@@ -9,6 +9,7 @@
 import ast, importlib, json, os, signal, sys, threading, traceback, queue
 
 MARK = sys.argv[1].encode()
+sys.argv[:] = [""]  # what an interactive python has: the mark is the driver's
 DRIVER = "<codexec-driver>"
 requests = queue.Queue()
 state = {"running": False}

@@ -141,18 +141,22 @@ func (p *HostProc) feedStdin(w *os.File, stdin io.Reader) {
 	p.mu.Unlock()
 }
 
-// stdinFile returns the child's stdin: /dev/null, or a pipe fed by a
-// goroutine that stops when the data is written or the pipe is closed.
+// stdinFile returns the child's stdin: a pipe fed by a goroutine that stops
+// when the data is written or the pipe is closed. Without stdin it is a pipe
+// already at its end, not /dev/null: a warm runner's stdin is a pipe that
+// is closed, and a program must see the same kind of file on every path
+// (a pipe is not seekable, /dev/null is; node makes a net.Socket of one and
+// an fs.ReadStream of the other).
 func (p *HostProc) stdinFile(stdin io.Reader) (*os.File, error) {
-	if stdin == nil {
-		return os.Open(os.DevNull)
-	}
 	if f, ok := stdin.(*os.File); ok {
 		return f, nil
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
+	}
+	if stdin == nil {
+		return r, w.Close()
 	}
 	p.stdinW = w
 	go p.feedStdin(w, stdin)

@@ -54,8 +54,9 @@ import (
 // and pays a fork instead of an interpreter start. What children share with
 // the zygote: its read-only view of /usr and /etc, its (Landlock-protected)
 // root and /dev file systems, its hash seed and address-space layout (see
-// SECURITY.md). The cgroup.procs descriptors are opened by the server: since
-// Linux 5.16 a write is checked against the opener's credentials.
+// SECURITY.md; docs/fidelity.md says why the hash seed cannot be per run).
+// The cgroup.procs descriptors are opened by the server: since Linux 5.16 a
+// write is checked against the opener's credentials.
 //
 // The server binds the workspace into the program's mount namespace as for a
 // warm runner (warm_bind.go); only workspaces it can place in the child's

@@ -12,11 +12,48 @@ def __codexec_run(src, args, status_fd, *stub_names):
     # while the kernel still tears the process and its sandbox down.
     import os, sys, site
     sys.argv[:] = ["-c"] + args
+    # The command line `python -c SRC ARGS…` would have had: this
+    # interpreter's flags, then the run's code and arguments.
+    sys.orig_argv = sys.orig_argv[:sys.orig_argv.index("-c") + 1] + [src] + args
     if site.ENABLE_USER_SITE:
         site.USER_BASE = site.USER_SITE = None
         user = site.getusersitepackages()
         if os.path.isdir(user):
             site.addsitedir(user)
+
+    def fresh_stdio(sys):
+        # sys.stdin, stdout and stderr as the interpreter builds them at
+        # start-up (create_stdio in pylifecycle.c), on the descriptors the
+        # run has now. The ones from this interpreter's start-up were built
+        # on other descriptors and cache what they found there: a stdout
+        # built on /dev/null says seekable() is True on the run's pipe, and
+        # then reconfigure() fails with "Illegal seek". Encoding, errors and
+        # buffering come from the start-up ones (same flags and environment).
+        # The old objects are returned, to be kept: freeing them would write
+        # to (and, in a forked run, copy) the pages they lie on.
+        import io
+        stale = []
+        for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+            old = getattr(sys, "__%s__" % name)
+            stale.append(old)
+            if old is None:
+                continue
+            try:
+                os.fstat(fd)
+            except OSError:
+                setattr(sys, name, None)
+                setattr(sys, "__%s__" % name, None)
+                continue
+            buffered = not old.write_through
+            buf = io.open(fd, mode + "b", -1 if buffered or mode == "r" else 0, closefd=False)
+            raw = buf.raw if hasattr(buf, "raw") else buf
+            raw.name = "<%s>" % name
+            line = buffered and (raw.isatty() or fd == 2)
+            s = io.TextIOWrapper(buf, old.encoding, old.errors, "\n", line, not buffered)
+            s.mode = mode
+            setattr(sys, name, s)
+            setattr(sys, "__%s__" % name, s)
+        return stale
 
     def exit_status(code):
         # What the interpreter makes of SystemExit(code); it prints a message.
@@ -27,7 +64,7 @@ def __codexec_run(src, args, status_fd, *stub_names):
         return 1
     status = [0]
 
-    def quick_exit():
+    def quick_exit(_stale=None):
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -42,8 +79,9 @@ def __codexec_run(src, args, status_fd, *stub_names):
             except OSError:
                 pass
         os._exit(status[0])
+    stale = fresh_stdio(sys)
     import atexit
-    atexit.register(quick_exit)
+    atexit.register(quick_exit, stale)
     del sys.modules["atexit"]  # as in a fresh interpreter; callbacks stay
     g = globals()
     for name in stub_names + ("__codexec_run", "__codexec_read_run"):

@@ -33,6 +33,9 @@
     process.env[kv.slice(0, i)] = kv.slice(i + 1);
   }
   process.argv = [process.argv[0], ...rest.slice(1)];
+  // node's flags, then the run's code, as `node -e CODE` would have them.
+  const e = process.execArgv.lastIndexOf('-e');
+  process.execArgv = [...process.execArgv.slice(0, e < 0 ? process.execArgv.length : e), '-e', rest[0]];
   if (statusFd >= 0) {
     // First of the exit listeners: output written so far is in its pipes
     // (synchronous for pipes); the server also waits for their end.
