@@ -1,0 +1,199 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// A caller's own private directory (mode 0700, like every mkdtemp) used as
+// working_dir or cwd: the code has the rights of the directory's owner on
+// that mount only (SECURITY.md, "Callers' directories").
+
+const (
+	callerSecret = "owner-only-5531"
+	otherUID     = 1234 // an id no account on the test host uses
+)
+
+// callerDir makes a directory of mode 0700 owned by uid holding secret.txt
+// (0600, owned by uid).
+func callerDir(t *testing.T, parent, name string, uid int) string {
+	t.Helper()
+	d := filepath.Join(parent, name)
+	if err := os.Mkdir(d, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(d, "secret.txt")
+	if err := os.WriteFile(f, []byte(callerSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{d, f} {
+		if err := os.Chown(p, uid, uid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+// testMode is the sandbox mode the e2e servers run in.
+func testMode() string {
+	if m := os.Getenv("CODEXEC_TEST_SANDBOX_MODE"); m != "" && m != "auto" {
+		return m
+	}
+	return "namespace"
+}
+
+// ownerOf returns the host owner of path.
+func ownerOf(t *testing.T, path string) int {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return int(st.Uid)
+}
+
+// readAndWrite is python that prints its cwd, the secret and what a write
+// in the directory did.
+const readAndWrite = "import os\nprint(os.getcwd())\nprint(open('secret.txt').read().strip())\n" +
+	"try:\n    open('new.txt', 'w').write('x'); print('WROTE')\nexcept OSError as e:\n    print('errno', e.errno)\n"
+
+// TestCallerPrivateDir: over stdio, a 0700 directory owned by root or by
+// another uid is read with its owner's rights in every path a run takes
+// (python forked, bash warm, a session, execute_command, execute_process),
+// its own path is the working directory, writes fail read-only with a true
+// note, a writable root's new file belongs to the owner, and the server
+// reads it for the caller (list_files, download_file) with the same rights.
+func TestCallerPrivateDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a caller's private directory means something only with a root server (as deployed)")
+	}
+	mode := testMode()
+	isolated := mode != "subprocess"
+	base := t.TempDir()
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rw := filepath.Join(base, "rw")
+	if err := os.Mkdir(rw, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, "CODEXEC_WRITABLE_ROOTS="+rw, "ALLOWED_COMMANDS=pwd,read,echo,python3")
+	for _, c := range []struct {
+		name string
+		uid  int
+	}{{"root", 0}, {"uid_1234", otherUID}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := callerDir(t, base, c.name, c.uid)
+			t.Run("python", func(t *testing.T) {
+				r := decodeExec(t, s.call("execute_code", map[string]any{"language": "python", "working_dir": dir, "code": readAndWrite}))
+				checkPrivateRun(t, r, dir, isolated, c.uid)
+				_ = os.Remove(filepath.Join(dir, "new.txt"))
+			})
+			t.Run("bash", func(t *testing.T) {
+				r := decodeExec(t, s.call("execute_code", map[string]any{"language": "bash", "working_dir": dir,
+					"code": "pwd; read -r l < secret.txt; echo \"$l\""}))
+				if want := dir + "\n" + callerSecret + "\n"; r.Stdout != want || r.Status != "success" {
+					t.Errorf("bash over %s: %+v, want stdout %q", dir, r, want)
+				}
+			})
+			t.Run("session", func(t *testing.T) {
+				var out startOut
+				if res := s.callInto("start_session", map[string]any{"language": "python", "working_dir": dir}, &out); res.IsError {
+					t.Fatalf("start_session: %s", text(res))
+				}
+				defer s.call("close_session", map[string]any{"session_id": out.SessionID})
+				r, isErr := s.send(out.SessionID, "import os\nprint(os.getcwd(), open('secret.txt').read().strip())", nil)
+				if want := dir + " " + callerSecret + "\n"; isErr || r.Stdout != want {
+					t.Errorf("session over %s: %+v, want %q", dir, r, want)
+				}
+				l := s.call("list_files", map[string]any{"session_id": out.SessionID})
+				if l.IsError || !strings.Contains(text(l), "secret.txt") {
+					t.Errorf("list_files: %s", text(l))
+				}
+				if got := s.download(map[string]any{"session_id": out.SessionID, "path": "secret.txt"}); string(got) != callerSecret+"\n" {
+					t.Errorf("download_file = %q", got)
+				}
+			})
+			t.Run("execute_command", func(t *testing.T) {
+				res := s.call("execute_command", map[string]any{"command": "pwd; read -r l < secret.txt; echo \"$l\"", "cwd": dir})
+				if res.IsError || !strings.Contains(text(res), dir+"\n") || !strings.Contains(text(res), callerSecret) {
+					t.Errorf("execute_command in %s: %s", dir, text(res))
+				}
+			})
+			t.Run("execute_process", func(t *testing.T) {
+				res := s.call("execute_process", map[string]any{"file": "python3", "cwd": dir,
+					"args": []string{"-c", "import os; print(os.getcwd(), open('secret.txt').read().strip())"}})
+				if res.IsError || !strings.Contains(text(res), dir+" "+callerSecret) {
+					t.Errorf("execute_process in %s: %s", dir, text(res))
+				}
+			})
+		})
+	}
+	t.Run("writable_root", func(t *testing.T) {
+		dir := callerDir(t, rw, "mine", otherUID)
+		r := decodeExec(t, s.call("execute_code", map[string]any{"language": "python", "working_dir": dir,
+			"code": "open('made.txt', 'w').write('hi'); print(open('secret.txt').read().strip())"}))
+		if r.Status != "success" || r.Stdout != callerSecret+"\n" || r.WorkingDirNote != "" && isolated {
+			t.Fatalf("a writable root: %+v", r)
+		}
+		if isolated {
+			if got := ownerOf(t, filepath.Join(dir, "made.txt")); got != otherUID {
+				t.Errorf("made.txt belongs to uid %d on the host, want the directory's owner %d", got, otherUID)
+			}
+		}
+		if got := s.download(map[string]any{"execution_id": r.ExecutionID, "path": "made.txt"}); string(got) != "hi" {
+			t.Errorf("artifact made.txt = %q", got)
+		}
+	})
+	t.Run("refusals_stay", func(t *testing.T) {
+		link := filepath.Join(base, "to-data")
+		if err := os.Symlink(s.DataDir, link); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct{ dir, want string }{
+			{"/etc", "forbidden"}, {s.DataDir, "codexec's own data"}, {link, "codexec's own data"}, {"/", "whole host"},
+		} {
+			for _, call := range []struct {
+				tool string
+				args map[string]any
+			}{
+				{"execute_code", map[string]any{"language": "python", "working_dir": c.dir, "code": "print(1)"}},
+				{"execute_command", map[string]any{"command": "pwd", "cwd": c.dir}},
+			} {
+				if res := s.call(call.tool, call.args); !res.IsError || !strings.Contains(text(res), c.want) {
+					t.Errorf("%s in %s: want a refusal containing %q, got %s", call.tool, c.dir, c.want, text(res))
+				}
+			}
+		}
+	})
+}
+
+// checkPrivateRun checks readAndWrite's run over dir, owned by uid.
+func checkPrivateRun(t *testing.T, r execResult, dir string, isolated bool, uid int) {
+	t.Helper()
+	if r.Status != "success" {
+		t.Fatalf("run over %s: %+v", dir, r)
+	}
+	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
+	if len(lines) != 3 || lines[0] != dir || lines[1] != callerSecret {
+		t.Fatalf("run over %s printed %q, want its path and the secret", dir, r.Stdout)
+	}
+	if !isolated {
+		if lines[2] != "WROTE" || !strings.Contains(r.WorkingDirNote, "subprocess mode") {
+			t.Errorf("subprocess mode: %q, note %q", lines[2], r.WorkingDirNote)
+		}
+		return
+	}
+	if lines[2] != "errno 30" {
+		t.Errorf("a write in a read-only working_dir: %q, want errno 30 (EROFS)", lines[2])
+	}
+	for _, want := range []string{"read-only", "owner (uid " + strconv.Itoa(uid) + ")", "CODEXEC_WRITABLE_ROOTS"} {
+		if !strings.Contains(r.WorkingDirNote, want) {
+			t.Errorf("working_dir_note = %q, want it to say %q", r.WorkingDirNote, want)
+		}
+	}
+}
