@@ -78,11 +78,17 @@ func (w *Workspace) Close() {
 	})
 }
 
-// Open opens the workspace for the server to act on with the sandbox
-// user's rights (files.OpenWorkspace): placing uploads, taking artifact
-// snapshots. The caller closes it.
+// Open opens the workspace for the server to act on with the code's
+// rights (files.OpenWorkspace, rightsOn): placing uploads, taking artifact
+// snapshots. In a caller's directory the forbidden paths and codexec's own
+// state below it do not exist for it, as the sandbox masks them. The
+// caller closes it.
 func (w *Workspace) Open() (*files.Root, error) {
-	return files.OpenWorkspace(w.Dir.Path, w.e.rightsOn(w.Dir), w.Dir.Writable)
+	r, err := files.OpenWorkspace(w.Dir.Path, w.e.rightsOn(w.Dir), w.Dir.Writable)
+	if err == nil && !w.Owned {
+		r.Hide(w.e.guard.Below(w.Dir.Path)...)
+	}
+	return r, err
 }
 
 // Note is what a result says about the caller's working_dir: empty for an

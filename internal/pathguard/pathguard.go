@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -204,6 +205,22 @@ func (g *Guard) OwnerRights(c string, owner int, caller Caller) bool {
 		}
 	}
 	return false
+}
+
+// Below lists the forbidden paths and codexec's own state strictly below
+// the canonical directory c, relative to it: what a sandbox masks in c and
+// what the server must not reach through c either.
+func (g *Guard) Below(c string) []string {
+	var out []string
+	for _, p := range append(append([]string{}, g.forbidden...), g.internal...) {
+		if p != c && Within(p, c) {
+			rel, err := filepath.Rel(c, p)
+			if err == nil && !slices.Contains(out, rel) {
+				out = append(out, rel)
+			}
+		}
+	}
+	return out
 }
 
 // writableDir reports whether c lies within a writable root that resolves.
