@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // A caller's own private directory (mode 0700, like every mkdtemp) used as
@@ -196,4 +198,99 @@ func checkPrivateRun(t *testing.T, r execResult, dir string, isolated bool, uid 
 			t.Errorf("working_dir_note = %q, want it to say %q", r.WorkingDirNote, want)
 		}
 	}
+}
+
+// TestCallerDirPrincipals: over HTTP, a principal gets a directory owner's
+// rights only below the roots the operator listed for it; elsewhere the
+// code has the sandbox user's rights, and a directory it could not read is
+// refused before anything runs, naming the owner, the mode and the fix.
+// One subtest per row of SECURITY.md's table.
+func TestCallerDirPrincipals(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a caller's private directory means something only with a root server (as deployed)")
+	}
+	switch testMode() {
+	case "subprocess":
+		t.Skip("subprocess mode runs code with the server's rights (SECURITY.md)")
+	case "docker":
+		t.Skip("the HTTP harness starts no docker image; docker mode's caller directories are checked by TestCallerPrivateDir")
+	}
+	base := t.TempDir()
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(parent, name string, mode os.FileMode) string {
+		d := filepath.Join(parent, name)
+		if err := os.Mkdir(d, mode); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	aliceRoot, rw := mk(base, "alice", 0o755), mk(base, "rw", 0o755)
+	s := startHTTP(t, "", "CODEXEC_AUTH_TOKENS="+tokenFile(t), "CODEXEC_WRITABLE_ROOTS="+rw,
+		"CODEXEC_PRINCIPAL_ROOTS=alice="+aliceRoot, "TMPDIR="+t.TempDir(), "ALLOWED_COMMANDS=pwd")
+	alice := s.mustConnect(aliceToken)
+	defer alice.Close()
+	run := func(dir, code string) *mcp.CallToolResult {
+		return callTool(t, alice, "execute_code", map[string]any{"language": "python", "working_dir": dir, "code": code})
+	}
+	const read = "print(open('secret.txt').read().strip())"
+	refused := func(t *testing.T, dir string, uid int) {
+		t.Helper()
+		res := run(dir, read)
+		want := "(owner uid " + strconv.Itoa(uid) + ", mode 0700) cannot be read by the sandbox user"
+		if !res.IsError || !strings.Contains(text(res), want) || !strings.Contains(text(res), "CODEXEC_PRINCIPAL_ROOTS") {
+			t.Errorf("want a refusal saying %q and the fix, got %s", want, text(res))
+		}
+		cmd := callTool(t, alice, "execute_command", map[string]any{"command": "pwd", "cwd": dir})
+		if !cmd.IsError || !strings.Contains(text(cmd), want) {
+			t.Errorf("execute_command: want a refusal saying %q, got %s", want, text(cmd))
+		}
+	}
+	t.Run("another_principals_home", func(t *testing.T) {
+		refused(t, callerDir(t, base, "bob-home", otherUID+1), otherUID+1)
+	})
+	t.Run("root_owned", func(t *testing.T) {
+		refused(t, callerDir(t, base, "root-private", 0), 0)
+		// Listed for alice: hers to use with root's owner rights.
+		dir := callerDir(t, aliceRoot, "root-private", 0)
+		var r execResult
+		decodeStructured(t, run(dir, read), &r)
+		if r.Stdout != callerSecret+"\n" || !strings.Contains(r.WorkingDirNote, "owner (uid 0)") {
+			t.Errorf("a root-owned directory below alice's root: %+v", r)
+		}
+	})
+	t.Run("world_readable", func(t *testing.T) {
+		dir := callerDir(t, base, "world", otherUID)
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		pub := filepath.Join(dir, "pub.txt")
+		if err := os.WriteFile(pub, []byte("public\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var r execResult
+		decodeStructured(t, run(dir, "print(open('pub.txt').read().strip())\ntry:\n    "+read+"\nexcept OSError as e:\n    print('errno', e.errno)"), &r)
+		if r.Stdout != "public\nerrno 13\n" || !strings.Contains(r.WorkingDirNote, "sandbox user's rights") {
+			t.Errorf("a world-readable directory not listed for alice: %+v", r)
+		}
+	})
+	t.Run("writable_root", func(t *testing.T) {
+		dir := callerDir(t, rw, "mine", otherUID)
+		var r execResult
+		decodeStructured(t, run(dir, read+"\nopen('made.txt', 'w').write('x')"), &r)
+		if r.Status != "success" || r.Stdout != callerSecret+"\n" || r.WorkingDirNote != "" {
+			t.Fatalf("a directory below a writable root: %+v", r)
+		}
+		if got := ownerOf(t, filepath.Join(dir, "made.txt")); got != otherUID {
+			t.Errorf("made.txt belongs to uid %d, want the directory's owner %d", got, otherUID)
+		}
+		// A root-owned directory below it is not entitled by the
+		// server-wide root: the sandbox user's rights, and the note says so.
+		var w execResult
+		decodeStructured(t, run(rw, "open('x', 'w')"), &w)
+		if !strings.Contains(w.WorkingDirNote, "setfacl") {
+			t.Errorf("the root-owned writable root itself: %+v", w)
+		}
+	})
 }

@@ -23,9 +23,9 @@ type processSpec struct {
 	DirWritable bool
 	// DirOwner: the program has Dir's owner's rights (sandbox.Spec.DirOwner).
 	DirOwner *sandbox.Owner
-	Env         []string
-	Stdin       io.Reader
-	Timeout     time.Duration
+	Env      []string
+	Stdin    io.Reader
+	Timeout  time.Duration
 	// ProgramDir is exposed read-only at sandbox.ProgramPath (may be empty).
 	ProgramDir string
 	Mounts     []sandbox.Mount
