@@ -20,6 +20,12 @@ func ownedWorkspace(root, dir string) bool {
 	return root != "" && dir != "" && strings.HasPrefix(dir, filepath.Clean(root)+"/")
 }
 
+// CallerWorkspace reports whether spec's workspace is a caller's directory
+// (working_dir, cwd), not one of codexec's own below ownedRoot.
+func CallerWorkspace(spec Spec, ownedRoot string) bool {
+	return spec.Dir != "" && !ownedWorkspace(ownedRoot, spec.Dir)
+}
+
 // WorkspaceReadOnly reports whether spec's workspace is mounted read-only
 // in isolated modes: a caller's directory not made writable.
 func WorkspaceReadOnly(spec Spec, ownedRoot string) bool {
