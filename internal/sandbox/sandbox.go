@@ -71,8 +71,9 @@ type Spec struct {
 	// caller's directory is read-only unless DirWritable.
 	Dir string
 	// DirWritable makes a caller's Dir writable in isolated modes, with the
-	// rights its own owner, mode and ACLs give the sandbox user (the
-	// operator's writable roots; the server never changes them).
+	// rights its own owner, mode and ACLs give the sandbox user, or its
+	// owner with DirOwner (the operator's writable roots; the server never
+	// changes them).
 	DirWritable bool
 	// DirOwner, if set, gives the program the rights of the owner of a
 	// caller's Dir on Dir's mount only (an idmapped mount, package idmap):

@@ -13,7 +13,8 @@ import (
 // user by ownership. A caller's directory is never changed — no chown, no
 // chmod, no ACL: it is mounted read-only, or, when the operator made it
 // writable (Spec.DirWritable), writable with exactly the rights the
-// directory itself gives the sandbox user.
+// directory itself gives the sandbox user — or, with Spec.DirOwner, its
+// owner (an idmapped mount).
 
 // ownedWorkspace reports whether dir lies strictly below root.
 func ownedWorkspace(root, dir string) bool {
