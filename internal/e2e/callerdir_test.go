@@ -65,7 +65,8 @@ const readAndWrite = "import os\nprint(os.getcwd())\nprint(open('secret.txt').re
 
 // TestCallerPrivateDir: over stdio, a 0700 directory owned by root or by
 // another uid is read with its owner's rights in every path a run takes
-// (python forked, bash warm, a session, execute_command, execute_process),
+// (python forked, bash and node warm, a session, execute_command,
+// execute_process),
 // its own path is the working directory, writes fail read-only with a true
 // note, a writable root's new file belongs to the owner, and the server
 // reads it for the caller (list_files, download_file) with the same rights.
@@ -100,6 +101,13 @@ func TestCallerPrivateDir(t *testing.T) {
 					"code": "pwd; read -r l < secret.txt; echo \"$l\""}))
 				if want := dir + "\n" + callerSecret + "\n"; r.Stdout != want || r.Status != "success" {
 					t.Errorf("bash over %s: %+v, want stdout %q", dir, r, want)
+				}
+			})
+			t.Run("node", func(t *testing.T) {
+				r := decodeExec(t, s.call("execute_code", map[string]any{"language": "node", "working_dir": dir,
+					"code": "console.log(process.cwd()); console.log(require('fs').readFileSync('secret.txt', 'utf8').trim())"}))
+				if want := dir + "\n" + callerSecret + "\n"; r.Stdout != want || r.Status != "success" {
+					t.Errorf("node over %s: %+v, want stdout %q", dir, r, want)
 				}
 			})
 			t.Run("session", func(t *testing.T) {
