@@ -302,3 +302,37 @@ func TestCallerDirPrincipals(t *testing.T) {
 		}
 	})
 }
+
+// TestCallerDirNoIdmap: a private directory on a file system that refuses
+// idmapped mounts (ramfs) is refused before anything runs, with one error
+// naming the directory, its owner and mode, why and the fix — never a raw
+// permission error from inside the sandbox.
+func TestCallerDirNoIdmap(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a ramfs needs root")
+	}
+	if testMode() == "subprocess" {
+		t.Skip("subprocess mode runs code with the server's rights: nothing to map")
+	}
+	mnt := t.TempDir()
+	if err := syscall.Mount("ramfs", mnt, "ramfs", 0, "mode=0755"); err != nil {
+		t.Skipf("no ramfs here: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	dir := callerDir(t, mnt, "private", otherUID)
+	s := start(t, "ALLOWED_COMMANDS=pwd")
+	for _, call := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"execute_code", map[string]any{"language": "python", "working_dir": dir, "code": "print(1)"}},
+		{"execute_command", map[string]any{"command": "pwd", "cwd": dir}},
+	} {
+		res := s.call(call.tool, call.args)
+		for _, want := range []string{dir + " (owner uid 1234, mode 0700)", "cannot be mounted with its owner's rights here", "chmod o+rx"} {
+			if !res.IsError || !strings.Contains(text(res), want) {
+				t.Errorf("%s: want a refusal saying %q, got %s", call.tool, want, text(res))
+			}
+		}
+	}
+}

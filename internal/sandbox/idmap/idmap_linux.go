@@ -114,5 +114,10 @@ func makeUserns(exe string, o sandbox.Owner, uid, gid int) (_ *os.File, retErr e
 	if err != nil {
 		return nil, fmt.Errorf("open user namespace: %w", err)
 	}
+	defer func() {
+		if retErr != nil {
+			_ = f.Close()
+		}
+	}()
 	return f, nil
 }
