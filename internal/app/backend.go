@@ -85,7 +85,23 @@ func privateDirs(dirs []string) {
 // newGuard is the policy for caller-supplied directories (working_dir, cwd).
 func newGuard(cfg config.Config, env HostEnv) *pathguard.Guard {
 	return pathguard.New(pathguard.Options{Home: env.Home, Forbidden: pathguard.DefaultForbidden(env.Home),
-		Internal: internalDirs(cfg), Writable: cfg.WritableRoots})
+		Internal: internalDirs(cfg), Writable: cfg.WritableRoots,
+		OwnerRoots:     append(append([]string{}, cfg.AllowedCwdRoots...), cfg.WritableRoots...),
+		PrincipalRoots: cfg.PrincipalRoots,
+		LocalRoots:     localRoots(env.Home)})
+}
+
+// localRoots are where the local caller (stdio) is entitled to have code
+// use its directories with their owner's rights: the home of the user who
+// started codexec and its temp directory (see pathguard.OwnerRights).
+func localRoots(home string) []string {
+	var out []string
+	for _, d := range []string{home, os.TempDir()} {
+		if d != "" && d != "/" && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func namespaceOptions(cfg config.Config, env HostEnv, langs *runtime.Set, prewarm []sandbox.Spec) namespace.Options {

@@ -93,7 +93,11 @@ type Config struct {
 	// working_dir or cwd is mounted writable in isolated modes (none by
 	// default: read-only).
 	WritableRoots []string
-	Toolsets      []string
+	// PrincipalRoots lists, per principal, more directories below which
+	// that caller's working_dir or cwd is used with its owner's rights
+	// (CODEXEC_PRINCIPAL_ROOTS).
+	PrincipalRoots map[string][]string
+	Toolsets       []string
 
 	PipIndexURL      string
 	NPMRegistry      string

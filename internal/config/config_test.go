@@ -66,6 +66,8 @@ func TestInvalidNamesVariable(t *testing.T) {
 		{map[string]string{"LOG_LEVEL": "loud"}, "LOG_LEVEL"},
 		{map[string]string{"CODEXEC_MAX_TIMEOUT_MS": "9223372036854775807"}, "CODEXEC_MAX_TIMEOUT_MS"},
 		{map[string]string{"CODEXEC_ARTIFACT_TTL": "9223372036854775807"}, "CODEXEC_ARTIFACT_TTL"},
+		{map[string]string{"CODEXEC_PRINCIPAL_ROOTS": "alice"}, "CODEXEC_PRINCIPAL_ROOTS"},
+		{map[string]string{"CODEXEC_PRINCIPAL_ROOTS": "alice=relative"}, "CODEXEC_PRINCIPAL_ROOTS"},
 	}
 	for _, c := range cases {
 		_, err := load(t, nil, c.env)
@@ -131,6 +133,16 @@ func TestAllowedCommandsAndLists(t *testing.T) {
 	c, _ = load(t, nil, nil)
 	if c.AllowedCommandsSet || c.AllowedCommands != nil {
 		t.Error("unset ALLOWED_COMMANDS must allow nothing")
+	}
+}
+
+// TestPrincipalRoots parses per-principal roots: entries separated by ';',
+// a principal's directories by ','.
+func TestPrincipalRoots(t *testing.T) {
+	c, _ := load(t, nil, map[string]string{"CODEXEC_PRINCIPAL_ROOTS": " alice=/srv/a,/data/a ; bob=/srv/b;"})
+	want := map[string][]string{"alice": {"/srv/a", "/data/a"}, "bob": {"/srv/b"}}
+	if diff := cmp.Diff(want, c.PrincipalRoots); diff != "" {
+		t.Error(diff)
 	}
 }
 

@@ -2,7 +2,10 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -193,3 +196,34 @@ func FormatSize(n int64) string {
 	}
 	return strconv.FormatInt(n, 10)
 }
+
+// principalRoots parses "PRINCIPAL=DIR[,DIR…];…" into Config.PrincipalRoots.
+var principalRoots = kind{typ: "list",
+	set: func(c *Config, v string) error {
+		m := map[string][]string{}
+		for _, e := range strings.Split(v, ";") {
+			if e = strings.TrimSpace(e); e == "" {
+				continue
+			}
+			p, dirs, ok := strings.Cut(e, "=")
+			p = strings.TrimSpace(p)
+			if !ok || p == "" || len(SplitList(dirs)) == 0 {
+				return fmt.Errorf("entry %q: want PRINCIPAL=DIR[,DIR…]", e)
+			}
+			for _, d := range SplitList(dirs) {
+				if !filepath.IsAbs(d) {
+					return fmt.Errorf("entry %q: %s is not an absolute path", e, d)
+				}
+			}
+			m[p] = append(m[p], SplitList(dirs)...)
+		}
+		c.PrincipalRoots = m
+		return nil
+	},
+	get: func(c *Config) string {
+		var out []string
+		for _, p := range slices.Sorted(maps.Keys(c.PrincipalRoots)) {
+			out = append(out, p+"="+strings.Join(c.PrincipalRoots[p], ","))
+		}
+		return strings.Join(out, ";")
+	}}

@@ -55,6 +55,7 @@ var settings = []setting{
 	{"CODEXEC_BASH", "", "bash path (default: discovered at start-up)", str(func(c *Config) *string { return &c.Interpreters.Bash })},
 	{"ALLOWED_COMMANDS", "", "commands execute_command/execute_process may run: comma-separated names or *", commands},
 	{"ALLOWED_CWD_ROOTS", "", "comma-separated roots a cwd must lie within (unset = unrestricted)", list(func(c *Config) *[]string { return &c.AllowedCwdRoots })},
+	{"CODEXEC_PRINCIPAL_ROOTS", "", "per principal, directories below which that caller's working_dir or cwd is used by code with the rights of the directory's owner: PRINCIPAL=DIR[,DIR…] entries separated by ';' (ALLOWED_CWD_ROOTS and CODEXEC_WRITABLE_ROOTS count for every principal; see SECURITY.md)", principalRoots},
 	{"CODEXEC_WRITABLE_ROOTS", "", "comma-separated host directories below which a working_dir or cwd is writable by sandboxed code; elsewhere it is read-only (unset = none)", list(func(c *Config) *[]string { return &c.WritableRoots })},
 	{"CODEXEC_TOOLSETS", "all", "comma-separated toolsets to expose: all, or some of " + strings.Join(Toolsets, ","), toolsets},
 	{"CODEXEC_MAX_UPLOAD_BYTES", "32m", "largest file upload_file accepts", bytesize(func(c *Config) *int64 { return &c.MaxUploadBytes })},

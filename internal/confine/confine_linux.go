@@ -81,5 +81,23 @@ func switchTo(id Identity) error {
 	if uid != id.uid || gid != id.gid {
 		return fmt.Errorf("confine: cannot act as uid %d gid %d (the server is not root?)", id.uid, id.gid)
 	}
+	return dropEffectiveCaps()
+}
+
+// dropEffectiveCaps empties the calling thread's effective capability set.
+// A switch to fsuid 0 (acting with the rights of a directory root owns)
+// keeps root's overriding capabilities, so the owner's permission bits
+// would not be checked at all; without any, root is checked like every
+// owner. The thread is never reused for anything else (pool.serve).
+func dropEffectiveCaps() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("confine: read capabilities: %w", err)
+	}
+	data[0].Effective, data[1].Effective = 0, 0
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("confine: drop capabilities: %w", err)
+	}
 	return nil
 }

@@ -93,3 +93,45 @@ func BenchmarkDo(b *testing.B) {
 		}
 	})
 }
+
+// TestDoAsRootChecksOwnerBits: acting with root's identity (a directory
+// root owns) checks root's permission bits like any owner's, with none of
+// root's overriding capabilities.
+func TestDoAsRootChecksOwnerBits(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("acting as another user needs root")
+	}
+	dir := t.TempDir()
+	cases := []struct {
+		name     string
+		mode     os.FileMode
+		uid      int
+		readable bool
+	}{
+		{"root 0600", 0o600, 0, true},
+		{"root 0000", 0o000, 0, false},
+		{"other user 0600", 0o600, 1234, false},
+	}
+	for _, c := range cases {
+		p := filepath.Join(dir, c.name)
+		if err := os.WriteFile(p, []byte("x"), c.mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(p, c.uid, c.uid); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, c.mode); err != nil {
+			t.Fatal(err)
+		}
+		err := As(0, 0).Do(func() error {
+			f, err := os.Open(p)
+			if err == nil {
+				f.Close()
+			}
+			return err
+		})
+		if got := err == nil; got != c.readable {
+			t.Errorf("%s: readable = %v (%v), want %v", c.name, got, err, c.readable)
+		}
+	}
+}

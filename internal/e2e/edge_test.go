@@ -60,8 +60,12 @@ func TestEdgeAttacks(t *testing.T) {
 			}
 			f := newEdgeFixture(t)
 			f.mode, f.isolated = m.name, m.name != "subprocess"
+			// The fixture stands in for system places: outside the home and
+			// the temp directory of the user who started the server, where a
+			// local caller's own directories are used with their owner's
+			// rights (callerdir_test.go).
 			env := append([]string{"CODEXEC_SANDBOX_MODE=" + m.name, "CODEXEC_WRITABLE_ROOTS=" + f.rwRoot,
-				"ALLOWED_COMMANDS=touch,echo,cat,mv,ls,sh"}, m.env...)
+				"ALLOWED_COMMANDS=touch,echo,cat,mv,ls,sh", "TMPDIR=" + t.TempDir()}, m.env...)
 			s := start(t, env...)
 			f.dataDir = s.DataDir
 			victim := s.startSession("python")
@@ -147,18 +151,11 @@ func edgeCases() []edgeCase {
 					t.Errorf("tool = %q", b)
 				}
 			}},
+		// A root-owned 0700 directory the caller is not entitled to (not
+		// its own place, not listed by the operator): the code could not
+		// even read it, so the call is refused before anything runs.
 		{name: "read_up_by_rename_private", isolatedOnly: true, tool: "execute_code",
-			args: py("private", steal("secret.txt")),
-			check: func(t *testing.T, s *server, f *edgeFixture, res *mcp.CallToolResult) {
-				r := decodeExec(t, res)
-				if strings.Contains(r.Stdout, edgeSecret) {
-					t.Errorf("the sandbox read a root-only file: %q", r.Stdout)
-				}
-				if _, err := os.Stat(filepath.Join(f.private, "secret.txt")); err != nil {
-					t.Errorf("the host file was renamed: %v", err)
-				}
-				noDownload(t, s, r.ExecutionID, "stolen.txt")
-			}},
+			args: py("private", steal("secret.txt")), refused: "(owner uid 0, mode 0700) cannot be read by the sandbox user"},
 		{name: "read_up_by_rename_writable_root", isolatedOnly: true, tool: "execute_code",
 			args: py("rwopen", steal("root-secret")),
 			check: func(t *testing.T, s *server, f *edgeFixture, res *mcp.CallToolResult) {

@@ -76,6 +76,7 @@ type Request struct {
 	// dirWritable: the program may write its workspace (set from the
 	// workspace's placement; see Engine.Workspace).
 	dirWritable bool
+	dirOwner    *sandbox.Owner
 }
 
 // Channel is a side channel between the server and one run's program over
@@ -194,7 +195,7 @@ func (e *Engine) Execute(ctx context.Context, req Request) (Result, error) {
 	if req.Timeout == 0 {
 		req.Timeout = e.opts.DefaultTimeout
 	}
-	ws, err := e.runWorkspace(req.WorkingDir, req.NoLog)
+	ws, err := e.runWorkspace(ctx, req.WorkingDir, req.NoLog)
 	if err != nil {
 		return Result{}, err
 	}
@@ -203,7 +204,7 @@ func (e *Engine) Execute(ctx context.Context, req Request) (Result, error) {
 	defer e.later(ws.Close)
 	id := execlog.NewID("exec_")
 	started := time.Now()
-	req.dirWritable = ws.Dir.Writable
+	req.dirWritable, req.dirOwner = ws.Dir.Writable, dirOwner(ws.Dir)
 	e.logStarted(ctx, id, lang, ws.Dir.Path, req, started)
 	res := e.runCode(ctx, id, lang, ws, req)
 	res.WorkingDir, res.WorkingDirNote = ws.Dir.Path, ws.Note()
@@ -219,12 +220,12 @@ func (e *Engine) Execute(ctx context.Context, req Request) (Result, error) {
 
 // runWorkspace is a one-shot run's workspace: a fresh one (named for a
 // health probe when probe) is handed to the sandbox user.
-func (e *Engine) runWorkspace(workingDir string, probe bool) (*Workspace, error) {
+func (e *Engine) runWorkspace(ctx context.Context, workingDir string, probe bool) (*Workspace, error) {
 	prefix := "exec_"
 	if probe {
 		prefix = "health_"
 	}
-	ws, err := e.Workspace(execlog.NewID(prefix), workingDir)
+	ws, err := e.Workspace(ctx, execlog.NewID(prefix), workingDir)
 	if err != nil || !ws.Owned {
 		return ws, err
 	}
@@ -305,7 +306,7 @@ func (e *Engine) buildAndRun(ctx context.Context, res Result, id, lang string, w
 // codeSpec is the process that runs a code request's built program.
 func (e *Engine) codeSpec(id, lang string, argv []string, progDir string, ws *Workspace, req Request) processSpec {
 	dir := ws.Dir.Path
-	spec := processSpec{ID: id, Argv: argv, Dir: dir, DirWritable: req.dirWritable, Env: runEnv(e.opts, lang, dir),
+	spec := processSpec{ID: id, Argv: argv, Dir: dir, DirWritable: req.dirWritable, DirOwner: req.dirOwner, Env: runEnv(e.opts, lang, dir),
 		Stdin: stdinReader(req.Stdin), Timeout: req.Timeout, ProgramDir: progDir, Warm: warmKind(lang),
 		OnStdout: req.Observe.For("stdout"), OnStderr: req.Observe.For("stderr"), TmpDir: ws.tmpDir(),
 		Background: req.Background}

@@ -56,7 +56,7 @@ func (e *Engine) RunProcess(ctx context.Context, req ProcessRequest) Result {
 	}
 	defer ws.Close()
 	res.WorkingDir = ws.Dir.Path
-	spec := processSpec{ID: id, Argv: req.Argv, Dir: ws.Dir.Path, DirWritable: req.Dir.Writable, Env: runEnv(e.opts, req.Lang, home),
+	spec := processSpec{ID: id, Argv: req.Argv, Dir: ws.Dir.Path, DirWritable: req.Dir.Writable, DirOwner: dirOwner(req.Dir), Env: runEnv(e.opts, req.Lang, home),
 		Timeout: req.Timeout, Network: !e.backend.Isolated(), TmpDir: ws.tmpDir(),
 		OnStdout: req.Log.Observe.For("stdout"), OnStderr: req.Log.Observe.For("stderr")}
 	if req.Stdin != nil {
@@ -128,7 +128,7 @@ type StartRequest struct {
 func (e *Engine) StartProcess(ctx context.Context, req StartRequest) (sandbox.Process, error) {
 	ws := req.Workspace
 	env := prependPaths(runEnv(e.opts, req.Lang, ws.Dir.Path), req.SearchPath)
-	spec := sandboxSpec(e.opts, processSpec{ID: req.ID, Argv: req.Argv, Dir: ws.Dir.Path, DirWritable: ws.Dir.Writable,
+	spec := sandboxSpec(e.opts, processSpec{ID: req.ID, Argv: req.Argv, Dir: ws.Dir.Path, DirWritable: ws.Dir.Writable, DirOwner: dirOwner(ws.Dir),
 		Env: env, Stdin: req.Stdin, Mounts: req.Mounts, TmpDir: ws.tmpDir()}, e.opts.Limits)
 	spec.Stdout, spec.Stderr = req.Stdout, req.Stderr
 	return e.backend.Start(ctx, spec)

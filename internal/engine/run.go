@@ -21,9 +21,11 @@ type processSpec struct {
 	Dir  string
 	// DirWritable: the program may write Dir (sandbox.Spec.DirWritable).
 	DirWritable bool
-	Env         []string
-	Stdin       io.Reader
-	Timeout     time.Duration
+	// DirOwner: the program has Dir's owner's rights (sandbox.Spec.DirOwner).
+	DirOwner *sandbox.Owner
+	Env      []string
+	Stdin    io.Reader
+	Timeout  time.Duration
 	// ProgramDir is exposed read-only at sandbox.ProgramPath (may be empty).
 	ProgramDir string
 	Mounts     []sandbox.Mount
@@ -100,7 +102,7 @@ func (e *Engine) runProcess(ctx context.Context, spec processSpec) outcome {
 // backend ends the run by itself when spec has a timeout.
 func sandboxSpec(opts Options, spec processSpec, limits sandbox.Limits) sandbox.Spec {
 	s := sandbox.Spec{
-		ID: spec.ID, Argv: spec.Argv, Dir: spec.Dir, DirWritable: spec.DirWritable, Env: spec.Env, Stdin: spec.Stdin, ProgramDir: spec.ProgramDir,
+		ID: spec.ID, Argv: spec.Argv, Dir: spec.Dir, DirWritable: spec.DirWritable, DirOwner: spec.DirOwner, Env: spec.Env, Stdin: spec.Stdin, ProgramDir: spec.ProgramDir,
 		Mounts: append(append([]sandbox.Mount(nil), opts.Mounts...), spec.Mounts...), Limits: limits,
 		Network: spec.Network, Warm: spec.Warm, TmpDir: spec.TmpDir, Background: spec.Background,
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"sync"
@@ -34,9 +35,9 @@ type Workspace struct {
 // Workspace returns the workspace of a run or session: workingDir when
 // given (an error when the policy refuses it), else a fresh directory
 // named name under SandboxDir.
-func (e *Engine) Workspace(name, workingDir string) (*Workspace, error) {
+func (e *Engine) Workspace(ctx context.Context, name, workingDir string) (*Workspace, error) {
 	if workingDir != "" {
-		dir, err := e.ResolveDir(workingDir)
+		dir, err := e.ResolveDir(ctx, workingDir)
 		if err != nil {
 			return nil, fmt.Errorf("working_dir rejected: %w", err)
 		}
@@ -77,11 +78,17 @@ func (w *Workspace) Close() {
 	})
 }
 
-// Open opens the workspace for the server to act on with the sandbox
-// user's rights (files.OpenWorkspace): placing uploads, taking artifact
-// snapshots. The caller closes it.
+// Open opens the workspace for the server to act on with the code's
+// rights (files.OpenWorkspace, rightsOn): placing uploads, taking artifact
+// snapshots. In a caller's directory the forbidden paths and codexec's own
+// state below it do not exist for it, as the sandbox masks them. The
+// caller closes it.
 func (w *Workspace) Open() (*files.Root, error) {
-	return files.OpenWorkspace(w.Dir.Path, w.e.backend.User(), w.Dir.Writable)
+	r, err := files.OpenWorkspace(w.Dir.Path, w.e.rightsOn(w.Dir), w.Dir.Writable)
+	if err == nil && !w.Owned {
+		r.Hide(w.e.guard.Below(w.Dir.Path)...)
+	}
+	return r, err
 }
 
 // Note is what a result says about the caller's working_dir: empty for an
@@ -145,38 +152,38 @@ func (e *Engine) handOver(dir string) error {
 }
 
 // ResolveDir checks a caller's directory (working_dir, cwd) against the
-// server's policy (see pathguard) and says whether code may write it.
-func (e *Engine) ResolveDir(dir string) (pathguard.Dir, error) {
-	return e.guard.Resolve(dir, e.opts.BaseDir)
+// server's policy (see pathguard), says whether code may write it and
+// whether code gets its owner's rights there (ownerRights); a directory
+// the code could not use at all is refused here, before anything runs.
+func (e *Engine) ResolveDir(ctx context.Context, dir string) (pathguard.Dir, error) {
+	d, err := e.guard.Resolve(dir, e.opts.BaseDir)
+	if err != nil {
+		return d, err
+	}
+	return e.ownerRights(ctx, d)
 }
 
 // workingDirNote is what a result says about a caller's directory: empty
 // for codexec's own workspaces (given is empty) and for writable
-// directories the sandbox user may really write, in isolated modes.
+// directories the code may really write, in isolated modes.
 func (e *Engine) workingDirNote(given string, dir pathguard.Dir) string {
 	switch {
 	case given == "":
 		return ""
 	case !e.backend.Isolated():
 		return "subprocess mode: the code ran unconfined with the server's rights; " + dir.Path + " was not protected"
+	case !dir.Writable && dir.OwnerRights:
+		return fmt.Sprintf("%s is read-only to the code, which reads it with the rights of its owner (uid %d); "+
+			"an operator can make it writable with CODEXEC_WRITABLE_ROOTS", dir.Path, dir.OwnerUID)
 	case !dir.Writable:
-		return dir.Path + " is read-only to the code; an operator can make it writable with CODEXEC_WRITABLE_ROOTS"
-	case !e.userCanWrite(dir.Path):
+		return dir.Path + " is read-only to the code, which reads it with the sandbox user's rights; an operator can make it writable with CODEXEC_WRITABLE_ROOTS"
+	case dir.OwnerRights && !e.userCan(dir.Path, e.rightsOn(dir), unix.W_OK|unix.X_OK):
+		return fmt.Sprintf("%s is in CODEXEC_WRITABLE_ROOTS and the code has the rights of its owner (uid %d) there, "+
+			"but its mode does not let even the owner write it, and codexec never changes it", dir.Path, dir.OwnerUID)
+	case !dir.OwnerRights && !e.userCan(dir.Path, e.backend.User(), unix.W_OK|unix.X_OK):
 		uid, _ := e.backend.User().IDs()
 		return fmt.Sprintf("%s is in CODEXEC_WRITABLE_ROOTS, but its permissions do not let the sandbox user (uid %d) write it, "+
 			"and codexec never changes them: an operator can grant it (e.g. setfacl -m u:%d:rwx %s)", dir.Path, uid, uid, dir.Path)
 	}
 	return ""
-}
-
-// userCanWrite reports whether the sandbox user may create entries in dir
-// (write and search permission on the directory itself; the sandbox reaches
-// it through a mount, whatever its parents allow).
-func (e *Engine) userCanWrite(dir string) bool {
-	fd, err := unix.Open(dir, openDirFlags, 0)
-	if err != nil {
-		return false
-	}
-	defer unix.Close(fd)
-	return e.backend.User().Do(func() error { return unix.Faccessat(fd, ".", unix.W_OK|unix.X_OK, unix.AT_EACCESS) }) == nil
 }

@@ -28,7 +28,7 @@ func (r *Root) List(p string, recursive bool, limit int) (Listing, error) {
 }
 
 func (r *Root) list(p string, recursive bool, limit int) (Listing, error) {
-	rel, err := Clean(p)
+	rel, err := r.clean(p)
 	if err != nil {
 		return Listing{}, err
 	}
@@ -57,8 +57,8 @@ func (r *Root) walk(rel string, recursive bool, depth, limit int, l *Listing) er
 			return nil
 		}
 		var st unix.Stat_t
-		if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-			continue // vanished meanwhile
+		if r.isHidden(path.Join(rel, name)) || unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+			continue // hidden, or vanished meanwhile
 		}
 		e := entryOf(path.Join(rel, name), &st)
 		l.Entries = append(l.Entries, e)
@@ -108,7 +108,7 @@ func (r *Root) Walk(maxDepth int, visit func(rel string, size int64, mtime time.
 		if err != nil {
 			return false, nil
 		}
-		w := walker{maxDepth: maxDepth, visit: visit, complete: true}
+		w := walker{maxDepth: maxDepth, visit: visit, complete: true, hidden: r.isHidden}
 		w.dir(fd, "", 0)
 		return w.complete && !w.stopped, nil
 	})
@@ -119,6 +119,7 @@ func (r *Root) Walk(maxDepth int, visit func(rel string, size int64, mtime time.
 type walker struct {
 	maxDepth          int
 	visit             func(string, int64, time.Time) bool
+	hidden            func(string) bool
 	complete, stopped bool
 }
 
@@ -132,11 +133,11 @@ func (w *walker) dir(fd int, rel string, depth int) {
 		return
 	}
 	for _, name := range names {
-		var st unix.Stat_t
-		if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-			continue // vanished meanwhile
-		}
 		p := path.Join(rel, name)
+		var st unix.Stat_t
+		if w.hidden(p) || unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+			continue // hidden, or vanished meanwhile
+		}
 		switch {
 		case uint32(st.Mode)&unix.S_IFMT != unix.S_IFDIR:
 			w.stopped = !w.visit(p, st.Size, time.Unix(st.Mtim.Unix()))

@@ -16,7 +16,7 @@ func (r *Root) Mkdir(p string, mode fs.FileMode) error {
 		return fmt.Errorf("%s is read-only to sandboxed code", r.dir)
 	}
 	_, err := within(r, func() (struct{}, error) {
-		rel, err := Clean(p)
+		rel, err := r.clean(p)
 		if err != nil {
 			return struct{}{}, err
 		}

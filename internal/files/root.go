@@ -55,6 +55,9 @@ type Root struct {
 	// readOnly refuses writes (a caller's directory the sandbox may not
 	// write).
 	readOnly bool
+	// hidden are paths beneath the root (Clean form) that do not exist
+	// for it: what the sandbox has masked there (Hide).
+	hidden []string
 }
 
 // OpenRoot opens dir (which must be a real directory, not a symlink). Files
@@ -99,6 +102,31 @@ func within[T any](r *Root, fn func() (T, error)) (T, error) {
 		return err
 	})
 	return out, err
+}
+
+// Hide makes the paths rels (relative to the root, Clean form) and
+// everything beneath them not exist for every operation through r, as the
+// sandbox masks them (forbidden paths and codexec's own state below a
+// caller's directory). Call it before sharing r.
+func (r *Root) Hide(rels ...string) { r.hidden = append(r.hidden, rels...) }
+
+// isHidden reports whether rel is, or lies beneath, a hidden path.
+func (r *Root) isHidden(rel string) bool {
+	for _, h := range r.hidden {
+		if rel == h || strings.HasPrefix(rel, h+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// clean is Clean, refusing hidden paths as not found.
+func (r *Root) clean(p string) (string, error) {
+	rel, err := Clean(p)
+	if err == nil && r.isHidden(rel) {
+		return "", fmt.Errorf("%s: %w", rel, ErrNotFound)
+	}
+	return rel, err
 }
 
 // Close releases the directory fd.
@@ -198,7 +226,7 @@ func (r *Root) Open(p string) (*File, error) {
 }
 
 func (r *Root) open(p string) (*File, error) {
-	rel, err := Clean(p)
+	rel, err := r.clean(p)
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +309,7 @@ func (r *Root) Stat(p string) (Entry, error) {
 }
 
 func (r *Root) stat(p string) (Entry, error) {
-	rel, err := Clean(p)
+	rel, err := r.clean(p)
 	if err != nil {
 		return Entry{}, err
 	}

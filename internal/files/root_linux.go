@@ -11,6 +11,9 @@ const openPath = unix.O_PATH
 
 // openBeneath opens rel (already Clean) beneath the root with flags.
 func (r *Root) openBeneath(rel string, flags uint64) (int, error) {
+	if r.isHidden(rel) {
+		return -1, explain(rel, unix.ENOENT)
+	}
 	if rel == "" {
 		rel = "."
 	}

@@ -48,7 +48,7 @@ func (r *Root) Write(p string, src io.Reader, o WriteOptions) (Written, error) {
 }
 
 func (r *Root) write(p string, src io.Reader, o WriteOptions) (Written, error) {
-	rel, err := Clean(p)
+	rel, err := r.clean(p)
 	if err != nil {
 		return Written{}, err
 	}
@@ -149,7 +149,7 @@ func (r *Root) Append(p string, src io.Reader, offset, max int64) (Written, erro
 }
 
 func (r *Root) append(p string, src io.Reader, offset, max int64) (_ Written, retErr error) {
-	rel, err := Clean(p)
+	rel, err := r.clean(p)
 	if err != nil {
 		return Written{}, err
 	}

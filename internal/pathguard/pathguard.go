@@ -9,7 +9,9 @@
 // scripts, packages and disk directories, which hold other callers'
 // workspaces and files), or is the file-system root. Otherwise it is
 // accepted read-only, or read-write when it lies within one of the
-// operator's writable roots (CODEXEC_WRITABLE_ROOTS). pathguard only decides;
+// operator's writable roots (CODEXEC_WRITABLE_ROOTS). OwnerRights says whether
+// a caller is entitled to have code use an accepted directory with the
+// rights of the directory's owner (see there). pathguard only decides;
 // the sandbox backends enforce the decision (a read-only mount), and the
 // server never changes a caller directory's owner, mode or ACLs.
 //
@@ -21,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -39,14 +42,27 @@ type Options struct {
 	// by sandboxed code; all others are read-only. Roots are resolved at
 	// each check, so a root created or re-pointed later is seen as it is.
 	Writable []string
+	// OwnerRoots are directories below which every caller is entitled to
+	// the owner's rights on a directory a non-root user owns
+	// (ALLOWED_CWD_ROOTS and CODEXEC_WRITABLE_ROOTS: the operator named
+	// them for callers' work).
+	OwnerRoots []string
+	// PrincipalRoots adds such roots per principal (CODEXEC_PRINCIPAL_ROOTS).
+	PrincipalRoots map[string][]string
+	// LocalRoots adds such roots for the local caller (stdio): the home of
+	// the user who started codexec and its temp directory.
+	LocalRoots []string
 }
 
 // Guard applies Options to caller-supplied directories.
 type Guard struct {
-	home      string
-	forbidden []string
-	internal  []string
-	writable  []string
+	home       string
+	forbidden  []string
+	internal   []string
+	writable   []string
+	ownerRoots []string
+	principal  map[string][]string
+	local      []string
 }
 
 // Dir is an accepted directory.
@@ -55,6 +71,11 @@ type Dir struct {
 	Path string
 	// Writable is true when Path lies within a writable root.
 	Writable bool
+	// OwnerRights: code uses Path with the rights of its owner, host
+	// OwnerUID:OwnerGID (an idmapped mount). Set by the engine once the
+	// caller is entitled (Guard.OwnerRights) and the backend can.
+	OwnerRights        bool
+	OwnerUID, OwnerGID int
 }
 
 // DefaultForbidden returns the credential and system directories refused
@@ -68,7 +89,8 @@ func DefaultForbidden(home string) []string {
 
 // New returns a Guard for o.
 func New(o Options) *Guard {
-	return &Guard{home: o.Home, forbidden: canonicalAll(o.Forbidden), internal: canonicalAll(o.Internal), writable: o.Writable}
+	return &Guard{home: o.Home, forbidden: canonicalAll(o.Forbidden), internal: canonicalAll(o.Internal), writable: o.Writable,
+		ownerRoots: o.OwnerRoots, principal: o.PrincipalRoots, local: o.LocalRoots}
 }
 
 // canonicalAll keeps each path in cleaned form and, when it exists and
@@ -141,6 +163,64 @@ func (g *Guard) Check(c string) error {
 		}
 	}
 	return nil
+}
+
+// Caller is who names a directory: the local user of the stdio transport
+// (Local), or a principal authenticated over HTTP.
+type Caller struct {
+	Local     bool
+	Principal string
+}
+
+// OwnerRights reports whether caller is entitled to have code use the
+// accepted canonical directory c, owned by host uid owner, with the
+// owner's rights. c must lie within a root the operator listed for it:
+//   - for the local caller (stdio: the user who started codexec), its home
+//     and the temp directory (LocalRoots);
+//   - for this principal, its own roots (PrincipalRoots);
+//   - for a directory a non-root user owns, the roots listed for every
+//     caller too (OwnerRoots: ALLOWED_CWD_ROOTS, CODEXEC_WRITABLE_ROOTS).
+//
+// A directory root owns is thus never entitled merely because root owns
+// it, nor through a server-wide root, nor through a listed "/": only the
+// local caller's own places or a root listed for that very principal
+// entitle a root-owned tree. Forbidden paths and codexec's own state are
+// refused before this rule (Check), so /etc, /var and the credential
+// directories stay refused.
+func (g *Guard) OwnerRights(c string, owner int, caller Caller) bool {
+	roots := append([]string{}, g.principal[caller.Principal]...)
+	if caller.Local {
+		roots = append(roots, g.local...)
+	}
+	if owner != 0 {
+		roots = append(roots, g.ownerRoots...)
+	}
+	for _, r := range roots {
+		root, err := filepath.EvalSymlinks(r)
+		if err != nil || (root == "/" && owner == 0) {
+			continue
+		}
+		if Within(c, root) {
+			return true
+		}
+	}
+	return false
+}
+
+// Below lists the forbidden paths and codexec's own state strictly below
+// the canonical directory c, relative to it: what a sandbox masks in c and
+// what the server must not reach through c either.
+func (g *Guard) Below(c string) []string {
+	var out []string
+	for _, p := range append(append([]string{}, g.forbidden...), g.internal...) {
+		if p != c && Within(p, c) {
+			rel, err := filepath.Rel(c, p)
+			if err == nil && !slices.Contains(out, rel) {
+				out = append(out, rel)
+			}
+		}
+	}
+	return out
 }
 
 // writableDir reports whether c lies within a writable root that resolves.

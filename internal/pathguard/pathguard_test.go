@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestResolve(t *testing.T) {
@@ -79,4 +81,59 @@ func TestWithin(t *testing.T) {
 			t.Errorf("Within(%q, %q) = %v", c.path, c.root, got)
 		}
 	}
+}
+
+// TestOwnerRights: who is entitled to a directory owner's rights (see
+// OwnerRights and SECURITY.md's table).
+func TestOwnerRights(t *testing.T) {
+	base := t.TempDir()
+	home, tmp, listed, alice, shared := mkdirs(t, base, "home"), mkdirs(t, base, "tmp"), mkdirs(t, base, "listed"),
+		mkdirs(t, base, "alice"), mkdirs(t, base, "elsewhere")
+	g := New(Options{LocalRoots: []string{home, tmp}, OwnerRoots: []string{listed, "/"},
+		PrincipalRoots: map[string][]string{"alice": {alice}}})
+	local, aliceC, bob := Caller{Local: true, Principal: "local"}, Caller{Principal: "alice"}, Caller{Principal: "bob"}
+	cases := []struct {
+		name   string
+		dir    string
+		owner  int
+		caller Caller
+		want   bool
+	}{
+		{"local, own temp dir, root-owned", tmp + "/x", 0, local, true},
+		{"local, home, other owner", home, 1234, local, true},
+		{"local, elsewhere, root-owned: not through a listed /", shared, 0, local, false},
+		{"local, elsewhere, non-root through the server-wide roots", shared, 1234, local, true},
+		{"principal, its own root, root-owned", alice + "/p", 0, aliceC, true},
+		{"principal, another principal's root", alice, 1234, bob, true}, // through the server-wide "/"
+		{"principal, another principal's root, root-owned", alice, 0, bob, false},
+		{"principal, server-wide root, root-owned", listed, 0, bob, false},
+		{"principal, server-wide root, non-root", listed + "/d", 1234, bob, true},
+		{"principal, the local caller's temp dir", tmp, 0, bob, false},
+	}
+	for _, c := range cases {
+		if got := g.OwnerRights(c.dir, c.owner, c.caller); got != c.want {
+			t.Errorf("%s: OwnerRights(%s, %d) = %v, want %v", c.name, c.dir, c.owner, got, c.want)
+		}
+	}
+}
+
+// TestBelow lists the forbidden and internal paths strictly below a
+// directory, relative to it.
+func TestBelow(t *testing.T) {
+	g := New(Options{Forbidden: []string{"/h/.ssh", "/etc"}, Internal: []string{"/h/data/x", "/h"}})
+	if diff := cmp.Diff([]string{".ssh", "data/x"}, g.Below("/h")); diff != "" {
+		t.Errorf("Below(/h) (-want +got):\n%s", diff)
+	}
+	if got := g.Below("/elsewhere"); len(got) != 0 {
+		t.Errorf("Below(/elsewhere) = %v", got)
+	}
+}
+
+func mkdirs(t *testing.T, base, name string) string {
+	t.Helper()
+	d := filepath.Join(base, name)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

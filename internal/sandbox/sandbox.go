@@ -71,9 +71,17 @@ type Spec struct {
 	// caller's directory is read-only unless DirWritable.
 	Dir string
 	// DirWritable makes a caller's Dir writable in isolated modes, with the
-	// rights its own owner, mode and ACLs give the sandbox user (the
-	// operator's writable roots; the server never changes them).
+	// rights its own owner, mode and ACLs give the sandbox user, or its
+	// owner with DirOwner (the operator's writable roots; the server never
+	// changes them).
 	DirWritable bool
+	// DirOwner, if set, gives the program the rights of the owner of a
+	// caller's Dir on Dir's mount only (an idmapped mount, package idmap):
+	// the owner's files are its own there, and what it creates lands on the
+	// host owned by the owner. The engine sets it only for directories the
+	// caller is entitled to, and only for backends that check it can be
+	// honoured (OwnerMounter).
+	DirOwner *Owner
 	// ProgramDir, if set, is a host directory exposed read-only at
 	// ProgramPath; arguments beginning with ProgramPath refer to it.
 	ProgramDir string
@@ -110,6 +118,18 @@ type Spec struct {
 	// Background asks for a low CPU weight (start-up checks), where the
 	// backend has a cgroup to weigh; others ignore it.
 	Background bool
+}
+
+// Owner is whose rights a mount of a caller's directory gives the program:
+// the host uid and gid of the directory's owner (Spec.DirOwner).
+type Owner struct{ UID, GID int }
+
+// OwnerMounter is implemented by isolated backends that can honour
+// Spec.DirOwner.
+type OwnerMounter interface {
+	// CheckOwnerMount says whether dir can be mounted with o's rights
+	// here, and if not, why (the kernel, the file system or the engine).
+	CheckOwnerMount(dir string, o Owner) error
 }
 
 // Exit describes how a program ended: exit code or signal, OOM kill, peak

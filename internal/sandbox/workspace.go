@@ -13,11 +13,18 @@ import (
 // user by ownership. A caller's directory is never changed — no chown, no
 // chmod, no ACL: it is mounted read-only, or, when the operator made it
 // writable (Spec.DirWritable), writable with exactly the rights the
-// directory itself gives the sandbox user.
+// directory itself gives the sandbox user — or, with Spec.DirOwner, its
+// owner (an idmapped mount).
 
 // ownedWorkspace reports whether dir lies strictly below root.
 func ownedWorkspace(root, dir string) bool {
 	return root != "" && dir != "" && strings.HasPrefix(dir, filepath.Clean(root)+"/")
+}
+
+// CallerWorkspace reports whether spec's workspace is a caller's directory
+// (working_dir, cwd), not one of codexec's own below ownedRoot.
+func CallerWorkspace(spec Spec, ownedRoot string) bool {
+	return spec.Dir != "" && !ownedWorkspace(ownedRoot, spec.Dir)
 }
 
 // WorkspaceReadOnly reports whether spec's workspace is mounted read-only

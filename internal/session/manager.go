@@ -335,7 +335,7 @@ func (m *Manager) launch(ctx context.Context, k key, lang string, req StartReque
 
 // launchWith is launch; spare marks a spare interpreter (sessionckpt spares).
 func (m *Manager) launchWith(ctx context.Context, k key, lang string, req StartRequest, spare bool) (_ *Session, retErr error) {
-	ws, err := m.eng.Workspace(storageName(k), req.WorkingDir)
+	ws, err := m.eng.Workspace(ctx, storageName(k), req.WorkingDir)
 	if err != nil {
 		return nil, err
 	}

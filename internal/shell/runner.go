@@ -106,7 +106,7 @@ func (r *Runner) Command(ctx context.Context, req CommandRequest) (Result, error
 	if strings.TrimSpace(req.Command) == "" {
 		return Result{}, errors.New("command is empty")
 	}
-	dir, err := r.cwd(req.Cwd)
+	dir, err := r.cwd(ctx, req.Cwd)
 	if err != nil {
 		return Result{}, err
 	}
@@ -128,7 +128,7 @@ func (r *Runner) Process(ctx context.Context, req ProcessRequest) (Result, error
 	if err := r.opts.Allow.Allowed(req.File); err != nil {
 		return Result{}, err
 	}
-	dir, err := r.cwd(req.Cwd)
+	dir, err := r.cwd(ctx, req.Cwd)
 	if err != nil {
 		return Result{}, err
 	}
@@ -153,12 +153,12 @@ func (r *Runner) Process(ctx context.Context, req ProcessRequest) (Result, error
 // cwd resolves the command's directory: ALLOWED_CWD_ROOTS first, then the
 // server's policy for caller directories (forbidden and internal paths are
 // refused; writable only within CODEXEC_WRITABLE_ROOTS).
-func (r *Runner) cwd(cwd string) (pathguard.Dir, error) {
+func (r *Runner) cwd(ctx context.Context, cwd string) (pathguard.Dir, error) {
 	c, err := r.opts.Roots.Resolve(cwd, r.opts.BaseDir, r.opts.Home)
 	if err != nil {
 		return pathguard.Dir{}, err
 	}
-	d, err := r.eng.ResolveDir(c)
+	d, err := r.eng.ResolveDir(ctx, c)
 	if err != nil && cwd == "" {
 		// The server's own directory is refused (e.g. it is the data
 		// directory): the command gets a fresh, empty one instead.

@@ -39,6 +39,9 @@ type Backend struct {
 	// directories.
 	runners  warm.Host
 	warmRoot string
+	// owners mounts callers' directories with their owner's rights
+	// (callerdir.go).
+	owners owners
 }
 
 // NewContainer checks that the CLI exists and the image is present locally;
@@ -117,12 +120,20 @@ func (c *Backend) startCold(spec sandbox.Spec) (*proc.HostProc, error) {
 		return nil, err
 	}
 	name := "codexec-" + sanitizeName(spec.ID) + "-" + strconv.FormatInt(c.seq.Add(1), 10)
-	cmd := exec.Command(c.cli, c.runArgs(spec, name, withDeadline(containerArgv(spec.Argv, spec.Dir), spec.Deadline))...)
+	src, st, err := c.workspaceSource(spec, name)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(c.cli, c.runArgs(spec, name, src, c.target(spec), withDeadline(containerArgv(spec.Argv, c.mappedDir(spec)), spec.Deadline))...)
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	var killed atomic.Bool
-	p, err := proc.Start(cmd, spec.Stdin, spec.Stdout, spec.Stderr, c.hooks(name, spec, &killed))
+	hooks := c.hooks(name, spec, &killed)
+	rm := hooks.Cleanup
+	hooks.Cleanup = func() error { return errors.Join(rm(), st.Release()) }
+	p, err := proc.Start(cmd, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
 	if err != nil {
+		_ = st.Release()
 		return nil, fmt.Errorf("sandbox: start %s: %w", c.opts.CLI, err)
 	}
 	return p, nil
@@ -133,15 +144,16 @@ func (c *Backend) grantWorkspace(spec sandbox.Spec) error {
 	return sandbox.HandOverWorkspace(spec, c.opts.OwnedRoot, c.opts.UID, c.opts.UID)
 }
 
-// workspaceArgs mount spec's workspace at sandbox.WorkspacePath (read-only for a
-// caller's directory not made writable) and hide masked paths below it.
-func (c *Backend) workspaceArgs(spec sandbox.Spec) []string {
+// workspaceArgs mount spec's workspace, from the host path src, where the
+// container sees it (target; read-only for a caller's directory not made
+// writable) and hide masked paths below it.
+func (c *Backend) workspaceArgs(spec sandbox.Spec, src, target string) []string {
 	mode := ":rw"
 	if sandbox.WorkspaceReadOnly(spec, c.opts.OwnedRoot) {
 		mode = ":ro"
 	}
-	a := []string{"-v", spec.Dir + ":" + sandbox.WorkspacePath + mode}
-	for _, m := range sandbox.MasksBelow(c.opts.Mask, spec.Dir, sandbox.WorkspacePath, c.opts.UID) {
+	a := []string{"-v", src + ":" + target + mode}
+	for _, m := range sandbox.MasksBelow(c.opts.Mask, spec.Dir, target, c.reachUID(spec)) {
 		if m.Dir {
 			a = append(a, "--tmpfs", m.Path+":ro,size=4k,mode=0000")
 		} else {
@@ -177,14 +189,14 @@ func (c *Backend) hooks(name string, spec sandbox.Spec, killed *atomic.Bool) pro
 }
 
 // runArgs is the CLI's run command for spec, running cmd (as the container
-// sees it) in a container labelled as this server's; extra options go
-// before the image.
-func (c *Backend) runArgs(spec sandbox.Spec, name string, cmd []string, extra ...string) []string {
+// sees it) in a container labelled as this server's, with the workspace
+// from the host path src at target; extra options go before the image.
+func (c *Backend) runArgs(spec sandbox.Spec, name, src, target string, cmd []string, extra ...string) []string {
 	l := spec.Limits
 	a := []string{"run", "--rm", "-i", "--name", name, "--network", c.opts.Network,
 		"--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
 		"--user", fmt.Sprintf("%d:%d", c.opts.UID, c.opts.UID)}
-	a = append(append(a, c.workspaceArgs(spec)...), "-w", sandbox.WorkspacePath)
+	a = append(append(a, c.workspaceArgs(spec, src, target)...), "-w", target)
 	if l.MemoryBytes > 0 {
 		m := strconv.FormatInt(l.MemoryBytes, 10)
 		a = append(a, "--memory", m, "--memory-swap", m)
@@ -214,7 +226,7 @@ func (c *Backend) runArgs(spec sandbox.Spec, name string, cmd []string, extra ..
 		}
 		a = append(a, "-v", m.Host+":"+t+":ro")
 	}
-	for _, kv := range containerEnv(spec.Env) {
+	for _, kv := range containerEnv(spec.Env, target) {
 		a = append(a, "-e", kv)
 	}
 	a = append(append(append(a, labelArgs()...), extra...), c.opts.Image)
@@ -222,14 +234,14 @@ func (c *Backend) runArgs(spec sandbox.Spec, name string, cmd []string, extra ..
 }
 
 // containerEnv keeps the run's variables except PATH (the image has its
-// own) and points HOME at the workspace mount.
-func containerEnv(env []string) []string {
+// own) and points HOME at the workspace mount, target.
+func containerEnv(env []string, target string) []string {
 	var out []string
 	for _, kv := range env {
 		switch {
 		case strings.HasPrefix(kv, "PATH="):
 		case strings.HasPrefix(kv, "HOME="):
-			out = append(out, "HOME="+sandbox.WorkspacePath)
+			out = append(out, "HOME="+target)
 		default:
 			out = append(out, kv)
 		}
@@ -250,9 +262,13 @@ func containerArgv(argv []string, dir string) []string {
 	return out
 }
 
-// containerArgs maps host workspace paths in args to /workspace.
+// containerArgs maps host workspace paths in args (below dir) to
+// /workspace; an empty dir maps nothing.
 func containerArgs(args []string, dir string) []string {
 	out := slices.Clone(args)
+	if dir == "" {
+		return out
+	}
 	for i, a := range out {
 		if a == dir || strings.HasPrefix(a, dir+"/") {
 			out[i] = sandbox.WorkspacePath + strings.TrimPrefix(a, dir)

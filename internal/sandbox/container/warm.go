@@ -92,7 +92,9 @@ func (r *ctRunner) Destroy() {
 // removal — most of what a warm container saves.
 func (c *Backend) warmRequest(spec sandbox.Spec) (warm.Request, bool) {
 	req, ok := warm.Parse(spec)
-	if !ok || c.runners.Pool == nil || req.Exec {
+	// A caller's directory is seen at its own path, which a warm
+	// container (its workspace at /workspace) cannot give: it runs cold.
+	if !ok || c.runners.Pool == nil || req.Exec || sandbox.CallerWorkspace(spec, c.opts.OwnedRoot) {
 		return warm.Request{}, false
 	}
 	return req, true
@@ -171,7 +173,7 @@ func (c *Backend) launchRunner(req warm.Request, ct *ctRunner) error {
 // ctCmd), with the minimum CPU weight; exited is closed when the CLI has
 // exited.
 func (c *Backend) startRunnerCLI(spec sandbox.Spec, r *ctRunner, ctCmd []string) (chan struct{}, error) {
-	cmd := exec.Command(c.cli, c.runArgs(spec, r.name, ctCmd, "--cpu-shares", "2")...)
+	cmd := exec.Command(c.cli, c.runArgs(spec, r.name, spec.Dir, sandbox.WorkspacePath, ctCmd, "--cpu-shares", "2")...)
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	r.Cmd = cmd
@@ -423,6 +425,7 @@ func (c *Backend) Prewarm(spec sandbox.Spec) {
 // Close stops the warm containers. The backend must not be used afterwards.
 func (c *Backend) Close() error {
 	c.runners.Close()
+	c.closeOwners()
 	if c.warmRoot != "" {
 		return os.RemoveAll(c.warmRoot)
 	}

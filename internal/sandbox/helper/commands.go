@@ -1,6 +1,7 @@
 package helper
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -37,6 +38,11 @@ const (
 	// executes PROGRAM ARGS… CODE RUN_ARGS… in the run's cwd and
 	// environment (RunRunner).
 	RunnerCommand = "sandbox-runner"
+	// HoldCommand keeps a namespace alive for its parent: `sandbox-hold`
+	// waits until its standard input ends, then exits 0. The server starts
+	// it in a fresh user namespace whose id maps it writes, opens the
+	// namespace and closes the pipe (package idmap).
+	HoldCommand = "sandbox-hold"
 )
 
 // Dispatch runs the sub-command args names (args[0], as in os.Args[1:])
@@ -56,6 +62,9 @@ func Dispatch(args []string) (code int, ok bool) {
 		return RunFsize(args[1:]), true
 	case RunnerCommand:
 		return RunRunner(args[1:]), true
+	case HoldCommand:
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		return 0, true
 	}
 	return 0, false
 }

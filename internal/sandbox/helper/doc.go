@@ -34,6 +34,11 @@
 // when the run has a disk limit. Docker mode re-executes nothing: the
 // container CLI is the child.
 //
+// Owner mounts of callers' directories (package idmap, namespace and docker
+// modes) start codexec-sandbox sandbox-hold once per directory owner, in a
+// fresh user namespace whose id maps the server writes; the server opens
+// the namespace and closes the child's stdin, and it exits.
+//
 // # The wires
 //
 // Pooled launcher (namespace mode; SendLaunch → receiveLaunch). A

@@ -145,7 +145,7 @@ func (b *bwrapArgs) buildArgs(spec sandbox.Spec) error {
 		dir = warmDir
 		b.add("--perms", "0755", "--dir", warmDir)
 	default:
-		if err := b.workspace(spec.Dir, sandbox.WorkspaceReadOnly(spec, b.n.opts.OwnedRoot)); err != nil {
+		if err := b.workspace(spec, sandbox.WorkspaceReadOnly(spec, b.n.opts.OwnedRoot)); err != nil {
 			return err
 		}
 	}
@@ -288,8 +288,10 @@ func passwdData(uid, gid int, home string) string {
 // workspace binds the workspace at its host path, writable unless ro
 // (through a staging mount, since the sandbox uid may not be able to
 // traverse its parents; see internal/sandbox/staging) and masks forbidden paths below it.
-func (b *bwrapArgs) workspace(dir string, ro bool) error {
-	p, err := b.stage.Bind(dir)
+// A caller's directory with spec.DirOwner is an idmapped clone instead.
+func (b *bwrapArgs) workspace(spec sandbox.Spec, ro bool) error {
+	dir := spec.Dir
+	p, err := b.stageWorkspace(spec, ro)
 	if err != nil {
 		return fmt.Errorf("sandbox: workspace: %w", err)
 	}
@@ -298,7 +300,7 @@ func (b *bwrapArgs) workspace(dir string, ro bool) error {
 	} else {
 		b.add("--bind", p, dir)
 	}
-	for _, m := range sandbox.MasksBelow(b.n.opts.Mask, dir, dir, b.n.opts.UID) {
+	for _, m := range sandbox.MasksBelow(b.n.opts.Mask, dir, dir, b.n.reachUID(spec)) {
 		if m.Dir {
 			b.add("--perms", "0000", "--tmpfs", m.Path)
 		} else {
@@ -327,7 +329,7 @@ func (b *bwrapArgs) readOnly(spec sandbox.Spec) error {
 		binds = append(binds, bind{p, p})
 	}
 	for _, bd := range binds {
-		if spec.Dir != "" && strings.HasPrefix(bd.target, spec.Dir+"/") && !sandbox.CanReach(spec.Dir, bd.target, b.n.opts.UID) {
+		if spec.Dir != "" && strings.HasPrefix(bd.target, spec.Dir+"/") && !sandbox.CanReach(spec.Dir, bd.target, b.n.reachUID(spec)) {
 			continue // inside the workspace where the sandbox cannot go anyway
 		}
 		p, err := b.stage.Bind(bd.host)

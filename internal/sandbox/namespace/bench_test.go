@@ -5,10 +5,13 @@ package namespace
 import (
 	"context"
 	"io"
+	"os"
 	"os/exec"
 	"sort"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/sandbox/sandboxtest"
@@ -130,4 +133,67 @@ func BenchmarkWarmBash(b *testing.B) {
 	if hits := sandboxtest.KindHits(n, sandbox.WarmBash); hits < uint64(len(warm)) {
 		b.Errorf("%d of %d runs served warm", hits, len(warm))
 	}
+}
+
+// BenchmarkCallerDirOwner compares, interleaved in one loop, a cold run
+// over a caller's directory bound plainly with the same run over it with
+// its owner's rights (an idmapped clone, Spec.DirOwner; the user namespace
+// is made once and cached), and the clone itself against a plain
+// open_tree clone: what owner rights add to a run.
+//
+//	go test ./internal/sandbox/namespace -run '^$' -bench CallerDirOwner -benchtime 30x
+func BenchmarkCallerDirOwner(b *testing.B) {
+	n, err := New(context.Background(), Options{OwnedRoot: sandboxtest.OwnedRoot})
+	if err != nil {
+		b.Skip(err)
+	}
+	defer n.Close()
+	dir := b.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	owner := &sandbox.Owner{UID: 1234, GID: 1234}
+	py := []string{"/usr/bin/python3", "-c", "print(1)"}
+	run := func(o *sandbox.Owner) time.Duration {
+		t0 := time.Now()
+		p, err := n.Start(context.Background(), sandbox.Spec{ID: "bench", Argv: py, Dir: dir, DirOwner: o,
+			Env: []string{"HOME=" + dir}, Stdout: io.Discard, Limits: benchLimits})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ex, err := p.Wait(); err != nil || ex.Code != 0 {
+			b.Fatal(ex, err)
+		}
+		_ = p.Release(time.Second)
+		return time.Since(t0)
+	}
+	clone := func(o *sandbox.Owner) time.Duration {
+		t0 := time.Now()
+		fd, err := n.cloneWorkspace(sandbox.Spec{Dir: dir, DirOwner: o}, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		d := time.Since(t0)
+		_ = unix.Close(fd)
+		return d
+	}
+	t0 := time.Now()
+	if err := n.CheckOwnerMount(dir, *owner); err != nil {
+		b.Skip(err)
+	}
+	first := time.Since(t0) // makes the cached user namespace
+	var plain, mapped, plainClone, mappedClone []time.Duration
+	for b.Loop() {
+		plain, mapped = append(plain, run(nil)), append(mapped, run(owner))
+		plainClone, mappedClone = append(plainClone, clone(nil)), append(mappedClone, clone(owner))
+	}
+	ms := func(ds []time.Duration) float64 {
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		return float64(ds[len(ds)/2].Microseconds()) / 1000
+	}
+	b.ReportMetric(ms(plain), "bind-run-ms")
+	b.ReportMetric(ms(mapped), "owner-run-ms")
+	b.ReportMetric(ms(plainClone), "bind-clone-ms")
+	b.ReportMetric(ms(mappedClone), "owner-clone-ms")
+	b.ReportMetric(float64(first.Microseconds())/1000, "first-use-ms")
 }

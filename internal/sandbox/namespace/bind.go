@@ -35,17 +35,19 @@ import (
 // errWarmPlace means the workspace cannot be bound into a runner.
 var errWarmPlace = errors.New("workspace cannot be placed in a warm runner")
 
-// bindWorkspace makes dir the runner's workspace.
-func (n *Backend) bindWorkspace(r *nsRunner, dir string, ro bool) error {
+// bindWorkspace makes spec's Dir the runner's workspace (with its owner's
+// rights if spec.DirOwner).
+func (n *Backend) bindWorkspace(r *nsRunner, spec sandbox.Spec, ro bool) error {
+	dir := spec.Dir
 	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir || filepath.Dir(dir) == "/" || dir == "/tmp" {
 		return errWarmPlace
 	}
-	tree, err := warm.CloneTree(dir, ro)
+	tree, err := n.cloneWorkspace(spec, ro)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(tree)
-	masks := sandbox.MasksBelow(n.opts.Mask, dir, dir, n.opts.UID)
+	masks := sandbox.MasksBelow(n.opts.Mask, dir, dir, n.reachUID(spec))
 	passwd := passwdData(n.opts.UID, n.opts.GID, dir)
 	return warm.InMountNS(r.mntns, func() error {
 		// Inodes created in the sandbox's file systems must belong to an id

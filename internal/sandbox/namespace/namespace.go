@@ -20,6 +20,7 @@ import (
 	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/sandbox/helper"
+	"github.com/codexec/codexec/internal/sandbox/idmap"
 	"github.com/codexec/codexec/internal/sandbox/mounttemplate"
 	"github.com/codexec/codexec/internal/sandbox/seccomp"
 	"github.com/codexec/codexec/internal/sandbox/staging"
@@ -53,6 +54,9 @@ type Backend struct {
 	// tmpl is the template mount namespace bwrap starts from
 	// (template.go); nil: the host's.
 	tmpl *mounttemplate.Template
+	// ids makes the idmapped mounts of caller directories run with their
+	// owner's rights (Spec.DirOwner; owner.go).
+	ids *idmap.Mapper
 }
 
 // keptGroups bounds the emptied cgroups kept for reuse: about as many as
@@ -106,7 +110,7 @@ func newBackend(o Options) (*Backend, error) {
 		return nil, err
 	}
 	proc.SweepDeadRunsOnce()
-	n := &Backend{opts: o, cg: cgroup.Detect()}
+	n := &Backend{opts: o, cg: cgroup.Detect(), ids: idmap.New(o.Exe, o.UID, o.GID)}
 	n.groups = cgroup.NewPool(n.cg, keptGroups)
 	n.launchers = &launcherPool{n: n}
 	n.runners.Pool = warm.NewPool(o.Pool, n.startRunner)
@@ -280,6 +284,7 @@ func (n *Backend) Close() error {
 	}
 	staging.Release()
 	cgroup.Release()
+	n.ids.Close()
 	return nil
 }
 
@@ -362,7 +367,7 @@ func (n *Backend) runHooks(cg *cgroup.Group, st *staging.Stage, pp **proc.HostPr
 func (n *Backend) startWarm(spec sandbox.Spec, req warm.Request, r *nsRunner) (*proc.HostProc, error) {
 	err := sandbox.HandOverWorkspace(spec, n.opts.OwnedRoot, n.opts.UID, n.opts.GID)
 	if err == nil {
-		err = n.bindWorkspace(r, spec.Dir, sandbox.WorkspaceReadOnly(spec, n.opts.OwnedRoot))
+		err = n.bindWorkspace(r, spec, sandbox.WorkspaceReadOnly(spec, n.opts.OwnedRoot))
 	}
 	if err == nil {
 		err = r.cg.SetCPUWeight(1024)

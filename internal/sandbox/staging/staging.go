@@ -195,8 +195,33 @@ func (s *Stage) clone(src string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("open_tree %s: %w", src, err)
 	}
-	f := os.NewFile(uintptr(fd), src)
-	fi, err := f.Stat() // what was cloned, not what src names now
+	return s.point(os.NewFile(uintptr(fd), src))
+}
+
+// Attach takes a detached mount tree f the caller made (an idmapped clone,
+// package idmap; f becomes the stage's) and returns where the run sees it:
+// a staging point it is moved onto, or in template mode the template
+// point its launcher will move it onto.
+func (s *Stage) Attach(f *os.File) (string, error) {
+	if s.tmpl {
+		return s.point(f)
+	}
+	defer f.Close()
+	p := filepath.Join(s.dir, strconv.Itoa(len(s.points)))
+	if err := os.Mkdir(p, 0o700); err != nil {
+		return "", err
+	}
+	if err := unix.MoveMount(int(f.Fd()), "", unix.AT_FDCWD, p, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		_ = os.Remove(p)
+		return "", fmt.Errorf("move_mount %s: %w", f.Name(), err)
+	}
+	s.points = append(s.points, p)
+	return p, nil
+}
+
+// point assigns the detached tree f the next template point of its kind.
+func (s *Stage) point(f *os.File) (string, error) {
+	fi, err := f.Stat() // what was cloned, not what its source names now
 	if err != nil {
 		_ = f.Close()
 		return "", err

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/codexec/codexec/internal/sandbox/mounttemplate"
 )
 
@@ -87,5 +89,48 @@ func TestStageTemplateClones(t *testing.T) {
 	}
 	if _, err := s.Bind(dir); err != ErrNoTemplatePoint {
 		t.Fatalf("past the template's points: %v", err)
+	}
+}
+
+// TestStageAttach: a detached tree the caller made is moved onto a stage
+// point (or, in template mode, given the next template point), and Release
+// takes it off again.
+func TestStageAttach(t *testing.T) {
+	acquired(t)
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "f.txt"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clone := func() *os.File {
+		fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+		if err != nil {
+			t.Skipf("no open_tree here: %v", err)
+		}
+		return os.NewFile(uintptr(fd), src)
+	}
+	s, err := New("test-attach", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Attach(clone())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(p, "f.txt")); err != nil || string(b) != "x" {
+		t.Fatalf("through the attached tree: %q %v", b, err)
+	}
+	if err := s.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); !os.IsNotExist(err) {
+		t.Fatalf("the point is still there: %v", err)
+	}
+	tmpl, err := New("test-attach-tmpl", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tmpl.Release()
+	if p, err := tmpl.Attach(clone()); err != nil || p != mounttemplate.Point(true, 0) {
+		t.Fatalf("template Attach = %q, %v; want the first directory point", p, err)
 	}
 }
