@@ -84,11 +84,38 @@ func privateDirs(dirs []string) {
 
 // newGuard is the policy for caller-supplied directories (working_dir, cwd).
 func newGuard(cfg config.Config, env HostEnv) *pathguard.Guard {
-	return pathguard.New(pathguard.Options{Home: env.Home, Forbidden: pathguard.DefaultForbidden(env.Home),
+	return pathguard.New(pathguard.Options{Home: env.Home, Forbidden: forbidden(env),
 		Internal: internalDirs(cfg), Writable: cfg.WritableRoots,
 		OwnerRoots:     append(append([]string{}, cfg.AllowedCwdRoots...), cfg.WritableRoots...),
 		PrincipalRoots: cfg.PrincipalRoots,
 		LocalRoots:     localRoots(env.Home)})
+}
+
+// forbidden is what code never reaches and callers never name as a
+// directory: the system trees and the credential directories of the user
+// who started codexec and of every account in the passwd file. An account
+// added later is not among them; its directories get no owner's rights
+// until the next start (pathguard.Guard.Guards).
+func forbidden(env HostEnv) []string {
+	return pathguard.DefaultForbidden(env.Home, accountHomes("/etc/passwd")...)
+}
+
+// accountHomes lists the home directories in the passwd file at path (none
+// if it cannot be read).
+func accountHomes(path string) []string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		slog.Warn("cannot read the accounts' home directories; only the server user's credentials are refused", "err", err)
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) >= 7 && filepath.IsAbs(f[5]) && !slices.Contains(out, filepath.Clean(f[5])) {
+			out = append(out, filepath.Clean(f[5]))
+		}
+	}
+	return out
 }
 
 // localRoots are where the local caller (stdio) is entitled to have code
@@ -105,7 +132,7 @@ func localRoots(home string) []string {
 }
 
 func namespaceOptions(cfg config.Config, env HostEnv, langs *runtime.Set, prewarm []sandbox.Spec) namespace.Options {
-	mask := append(pathguard.DefaultForbidden(env.Home), internalDirs(cfg)...)
+	mask := append(forbidden(env), internalDirs(cfg)...)
 	return namespace.Options{OwnedRoot: cfg.SandboxDir, Mask: mask, ReadOnly: interpreterPrefixes(langs),
 		Pool:    poolOptions(cfg),
 		Prewarm: prewarm}
@@ -139,7 +166,7 @@ func poolOptions(cfg config.Config) sandbox.PoolOptions {
 
 func containerOptions(cfg config.Config, env HostEnv) container.Options {
 	return container.Options{CLI: cfg.DockerCLI, Image: cfg.DockerImage, Network: cfg.DockerNetwork,
-		Pool: poolOptions(cfg), OwnedRoot: cfg.SandboxDir, Mask: append(pathguard.DefaultForbidden(env.Home), internalDirs(cfg)...)}
+		Pool: poolOptions(cfg), OwnedRoot: cfg.SandboxDir, Mask: append(forbidden(env), internalDirs(cfg)...)}
 }
 
 // Doctor prints which sandbox modes work on this host and why not, and

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -48,8 +50,11 @@ func (e *Engine) ownerRights(ctx context.Context, d pathguard.Dir) (pathguard.Di
 		return d, nil // the sandbox user's own: nothing to map
 	}
 	p := tenant.From(ctx)
-	why := ""
-	if e.guard.OwnerRights(d.Path, d.OwnerUID, pathguard.Caller{Local: p == tenant.Local, Principal: p}) {
+	var why string
+	if !e.guardsAccount(d.OwnerUID) {
+		why = fmt.Sprintf("codexec does not know the credential directories of its owner (uid %d, an account added "+
+			"since codexec started): restart codexec, or let others read the directory (chmod o+rx %s)", d.OwnerUID, d.Path)
+	} else if e.guard.OwnerRights(d.Path, d.OwnerUID, pathguard.Caller{Local: p == tenant.Local, Principal: p}) {
 		err := e.checkOwnerMount(d)
 		if err == nil {
 			d.OwnerRights = true
@@ -68,6 +73,17 @@ func (e *Engine) ownerRights(ctx context.Context, d pathguard.Dir) (pathguard.Di
 	}
 	return d, fmt.Errorf("%w: %s (owner uid %d, mode %04o) cannot be read by the sandbox user (uid %d), and %s",
 		ErrDirUnusable, d.Path, d.OwnerUID, fi.Mode().Perm(), sandboxUID, why)
+}
+
+// guardsAccount reports whether the credential directories of host uid's
+// account (if it has one) are forbidden paths, so that code with its rights
+// can reach none of them. A uid without an account has none.
+func (e *Engine) guardsAccount(uid int) bool {
+	u, err := user.LookupId(strconv.Itoa(uid))
+	if err != nil {
+		return true
+	}
+	return e.guard.Guards(u.HomeDir)
 }
 
 // checkOwnerMount asks the backend whether it can mount d with its owner's

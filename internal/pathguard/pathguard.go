@@ -79,12 +79,40 @@ type Dir struct {
 }
 
 // DefaultForbidden returns the credential and system directories refused
-// in every mode for the given home.
-func DefaultForbidden(home string) []string {
+// in every mode for the given home and, for every other account's home in
+// homes, its credential directories (CredentialDirs): with a directory
+// owner's rights (OwnerRights), code could otherwise read another user's
+// keys below a root the operator listed for callers' work.
+func DefaultForbidden(home string, homes ...string) []string {
+	out := append(CredentialDirs(home), "/etc", "/var")
+	for _, h := range homes {
+		if h != home {
+			out = append(out, CredentialDirs(h)...)
+		}
+	}
+	return out
+}
+
+// CredentialDirs are the directories below an account's home that hold its
+// keys and credentials.
+func CredentialDirs(home string) []string {
 	return []string{
 		filepath.Join(home, ".ssh"), filepath.Join(home, ".gnupg"), filepath.Join(home, ".aws"),
-		filepath.Join(home, ".config"), filepath.Join(home, ".annabelle", "data"), "/etc", "/var",
+		filepath.Join(home, ".config"), filepath.Join(home, ".annabelle", "data"),
 	}
+}
+
+// Guards reports whether every credential directory of home is among g's
+// forbidden paths, so that code using a directory with the rights of
+// home's account can neither be pointed into them nor find them unmasked
+// below it.
+func (g *Guard) Guards(home string) bool {
+	for _, d := range CredentialDirs(home) {
+		if !slices.Contains(g.forbidden, filepath.Clean(d)) {
+			return false
+		}
+	}
+	return true
 }
 
 // New returns a Guard for o.

@@ -137,3 +137,41 @@ func mkdirs(t *testing.T, base, name string) string {
 	}
 	return d
 }
+
+// TestOtherAccountsCredentials: the credential directories of every account
+// passed to DefaultForbidden are refused and listed below a directory that
+// holds them, whoever started codexec; Guards tells which homes are covered.
+func TestOtherAccountsCredentials(t *testing.T) {
+	root := t.TempDir()
+	self, bob, carol := filepath.Join(root, "self"), filepath.Join(root, "home", "bob"), filepath.Join(root, "home", "carol")
+	for _, d := range []string{self, filepath.Join(bob, ".ssh"), filepath.Join(bob, ".aws"), filepath.Join(bob, "work"),
+		filepath.Join(carol, ".ssh")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := New(Options{Home: self, Forbidden: DefaultForbidden(self, bob, self)})
+	for _, c := range []struct {
+		dir  string
+		want string // "" = accepted
+	}{
+		{filepath.Join(bob, ".ssh"), "forbidden"},
+		{filepath.Join(bob, ".aws"), "forbidden"},
+		{filepath.Join(bob, "work"), ""},
+		{bob, ""},
+		{filepath.Join(carol, ".ssh"), ""}, // not an account passed in
+	} {
+		_, err := g.Resolve(c.dir, "/")
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("Resolve(%s) = %v, want %q", c.dir, err, c.want)
+		}
+	}
+	if diff := cmp.Diff([]string{".ssh", ".gnupg", ".aws", ".config", ".annabelle/data"}, g.Below(bob)); diff != "" {
+		t.Errorf("Below(bob's home) (-want +got):\n%s", diff)
+	}
+	for home, want := range map[string]bool{self: true, bob: true, carol: false, bob + "/": true} {
+		if got := g.Guards(home); got != want {
+			t.Errorf("Guards(%s) = %v, want %v", home, got, want)
+		}
+	}
+}
