@@ -37,6 +37,10 @@ const (
 	// executes PROGRAM ARGS… CODE RUN_ARGS… in the run's cwd and
 	// environment (RunRunner).
 	RunnerCommand = "sandbox-runner"
+	// WatchdogCommand is the one child per server that kills the server's
+	// runs when the server dies: `sandbox-watchdog MARKER_PREFIX` reads what
+	// to kill on its stdin until that ends (RunWatchdog, watchdog.go).
+	WatchdogCommand = "sandbox-watchdog"
 )
 
 // Dispatch runs the sub-command args names (args[0], as in os.Args[1:])
@@ -56,6 +60,8 @@ func Dispatch(args []string) (code int, ok bool) {
 		return RunFsize(args[1:]), true
 	case RunnerCommand:
 		return RunRunner(args[1:]), true
+	case WatchdogCommand:
+		return RunWatchdog(args[1:]), true
 	}
 	return 0, false
 }
