@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/instance"
+	"github.com/codexec/codexec/internal/sandbox/helper"
 )
 
 // TestKill9EndsRunsWithoutRestart kills the server with SIGKILL while every
@@ -31,7 +32,7 @@ func TestKill9EndsRunsWithoutRestart(t *testing.T) {
 	if mode == "" || mode == "auto" {
 		mode = "namespace"
 	}
-	env := []string{"CODEXEC_SANDBOX_MODE=" + mode, "CODEXEC_NPM_REGISTRY=" + silentRegistry(t), "ALLOWED_COMMANDS=sleep"}
+	env := []string{"CODEXEC_DATA_DIR=" + t.TempDir(), "CODEXEC_SANDBOX_MODE=" + mode, "CODEXEC_NPM_REGISTRY=" + silentRegistry(t), "ALLOWED_COMMANDS=sleep"}
 	switch mode {
 	case "namespace":
 		if os.Geteuid() != 0 {
@@ -92,10 +93,13 @@ func TestKill9EndsRunsWithoutRestart(t *testing.T) {
 	for range calls {
 		<-done
 	}
-	_ = s.Session.Close() // reaps the killed process
+	// The client's close waits for the watchdog, which holds the server's
+	// stderr until it is done: watch meanwhile.
+	closed := make(chan struct{})
+	go func() { _ = s.Session.Close(); close(closed) }() // reaps the killed process
 	var left string
 	for {
-		left = runsLeft(mode, old, marks, pkg, tree)
+		left = runsLeft(mode, old, marks, pkg, tree, false)
 		if left == "nothing" || time.Since(killed) > 5*time.Second {
 			break
 		}
@@ -104,7 +108,23 @@ func TestKill9EndsRunsWithoutRestart(t *testing.T) {
 	if left != "nothing" {
 		t.Fatalf("5 s after the kill, with no server started since, the killed server's runs left: %s", left)
 	}
-	t.Logf("everything of the killed server ended %v after the kill", time.Since(killed).Round(10*time.Millisecond))
+	t.Logf("every run of the killed server ended %v after the kill", time.Since(killed).Round(10*time.Millisecond))
+	select {
+	case <-closed:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the killed server's stderr still open 60 s after the kill")
+	}
+	t.Logf("the watchdog was done %v after the kill", time.Since(killed).Round(10*time.Millisecond))
+	for _, l := range strings.Split(s.Stderr.String(), "\n") {
+		if strings.Contains(l, "watchdog") {
+			t.Log(l)
+		}
+	}
+	if left := runsLeft(mode, old, marks, pkg, tree, true); left != "nothing" {
+		t.Errorf("once the watchdog was done, the killed server left: %s", left)
+	}
+	// The next start removes the rest (the workspaces' bounded disks).
+	_ = start(t, env...)
 }
 
 // silentRegistry is a loopback npm registry that accepts connections and
@@ -141,8 +161,9 @@ func silentRegistry(t *testing.T) string {
 // runsLeft describes what of the killed server old still runs: processes
 // with a mark (or the package name) in their command line, processes
 // marked as its subprocess runs, processes of its process tree before the
-// kill, its labelled containers; "nothing" when none.
-func runsLeft(mode, old string, marks map[string]string, pkg string, tree map[int]string) string {
+// kill but its watchdog, its running labelled containers; with stopped,
+// its watchdog and its stopped containers as well; "nothing" when none.
+func runsLeft(mode, old string, marks map[string]string, pkg string, tree map[int]string, stopped bool) string {
 	var left []string
 	for what, mark := range marks {
 		if p := processesWith(mark); len(p) > 0 {
@@ -157,7 +178,10 @@ func runsLeft(mode, old string, marks map[string]string, pkg string, tree map[in
 	}
 	var alive []string
 	for p, st := range tree {
-		if cur, state := startAndState(p); cur == st && state != 'Z' && state != 0 {
+		cur, state := startAndState(p)
+		// The watchdog is no run: it ends once it has ended them.
+		watchdog := strings.Contains(cmdline(p), helper.WatchdogCommand)
+		if cur == st && state != 'Z' && state != 0 && (stopped || !watchdog) {
 			alive = append(alive, strconv.Itoa(p)+" "+cmdline(p))
 		}
 	}
@@ -169,7 +193,11 @@ func runsLeft(mode, old string, marks map[string]string, pkg string, tree map[in
 		if exec.Command("docker", "info").Run() != nil {
 			cli = "podman"
 		}
-		out, _ := exec.Command(cli, "ps", "-a", "--filter", "label=codexec.instance="+old, "--format", "{{.Names}}").Output()
+		args := []string{"ps", "--filter", "label=codexec.instance=" + old, "--format", "{{.Names}}"}
+		if stopped {
+			args = append(args, "-a")
+		}
+		out, _ := exec.Command(cli, args...).Output()
 		if names := strings.Fields(string(out)); len(names) > 0 {
 			left = append(left, fmt.Sprintf("containers %v", names))
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,11 +68,11 @@ func RunWatchdog(args []string) int {
 		}
 	}
 	start := time.Now()
-	procs := w.killProcesses()
+	groups, procs := w.killProcesses()
 	ctrs := w.removeContainers()
-	if procs+ctrs > 0 {
-		fmt.Fprintf(os.Stderr, "codexec sandbox-watchdog: the server ended; killed %d processes and removed %d containers of its runs in %v\n",
-			procs, ctrs, time.Since(start).Round(time.Millisecond))
+	if groups+procs+ctrs > 0 {
+		fmt.Fprintf(os.Stderr, "codexec sandbox-watchdog: the server ended; killed %d process groups and %d other processes and removed %d containers of its runs in %v\n",
+			groups, procs, ctrs, time.Since(start).Round(time.Millisecond))
 	}
 	return 0
 }
@@ -116,12 +117,13 @@ func unquotePair(s string) (string, string, error) {
 // killProcesses kills the registered process groups, then kills every
 // process in them or marked, with the groups marked processes lead, until
 // a scan of /proc finds none alive (killed processes can have forked
-// meanwhile). It returns how many processes it killed.
-func (w *watchdog) killProcesses() int {
+// meanwhile). It returns how many registered groups it found and how
+// many processes it killed on top.
+func (w *watchdog) killProcesses() (groups, procs int) {
 	own := syscall.Getpgrp()
 	for pg := range w.groups {
-		if pg != own {
-			_ = syscall.Kill(-pg, syscall.SIGKILL)
+		if pg != own && syscall.Kill(-pg, syscall.SIGKILL) == nil {
+			groups++
 		}
 	}
 	killed := map[int]bool{}
@@ -140,7 +142,7 @@ func (w *watchdog) killProcesses() int {
 		// A killed process can show as running until it is scheduled.
 		time.Sleep(10 * time.Millisecond)
 	}
-	return len(killed)
+	return groups, len(killed)
 }
 
 // liveTargets scans /proc for processes still alive (not zombies) that are
@@ -199,32 +201,48 @@ func environHasPrefix(pid int, prefix string) bool {
 	return false
 }
 
-// removeContainers kills and removes, through each registered CLI, the
-// containers with its label, in a few rounds (a container whose CLI died
-// while creating it may appear late), within watchdogContainerTime. It
-// returns how many it removed.
+// removeContainers kills, then removes, through each registered CLI, the
+// containers with its label, within watchdogContainerTime, and returns how
+// many it found. The kill comes first and in one command (a CLI call costs
+// a few hundred milliseconds); given several, podman's kill and rm stop at
+// the first container that is gone, so any still running after it are
+// killed one by one, and the removal is one command per container, all at
+// once.
 func (w *watchdog) removeContainers() int {
 	ctx, cancel := context.WithTimeout(context.Background(), watchdogContainerTime)
 	defer cancel()
-	removed := map[string]bool{}
+	found := map[string]bool{}
 	for c := range w.containers {
+		cli, label := c[0], c[1]
+		ids := labelled(ctx, cli, label, false)
+		if len(ids) == 0 {
+			continue
+		}
+		_ = exec.CommandContext(ctx, cli, append([]string{"kill", "--signal", "KILL"}, ids...)...).Run()
 		for round := 0; round < 3 && ctx.Err() == nil; round++ {
-			ids := labelled(ctx, c[0], c[1])
-			if len(ids) == 0 {
+			running := labelled(ctx, cli, label, true)
+			if len(running) == 0 {
 				break
 			}
-			killContainers(ctx, c[0], ids)
-			for _, id := range ids {
-				removed[id] = true
-			}
+			ids = append(ids, running...)
+			eachContainer(ctx, cli, running, "kill", "--signal", "KILL")
+		}
+		eachContainer(ctx, cli, labelled(ctx, cli, label, false), "rm", "-f")
+		for _, id := range ids {
+			found[id] = true
 		}
 	}
-	return len(removed)
+	return len(found)
 }
 
-// labelled lists the ids of the containers, running or not, labelled label.
-func labelled(ctx context.Context, cli, label string) []string {
-	out, err := exec.CommandContext(ctx, cli, "ps", "-a", "--filter", "label="+label, "--format", "{{.ID}}").Output()
+// labelled lists the ids of the containers labelled label: all, or only
+// the running ones.
+func labelled(ctx context.Context, cli, label string, running bool) []string {
+	args := []string{"ps", "--filter", "label=" + label, "--format", "{{.ID}}"}
+	if !running {
+		args = append(args, "-a")
+	}
+	out, err := exec.CommandContext(ctx, cli, args...).Output()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "codexec sandbox-watchdog: %s ps: %v\n", cli, err)
 		return nil
@@ -232,16 +250,11 @@ func labelled(ctx context.Context, cli, label string) []string {
 	return strings.Fields(string(out))
 }
 
-// killContainers kills and removes ids, one command each, all at once
-// (podman stops at the first container gone when given several, and `rm
-// -f` alone waits the stop timeout of a running container).
-func killContainers(ctx context.Context, cli string, ids []string) {
+// eachContainer runs `cli args… ID` for every id, all at once.
+func eachContainer(ctx context.Context, cli string, ids []string, args ...string) {
 	var wg sync.WaitGroup
 	for _, id := range ids {
-		wg.Go(func() {
-			_ = exec.CommandContext(ctx, cli, "kill", "--signal", "KILL", id).Run()
-			_ = exec.CommandContext(ctx, cli, "rm", "-f", id).Run()
-		})
+		wg.Go(func() { _ = exec.CommandContext(ctx, cli, slices.Concat(args, []string{id})...).Run() })
 	}
 	wg.Wait()
 }
