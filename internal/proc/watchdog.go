@@ -56,13 +56,16 @@ func StartWatchdog() error {
 }
 
 // StopWatchdog closes the server's end of the watchdog's pipe, as the
-// server's exit would: the watchdog kills what is still registered, then
-// exits. Call it once the server has ended its runs itself.
+// server's exit would: the watchdog kills what is still registered (and
+// marked), then exits. Call it once the server has ended its runs and
+// removed its containers itself: the watchdog leaves containers to the
+// next start then, so that the server's exit is not held up.
 func StopWatchdog() {
 	watch.Lock()
 	defer watch.Unlock()
 	watch.started = false
 	if watch.w != nil {
+		sendLocked("clean\n")
 		_ = watch.w.Close()
 		watch.w = nil
 	}

@@ -106,6 +106,7 @@
 //	server ──"group PGID\n" / "ungroup PGID\n"────────▶ watchdog  a run's process group (subprocess
 //	                                                             runs and warm runners, package installs)
 //	server ──"containers \"CLI\" \"LABEL=VALUE\"\n"────▶ watchdog  docker mode's containers
+//	server ──"clean\n"────────────────────────────────▶ watchdog  a clean exit: containers are gone
 //	server ──end of file (exit, kill -9, crash)────────▶ watchdog  kills the groups and every process
 //	                                                             whose environment has MARKER_PREFIX,
 //	                                                             kills and removes the labelled

@@ -32,6 +32,10 @@ import (
 //	ungroup PGID             no longer (the run ended and was cleaned up)
 //	containers "CLI" "L=V"   remove the containers labelled L=V through the
 //	                         docker-compatible CLI when the server ends
+//	clean                    the server is exiting and has removed its
+//	                         containers itself: skip the containers (a CLI
+//	                         call costs the exit hundreds of milliseconds,
+//	                         as the watchdog holds the server's stderr)
 //
 // Its one argument is the run marker prefix of the server's subprocess runs
 // ("CODEXEC_RUN=<server>/", package proc): processes whose environment
@@ -43,6 +47,7 @@ const watchdogContainerTime = 30 * time.Second
 
 // watchdog is what the server registered.
 type watchdog struct {
+	clean      bool
 	marker     string
 	groups     map[int]bool
 	containers map[[2]string]bool
@@ -69,7 +74,10 @@ func RunWatchdog(args []string) int {
 	}
 	start := time.Now()
 	groups, procs := w.killProcesses()
-	ctrs := w.removeContainers()
+	ctrs := 0
+	if !w.clean {
+		ctrs = w.removeContainers()
+	}
 	if groups+procs+ctrs > 0 {
 		fmt.Fprintf(os.Stderr, "codexec sandbox-watchdog: the server ended; killed %d process groups and %d other processes and removed %d containers of its runs in %v\n",
 			groups, procs, ctrs, time.Since(start).Round(time.Millisecond))
@@ -91,6 +99,8 @@ func (w *watchdog) apply(line string) error {
 		} else {
 			delete(w.groups, pg)
 		}
+	case "clean":
+		w.clean = true
 	case "containers":
 		cli, label, err := unquotePair(rest)
 		if err != nil {

@@ -1,0 +1,53 @@
+package helper
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestWatchdogApply: each registration line changes what the watchdog will
+// kill, and a malformed one is refused without changing anything.
+func TestWatchdogApply(t *testing.T) {
+	cases := []struct {
+		line       string
+		wantErr    bool
+		groups     map[int]bool
+		containers map[[2]string]bool
+		clean      bool
+	}{
+		{line: "group 42", groups: map[int]bool{7: true, 42: true}},
+		{line: "ungroup 7", groups: map[int]bool{}},
+		{line: "ungroup 99", groups: map[int]bool{7: true}},
+		{line: "containers " + strconv.Quote("/usr/bin/po dman") + " " + strconv.Quote("codexec.instance=1-2-3-4"),
+			groups: map[int]bool{7: true}, containers: map[[2]string]bool{{"/usr/bin/po dman", "codexec.instance=1-2-3-4"}: true}},
+		{line: "clean", groups: map[int]bool{7: true}, clean: true},
+		{line: "group 1", wantErr: true, groups: map[int]bool{7: true}},
+		{line: "group -5", wantErr: true, groups: map[int]bool{7: true}},
+		{line: "group x", wantErr: true, groups: map[int]bool{7: true}},
+		{line: "containers podman label", wantErr: true, groups: map[int]bool{7: true}},
+		{line: "kill everything", wantErr: true, groups: map[int]bool{7: true}},
+	}
+	for _, c := range cases {
+		t.Run(c.line, func(t *testing.T) {
+			w := &watchdog{groups: map[int]bool{7: true}, containers: map[[2]string]bool{}}
+			err := w.apply(c.line)
+			if (err != nil) != c.wantErr {
+				t.Fatalf("apply(%q) = %v, want error %v", c.line, err, c.wantErr)
+			}
+			if c.containers == nil {
+				c.containers = map[[2]string]bool{}
+			}
+			if diff := cmp.Diff(c.groups, w.groups); diff != "" {
+				t.Errorf("groups (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(c.containers, w.containers); diff != "" {
+				t.Errorf("containers (-want +got):\n%s", diff)
+			}
+			if w.clean != c.clean {
+				t.Errorf("clean %v, want %v", w.clean, c.clean)
+			}
+		})
+	}
+}
