@@ -83,7 +83,8 @@ func TestKill9EndsRunsWithoutRestart(t *testing.T) {
 	}
 	waitFor(t, 60*time.Second, "the install to start", func() bool { return len(processesWith(pkg)) > 0 })
 	tree := descendants(pid)
-	t.Logf("the server's process tree before the kill: %d processes", len(tree))
+	ids := containerIDs(mode, old)
+	t.Logf("before the kill: %d processes in the server's tree, %d containers", len(tree), len(ids))
 
 	if err := s.Cmd.Process.Kill(); err != nil { // SIGKILL of the server we started
 		t.Fatal(err)
@@ -99,7 +100,7 @@ func TestKill9EndsRunsWithoutRestart(t *testing.T) {
 	go func() { _ = s.Session.Close(); close(closed) }() // reaps the killed process
 	var left string
 	for {
-		left = runsLeft(mode, old, marks, pkg, tree, false)
+		left = runsLeft(mode, old, marks, pkg, tree, ids, false)
 		if left == "nothing" || time.Since(killed) > 5*time.Second {
 			break
 		}
@@ -120,7 +121,7 @@ func TestKill9EndsRunsWithoutRestart(t *testing.T) {
 			t.Log(l)
 		}
 	}
-	if left := runsLeft(mode, old, marks, pkg, tree, true); left != "nothing" {
+	if left := runsLeft(mode, old, marks, pkg, tree, ids, true); left != "nothing" {
 		t.Errorf("once the watchdog was done, the killed server left: %s", left)
 	}
 	// The next start removes the rest (the workspaces' bounded disks).
@@ -161,9 +162,12 @@ func silentRegistry(t *testing.T) string {
 // runsLeft describes what of the killed server old still runs: processes
 // with a mark (or the package name) in their command line, processes
 // marked as its subprocess runs, processes of its process tree before the
-// kill but its watchdog, its running labelled containers; with stopped,
-// its watchdog and its stopped containers as well; "nothing" when none.
-func runsLeft(mode, old string, marks map[string]string, pkg string, tree map[int]string, stopped bool) string {
+// kill but its watchdog, host processes of its containers ids (conmon,
+// which lives as long as its container runs); with done, its watchdog and
+// any container of its the engine still lists (the engine's list waits on
+// the removals in progress, so it is read once they are over); "nothing"
+// when none.
+func runsLeft(mode, old string, marks map[string]string, pkg string, tree map[int]string, ids []string, done bool) string {
 	var left []string
 	for what, mark := range marks {
 		if p := processesWith(mark); len(p) > 0 {
@@ -181,24 +185,20 @@ func runsLeft(mode, old string, marks map[string]string, pkg string, tree map[in
 		cur, state := startAndState(p)
 		// The watchdog is no run: it ends once it has ended them.
 		watchdog := strings.Contains(cmdline(p), helper.WatchdogCommand)
-		if cur == st && state != 'Z' && state != 0 && (stopped || !watchdog) {
+		if cur == st && state != 'Z' && state != 0 && (done || !watchdog) {
 			alive = append(alive, strconv.Itoa(p)+" "+cmdline(p))
 		}
 	}
 	if len(alive) > 0 {
 		left = append(left, fmt.Sprintf("processes of its tree %q", alive))
 	}
-	if mode == "docker" {
-		cli := "docker"
-		if exec.Command("docker", "info").Run() != nil {
-			cli = "podman"
+	for _, id := range ids {
+		if p := processesWith(id); len(p) > 0 {
+			left = append(left, fmt.Sprintf("processes of container %.12s (pids %v)", id, p))
 		}
-		args := []string{"ps", "--filter", "label=codexec.instance=" + old, "--format", "{{.Names}}"}
-		if stopped {
-			args = append(args, "-a")
-		}
-		out, _ := exec.Command(cli, args...).Output()
-		if names := strings.Fields(string(out)); len(names) > 0 {
+	}
+	if done && mode == "docker" {
+		if names := containerIDs(mode, old); len(names) > 0 {
 			left = append(left, fmt.Sprintf("containers %v", names))
 		}
 	}
@@ -206,6 +206,20 @@ func runsLeft(mode, old string, marks map[string]string, pkg string, tree map[in
 		return "nothing"
 	}
 	return strings.Join(left, "; ")
+}
+
+// containerIDs lists the full ids of the containers, running or not,
+// labelled as the server old's (none outside docker mode).
+func containerIDs(mode, old string) []string {
+	if mode != "docker" {
+		return nil
+	}
+	cli := "docker"
+	if exec.Command("docker", "info").Run() != nil {
+		cli = "podman"
+	}
+	out, _ := exec.Command(cli, "ps", "-a", "--no-trunc", "--filter", "label=codexec.instance="+old, "--format", "{{.ID}}").Output()
+	return strings.Fields(string(out))
 }
 
 // descendants maps every process below pid to its start time.
