@@ -79,7 +79,7 @@ func RunWatchdog(args []string) int {
 		ctrs = w.removeContainers()
 	}
 	if groups+procs+ctrs > 0 {
-		fmt.Fprintf(os.Stderr, "codexec sandbox-watchdog: the server ended; killed %d process groups and %d other processes and removed %d containers of its runs in %v\n",
+		fmt.Fprintf(os.Stderr, "codexec sandbox-watchdog: the server ended; killed %d process groups and %d processes and removed %d containers of its runs in %v\n",
 			groups, procs, ctrs, time.Since(start).Round(time.Millisecond))
 	}
 	return 0
@@ -128,7 +128,7 @@ func unquotePair(s string) (string, string, error) {
 // process in them or marked, with the groups marked processes lead, until
 // a scan of /proc finds none alive (killed processes can have forked
 // meanwhile). It returns how many registered groups it found and how
-// many processes it killed on top.
+// many live processes its scans found (and killed) after that.
 func (w *watchdog) killProcesses() (groups, procs int) {
 	own := syscall.Getpgrp()
 	for pg := range w.groups {
