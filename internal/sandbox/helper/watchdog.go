@@ -57,7 +57,7 @@ type watchdog struct {
 // registrations until its stdin ends, then kills and removes what is
 // registered and what carries the marker, and exits 0.
 func RunWatchdog(args []string) int {
-	if len(args) != 1 || !strings.HasSuffix(args[0], "/") {
+	if len(args) != 1 || !markerPrefix(args[0]) {
 		fmt.Fprintln(os.Stderr, "codexec sandbox-watchdog: usage: sandbox-watchdog MARKER_PREFIX (internal helper of codexec)")
 		return 2
 	}
@@ -83,6 +83,15 @@ func RunWatchdog(args []string) int {
 			groups, procs, ctrs, time.Since(start).Round(time.Millisecond))
 	}
 	return 0
+}
+
+// markerPrefix reports whether s has the form of a run marker prefix,
+// KEY=NAME/ with a name of its own: never a prefix every process could
+// carry (PATH=/).
+func markerPrefix(s string) bool {
+	body, ok := strings.CutSuffix(s, "/")
+	key, name, found := strings.Cut(body, "=")
+	return ok && found && key != "" && name != "" && !strings.Contains(name, "/")
 }
 
 // apply records one registration line.

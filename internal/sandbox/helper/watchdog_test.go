@@ -51,3 +51,23 @@ func TestWatchdogApply(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchdogMarkerPrefix: the watchdog takes only a run marker prefix
+// naming one server, never one that every process could carry.
+func TestWatchdogMarkerPrefix(t *testing.T) {
+	cases := map[string]bool{
+		"CODEXEC_RUN=123-456-abcdef01-4026531836/": true,
+		"CODEXEC_RUN=123/":                         true,
+		"PATH=/":                                   false,
+		"PATH=/usr/":                               false,
+		"CODEXEC_RUN=/":                            false,
+		"=x/":                                      false,
+		"CODEXEC_RUN=x":                            false,
+		"":                                         false,
+	}
+	for prefix, want := range cases {
+		if got := markerPrefix(prefix); got != want {
+			t.Errorf("markerPrefix(%q) = %v, want %v", prefix, got, want)
+		}
+	}
+}
