@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -19,12 +20,15 @@ import (
 // kills the server's runs when the server dies, even by SIGKILL, within
 // moments instead of at the next start. The server tells it the process
 // groups of runs that live outside any sandbox (subprocess runs and warm
-// runners, package installs) and the container label of docker mode over
+// runners, package installs), its control groups (namespace mode) and the
+// container label of docker mode over
 // a pipe whose write end only the server holds; when that pipe ends the
 // watchdog kills those groups, every process carrying one of the server's
-// run markers (runmark.go) and removes the labelled containers. Namespace
-// mode's sandboxes need none of it: bubblewrap dies with the server
-// (--die-with-parent) and the kernel kills what its pid namespace holds.
+// run markers (runmark.go) or in its control groups, and removes the
+// labelled containers. Namespace mode's sandboxes mostly need none of it:
+// bubblewrap dies with the server (--die-with-parent) and the kernel kills
+// what its pid namespace holds; the control groups catch a sandbox whose
+// launcher was between steps when the server died.
 // The sweep at the next start stays as a second line.
 //
 // Registrations are kept here as well, so that a watchdog that died (a
@@ -35,7 +39,7 @@ var watch = struct {
 	w          *os.File // nil while no watchdog runs
 	started    bool     // StartWatchdog was called and StopWatchdog not
 	groups     map[int]bool
-	containers []string // registration lines
+	containers []string // registration lines of containers and cgroups
 }{groups: map[int]bool{}}
 
 // StartWatchdog starts the server's watchdog (only the server does: a test
@@ -158,15 +162,27 @@ func UnguardGroup(pgid int) {
 	sendLocked("ungroup " + strconv.Itoa(pgid) + "\n")
 }
 
+// GuardCgroup registers a control group directory of the server (one per
+// hierarchy): the watchdog kills every process beneath it if the server
+// dies, whatever parent-death signals did.
+func GuardCgroup(dir string) { guardOnce("cgroup " + strconv.Quote(dir) + "\n") }
+
+// guardOnce sends a registration of containers or control groups, once.
+func guardOnce(line string) {
+	watch.Lock()
+	defer watch.Unlock()
+	if slices.Contains(watch.containers, line) {
+		return
+	}
+	watch.containers = append(watch.containers, line)
+	sendLocked(line)
+}
+
 // GuardContainers registers the containers labelled label (KEY=VALUE),
 // managed through the docker-compatible CLI cli: the watchdog removes them
 // if the server dies.
 func GuardContainers(cli, label string) {
-	line := "containers " + strconv.Quote(cli) + " " + strconv.Quote(label) + "\n"
-	watch.Lock()
-	defer watch.Unlock()
-	watch.containers = append(watch.containers, line)
-	sendLocked(line)
+	guardOnce("containers " + strconv.Quote(cli) + " " + strconv.Quote(label) + "\n")
 }
 
 // sendLocked writes a registration to the watchdog, if one runs. A failed

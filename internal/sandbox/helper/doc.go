@@ -106,8 +106,10 @@
 //	server ──"group PGID\n" / "ungroup PGID\n"────────▶ watchdog  a run's process group (subprocess
 //	                                                             runs and warm runners, package installs)
 //	server ──"containers \"CLI\" \"LABEL=VALUE\"\n"────▶ watchdog  docker mode's containers
+//	server ──"cgroup \"DIR\"\n"──────────────────────────▶ watchdog  namespace mode's control groups
 //	server ──"clean\n"────────────────────────────────▶ watchdog  a clean exit: containers are gone
-//	server ──end of file (exit, kill -9, crash)────────▶ watchdog  kills the groups and every process
+//	server ──end of file (exit, kill -9, crash)────────▶ watchdog  kills the groups, every process
+//	                                                             beneath DIR and every process
 //	                                                             whose environment has MARKER_PREFIX,
 //	                                                             kills and removes the labelled
 //	                                                             containers, exits

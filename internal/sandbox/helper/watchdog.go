@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,6 +34,8 @@ import (
 //	ungroup PGID             no longer (the run ended and was cleaned up)
 //	containers "CLI" "L=V"   remove the containers labelled L=V through the
 //	                         docker-compatible CLI when the server ends
+//	cgroup "DIR"             kill every process beneath the control group
+//	                         directory DIR when the server ends
 //	clean                    the server is exiting and has removed its
 //	                         containers itself: skip the containers (a CLI
 //	                         call costs the exit hundreds of milliseconds,
@@ -50,6 +54,7 @@ type watchdog struct {
 	clean      bool
 	marker     string
 	groups     map[int]bool
+	cgroups    map[string]bool
 	containers map[[2]string]bool
 }
 
@@ -65,7 +70,7 @@ func RunWatchdog(args []string) int {
 	// session must not end the watchdog before the server: only the end of
 	// its stdin does.
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
-	w := &watchdog{marker: args[0], groups: map[int]bool{}, containers: map[[2]string]bool{}}
+	w := &watchdog{marker: args[0], groups: map[int]bool{}, cgroups: map[string]bool{}, containers: map[[2]string]bool{}}
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		if err := w.apply(sc.Text()); err != nil {
@@ -108,6 +113,12 @@ func (w *watchdog) apply(line string) error {
 		} else {
 			delete(w.groups, pg)
 		}
+	case "cgroup":
+		dir, err := strconv.Unquote(rest)
+		if err != nil || !strings.HasPrefix(dir, "/") {
+			return fmt.Errorf("bad cgroup line %q", line)
+		}
+		w.cgroups[dir] = true
 	case "clean":
 		w.clean = true
 	case "containers":
@@ -134,7 +145,8 @@ func unquotePair(s string) (string, string, error) {
 }
 
 // killProcesses kills the registered process groups, then kills every
-// process in them or marked, with the groups marked processes lead, until
+// process in them, in the registered control groups or marked, with the
+// groups marked processes lead, until
 // a scan of /proc finds none alive (killed processes can have forked
 // meanwhile). It returns how many registered groups it found and how
 // many live processes its scans found (and killed) after that.
@@ -170,6 +182,7 @@ func (w *watchdog) liveTargets(own int) map[int]int {
 	ents, _ := os.ReadDir("/proc")
 	self := os.Getpid()
 	found := map[int]int{}
+	inCgroup := w.cgroupProcs()
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == self {
@@ -179,11 +192,32 @@ func (w *watchdog) liveTargets(own int) map[int]int {
 		if !ok || state == 'Z' || state == 'X' || pgid == own {
 			continue
 		}
-		if w.groups[pgid] || environHasPrefix(pid, w.marker) {
+		if w.groups[pgid] || inCgroup[pid] || environHasPrefix(pid, w.marker) {
 			found[pid] = pgid
 		}
 	}
 	return found
+}
+
+// cgroupProcs lists the processes beneath the registered control group
+// directories.
+func (w *watchdog) cgroupProcs() map[int]bool {
+	procs := map[int]bool{}
+	for dir := range w.cgroups {
+		_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return nil
+			}
+			b, _ := os.ReadFile(filepath.Join(path, "cgroup.procs"))
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					procs[pid] = true
+				}
+			}
+			return nil
+		})
+	}
+	return procs
 }
 
 // procStat reads the state and process group of pid.

@@ -14,6 +14,7 @@ func TestWatchdogApply(t *testing.T) {
 		line       string
 		wantErr    bool
 		groups     map[int]bool
+		cgroups    map[string]bool
 		containers map[[2]string]bool
 		clean      bool
 	}{
@@ -23,6 +24,10 @@ func TestWatchdogApply(t *testing.T) {
 		{line: "containers " + strconv.Quote("/usr/bin/po dman") + " " + strconv.Quote("codexec.instance=1-2-3-4"),
 			groups: map[int]bool{7: true}, containers: map[[2]string]bool{{"/usr/bin/po dman", "codexec.instance=1-2-3-4"}: true}},
 		{line: "clean", groups: map[int]bool{7: true}, clean: true},
+		{line: "cgroup " + strconv.Quote("/sys/fs/cgroup/pids/codexec/1-2-3-4.server"), groups: map[int]bool{7: true},
+			cgroups: map[string]bool{"/sys/fs/cgroup/pids/codexec/1-2-3-4.server": true}},
+		{line: "cgroup " + strconv.Quote("relative/dir"), wantErr: true, groups: map[int]bool{7: true}},
+		{line: "cgroup /unquoted", wantErr: true, groups: map[int]bool{7: true}},
 		{line: "group 1", wantErr: true, groups: map[int]bool{7: true}},
 		{line: "group -5", wantErr: true, groups: map[int]bool{7: true}},
 		{line: "group x", wantErr: true, groups: map[int]bool{7: true}},
@@ -31,13 +36,19 @@ func TestWatchdogApply(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.line, func(t *testing.T) {
-			w := &watchdog{groups: map[int]bool{7: true}, containers: map[[2]string]bool{}}
+			w := &watchdog{groups: map[int]bool{7: true}, cgroups: map[string]bool{}, containers: map[[2]string]bool{}}
 			err := w.apply(c.line)
 			if (err != nil) != c.wantErr {
 				t.Fatalf("apply(%q) = %v, want error %v", c.line, err, c.wantErr)
 			}
 			if c.containers == nil {
 				c.containers = map[[2]string]bool{}
+			}
+			if c.cgroups == nil {
+				c.cgroups = map[string]bool{}
+			}
+			if diff := cmp.Diff(c.cgroups, w.cgroups); diff != "" {
+				t.Errorf("cgroups (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(c.groups, w.groups); diff != "" {
 				t.Errorf("groups (-want +got):\n%s", diff)
