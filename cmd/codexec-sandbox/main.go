@@ -4,7 +4,8 @@
 // the sandbox, then exec the program — or, for a warm bash, wait for its
 // run first) in namespace mode, and `sandbox-fsize` (set the file size
 // cap, then exec the program) and `sandbox-runner` (a warm bash's stub:
-// wait for the run, then exec bash) in subprocess mode. Package helper has
+// wait for the run, then exec bash) in subprocess mode, and `sandbox-watchdog`
+// (the one child per server that ends its runs when it dies). Package helper has
 // the bodies and the diagram of the whole chain. It lives next to the
 // codexec binary; codexec falls back to re-executing itself when it is
 // missing.

@@ -22,6 +22,7 @@ import (
 	"github.com/codexec/codexec/internal/mcpserver"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/pgstore"
+	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/quota"
 	"github.com/codexec/codexec/internal/replicas"
 	"github.com/codexec/codexec/internal/runtime"
@@ -56,6 +57,12 @@ func Serve(ctx context.Context, cfg config.Config, env HostEnv) error {
 	for _, w := range cfg.Warnings {
 		slog.Warn("configuration adjusted", "reason", w)
 	}
+	// Started before any run and stopped after every run ended: if the
+	// server is killed, the watchdog ends its runs.
+	if err := proc.StartWatchdog(); err != nil {
+		slog.Warn("could not start the watchdog that ends runs when the server dies; if the server is killed, its runs go on until the next start", "err", err)
+	}
+	defer proc.StopWatchdog()
 	// Build gets a context that SIGTERM does not cancel: the background
 	// health check must not fail the calls that wait for it while they
 	// drain. Close stops it.

@@ -151,6 +151,20 @@ func Release() {
 	}
 }
 
+// OwnDirs lists the directories of this server in the hierarchies of
+// info, whether they exist yet or not: every group of its runs is beneath
+// them.
+func OwnDirs(info Info) []string {
+	if info.Version == 0 {
+		return nil
+	}
+	var dirs []string
+	for _, base := range parents(info) {
+		dirs = append(dirs, filepath.Join(base, ownerName()))
+	}
+	return dirs
+}
+
 // ServerDirs lists the directories that the server named id (package
 // instance) has in the hierarchies of info, and the groups in them.
 func ServerDirs(info Info, id string) (dirs, groups []string) {

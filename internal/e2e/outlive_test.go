@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/codexec/codexec/internal/cgroup"
 	"github.com/codexec/codexec/internal/instance"
+	"github.com/codexec/codexec/internal/sandbox/helper"
 )
 
 // TestKill9LeavesNothing kills the server with SIGKILL while a one-shot
@@ -231,10 +233,25 @@ func processesMarkedBy(old string) []string {
 	return pids
 }
 
-// TestKill9DockerDeadline kills the server in docker mode while a warm and
-// a cold run are in flight and starts no other: the runs' containers must
-// end by themselves at the runs' deadlines (timeout + kill grace + 2 s), and
-// the idle warm containers at once.
+// watchdogOf returns the pid of the watchdog the server pid started.
+func watchdogOf(t *testing.T, pid int) int {
+	t.Helper()
+	for p := range descendants(pid) {
+		if strings.Contains(cmdline(p), helper.WatchdogCommand) {
+			return p
+		}
+	}
+	t.Fatalf("server %d has no watchdog", pid)
+	return 0
+}
+
+// TestKill9DockerDeadline kills the server in docker mode, and its
+// watchdog with it (as the OOM killer or a kill of the whole group could),
+// while a warm and a cold run are in flight and starts no other: with no
+// one left to remove them, the runs' containers must end by themselves at
+// the runs' deadlines (timeout + kill grace + 2 s), and the idle warm
+// containers at once. (With the watchdog alive they end within seconds:
+// TestKill9EndsRunsWithoutRestart.)
 func TestKill9DockerDeadline(t *testing.T) {
 	sameInEveryMode(t, "pins its sandbox modes")
 	denv, why := dockerTestEnv(t, "node")
@@ -260,6 +277,10 @@ func TestKill9DockerDeadline(t *testing.T) {
 	}
 	for _, mark := range []string{warmMark, coldMark} {
 		waitFor(t, 60*time.Second, "the runs to start", func() bool { return len(sleepers(mark)) > 0 })
+	}
+	watchdog := watchdogOf(t, s.Cmd.Process.Pid)
+	if err := syscall.Kill(watchdog, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
 	}
 	if err := s.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)

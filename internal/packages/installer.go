@@ -186,7 +186,7 @@ func (in *Installer) run(ctx context.Context, argv []string, name string, obs ou
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
-	err = proc.RunTracked(cmd)
+	err = runGuarded(cmd)
 	out, _ := sink.Result()
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:
@@ -195,6 +195,23 @@ func (in *Installer) run(ctx context.Context, argv []string, name string, obs ou
 		return out, fmt.Errorf("%s install failed (%v); see install_output", name, err)
 	}
 	return out, nil
+}
+
+// runGuarded runs cmd, its process group registered with the server's
+// watchdog (proc.GuardGroup) while it runs: an install outlives no killed
+// server. The group is killed before it is released, as its pgid could be
+// reused once it is empty.
+func runGuarded(cmd *exec.Cmd) error {
+	wait, err := proc.StartTracked(cmd)
+	if err != nil {
+		return err
+	}
+	pgid := cmd.Process.Pid
+	proc.GuardGroup(pgid)
+	err = wait()
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	proc.UnguardGroup(pgid)
+	return err
 }
 
 func installerName(s Spec) string {

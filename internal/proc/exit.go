@@ -2,7 +2,9 @@
 // is started through StartTracked so that, when the server is a child
 // subreaper, the orphan sweeper tells deliberate children from orphans
 // (SweepOrphans); run markers in the environment find what a run left even
-// after its server died (SweepDeadRunsOnce); HostProc is a started run with
+// after its server died (SweepDeadRunsOnce); the server's watchdog
+// (StartWatchdog, GuardGroup, GuardContainers) ends its runs as soon as it
+// dies, however it dies; HostProc is a started run with
 // its stdio pipes, group signalling and cleanup hooks, which the sandbox
 // backends return as their Process. Any package that starts a host process
 // (installers, interpreter probes, container CLIs) uses StartTracked or

@@ -28,9 +28,10 @@ import (
 // no network, memory/CPU/pids limits, read-only root, size-limited /tmp
 // tmpfs, the workspace mounted at /workspace, all capabilities dropped and
 // no-new-privileges. One container lives exactly as long as its sandbox.Process, so
-// sessions keep one container; a run's container also ends by itself at the
-// run's deadline, and a server starting removes the containers of servers
-// that are gone (container_life.go).
+// sessions keep one container. If the server is killed, its watchdog removes
+// its containers (proc.GuardContainers); a run's container also ends by
+// itself at the run's deadline, and a server starting removes the containers
+// of servers that are gone (life.go).
 type Backend struct {
 	opts Options
 	cli  string
@@ -69,6 +70,7 @@ func New(ctx context.Context, o Options) (*Backend, error) {
 	proc.SweepDeadRunsOnce()
 	c := &Backend{opts: o, cli: cli}
 	c.sweepAtStart(ctx)
+	proc.GuardContainers(cli, labelInstance+"="+instance.Self())
 	sweepWarmRoots()
 	if o.Pool.Size > 0 {
 		if c.warmRoot, err = os.MkdirTemp("", warmRootPrefix+instance.Self()+"-"); err != nil {

@@ -23,8 +23,11 @@ import (
 
 // A container outlives the server that started it: the engine (dockerd,
 // conmon) keeps it running when the CLI attached to it dies with the server.
-// Two things bound what a killed server leaves behind:
+// Three things bound what a killed server leaves behind:
 //
+//   - The server's watchdog (proc.GuardContainers) lists the containers
+//     labelled as the server's and kills and removes them as soon as the
+//     server is gone, however it ended.
 //   - A run's container ends by itself at the run's deadline (sandbox.Spec.Deadline),
 //     enforced inside the container by its first process: `timeout` (coreutils
 //     or busybox, from the image) runs the program with a SIGKILL deadline.

@@ -43,6 +43,10 @@ const (
 	// it in a fresh user namespace whose id maps it writes, opens the
 	// namespace and closes the pipe (package idmap).
 	HoldCommand = "sandbox-hold"
+	// WatchdogCommand is the one child per server that kills the server's
+	// runs when the server dies: `sandbox-watchdog MARKER_PREFIX` reads what
+	// to kill on its stdin until that ends (RunWatchdog, watchdog.go).
+	WatchdogCommand = "sandbox-watchdog"
 )
 
 // Dispatch runs the sub-command args names (args[0], as in os.Args[1:])
@@ -65,6 +69,8 @@ func Dispatch(args []string) (code int, ok bool) {
 	case HoldCommand:
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		return 0, true
+	case WatchdogCommand:
+		return RunWatchdog(args[1:]), true
 	}
 	return 0, false
 }

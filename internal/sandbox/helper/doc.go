@@ -29,6 +29,9 @@
 //	  ▼
 //	program (uid 65534, no capabilities)
 //
+// Beside every chain, each server has one watchdog child (below) that ends
+// its runs when it dies.
+//
 // Subprocess mode has a one-step chain: codexec → codexec-sandbox
 // sandbox-fsize BYTES -- PROGRAM (RunFsize: RLIMIT_FSIZE, exec), taken only
 // when the run has a disk limit. Docker mode re-executes nothing: the
@@ -100,6 +103,24 @@
 // Warm container deadline (docker mode; container_life.go): a FIFO whose
 // server end is written with the run's deadline at take time and whose
 // loss of writer (a dead server) ends the container.
+//
+// Watchdog (all modes; proc.StartWatchdog → RunWatchdog, watchdog.go). One
+// `sandbox-watchdog MARKER_PREFIX` per server, in its own process group,
+// stdin a pipe whose write end only the server holds (close-on-exec):
+//
+//	server ──"group PGID\n" / "ungroup PGID\n"────────▶ watchdog  a run's process group (subprocess
+//	                                                             runs and warm runners, package installs)
+//	server ──"containers \"CLI\" \"LABEL=VALUE\"\n"────▶ watchdog  docker mode's containers
+//	server ──"cgroup \"DIR\"\n"──────────────────────────▶ watchdog  namespace mode's control groups
+//	server ──"clean\n"────────────────────────────────▶ watchdog  a clean exit: containers are gone
+//	server ──end of file (exit, kill -9, crash)────────▶ watchdog  kills the groups, every process
+//	                                                             beneath DIR and every process
+//	                                                             whose environment has MARKER_PREFIX,
+//	                                                             kills and removes the labelled
+//	                                                             containers, exits
+//
+// Nothing flows back. A watchdog that dies while the server lives is
+// started again with every registration.
 //
 // MARK frames. Sessions' and code mode's framed JSON over a program's
 // stdout (MARK-framed demultiplexing) is not a helper wire: it runs over the

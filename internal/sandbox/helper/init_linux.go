@@ -1,6 +1,7 @@
 package helper
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -18,6 +19,7 @@ func RunInit(args []string) int {
 	// sandbox-init execs from that same thread, which makes them the
 	// process's: pin the goroutine to its thread until then.
 	runtime.LockOSThread()
+	server = os.Getppid()
 	if err := runInit(args); err != nil {
 		fmt.Fprintln(os.Stderr, "codexec sandbox-init:", err)
 	}
@@ -66,6 +68,10 @@ func runInit(args []string) error {
 	return syscall.Exec(argv[0], argv, os.Environ())
 }
 
+// server is the parent sandbox-init started with: the server, alive then
+// (the parent-death signal set at the fork would have killed it otherwise).
+var server int
+
 // dropPrivileges makes the calling thread uid/gid with no supplementary
 // groups, no_new_privs and a parent-death SIGKILL, so nothing it starts is
 // host root even though user namespaces map ids around. The credentials are
@@ -92,8 +98,15 @@ func dropPrivileges(uid, gid int) error {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
 	// Changing credentials clears the parent-death signal; restore it so the
-	// sandbox dies with the server.
-	return unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0)
+	// sandbox dies with the server, and make sure the server did not die
+	// while it was cleared: the signal would never come then.
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0); err != nil {
+		return fmt.Errorf("parent-death signal: %w", err)
+	}
+	if unix.Getppid() != server {
+		return errors.New("the server ended while the sandbox was starting")
+	}
+	return nil
 }
 
 // runPooled is `sandbox-init --pooled UID GID PROCS…`: join the cgroups,

@@ -124,6 +124,11 @@ func newBackend(o Options) (*Backend, error) {
 	if !n.cg.Usable() {
 		return nil, fmt.Errorf("resource limits unavailable: %s", n.cg)
 	}
+	// Every sandbox joins a group beneath these before it runs anything: if
+	// the server dies, its watchdog kills what a parent-death signal missed.
+	for _, dir := range cgroup.OwnDirs(n.cg) {
+		proc.GuardCgroup(dir)
+	}
 	if n.seccomp, err = seccomp.Program(); err != nil {
 		return nil, err
 	}

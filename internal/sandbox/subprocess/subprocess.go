@@ -25,7 +25,8 @@ import (
 // access (see SECURITY.md). Children that escape the process group
 // (setsid, double fork) are found through the child-subreaper mechanism and
 // their run marker (package proc) and killed when the run ends; if the server
-// is killed, the next server to start kills them.
+// is killed, its watchdog kills the runs' process groups and marked processes
+// (proc.GuardGroup), and the next server to start kills what is left.
 //
 // With pool options, python, node and bash runs are served by warm runners
 // (warm.go).
@@ -90,10 +91,13 @@ func (s *Backend) startCold(spec sandbox.Spec) (*proc.HostProc, error) {
 	cmd.Dir = spec.Dir
 	cmd.Env = proc.MarkedEnv(spec.Env, marker)
 	cmd.SysProcAttr = groupAttr()
-	p, err := proc.Start(cmd, spec.Stdin, spec.Stdout, spec.Stderr, proc.Hooks{Signal: groupSignal(cmd, marker)})
+	// The group is the watchdog's until the run is released (killed).
+	p, err := proc.Start(cmd, spec.Stdin, spec.Stdout, spec.Stderr, proc.Hooks{Signal: groupSignal(cmd, marker),
+		Cleanup: func() error { proc.UnguardGroup(cmd.Process.Pid); return nil }})
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: start %s: %w", spec.Argv[0], err)
 	}
+	proc.GuardGroup(cmd.Process.Pid)
 	return p, nil
 }
 

@@ -28,6 +28,7 @@ type subRunner struct {
 func (r *subRunner) Destroy() {
 	r.CloseFiles()
 	r.KillGroup()
+	proc.UnguardGroup(r.Cmd.Process.Pid)
 }
 
 // newRunner starts a subprocess runner for req and waits until it is ready.
@@ -56,6 +57,9 @@ func (s *Backend) newRunner(req warm.Request) (warm.Runner, error) {
 		rp.Close()
 		return nil, err
 	}
+	// The runner's group (and the runs it will serve) is the watchdog's
+	// until it is destroyed or its run released.
+	proc.GuardGroup(cmd.Process.Pid)
 	rp.CloseChild()
 	rp.R.Cmd, rp.R.Wait = cmd, wait
 	r := &subRunner{Stub: rp.R, marker: marker}
@@ -101,7 +105,12 @@ func (s *Backend) startWarm(spec sandbox.Spec, req warm.Request, r *subRunner) (
 	// A run that reported its status early is not killed by Release: the
 	// cleanup kills what it left (as Release does for a cold run).
 	kill := func() error { return signal(syscall.SIGKILL) }
-	hooks := proc.Hooks{Signal: signal, Cleanup: kill}
+	cleanup := func() error {
+		err := kill()
+		proc.UnguardGroup(r.Cmd.Process.Pid)
+		return err
+	}
+	hooks := proc.Hooks{Signal: signal, Cleanup: cleanup}
 	var e *warm.Early
 	if early {
 		e, hooks = warm.NewEarly(&r.Stub, hooks, &s.runners.Cleanups, func() { _ = kill() })
