@@ -373,6 +373,9 @@ func (n *Backend) startWarm(spec sandbox.Spec, req warm.Request, r *nsRunner) (*
 	}
 	var p *proc.HostProc
 	hooks := n.runHooks(r.cg, r.st, &p)
+	if r.lead != nil {
+		hooks.Signal = r.lead.Wrap(hooks.Signal)
+	}
 	// Python runners report their status themselves, and exec runners
 	// (bash) end with bwrap: both take fresh output pipes, and their
 	// teardown goes to the background (early.go).

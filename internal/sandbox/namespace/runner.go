@@ -25,6 +25,8 @@ type nsRunner struct {
 	// read from the control socket.
 	forked bool
 	exit   sandbox.Exit
+	// lead is a forked runner's program (nil for the others).
+	lead *proc.NamespaceInit
 }
 
 func (r *nsRunner) Destroy() {
@@ -37,6 +39,7 @@ func (r *nsRunner) Destroy() {
 
 func (r *nsRunner) CloseFiles() {
 	r.Stub.CloseFiles()
+	r.lead.Close()
 	if r.mntns != nil {
 		_ = r.mntns.Close()
 	}

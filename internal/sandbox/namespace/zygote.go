@@ -35,24 +35,19 @@ import (
 // runner the server opens a fresh run cgroup and sends the zygote the run's
 // stdio, control socket and cgroup.procs descriptors; the zygote clones:
 //
-//	server ──"F"+fds──▶ zygote ──clone(new user/mnt/pid/ipc/uts/net ns)──▶ init (pid 1)
+//	server ──"F"+fds──▶ zygote ──clone(new user/mnt/pid/ipc/uts/net ns)──▶ program (pid 1)
 //	                      │  waits on the child's pidfd,          joins the run cgroup,
 //	                      │  reports its wait status on the       private /tmp, /dev/shm and
-//	                      │  run's control socket (read only      workspace root tmpfs (the
-//	                      │  if the init reported none)           server's mounts below /tmp
+//	                      │  run's control socket                 workspace root tmpfs (the
+//	                      │                                       server's mounts below /tmp
 //	                      │                                       moved onto it), lo up,
-//	                      ▼                                       forks ──▶ program (pid 2)
-//	                   next "F"                                   reaps;    fresh /proc, says "R",
-//	                                                              reports   waits for the run;
-//	                                                              the       then Landlock (own domain),
-//	                                                              program's no caps, no_new_privs,
-//	                                                              wait      seccomp, no fds > 2,
-//	                                                              status    zygote modules dropped,
-//	                                                                        exec(code)
-//
-// The program is pid 2, not pid 1, because the kernel drops the signals an
-// init sends itself while their action is the default: as pid 1, a program
-// could not end itself with os.kill or an uncaught KeyboardInterrupt.
+//	                      ▼                                       fresh /proc, says "R",
+//	                                                              waits for the run;
+//	                   next "F"                                   then Landlock (own domain),
+//	                                                              no caps, no_new_privs,
+//	                                                              seccomp, no fds > 2,
+//	                                                              zygote modules dropped,
+//	                                                              exec(code)
 //
 // so a run gets the isolation of a cold run — its own namespaces, /tmp,
 // cgroup, seccomp filter, Landlock domain, uid 65534 without capabilities —
@@ -342,6 +337,9 @@ func forkInto(z *zygote, cg *cgroup.Group) (*nsRunner, error) {
 	if err == nil {
 		r.mntns, err = sandboxMountNS(cg, 0)
 	}
+	if err == nil {
+		r.lead, err = openLeader(cg)
+	}
 	if err != nil {
 		r.CloseFiles()
 		_ = cg.Kill()
@@ -351,26 +349,36 @@ func forkInto(z *zygote, cg *cgroup.Group) (*nsRunner, error) {
 	return r, nil
 }
 
+// openLeader opens the program of a forked runner that said "R": the only
+// process in its run cgroup, pid 1 of its pid namespace.
+func openLeader(cg *cgroup.Group) (*proc.NamespaceInit, error) {
+	pids := cg.Pids()
+	if len(pids) != 1 {
+		return nil, fmt.Errorf("forked runner: want one process in its cgroup, found %d", len(pids))
+	}
+	return proc.OpenNamespaceInit(pids[0])
+}
+
 func closeAll(files []*os.File) {
 	for _, f := range files {
 		_ = f.Close()
 	}
 }
 
-// forkedWait waits for the report of the program's wait status: the run's
-// init writes it, or the zygote writes the init's if the init was killed
-// first. A report that never comes (the zygote is gone) reads as killed.
+// forkedWait waits for the zygote's report of the program's wait status.
+// A report that never comes (the zygote is gone) reads as killed.
 func (r *nsRunner) forkedWait() error {
 	var b [4]byte
 	_, err := io.ReadFull(r.Ctl, b[:])
 	_ = r.Ctl.Close()
+	defer r.lead.Close()
 	if err != nil {
 		r.exit = sandbox.Exit{Code: -1, Signal: int(syscall.SIGKILL)}
 		return nil
 	}
 	ws := syscall.WaitStatus(binary.NativeEndian.Uint32(b[:]))
 	if ws.Signaled() {
-		r.exit = sandbox.Exit{Code: -1, Signal: int(ws.Signal())}
+		r.exit = sandbox.Exit{Code: -1, Signal: int(r.lead.ExitSignal(ws.Signal()))}
 	} else {
 		r.exit = sandbox.Exit{Code: ws.ExitStatus()}
 	}

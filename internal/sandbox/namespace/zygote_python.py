@@ -4,16 +4,14 @@ def __codexec_zygote():
     # without Landlock or seccomp of its own, and runs only this code. For
     # each "F" message on fd 3 (with the run's stdin, stdout, stderr, control
     # socket and cgroup files attached) it clones a child in new user, mount,
-    # pid, ipc, uts and network namespaces. The child joins the run's
-    # cgroup, mounts a private /tmp, /dev/shm (and workspace root) and forks
-    # the run's process, pid 2, staying as pid 1 (init, below). The run's
-    # process mounts a fresh /proc, reports "R", waits for the run, restricts
+    # pid, ipc, uts and network namespaces (pid 1 of its own). The child
+    # joins the run's cgroup, mounts a private /tmp, /dev/shm (and workspace
+    # root) and a fresh /proc, reports "R", waits for the run, restricts
     # itself (Landlock domain of its own, no capabilities, no_new_privs, the
     # sandbox's seccomp filter, no descriptors above stdio) and executes the
-    # code as `python -c` would. The init reports the run's wait status on
-    # the run's control socket; the fork-server waits for each child (a
-    # pidfd per child) and reports its wait status there after it, which
-    # the server reads only if the init wrote none (it was killed).
+    # code as `python -c` would. The fork-server waits for each child (a
+    # pidfd per child) and reports its wait status on the run's control
+    # socket.
     import os, sys
     fresh = set(sys.modules)
     # _signal and _socket, not signal and socket, which import enum,
@@ -66,7 +64,7 @@ def __codexec_zygote():
 
     def clone():
         # fork(2) into new namespaces in one step: the child is pid 1 of
-        # its pid namespace, then forks the run (init). Python's
+        # its pid namespace, so no intermediate process is needed. Python's
         # after-fork handlers do not run: the fork-server has no threads,
         # locks held or at-fork callbacks (start-up refuses threading).
         pid = syscall(*clone_args)
@@ -203,6 +201,7 @@ def __codexec_zygote():
         closerange(4, 1 << 30)
         for name in zygote_modules:
             del sys.modules[name]
+        _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
         write(3, b"R")
         gc.unfreeze()
         return __codexec_read_run()
@@ -219,36 +218,7 @@ def __codexec_zygote():
             if fd > 3:
                 close(fd)
         namespaces()
-        _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
-        run = syscall(*fork_args)
-        check(run, "fork")
-        if run == 0:
-            return program()
-        init(run)
-
-    def init(run):
-        # pid 1 of the run's pid namespace. The kernel drops every signal
-        # an init gets from inside its namespace while the signal's action
-        # is the default, so the run is pid 2, where `os.kill(os.getpid(),
-        # SIGTERM)` and an uncaught KeyboardInterrupt end it as in a fresh
-        # interpreter. This process only reaps (orphans of the run come
-        # here), then reports the run's wait status itself and exits, which
-        # ends whatever of the run is left, as bwrap's init does for a cold
-        # run. Signals from the server go to every process of the run's
-        # cgroup and reach the run directly; here they have their default
-        # action (SIGINT's python handler removed), which the kernel drops
-        # for an init, SIGKILL excepted.
-        try:
-            _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
-            closerange(0, 3)
-            closerange(4, 1 << 30)  # other runs' descriptors, from the fork-server
-            while True:
-                pid, status = waitpid(-1, 0)
-                if pid == run:
-                    break
-            write(3, pack_status(status))
-        finally:
-            os._exit(0)
+        return program()
 
     def start(fds):
         # Clones a child for one run. Returns, in the fork-server, the
@@ -309,7 +279,6 @@ def __codexec_zygote():
     syscall, prctl, close, waitpid, write = libc.syscall, libc.prctl, os.close, os.waitpid, os.write
     dup2, closerange = os.dup2, os.closerange
     clone_args = (nr_clone, ctypes.c_ulong(clone_flags), None, ctypes.byref(pidfd), None, None)
-    fork_args = (nr_clone, ctypes.c_ulong(SIGCHLD), None, None, None, None)
     recvmsg, cmsg_space = ctl.recvmsg, _socket.CMSG_SPACE(16 * 4)
     SOL_SOCKET, SCM_RIGHTS, POLLIN = _socket.SOL_SOCKET, _socket.SCM_RIGHTS, select.POLLIN
     pack_status = struct.Struct("i").pack

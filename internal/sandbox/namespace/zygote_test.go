@@ -70,19 +70,17 @@ print("hostname", socket.gethostname())
 	if sandboxtest.ForkHits(n) < before+2 {
 		t.Fatalf("runs were not both forked: %+v", n.PoolStats())
 	}
-	// procs 2: the run's own init (pid 1) and the run (pid 2), as under
-	// bwrap's init in a cold run; nothing of the first run.
-	want := "procs 2 False\ntmp False\nsocket refused\nhostname codexec\n"
+	want := "procs 1 False\ntmp False\nsocket refused\nhostname codexec\n"
 	if got.Stdout != want {
 		t.Fatalf("second run saw the first:\n%s\nstderr: %s", got.Stdout, got.Stderr)
 	}
 }
 
 // TestForkedTerminate stops forked runs with SIGTERM, as a timeout does. A
-// forked program runs under an init of its own, which the kernel spares from
-// signals without a handler; the program must end as any program would: at
-// once by SIGTERM without a handler, through its handler with one, and not
-// at all while it ignores the signal.
+// forked program is pid 1 of its pid namespace, which the kernel spares from
+// signals without a handler; it must still end as a program that is not an
+// init would: at once by SIGTERM without a handler, through its handler with
+// one, and not at all while it ignores the signal.
 func TestForkedTerminate(t *testing.T) {
 	n := newForkNamespace(t, 1)
 	dir := t.TempDir()
