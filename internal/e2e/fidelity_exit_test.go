@@ -18,8 +18,8 @@ type fidelityExit struct {
 
 // selfSignal: a forked python run is pid 1 of its own pid namespace, and the
 // kernel drops signals that pid 1 sends itself (or gets from inside its
-// namespace) while their action is the default. Fixing it needs an init
-// process per forked run: not done yet.
+// namespace) while their action is the default. An init process per forked
+// run fixes it but costs ~1.5x a forked run's CPU (docs/fidelity.md).
 // shellJob: docker mode's warm node runner is a job of the container's
 // shell, which reports a job killed by a signal.
 var shellJob = map[fidelityServer]string{fidWarm: "docker mode: a warm node runner is a background job of the container's shell, which writes \"Terminated\" to stderr when the job dies by SIGTERM"}
