@@ -35,22 +35,7 @@ func TestKill9EndsRunsWithoutRestart(t *testing.T) {
 			mode = "namespace"
 		}
 	}
-	env := []string{"CODEXEC_DATA_DIR=" + t.TempDir(), "CODEXEC_SANDBOX_MODE=" + mode, "CODEXEC_NPM_REGISTRY=" + silentRegistry(t), "ALLOWED_COMMANDS=sleep"}
-	switch mode {
-	case "namespace":
-		if os.Geteuid() != 0 {
-			t.Skip("namespace mode needs root")
-		}
-		if _, err := exec.LookPath("bwrap"); err != nil {
-			t.Skip("namespace mode needs bubblewrap: " + err.Error())
-		}
-	case "docker":
-		denv, why := dockerTestEnv(t, "node")
-		if why != "" {
-			t.Skip(why)
-		}
-		env = append(env, denv...)
-	}
+	env := append(modeEnv(t, mode), "CODEXEC_DATA_DIR="+t.TempDir(), "CODEXEC_NPM_REGISTRY="+silentRegistry(t), "ALLOWED_COMMANDS=sleep")
 	if _, err := exec.LookPath("npm"); err != nil {
 		t.Skip("the package install needs npm: " + err.Error())
 	}

@@ -31,25 +31,32 @@ func TestKill9LeavesNothing(t *testing.T) {
 	sameInEveryMode(t, "pins its sandbox modes")
 	for _, mode := range []string{"subprocess", "namespace", "docker"} {
 		t.Run(mode, func(t *testing.T) {
-			env := []string{"CODEXEC_SANDBOX_MODE=" + mode}
-			switch mode {
-			case "namespace":
-				if os.Geteuid() != 0 {
-					t.Skip("namespace mode needs root")
-				}
-				if _, err := exec.LookPath("bwrap"); err != nil {
-					t.Skip("namespace mode needs bubblewrap: " + err.Error())
-				}
-			case "docker":
-				denv, why := dockerTestEnv(t, "node")
-				if why != "" {
-					t.Skip(why)
-				}
-				env = append(env, denv...)
-			}
-			testKill9(t, mode, env)
+			testKill9(t, mode, modeEnv(t, mode))
 		})
 	}
+}
+
+// modeEnv is the server environment that pins sandbox mode (subprocess,
+// namespace or docker), or skips t with the reason where the host cannot
+// run it.
+func modeEnv(t *testing.T, mode string) []string {
+	env := []string{"CODEXEC_SANDBOX_MODE=" + mode}
+	switch mode {
+	case "namespace":
+		if os.Geteuid() != 0 {
+			t.Skip("namespace mode needs root")
+		}
+		if _, err := exec.LookPath("bwrap"); err != nil {
+			t.Skip("namespace mode needs bubblewrap: " + err.Error())
+		}
+	case "docker":
+		denv, why := dockerTestEnv(t, "node")
+		if why != "" {
+			t.Skip(why)
+		}
+		env = append(env, denv...)
+	}
+	return env
 }
 
 // daemonCode is python that leaves a setsid double-forked `sleep mark`
