@@ -156,17 +156,9 @@ func silentRegistry(t *testing.T) string {
 // the removals in progress, so it is read once they are over); "nothing"
 // when none.
 func runsLeft(mode, old string, marks map[string]string, pkg string, tree map[int]string, ids []string, done bool) string {
-	var left []string
-	for what, mark := range marks {
-		if p := processesWith(mark); len(p) > 0 {
-			left = append(left, fmt.Sprintf("%s (pids %v)", what, p))
-		}
-	}
+	left := markedLeft(old, marks)
 	if p := processesWith(pkg); len(p) > 0 {
 		left = append(left, fmt.Sprintf("the package install (pids %v)", p))
-	}
-	if p := processesMarkedBy(old); len(p) > 0 {
-		left = append(left, fmt.Sprintf("processes of its subprocess runs %v", p))
 	}
 	var alive []string
 	for p, st := range tree {

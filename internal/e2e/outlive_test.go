@@ -180,24 +180,9 @@ type lostOut struct {
 // subprocess runs, its labelled containers, its cgroups and staging root;
 // "nothing" when none.
 func leftOf(mode, old string, pid int, marks map[string]string) string {
-	var left []string
-	for what, mark := range marks {
-		if p := processesWith(mark); len(p) > 0 {
-			left = append(left, fmt.Sprintf("%s (pids %v)", what, p))
-		}
-	}
-	if p := processesMarkedBy(old); len(p) > 0 {
-		left = append(left, fmt.Sprintf("processes of its subprocess runs %v", p))
-	}
-	if mode == "docker" {
-		cli := "docker"
-		if exec.Command("docker", "info").Run() != nil {
-			cli = "podman"
-		}
-		out, _ := exec.Command(cli, "ps", "-a", "--filter", "label=codexec.instance="+old, "--format", "{{.Names}}").Output()
-		if names := strings.Fields(string(out)); len(names) > 0 {
-			left = append(left, fmt.Sprintf("containers %v", names))
-		}
+	left := markedLeft(old, marks)
+	if ids := containerIDs(mode, old); len(ids) > 0 {
+		left = append(left, fmt.Sprintf("containers %.12q", ids))
 	}
 	suffix := "-" + strconv.Itoa(pid)
 	if dirs, _ := cgroup.ServerDirs(cgroup.Detect(), old); len(dirs) > 0 {
@@ -210,6 +195,22 @@ func leftOf(mode, old string, pid int, marks map[string]string) string {
 		return "nothing"
 	}
 	return strings.Join(left, "; ")
+}
+
+// markedLeft lists the processes still running of the server old: those
+// with a mark (by what it marks) in their command line and those marked as
+// its subprocess runs.
+func markedLeft(old string, marks map[string]string) []string {
+	var left []string
+	for what, mark := range marks {
+		if p := processesWith(mark); len(p) > 0 {
+			left = append(left, fmt.Sprintf("%s (pids %v)", what, p))
+		}
+	}
+	if p := processesMarkedBy(old); len(p) > 0 {
+		left = append(left, fmt.Sprintf("processes of its subprocess runs %v", p))
+	}
+	return left
 }
 
 // sleepers lists the pids of `sleep mark` processes (not of processes that

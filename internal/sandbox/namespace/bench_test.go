@@ -56,14 +56,10 @@ func BenchmarkNamespaceStages(b *testing.B) {
 		noLL = append(noLL, runOnce(b, nl, dir, py))
 		bare, mini = append(bare, t1.Sub(t0)), append(mini, t2.Sub(t1))
 	}
-	ms := func(ds []time.Duration) float64 {
-		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-		return float64(ds[len(ds)/2].Microseconds()) / 1000
-	}
-	b.ReportMetric(ms(bare), "bare-ms")
-	b.ReportMetric(ms(mini), "minimal-bwrap-ms")
-	b.ReportMetric(ms(full), "namespace-ms")
-	b.ReportMetric(ms(noLL), "no-landlock-ms")
+	b.ReportMetric(medianMs(bare), "bare-ms")
+	b.ReportMetric(medianMs(mini), "minimal-bwrap-ms")
+	b.ReportMetric(medianMs(full), "namespace-ms")
+	b.ReportMetric(medianMs(noLL), "no-landlock-ms")
 }
 
 // benchLimits are the server defaults (512 MiB, 1 CPU, 256 pids, 256 MiB /tmp).
@@ -129,13 +125,9 @@ func BenchmarkWarmBash(b *testing.B) {
 		_ = p.Release(time.Second)
 		warm = append(warm, time.Since(t1))
 	}
-	ms := func(ds []time.Duration) float64 {
-		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-		return float64(ds[len(ds)/2].Microseconds()) / 1000
-	}
-	b.ReportMetric(ms(bare), "bare-ms")
-	b.ReportMetric(ms(warm), "warm-ms")
-	b.ReportMetric(ms(warm)/ms(bare), "ratio")
+	b.ReportMetric(medianMs(bare), "bare-ms")
+	b.ReportMetric(medianMs(warm), "warm-ms")
+	b.ReportMetric(medianMs(warm)/medianMs(bare), "ratio")
 	if hits := sandboxtest.KindHits(n, sandbox.WarmBash); hits < uint64(len(warm)) {
 		b.Errorf("%d of %d runs served warm", hits, len(warm))
 	}
@@ -181,13 +173,15 @@ func BenchmarkCallerDirOwner(b *testing.B) {
 		plain, mapped = append(plain, run(nil)), append(mapped, run(owner))
 		plainClone, mappedClone = append(plainClone, clone(nil)), append(mappedClone, clone(owner))
 	}
-	ms := func(ds []time.Duration) float64 {
-		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-		return float64(ds[len(ds)/2].Microseconds()) / 1000
-	}
-	b.ReportMetric(ms(plain), "bind-run-ms")
-	b.ReportMetric(ms(mapped), "owner-run-ms")
-	b.ReportMetric(ms(plainClone), "bind-clone-ms")
-	b.ReportMetric(ms(mappedClone), "owner-clone-ms")
+	b.ReportMetric(medianMs(plain), "bind-run-ms")
+	b.ReportMetric(medianMs(mapped), "owner-run-ms")
+	b.ReportMetric(medianMs(plainClone), "bind-clone-ms")
+	b.ReportMetric(medianMs(mappedClone), "owner-clone-ms")
 	b.ReportMetric(float64(first.Microseconds())/1000, "first-use-ms")
+}
+
+// medianMs is the median of ds in milliseconds (ds is sorted in place).
+func medianMs(ds []time.Duration) float64 {
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return float64(ds[len(ds)/2].Microseconds()) / 1000
 }
