@@ -102,6 +102,11 @@ type Spec struct {
 	// Network, when true, keeps host networking (only for trusted tools such
 	// as the shell command tools in subprocess mode). Isolated modes refuse it.
 	Network bool
+	// Egress, if set, is the run's network through the egress owner: the
+	// backend hands the sandbox's Capture to it (Egress.Serve). Backends
+	// made without a CaptureSpec, and subprocess mode, ignore it. Without
+	// it, a sandbox's captured sockets are closed before the program runs.
+	Egress Egress
 	// Warm (WarmPython, WarmNode, WarmBash) lets a backend serve the run
 	// from a warm runner started ahead of time: Argv must then be the
 	// interpreter, its flags, -c (python, bash) or -e (node), the code and
