@@ -61,7 +61,7 @@ func TestCodeModeUpstreams(t *testing.T) {
 	t.Run("readme example", func(t *testing.T) { testReadmeExample(t, f) })
 }
 
-// testReadmeExample runs the README's adaptation of 004's example.
+// testReadmeExample runs the guide's (docs/guide.md) adaptation of 004's example.
 func testReadmeExample(t *testing.T, f *upstreamFixture) {
 	dir := filepath.Join(f.fsRoot, "app-logs")
 	if err := os.Mkdir(dir, 0o755); err != nil {

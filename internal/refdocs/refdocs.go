@@ -103,7 +103,7 @@ when ` + "`CODEXEC_UPSTREAMS`" + ` names upstream servers), as a server with the
 are those of subprocess mode; in namespace and docker mode the tools that run code report ` + "`openWorldHint: false`" + `,
 since their runs have no network. The shell tools' descriptions name the commands ` + "`ALLOWED_COMMANDS`" + ` allows.
 Errors: see [errors.md](errors.md); settings: [settings.md](settings.md). Runs started with ` + "`background: true`" + ` and read
-with ` + "`get_run`" + `: see [Background runs](../README.md#background-runs).`
+with ` + "`get_run`" + `: see [Background runs](guide.md#background-runs).`
 
 func writeTool(b *bytes.Buffer, t *mcp.Tool) error {
 	fmt.Fprintf(b, "## %s\n\n", t.Name)
