@@ -37,14 +37,14 @@ import (
 // mount namespace and mounts a clone of the run's workspace over
 // /workspace, raises the container's CPU weight from the minimum it started
 // with, and hands over fresh stdout and stderr pipes and the run, as in
-// namespace mode (warm.go, warm_early.go): the result is in once the stub
+// namespace mode (package warm: pool.go, early.go): the result is in once the stub
 // reports its status, and the CLI's own exit and the container's removal
 // finish in the background. A container serves one run and is removed.
 //
 // Entering the container's mount namespace needs the server to be root
 // beside a rootful engine; where it cannot (rootless engines) the runner is
 // destroyed and runs start cold. Node runners use FIFOs instead of the
-// socket (container_warm_node.go).
+// socket (warm_node.go).
 
 // ctlName is the control socket's name in a container runner's directory.
 const ctlName = ".codexec-ctl"
@@ -64,7 +64,7 @@ type ctRunner struct {
 	// node runners: their FIFOs and the attached CLI's stdin.
 	node  *nodeFIFOs
 	cliIn *os.File
-	// deadline is the server's end of the deadline FIFO (container_life.go),
+	// deadline is the server's end of the deadline FIFO (life.go),
 	// written and closed at take time.
 	deadline *os.File
 }

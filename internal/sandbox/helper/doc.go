@@ -94,13 +94,13 @@
 // (Landlock, capabilities, no_new_privs, seccomp) before running the code.
 // The zygote reaps it (one pidfd per child) and reports its wait status.
 //
-// Node runners in containers (docker mode; container_warm_node.go). Node
+// Node runners in containers (docker mode; container/warm_node.go). Node
 // cannot receive descriptors over a socket, so the parent makes five FIFOs
 // in the runner's directory and the container's shell opens them for node:
 // stdin (fd 0), stdout (1), stderr (2), the run message (3, EncodeRun) and
 // "R"/"X<status>\n" (4).
 //
-// Warm container deadline (docker mode; container_life.go): a FIFO whose
+// Warm container deadline (docker mode; container/life.go): a FIFO whose
 // server end is written with the run's deadline at take time and whose
 // loss of writer (a dead server) ends the container.
 //

@@ -59,7 +59,7 @@ import (
 // write is checked against the opener's credentials.
 //
 // The server binds the workspace into the program's mount namespace as for a
-// warm runner (warm_bind.go); only workspaces it can place in the child's
+// warm runner (bind.go); only workspaces it can place in the child's
 // private file systems qualify: below /tmp, or directly in OwnedRoot (where
 // one-shot workspaces live). Other runs use the other paths.
 
