@@ -39,24 +39,26 @@ func TestCommentsNameExistingFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range files {
-		for line, name := range commentedGoFiles(t, f) {
-			if !named(have, name) {
-				t.Errorf("%s:%d: a comment names %s, which does not exist", f, line, name)
+		for line, names := range commentedGoFiles(t, f) {
+			for _, name := range names {
+				if !named(have, name) {
+					t.Errorf("%s:%d: a comment names %s, which does not exist", f, line, name)
+				}
 			}
 		}
 	}
 }
 
-// commentedGoFiles maps line numbers of f to the Go file a comment there
-// names (the last one on the line).
-func commentedGoFiles(t *testing.T, f string) map[int]string {
+// commentedGoFiles maps line numbers of f to the Go files a comment there
+// names.
+func commentedGoFiles(t *testing.T, f string) map[int][]string {
 	t.Helper()
 	fh, err := os.Open(f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fh.Close()
-	out := map[int]string{}
+	out := map[int][]string{}
 	sc := bufio.NewScanner(fh)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -64,7 +66,7 @@ func commentedGoFiles(t *testing.T, f string) map[int]string {
 		if !ok {
 			continue
 		}
-		for _, m := range goFileInComment.FindAllString(comment, -1) {
+		if m := goFileInComment.FindAllString(comment, -1); m != nil {
 			out[n] = m
 		}
 	}
