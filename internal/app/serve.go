@@ -44,7 +44,7 @@ func (a *App) serveStdio(ctx context.Context, cfg config.Config) error {
 			slog.Info("stdin closed: the client left; running calls were cancelled and answered", "cancelled", n)
 		}
 	}
-	wire := stdiowire.New(os.Stdin, os.Stdout, stdiowire.Options{MaxLineBytes: stdioMaxLine(cfg), Logger: slog.Default(), InputEnded: inputEnded})
+	wire := stdiowire.New(os.Stdin, os.Stdout, stdiowire.Options{MaxLineBytes: stdioMaxLine(cfg), Logger: slog.Default(), InputEnded: inputEnded, Delivered: a.Server.NoteRead})
 	n, err := a.Server.ServeUntil(ctx, wire.Transport(), cfg.Remote.ShutdownGrace, killWait)
 	if n > 0 {
 		slog.Warn("shutdown grace expired: running calls were killed", "killed", n)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -31,10 +32,14 @@ type drain struct {
 	// refuse answers a call that arrives after Shutdown began, as a tool
 	// error of that tool (SERVER_NOT_READY); nil: a JSON-RPC error.
 	refuse func(*mcp.CallToolRequest) mcp.Result
+
+	// wire observes the calls of ServeUntil's client on the wire. Over
+	// HTTP nothing notes reads, so shutdown never waits on it there.
+	wire *callWire
 }
 
 func newDrain() *drain {
-	d := &drain{idle: make(chan struct{})}
+	d := &drain{idle: make(chan struct{}), wire: newCallWire()}
 	d.kill, d.killCall = context.WithCancelCause(context.Background())
 	return d
 }
@@ -45,6 +50,7 @@ func (d *drain) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if method != "tools/call" {
 			return next(ctx, method, req)
 		}
+		d.wire.reachedDrain()
 		if !d.enter() {
 			if call, ok := req.(*mcp.CallToolRequest); ok && d.refuse != nil && call.Params != nil {
 				return d.refuse(call), nil
@@ -117,14 +123,14 @@ func (s *Server) Shutdown(ctx context.Context, killWait time.Duration) (cancelle
 	return cancelled
 }
 
-// responseSettle is how long finish waits between the last handler
-// returning and the connection closing (a pipe write takes microseconds).
-const responseSettle = 250 * time.Millisecond
-
-// pickUp is how long InputEnded lets requests the SDK has already read
-// reach their handlers, so they are counted as running and answered rather
-// than refused as arriving during the shutdown.
-const pickUp = 50 * time.Millisecond
+// answerBound bounds the wait for the responses of calls that have
+// returned to be written, and pickUpBound the wait for calls the SDK has
+// read to reach their handlers. Both are events that take microseconds;
+// the bounds only keep a shutdown finite should one never come.
+const (
+	answerBound = 2 * time.Second
+	pickUpBound = time.Second
+)
 
 // ServeUntil serves one client on t until it disconnects or ctx ends. When
 // ctx ends, running tool calls get grace to finish (then are cancelled, see
@@ -132,7 +138,7 @@ const pickUp = 50 * time.Millisecond
 // calls that finished are still delivered. It returns how many calls were
 // cancelled.
 func (s *Server) ServeUntil(ctx context.Context, t mcp.Transport, grace, killWait time.Duration) (int, error) {
-	ss, err := s.mcp.Connect(context.Background(), t, nil)
+	ss, err := s.mcp.Connect(context.Background(), s.drain.wire.wrap(t), nil)
 	if err != nil {
 		return 0, err
 	}
@@ -149,6 +155,12 @@ func (s *Server) ServeUntil(ctx context.Context, t mcp.Transport, grace, killWai
 	return n, nil
 }
 
+// NoteRead tells the server that its stdio transport read msg and is about
+// to hand it to the SDK (ServeUntil's transport calls it for every
+// message): InputEnded then waits for the tools/call requests read so far
+// to reach their handlers, and a shutdown for their answers to be written.
+func (s *Server) NoteRead(msg jsonrpc.Message) { s.drain.wire.noteRead(msg) }
+
 // InputEnded answers the tool calls of a client whose input has ended: it
 // refuses new calls, lets the running ones finish within grace, cancels the
 // rest (they are answered with an error) and waits for their responses to
@@ -157,12 +169,14 @@ func (s *Server) ServeUntil(ctx context.Context, t mcp.Transport, grace, killWai
 // how many calls were cancelled. With ServeUntil's own shutdown, only the
 // first does the work; the other waits for it.
 func (s *Server) InputEnded(grace, killWait time.Duration) int {
-	time.Sleep(pickUp)
+	// Calls the SDK has already read are counted as running and answered,
+	// not refused as arriving during the shutdown.
+	s.drain.wire.waitReached(pickUpBound)
 	return s.finish(grace, killWait)
 }
 
-// finish runs Shutdown with grace once and lets the responses of the calls
-// it waited for reach the connection: a handler that returned has not
+// finish runs Shutdown with grace once and waits until the responses of
+// the calls it waited for are written: a handler that returned has not
 // necessarily written its response yet, and a closing connection drops
 // writes. Later calls wait for the first and return its count.
 func (s *Server) finish(grace, killWait time.Duration) int {
@@ -170,7 +184,7 @@ func (s *Server) finish(grace, killWait time.Duration) int {
 		ctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
 		s.drain.cancelled = s.Shutdown(ctx, killWait)
-		time.Sleep(responseSettle)
+		s.drain.wire.waitAnswered(answerBound)
 	})
 	return s.drain.cancelled
 }

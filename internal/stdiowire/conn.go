@@ -52,6 +52,9 @@ func (c *conn) readLoop() {
 	for {
 		var d message
 		d.msg, d.err = c.s.nextMessage()
+		if d.err == nil && c.s.delivered != nil {
+			c.s.delivered(d.msg)
+		}
 		select {
 		case c.incoming <- d:
 		case <-c.closed:

@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -50,6 +51,10 @@ type Options struct {
 	// its reader has ended, so this is where calls still running are
 	// answered. Read waits for it to return.
 	InputEnded func()
+	// Delivered, when set, is called with every message the transport's
+	// connection is about to hand to the SDK, on the goroutine that later
+	// calls InputEnded (so InputEnded sees every message read before it).
+	Delivered func(jsonrpc.Message)
 }
 
 // Stream checks the lines read from in and answers the bad ones on out. Read
@@ -62,6 +67,8 @@ type Stream struct {
 	max    int
 	log    *slog.Logger
 	ended  func() // Options.InputEnded, nil once called
+	// delivered is Options.Delivered (may be nil).
+	delivered func(jsonrpc.Message)
 
 	wmu sync.Mutex // one write to out at a time: a reply or an SDK message
 	out io.Writer
@@ -81,7 +88,7 @@ func New(in io.Reader, out io.Writer, o Options) *Stream {
 	if o.MaxLineBytes <= 0 {
 		o.MaxLineBytes = DefaultMaxLineBytes
 	}
-	s := &Stream{in: bufio.NewReaderSize(in, readChunk), max: o.MaxLineBytes, log: o.Logger, out: out, ended: o.InputEnded}
+	s := &Stream{in: bufio.NewReaderSize(in, readChunk), max: o.MaxLineBytes, log: o.Logger, out: out, ended: o.InputEnded, delivered: o.Delivered}
 	s.closer, _ = in.(io.Closer)
 	return s
 }
