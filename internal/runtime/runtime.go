@@ -86,3 +86,14 @@ func (s *Set) Paths() []string {
 	sort.Strings(out)
 	return out
 }
+
+// Fixed is a Set of the given interpreter paths by canonical language,
+// taken as they are (no lookup, no check): for tests over a fake sandbox
+// backend, where nothing is executed.
+func Fixed(paths map[string]string) *Set {
+	set := &Set{byLang: map[string]Interpreter{}}
+	for lang, p := range paths {
+		set.byLang[lang] = Interpreter{Path: p}
+	}
+	return set
+}
