@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/errcode"
 )
 
 // Metrics are a code-mode execution's metrics (part of engine.Result).
@@ -83,7 +84,7 @@ func contextJSON(ctx map[string]any) ([]byte, error) {
 	}
 	b, err := json.Marshal(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("context is not JSON-serializable: %w", err)
+		return nil, errcode.New(errcode.InvalidParams, "context is not JSON-serializable: %w", err)
 	}
 	return b, nil
 }

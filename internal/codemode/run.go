@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/errcode"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/output"
@@ -81,19 +82,19 @@ func Execute(ctx context.Context, eng *engine.Engine, req Request) (engine.Resul
 func validate(req *Request) error {
 	switch {
 	case strings.TrimSpace(req.Code) == "":
-		return errors.New("code is empty")
+		return errcode.New(errcode.InvalidParams, "code is empty")
 	case len(req.Code) > MaxCodeBytes:
-		return fmt.Errorf("code is %d bytes, over the %d KB limit of code mode", len(req.Code), MaxCodeBytes>>10)
+		return errcode.New(errcode.InvalidParams, "code is %d bytes, over the %d KB limit of code mode", len(req.Code), MaxCodeBytes>>10)
 	case len(req.Tools) > 0 && req.Caller == nil:
-		return errors.New("tools given but no upstream servers are configured")
+		return errcode.New(errcode.NotEnabled, "tools given but no upstream servers are configured")
 	case req.Stdin != nil:
-		return errors.New("stdin is not available in code mode (its channel uses it); pass data in context")
+		return errcode.New(errcode.InvalidParams, "stdin is not available in code mode (its channel uses it); pass data in context")
 	}
 	if req.Language == "" {
 		req.Language = runtime.TypeScript
 	}
 	if req.Language != runtime.TypeScript && req.Language != runtime.Python {
-		return fmt.Errorf("code mode runs TypeScript/JavaScript or Python, not %s", req.Language)
+		return errcode.New(errcode.InvalidLanguage, "code mode runs TypeScript/JavaScript or Python, not %s", req.Language)
 	}
 	return nil
 }

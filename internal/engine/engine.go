@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/codexec/codexec/internal/diskbound"
+	"github.com/codexec/codexec/internal/errcode"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/inflight"
@@ -205,19 +206,19 @@ func resolveTimeout(timeoutMs, timeoutSec *int, def, max time.Duration) (time.Du
 func resolveTimeoutNamed(timeoutMs, timeoutSec *int, def, max time.Duration, setting string) (time.Duration, error) {
 	switch {
 	case timeoutMs != nil && timeoutSec != nil:
-		return 0, fmt.Errorf("give either timeout_ms (milliseconds) or timeout (seconds), not both")
+		return 0, errcode.New(errcode.InvalidParams, "give either timeout_ms (milliseconds) or timeout (seconds), not both")
 	case timeoutSec != nil:
 		hi := min(maxTimeoutSeconds, int64(max/time.Second))
 		if hi < 1 {
-			return 0, fmt.Errorf("timeout (seconds) cannot be used: the server maximum is %d ms (%s); give timeout_ms", max.Milliseconds(), setting)
+			return 0, errcode.New(errcode.InvalidParams, "timeout (seconds) cannot be used: the server maximum is %d ms (%s); give timeout_ms", max.Milliseconds(), setting)
 		}
 		if n := int64(*timeoutSec); n < 1 || n > hi {
-			return 0, fmt.Errorf("timeout must be between 1 and %d seconds%s, got %d", hi, maxNote(hi < maxTimeoutSeconds, setting), n)
+			return 0, errcode.New(errcode.InvalidParams, "timeout must be between 1 and %d seconds%s, got %d", hi, maxNote(hi < maxTimeoutSeconds, setting), n)
 		}
 		return time.Duration(*timeoutSec) * time.Second, nil
 	case timeoutMs != nil:
 		if n, hi := int64(*timeoutMs), max.Milliseconds(); n < 1 || n > hi {
-			return 0, fmt.Errorf("timeout_ms must be between 1 and %d (%s), got %d", hi, setting, n)
+			return 0, errcode.New(errcode.InvalidParams, "timeout_ms must be between 1 and %d (%s), got %d", hi, setting, n)
 		}
 		return time.Duration(*timeoutMs) * time.Millisecond, nil
 	}

@@ -142,6 +142,17 @@ type Result struct {
 	CompileError *runtime.CompileError `json:"-"`
 }
 
+// FailureShape is how a call that was to return a Result fails without
+// running anything: a Result with status setup_error, the message as its
+// error_message, plus the failure's code, so readers of status and readers
+// of an error's code both see that nothing ran.
+func (Result) FailureShape(message, code string) any {
+	return struct {
+		Result
+		Code string `json:"code"`
+	}{Result{Status: StatusSetupError, ErrorMessage: &message, Artifacts: []string{}}, code}
+}
+
 // LogLines is a code-mode result's logs ([] when none), nil for any other
 // result.
 func (r Result) LogLines() []string {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/codexec/codexec/internal/artifacts"
 	"github.com/codexec/codexec/internal/diskbound"
+	"github.com/codexec/codexec/internal/errcode"
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/pathguard"
 )
@@ -39,7 +40,7 @@ func (e *Engine) Workspace(ctx context.Context, name, workingDir string) (*Works
 	if workingDir != "" {
 		dir, err := e.ResolveDir(ctx, workingDir)
 		if err != nil {
-			return nil, fmt.Errorf("working_dir rejected: %w", err)
+			return nil, errcode.New(errcode.InvalidParams, "working_dir rejected: %w", err)
 		}
 		return e.workspaceAt(dir, workingDir, false)
 	}

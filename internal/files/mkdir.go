@@ -1,10 +1,11 @@
 package files
 
 import (
-	"fmt"
 	"io/fs"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/codexec/codexec/internal/errcode"
 )
 
 // Mkdir creates directory p and its missing parents beneath the root (each
@@ -13,7 +14,7 @@ import (
 // directory is kept and gets mode.
 func (r *Root) Mkdir(p string, mode fs.FileMode) error {
 	if r.readOnly {
-		return fmt.Errorf("%s is read-only to sandboxed code", r.dir)
+		return errcode.New(errcode.NotAllowed, "%s is read-only to sandboxed code", r.dir)
 	}
 	_, err := within(r, func() (struct{}, error) {
 		rel, err := r.clean(p)

@@ -31,15 +31,16 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/codexec/codexec/internal/confine"
+	"github.com/codexec/codexec/internal/errcode"
 )
 
 // Errors callers can test with errors.Is.
 var (
-	ErrNotFound = errors.New("no such file")
-	ErrExists   = errors.New("file exists (pass overwrite: true to replace it)")
-	ErrTooLarge = errors.New("too large")
+	ErrNotFound = errcode.New(errcode.FileNotFound, "no such file")
+	ErrExists   = errcode.New(errcode.FileExists, "file exists (pass overwrite: true to replace it)")
+	ErrTooLarge = errcode.New(errcode.LimitExceeded, "too large")
 	// ErrOffset is an appended chunk whose offset is not the file's size.
-	ErrOffset = errors.New("offset is not the end of the file")
+	ErrOffset = errcode.New(errcode.InvalidParams, "offset is not the end of the file")
 )
 
 // Root is a workspace directory opened for confined access. It holds an fd to
@@ -143,15 +144,15 @@ func (r *Root) Dir() string { return r.dir }
 func Clean(p string) (string, error) {
 	switch {
 	case strings.ContainsRune(p, 0):
-		return "", fmt.Errorf("path %q contains a NUL byte", p)
+		return "", errcode.New(errcode.InvalidParams, "path %q contains a NUL byte", p)
 	case strings.HasPrefix(p, "/"):
-		return "", fmt.Errorf("path %q is absolute: give a path relative to the workspace", p)
+		return "", errcode.New(errcode.InvalidParams, "path %q is absolute: give a path relative to the workspace", p)
 	case strings.Contains(p, `\`):
-		return "", fmt.Errorf("path %q contains a backslash", p)
+		return "", errcode.New(errcode.InvalidParams, "path %q contains a backslash", p)
 	}
 	for _, part := range strings.Split(p, "/") {
 		if part == ".." {
-			return "", fmt.Errorf("path %q contains '..': paths must stay inside the workspace", p)
+			return "", errcode.New(errcode.InvalidParams, "path %q contains '..': paths must stay inside the workspace", p)
 		}
 	}
 	c := path.Clean("/" + p)[1:]
@@ -166,11 +167,11 @@ func explain(rel string, err error) error {
 	case errors.Is(err, unix.ENOENT):
 		return fmt.Errorf("%s: %w", rel, ErrNotFound)
 	case errors.Is(err, unix.ELOOP):
-		return fmt.Errorf("%s: refused: the path is or goes through a symlink", rel)
+		return errcode.New(errcode.NotAllowed, "%s: refused: the path is or goes through a symlink", rel)
 	case errors.Is(err, unix.EXDEV):
-		return fmt.Errorf("%s: refused: the path leaves the workspace", rel)
+		return errcode.New(errcode.NotAllowed, "%s: refused: the path leaves the workspace", rel)
 	case errors.Is(err, unix.ENOTDIR):
-		return fmt.Errorf("%s: a parent is not a directory", rel)
+		return errcode.New(errcode.InvalidParams, "%s: a parent is not a directory", rel)
 	case errors.Is(err, unix.ENOSYS):
 		return fmt.Errorf("%s: this kernel lacks openat2 (Linux ≥ 5.6 is required for file access)", rel)
 	}
@@ -267,10 +268,10 @@ func regular(fd int, rel string) (*unix.Stat_t, error) {
 		return nil, err
 	}
 	if t := typeOf(uint32(st.Mode)); t != "file" {
-		return nil, fmt.Errorf("%s: refused: it is a %s, not a regular file", rel, t)
+		return nil, errcode.New(errcode.NotAllowed, "%s: refused: it is a %s, not a regular file", rel, t)
 	}
 	if st.Nlink > 1 {
-		return nil, fmt.Errorf("%s: refused: the file has %d hard links", rel, st.Nlink)
+		return nil, errcode.New(errcode.NotAllowed, "%s: refused: the file has %d hard links", rel, st.Nlink)
 	}
 	return &st, nil
 }
@@ -286,7 +287,7 @@ func (r *Root) Read(p string, offset, length, max int64) ([]byte, Entry, error) 
 	}
 	defer f.Close()
 	if offset < 0 || offset > f.Size {
-		return nil, f.Entry, fmt.Errorf("offset %d is outside the file (size %d)", offset, f.Size)
+		return nil, f.Entry, errcode.New(errcode.InvalidParams, "offset %d is outside the file (size %d)", offset, f.Size)
 	}
 	if length > max {
 		return nil, f.Entry, fmt.Errorf("%s: length %d exceeds the limit of %d bytes per read: %w", f.Path, length, max, ErrTooLarge)

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/codexec/codexec/internal/errcode"
 )
 
 // Item is a set of files kept beyond the workspace they came from: the
@@ -76,7 +78,7 @@ func NotFound(id string) error {
 // before it names anything with it.
 func CheckID(id string) error {
 	if id == "" || strings.ContainsAny(id, `/\`) || strings.HasPrefix(id, ".") || len(id) > 128 {
-		return fmt.Errorf("invalid item id %q", id)
+		return errcode.New(errcode.InvalidParams, "invalid item id %q", id)
 	}
 	return nil
 }

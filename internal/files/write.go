@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/codexec/codexec/internal/errcode"
 )
 
 // WriteOptions control Write. The zero value writes mode 0644, refuses to
@@ -42,7 +44,7 @@ type Written struct {
 // never is.
 func (r *Root) Write(p string, src io.Reader, o WriteOptions) (Written, error) {
 	if r.readOnly {
-		return Written{}, fmt.Errorf("%s is read-only to sandboxed code, so nothing is written there; an operator can make it writable with CODEXEC_WRITABLE_ROOTS", r.dir)
+		return Written{}, errcode.New(errcode.NotAllowed, "%s is read-only to sandboxed code, so nothing is written there; an operator can make it writable with CODEXEC_WRITABLE_ROOTS", r.dir)
 	}
 	return within(r, func() (Written, error) { return r.write(p, src, o) })
 }
@@ -53,7 +55,7 @@ func (r *Root) write(p string, src io.Reader, o WriteOptions) (Written, error) {
 		return Written{}, err
 	}
 	if rel == "" {
-		return Written{}, errors.New("path names the workspace itself; give a file name")
+		return Written{}, errcode.New(errcode.InvalidParams, "path names the workspace itself; give a file name")
 	}
 	dir, base := path.Split(rel)
 	dfd, err := r.mkdirAll(strings.TrimSuffix(dir, "/"))
@@ -143,7 +145,7 @@ func (r *Root) mkdirAll(rel string) (int, error) {
 // as the chunks.
 func (r *Root) Append(p string, src io.Reader, offset, max int64) (Written, error) {
 	if r.readOnly {
-		return Written{}, fmt.Errorf("%s is read-only to sandboxed code, so nothing is written there; an operator can make it writable with CODEXEC_WRITABLE_ROOTS", r.dir)
+		return Written{}, errcode.New(errcode.NotAllowed, "%s is read-only to sandboxed code, so nothing is written there; an operator can make it writable with CODEXEC_WRITABLE_ROOTS", r.dir)
 	}
 	return within(r, func() (Written, error) { return r.append(p, src, offset, max) })
 }

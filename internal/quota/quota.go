@@ -10,15 +10,16 @@ package quota
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/codexec/codexec/internal/errcode"
 )
 
 // ErrBusy is returned (wrapped, with the limit and the wait) when no slot
 // freed up within the wait.
-var ErrBusy = errors.New("busy")
+var ErrBusy = errcode.New(errcode.Busy, "busy")
 
 // Limiter hands out execution slots per principal. Acquire blocks until a
 // slot is free, the wait expires (ErrBusy) or ctx ends (ctx.Err()); on

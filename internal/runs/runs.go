@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/errcode"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/output"
@@ -55,11 +56,11 @@ const (
 // Errors callers classify with errors.Is.
 var (
 	// ErrNotFound: no run of the caller has the id.
-	ErrNotFound = errors.New("unknown execution")
+	ErrNotFound = errcode.New(errcode.ExecutionNotFound, "unknown execution")
 	// ErrLimit: the caller has Options.MaxPerPrincipal runs running.
-	ErrLimit = errors.New("too many background runs")
+	ErrLimit = errcode.New(errcode.LimitExceeded, "too many background runs")
 	// ErrClosed: the server is shutting down and starts no run.
-	ErrClosed = errors.New("the server is shutting down and starts no background run")
+	ErrClosed = errcode.New(errcode.ServerNotReady, "the server is shutting down and starts no background run")
 )
 
 // Why a run's context was cancelled (context.Cause), as its result says.

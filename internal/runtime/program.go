@@ -6,6 +6,7 @@ import (
 
 	"github.com/evanw/esbuild/pkg/api"
 
+	"github.com/codexec/codexec/internal/errcode"
 	"github.com/codexec/codexec/internal/sandbox"
 )
 
@@ -58,7 +59,7 @@ func (s *Set) Build(lang, code string, args []string) (Program, error) {
 		}
 		return nodeProgram(in.Path, js, esm, []string{"--enable-source-maps"}, args), nil
 	}
-	return Program{}, fmt.Errorf("unsupported language %q", lang)
+	return Program{}, errcode.New(errcode.InvalidLanguage, "unsupported language %q", lang)
 }
 
 // inlineOrFile passes code after flag when it fits in one argument, else

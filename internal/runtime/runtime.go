@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/codexec/codexec/internal/errcode"
 )
 
 // Canonical language names.
@@ -34,7 +36,7 @@ func Normalize(lang string) (string, error) {
 	if c, ok := aliases[strings.ToLower(strings.TrimSpace(lang))]; ok {
 		return c, nil
 	}
-	return "", fmt.Errorf("unsupported language %q: use one of %s", lang, strings.Join(AcceptedNames(), ", "))
+	return "", errcode.New(errcode.InvalidLanguage, "unsupported language %q: use one of %s", lang, strings.Join(AcceptedNames(), ", "))
 }
 
 // AcceptedNames lists every accepted language name and alias, sorted.

@@ -1,12 +1,12 @@
 package scripts
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 
 	"github.com/codexec/codexec/internal/atomicfile"
+	"github.com/codexec/codexec/internal/errcode"
 )
 
 // MaxNameLen bounds script names so they stay valid directory names.
@@ -15,7 +15,7 @@ const MaxNameLen = 100
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // ErrInvalid marks (wrapped) errors caused by bad input; nothing was written.
-var ErrInvalid = errors.New("invalid input")
+var ErrInvalid = errcode.New(errcode.InvalidParams, "invalid input")
 
 // ValidateName rejects names that could escape the library directory or
 // collide with its bookkeeping files: path separators, "..", hidden

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codexec/codexec/internal/errcode"
 	"github.com/codexec/codexec/internal/runtime"
 )
 
@@ -105,7 +106,7 @@ func Filter(all []Meta, lang, tag string) []Meta {
 func Rank(all []Meta, query string) ([]Match, error) {
 	words := tokens(query)
 	if len(words) == 0 {
-		return nil, fmt.Errorf("query must contain at least one word")
+		return nil, errcode.New(errcode.InvalidParams, "query must contain at least one word")
 	}
 	out := []Match{}
 	for _, m := range all {

@@ -3,7 +3,6 @@ package scripts
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"github.com/codexec/codexec/internal/files"
 	"log/slog"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/errcode"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runtime"
@@ -24,7 +24,7 @@ type Runner struct {
 }
 
 // ErrPreflight marks a package pre-flight check that could not run.
-var ErrPreflight = errors.New("package pre-flight check failed")
+var ErrPreflight = errcode.New(errcode.PreflightFailed, "package pre-flight check failed")
 
 // MissingPackagesError is run_script's pre-flight failure: the script's
 // required packages that its language environment cannot find.

@@ -22,7 +22,6 @@ package scripts
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,6 +29,7 @@ import (
 	"time"
 
 	"github.com/codexec/codexec/internal/atomicfile"
+	"github.com/codexec/codexec/internal/errcode"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/tenant"
@@ -43,7 +43,7 @@ const (
 )
 
 // ErrNotFound is returned (wrapped) for an unknown script or version.
-var ErrNotFound = errors.New("script not found")
+var ErrNotFound = errcode.New(errcode.ScriptNotFound, "script not found")
 
 // Meta is a script's metadata.json. Pointer fields are null until the
 // script first runs.

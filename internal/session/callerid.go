@@ -2,9 +2,9 @@ package session
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"regexp"
+
+	"github.com/codexec/codexec/internal/errcode"
 )
 
 // Caller-chosen ids: execute_code's session_id names a session the
@@ -18,13 +18,13 @@ const MaxIDLen = 64
 var callerIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
 // ErrExists is returned when a caller-chosen id is already in use.
-var ErrExists = errors.New("already exists")
+var ErrExists = errcode.New(errcode.InvalidParams, "already exists")
 
 // ValidateID checks a caller-chosen session id: 1–64 characters, letters,
 // digits, '_', '-' and '.', starting with a letter or digit.
 func ValidateID(id string) error {
 	if len(id) > MaxIDLen || !callerIDRe.MatchString(id) {
-		return fmt.Errorf("invalid session_id %q: use 1-%d letters, digits, _ - . starting with a letter or digit", id, MaxIDLen)
+		return errcode.New(errcode.InvalidParams, "invalid session_id %q: use 1-%d letters, digits, _ - . starting with a letter or digit", id, MaxIDLen)
 	}
 	return nil
 }

@@ -3,11 +3,11 @@ package session
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/codexec/codexec/internal/checkpoint"
+	"github.com/codexec/codexec/internal/errcode"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/sessionckpt"
 )
@@ -103,7 +103,7 @@ func (m *Manager) resumePaused(ctx context.Context, p *paused) (*Session, error)
 func (m *Manager) fetchPaused(ctx context.Context, owner, idOrName string) (*Session, *paused, error) {
 	rec, err := m.ck.Find(ctx, owner, idOrName)
 	if errors.Is(err, checkpoint.ErrNoRecord) {
-		return nil, nil, fmt.Errorf("%w: %s", ErrNotFound, idOrName)
+		return nil, nil, notFound(idOrName)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -156,7 +156,7 @@ func (m *Manager) pausedNameTaken(k key, req StartRequest) error {
 	}
 	for pk, p := range m.paused {
 		if r := p.Record(); pk.Owner == k.Owner && r.Kind == KindContext && r.Name == req.Name {
-			return errors.New("a context named " + req.Name + " already exists (" + r.ID + ", paused)")
+			return errcode.New(errcode.InvalidContextName, "a context named %s already exists (%s, paused)", req.Name, r.ID)
 		}
 	}
 	return nil

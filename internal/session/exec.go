@@ -9,6 +9,7 @@ import (
 
 	"github.com/codexec/codexec/internal/driver"
 	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/errcode"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/inflight"
 	"github.com/codexec/codexec/internal/output"
@@ -43,13 +44,13 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 	}
 	if s.isDead() {
 		if rec := s.ck.Current(); rec != nil {
-			return engine.Result{}, fmt.Errorf("session %s is dead (%s): resume_session restores its checkpoint of %.0f s ago, or close it and start a new one",
+			return engine.Result{}, errcode.New(errcode.InvalidParams, "session %s is dead (%s): resume_session restores its checkpoint of %.0f s ago, or close it and start a new one",
 				s.ID, s.deathReason(), sessionckpt.AgeS(rec.TakenAt))
 		}
-		return engine.Result{}, fmt.Errorf("session %s is dead (%s); its state is lost: close it and start a new one", s.ID, s.deathReason())
+		return engine.Result{}, errcode.New(errcode.InvalidParams, "session %s is dead (%s); its state is lost: close it and start a new one", s.ID, s.deathReason())
 	}
 	if !m.registered(s) {
-		return engine.Result{}, fmt.Errorf("session %s was closed", s.ID)
+		return engine.Result{}, errcode.New(errcode.InvalidParams, "session %s was closed", s.ID)
 	}
 	started := time.Now()
 	ws, err := s.ws.Open()
@@ -89,7 +90,7 @@ func (m *Manager) lockLive(ctx context.Context, idOrName string) (*Session, erro
 		}
 		s.execMu.Unlock()
 		if _, p, err := m.lookup(ctx, idOrName); err != nil || p == nil {
-			return nil, fmt.Errorf("session %s was closed", s.ID)
+			return nil, errcode.New(errcode.InvalidParams, "session %s was closed", s.ID)
 		}
 	}
 }

@@ -43,6 +43,7 @@ import (
 	"github.com/codexec/codexec/internal/checkpoint"
 	"github.com/codexec/codexec/internal/driver"
 	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/errcode"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/inflight"
 	"github.com/codexec/codexec/internal/output"
@@ -114,11 +115,18 @@ type Claims interface {
 	Standing(ctx context.Context, p, idOrName string) (sessionreg.Standing, error)
 }
 
-// ErrNotFound is returned for unknown session or context ids.
-var ErrNotFound = errors.New("not found")
+// ErrNotFound is wrapped by the error for an unknown session or context id
+// (notFound).
+var ErrNotFound = errcode.New(errcode.SessionNotFound, "unknown session")
+
+// notFound is the error for idOrName when no session of the caller has it:
+// it says where the live ones are listed.
+func notFound(idOrName string) error {
+	return fmt.Errorf("%w: %s (list_sessions shows the live ones)", ErrNotFound, idOrName)
+}
 
 // ErrFull is returned when CODEXEC_MAX_SESSIONS interpreters are running.
-var ErrFull = errors.New("session limit reached")
+var ErrFull = errcode.New(errcode.LimitExceeded, "session limit reached")
 
 // Manager owns every session. Create it with NewManager; Close stops all.
 type Manager struct {
@@ -183,10 +191,10 @@ type StartRequest struct {
 func (m *Manager) Start(ctx context.Context, req StartRequest) (info Info, retErr error) {
 	lang, err := runtime.Normalize(req.Language)
 	if err != nil || (lang != runtime.Python && lang != runtime.Node) {
-		return Info{}, fmt.Errorf("sessions support python and node/javascript, not %q", req.Language)
+		return Info{}, errcode.New(errcode.InvalidParams, "sessions support python and node/javascript, not %q", req.Language)
 	}
 	if err := m.eng.LanguageError(lang); err != nil {
-		return Info{}, fmt.Errorf("%s is unavailable on this server: %w", lang, err)
+		return Info{}, errcode.New(errcode.InvalidParams, "%s is unavailable on this server: %w", lang, err)
 	}
 	id := req.ID
 	if id == "" {
@@ -247,7 +255,7 @@ func (m *Manager) reserve(k key, req StartRequest) error {
 		}
 		mine++
 		if s != nil && req.Name != "" && s.Kind == KindContext && req.Kind == KindContext && s.Name == req.Name {
-			return fmt.Errorf("a context named %q already exists (%s)", req.Name, s.ID)
+			return errcode.New(errcode.InvalidContextName, "a context named %q already exists (%s)", req.Name, s.ID)
 		}
 	}
 	if live >= m.opts.MaxSessions {
@@ -456,7 +464,7 @@ func (m *Manager) lookupHere(owner, idOrName string) (*Session, *paused, error) 
 			return nil, p, nil
 		}
 	}
-	return nil, nil, fmt.Errorf("%w: %s", ErrNotFound, idOrName)
+	return nil, nil, notFound(idOrName)
 }
 
 // List returns the sessions of ctx's principal, newest first.

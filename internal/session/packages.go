@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/codexec/codexec/internal/errcode"
 	"github.com/codexec/codexec/internal/execlog"
 )
 
@@ -19,7 +20,7 @@ func (m *Manager) PackageTarget(ctx context.Context, idOrName, lang string) (str
 		return "", err
 	}
 	if s.isDead() {
-		return "", fmt.Errorf("session %s is dead (%s)", s.ID, s.deathReason())
+		return "", errcode.New(errcode.InvalidParams, "session %s is dead (%s)", s.ID, s.deathReason())
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

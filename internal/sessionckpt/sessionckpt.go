@@ -20,6 +20,7 @@ import (
 
 	"github.com/codexec/codexec/internal/checkpoint"
 	"github.com/codexec/codexec/internal/driver"
+	"github.com/codexec/codexec/internal/errcode"
 )
 
 // Options configure pause, resume, fork and automatic checkpoints. Zero
@@ -90,7 +91,7 @@ var ErrCheckpointsOff = errors.New("session checkpoints are not enabled on this 
 
 // ErrHeldElsewhere is a paused session another replica claimed (to
 // resume or close it) first.
-var ErrHeldElsewhere = errors.New("another replica resumed the session meanwhile (retry: the call goes there)")
+var ErrHeldElsewhere = errcode.New(errcode.Busy, "another replica resumed the session meanwhile (retry: the call goes there)")
 
 // ErrBadCount is a fork count outside 1..MaxFork.
 var ErrBadCount = errors.New("bad fork count")

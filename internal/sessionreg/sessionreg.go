@@ -16,6 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/codexec/codexec/internal/errcode"
 )
 
 // Replica is one server process: its id and the address other replicas
@@ -72,6 +74,9 @@ func (e *LostError) Error() string {
 	return fmt.Sprintf("session lost (replica %s stopped at %s)", e.Replica, e.At.UTC().Format(time.RFC3339))
 }
 
+// ErrorCode says a lost session is SESSION_LOST to callers.
+func (e *LostError) ErrorCode() string { return errcode.SessionLost }
+
 // Standing is where a session stands as one replica sees it.
 type Standing int
 
@@ -104,7 +109,7 @@ var ErrNotFound = errors.New("session not registered")
 
 // ErrClaimed is Claim's answer for a session id another replica owns (or
 // owned: a lost session cannot be claimed again).
-var ErrClaimed = errors.New("session id already claimed by another replica")
+var ErrClaimed = errcode.New(errcode.InvalidParams, "session id already claimed by another replica")
 
 // Registry is the session registry. All methods are safe for concurrent
 // use, by many replicas for a shared registry.

@@ -11,17 +11,18 @@
 package shell
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/codexec/codexec/internal/errcode"
 )
 
 // ErrNoneAllowed is returned for every command when ALLOWED_COMMANDS is unset
 // or empty; its text tells the operator how to allow commands.
-var ErrNoneAllowed = errors.New("no commands are allowed: ALLOWED_COMMANDS is not set. " +
-	"The server operator must set ALLOWED_COMMANDS to a comma-separated list of command names " +
+var ErrNoneAllowed = errcode.New(errcode.NotAllowed, "no commands are allowed: ALLOWED_COMMANDS is not set. "+
+	"The server operator must set ALLOWED_COMMANDS to a comma-separated list of command names "+
 	"(e.g. ALLOWED_COMMANDS=ls,cat) or to * to allow every command")
 
 // NotAllowedError names a command that is not on the allowlist.
@@ -29,6 +30,9 @@ type NotAllowedError struct {
 	Name    string
 	Allowed []string
 }
+
+// ErrorCode: the allowlist is the server's policy.
+func (e *NotAllowedError) ErrorCode() string { return errcode.NotAllowed }
 
 func (e *NotAllowedError) Error() string {
 	return fmt.Sprintf("command %q is not allowed (ALLOWED_COMMANDS=%s)", e.Name, strings.Join(e.Allowed, ","))
@@ -39,6 +43,9 @@ func (e *NotAllowedError) Error() string {
 type UncheckableError struct {
 	What, Why string
 }
+
+// ErrorCode: a command the allowlist cannot check is refused by policy.
+func (e *UncheckableError) ErrorCode() string { return errcode.NotAllowed }
 
 func (e *UncheckableError) Error() string {
 	return fmt.Sprintf("rejected %s: %s (only commands that can be checked against ALLOWED_COMMANDS before running are executed)", e.What, e.Why)

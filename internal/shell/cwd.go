@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/codexec/codexec/internal/errcode"
 	"github.com/codexec/codexec/internal/pathguard"
 )
 
@@ -12,10 +13,16 @@ import (
 // ALLOWED_CWD_ROOTS entry that does not resolve); the request is rejected.
 type ConfigError struct{ Msg string }
 
+// ErrorCode: a broken ALLOWED_CWD_ROOTS is the server's fault.
+func (e *ConfigError) ErrorCode() string { return errcode.Internal }
+
 func (e *ConfigError) Error() string { return "server configuration error: " + e.Msg }
 
 // CwdError is a cwd that does not exist or is outside ALLOWED_CWD_ROOTS.
 type CwdError struct{ Msg string }
+
+// ErrorCode: the cwd roots are the server's policy.
+func (e *CwdError) ErrorCode() string { return errcode.NotAllowed }
 
 func (e *CwdError) Error() string { return e.Msg }
 

@@ -2,7 +2,6 @@ package shell
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/errcode"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/pathguard"
@@ -104,14 +104,14 @@ func (r *Runner) Command(ctx context.Context, req CommandRequest) (Result, error
 		return Result{}, err
 	}
 	if strings.TrimSpace(req.Command) == "" {
-		return Result{}, errors.New("command is empty")
+		return Result{}, errcode.New(errcode.InvalidParams, "command is empty")
 	}
 	dir, err := r.cwd(ctx, req.Cwd)
 	if err != nil {
 		return Result{}, err
 	}
 	if r.opts.Bash == "" {
-		return Result{}, errors.New("bash is not available on this server, so execute_command cannot run; use execute_process")
+		return Result{}, errcode.New(errcode.NotEnabled, "bash is not available on this server, so execute_command cannot run; use execute_process")
 	}
 	argv := []string{r.opts.Bash, "-c", req.Command}
 	log := engine.Request{Tool: "execute_command", Code: req.Command, Context: req.Context, Observe: req.Observe}
@@ -123,7 +123,7 @@ func (r *Runner) Command(ctx context.Context, req CommandRequest) (Result, error
 // was rejected and nothing ran.
 func (r *Runner) Process(ctx context.Context, req ProcessRequest) (Result, error) {
 	if req.File == "" {
-		return Result{}, errors.New("file is required")
+		return Result{}, errcode.New(errcode.InvalidParams, "file is required")
 	}
 	if err := r.opts.Allow.Allowed(req.File); err != nil {
 		return Result{}, err
@@ -141,7 +141,7 @@ func (r *Runner) Process(ctx context.Context, req ProcessRequest) (Result, error
 		// up there (a host PATH entry such as a version-manager shim does
 		// not exist inside).
 		if bin, err = lookPath(req.File, systemPath(r.opts.Path)); err != nil {
-			return Result{}, fmt.Errorf("%s is not available inside the %s sandbox: %w", req.File, r.opts.SandboxMode, err)
+			return Result{}, errcode.New(errcode.InvalidParams, "%s is not available inside the %s sandbox: %w", req.File, r.opts.SandboxMode, err)
 		}
 	}
 	argv := append([]string{bin}, req.Args...)

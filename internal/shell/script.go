@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/codexec/codexec/internal/errcode"
 )
 
 // indirection are builtins that run code given as data (eval 'rm -rf x',
@@ -52,7 +54,7 @@ func (a *Allowlist) check(script string, lang syntax.LangVariant, depth int) err
 	}
 	f, err := syntax.NewParser(syntax.Variant(lang)).Parse(strings.NewReader(script), "")
 	if err != nil {
-		return fmt.Errorf("cannot parse the command: %v", err)
+		return errcode.New(errcode.InvalidParams, "cannot parse the command: %v", err)
 	}
 	var first error
 	syntax.Walk(f, func(n syntax.Node) bool {

@@ -26,6 +26,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/codexec/codexec/internal/errcode"
 )
 
 // PathPrefix is the route tickets are served under: PathPrefix + token.
@@ -36,11 +38,11 @@ const PathPrefix = "/files/"
 const MaxLive = 10000
 
 // ErrTooMany is returned by Issue when MaxLive tickets are live.
-var ErrTooMany = errors.New("too many transfer URLs are open; use or let some expire first")
+var ErrTooMany = errcode.New(errcode.LimitExceeded, "too many transfer URLs are open; use or let some expire first")
 
 // ErrNoBase is returned by Issue when there is no listener to serve URLs
 // on: before SetBase, and over stdio with transfer URLs turned off.
-var ErrNoBase = errors.New("transfer URLs are turned off on this server (CODEXEC_TRANSFER_LISTEN=off): send the bytes in the call")
+var ErrNoBase = errcode.New(errcode.NotEnabled, "transfer URLs are turned off on this server (CODEXEC_TRANSFER_LISTEN=off): send the bytes in the call")
 
 // Upload writes the body of a PUT (size bytes, -1 when unknown) and returns
 // the result to answer with, encoded as JSON. ctx carries the ticket's

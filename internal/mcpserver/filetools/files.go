@@ -172,7 +172,7 @@ func (s *Files) downloadFile(ctx context.Context, _ *mcp.CallToolRequest, in Dow
 	defer t.close()
 	data, e, err := s.readTarget(ctx, t, in.Path, in.Offset, s.rangeLength(in.Length))
 	if err != nil {
-		return nil, DownloadOut{}, tool.Rejected(err)
+		return nil, DownloadOut{}, tool.Classify(err)
 	}
 	if in.Offset+int64(len(data)) < e.Size {
 		data = trimPartialRune(data)
@@ -283,7 +283,7 @@ func (s *Files) appendChunk(ctx context.Context, in UploadIn, url bool) (UploadO
 	}
 	w, err := t.Root.Append(in.Path, body, in.Offset, limit)
 	if err != nil {
-		return UploadOut{}, tool.Rejected(err)
+		return UploadOut{}, tool.Classify(err)
 	}
 	return UploadOut{Path: w.Path, Size: w.Size}, nil
 }
@@ -373,7 +373,7 @@ func (s *Files) listFiles(ctx context.Context, _ *mcp.CallToolRequest, in ListFi
 	if t.Root != nil {
 		l, err := t.Root.List(in.Path, in.Recursive, limit)
 		if err != nil {
-			return nil, l, tool.Rejected(err)
+			return nil, l, tool.Classify(err)
 		}
 		return nil, l, nil
 	}

@@ -82,7 +82,7 @@ func (s *Files) write(ctx context.Context, in UploadIn, body io.Reader, size int
 		id := execlog.NewID("upl_")
 		it, w, err := s.deps.Files.Put(ctx, id, in.Path, body, opts)
 		if err != nil {
-			return UploadOut{}, tool.Rejected(err)
+			return UploadOut{}, tool.Classify(err)
 		}
 		return UploadOut{Path: w.Path, Size: w.Size, SHA256: w.SHA256, UploadID: id, ExpiresAt: &it.Expires}, nil
 	}
@@ -100,7 +100,7 @@ func (s *Files) write(ctx context.Context, in UploadIn, body io.Reader, size int
 	}
 	w, err := t.Root.Write(in.Path, body, opts)
 	if err != nil {
-		return UploadOut{}, tool.Rejected(err)
+		return UploadOut{}, tool.Classify(err)
 	}
 	return UploadOut{Path: w.Path, Size: w.Size, SHA256: w.SHA256}, nil
 }
@@ -116,7 +116,7 @@ func (s *Files) downloadURL(ctx context.Context, in DownloadIn) (DownloadOut, er
 	c, err := s.open(ctx, t, in.Path)
 	t.close()
 	if err != nil {
-		return DownloadOut{}, tool.Rejected(err)
+		return DownloadOut{}, tool.Classify(err)
 	}
 	_ = c.Close()
 	sid, item := t.Session, t.ItemID
@@ -200,7 +200,7 @@ func (s *Files) TransferHandler(principal func(*http.Request) string) http.Handl
 // refuse renders a transfer's failure with the tools' codes.
 func refuse(err error) *transfer.Error {
 	var te *tool.Error
-	if !errors.As(tool.Rejected(err), &te) {
+	if !errors.As(tool.Classify(err), &te) {
 		return nil
 	}
 	return &transfer.Error{Status: statusOf(te.Code), Code: te.Code, Message: te.Message}

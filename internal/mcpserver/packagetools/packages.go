@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/mcpserver/callinfo"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/packages"
 	"github.com/codexec/codexec/internal/tenant"
@@ -102,7 +103,7 @@ func (s *toolset) installPackage(ctx context.Context, req *mcp.CallToolRequest, 
 	if err != nil {
 		return nil, out, err // coded by packageTarget
 	}
-	obs, finish := tool.StreamOutput(ctx, req)
+	obs, finish := callinfo.StreamOutput(ctx, req)
 	res, err := s.deps.Packages.Install(ctx, packages.Request{Language: lang, Package: in.Package, Dir: dir, Observe: obs})
 	finish()
 	if err != nil {

@@ -2,7 +2,6 @@ package runtools
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/codexec/codexec/internal/mcpserver/callinfo"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runs"
@@ -52,7 +52,7 @@ func (s *toolset) registerCommands() {
 			return nil, shell.Result{}, tool.Invalidf("%v", err)
 		}
 		run := func(ctx context.Context, obs output.Observer) (shell.Result, error) {
-			return runner.Command(ctx, shell.CommandRequest{Command: in.Command, Cwd: in.Cwd, Timeout: timeout, Context: tool.CallContext(req), Observe: obs})
+			return runner.Command(ctx, shell.CommandRequest{Command: in.Command, Cwd: in.Cwd, Timeout: timeout, Context: callinfo.CallContext(req), Observe: obs})
 		}
 		return s.runCommand(ctx, req, "execute_command", in.Background, run)
 	})
@@ -66,7 +66,7 @@ func (s *toolset) registerCommands() {
 		}
 		run := func(ctx context.Context, obs output.Observer) (shell.Result, error) {
 			return runner.Process(ctx, shell.ProcessRequest{File: in.File, Args: in.Args, Input: in.Input, Cwd: in.Cwd,
-				Timeout: timeout, Context: tool.CallContext(req), Observe: obs})
+				Timeout: timeout, Context: callinfo.CallContext(req), Observe: obs})
 		}
 		return s.runCommand(ctx, req, "execute_process", in.Background, run)
 	})
@@ -87,7 +87,7 @@ func (s *toolset) commandTimeout(ms *tool.Int, background bool) (time.Duration, 
 func (s *toolset) runCommand(ctx context.Context, req *mcp.CallToolRequest, name string, background bool,
 	run func(context.Context, output.Observer) (shell.Result, error)) (*mcp.CallToolResult, shell.Result, error) {
 	if !background {
-		obs, finish := tool.StreamOutput(ctx, req)
+		obs, finish := callinfo.StreamOutput(ctx, req)
 		defer finish()
 		return commandResult(run(ctx, obs))
 	}
@@ -150,21 +150,6 @@ func timeoutNote(res shell.Result) shell.Result {
 
 const timeoutPrefix = "timeout: "
 
-// commandError codes a rejection of the command runner: the allowlist and
-// the cwd roots are the server's policy (NOT_ALLOWED), a broken
-// ALLOWED_CWD_ROOTS is the server's fault, anything else is in the request.
-func commandError(err error) error {
-	var (
-		na *shell.NotAllowedError
-		un *shell.UncheckableError
-		cw *shell.CwdError
-		ce *shell.ConfigError
-	)
-	switch {
-	case errors.Is(err, shell.ErrNoneAllowed), errors.As(err, &na), errors.As(err, &un), errors.As(err, &cw):
-		return tool.Coded(tool.CodeNotAllowed, "%v", err)
-	case errors.As(err, &ce):
-		return tool.Coded(tool.CodeInternal, "%v", err)
-	}
-	return tool.Rejected(err)
-}
+// commandError is a rejection of the command runner with the code it
+// carries (package shell codes its refusals).
+func commandError(err error) error { return tool.Classify(err) }

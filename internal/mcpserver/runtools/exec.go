@@ -11,6 +11,8 @@ import (
 	"github.com/codexec/codexec/internal/codemode"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/files"
+	"github.com/codexec/codexec/internal/mcpserver/callinfo"
+	"github.com/codexec/codexec/internal/mcpserver/execresult"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runs"
@@ -38,7 +40,7 @@ type ExecuteCodeIn struct {
 
 func (s *toolset) registerExec() {
 	tool.Add(s.r, &mcp.Tool{
-		Name: "execute_code", Title: "Execute code", OutputSchema: tool.ExecOutputSchema(),
+		Name: "execute_code", Title: "Execute code", OutputSchema: execresult.OutputSchema(),
 		Description: "Run code in a fresh sandbox. A failing or timed-out program is a normal result (see status; exit_code null if killed). " +
 			s.timeoutText() + " No language, or intent/context: TypeScript code mode.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(!s.deps.Isolated)},
@@ -61,32 +63,32 @@ func (s *toolset) executeCodeWithFiles(ctx context.Context, req *mcp.CallToolReq
 	if in.Background {
 		return s.executeCodeBackground(ctx, req, in)
 	}
-	obs, finish := tool.StreamOutput(ctx, req)
+	obs, finish := callinfo.StreamOutput(ctx, req)
 	defer finish()
 	if in.SessionID != "" {
 		return s.executeInSession(ctx, req, in, obs)
 	}
 	timeout, err := s.deps.Engine.ResolveTimeout(tool.IntPtr(in.TimeoutMs), tool.IntPtr(in.Timeout))
 	if err != nil {
-		return tool.Fail(err)
+		return execresult.Fail(err)
 	}
 	prepare, err := s.deps.Files.StageUploads(ctx, in.Files)
 	if err != nil {
-		return tool.Fail(err)
+		return execresult.Fail(err)
 	}
 	if codeMode, err := isCodeMode(in); err != nil {
-		return tool.Fail(tool.Coded(tool.CodeInvalidLanguage, "%v", err))
+		return execresult.Fail(tool.Coded(tool.CodeInvalidLanguage, "%v", err))
 	} else if codeMode {
 		return s.executeCodeMode(ctx, req, in, timeout, obs, prepare)
 	}
 	res, err := s.deps.Engine.Execute(ctx, engine.Request{
 		Language: in.Language, Code: in.Code, Stdin: in.Stdin, Timeout: timeout, WorkingDir: in.WorkingDir,
-		Tool: "execute_code", Context: tool.CallContext(req), Observe: obs, Prepare: prepare,
+		Tool: "execute_code", Context: callinfo.CallContext(req), Observe: obs, Prepare: prepare,
 	})
 	if err != nil {
-		return tool.Fail(err)
+		return execresult.Fail(err)
 	}
-	return tool.ResultText(res), res, nil
+	return execresult.Text(res), res, nil
 }
 
 // executeCodeBackground starts execute_code's run in the background: its
@@ -94,25 +96,25 @@ func (s *toolset) executeCodeWithFiles(ctx context.Context, req *mcp.CallToolReq
 // the run has started (runtools.background).
 func (s *toolset) executeCodeBackground(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*mcp.CallToolResult, engine.Result, error) {
 	if in.SessionID != "" {
-		return tool.Fail(tool.Invalidf("background runs are one-shot: omit session_id, or background"))
+		return execresult.Fail(tool.Invalidf("background runs are one-shot: omit session_id, or background"))
 	}
 	timeout, err := s.backgroundTimeout(in.TimeoutMs, in.Timeout)
 	if err != nil {
-		return tool.Fail(err)
+		return execresult.Fail(err)
 	}
 	prepare, err := s.deps.Files.StageUploads(ctx, in.Files)
 	if err != nil {
-		return tool.Fail(err)
+		return execresult.Fail(err)
 	}
 	codeMode, err := isCodeMode(in)
 	if err != nil {
-		return tool.Fail(tool.Coded(tool.CodeInvalidLanguage, "%v", err))
+		return execresult.Fail(tool.Coded(tool.CodeInvalidLanguage, "%v", err))
 	}
 	lang, err := runLanguage(in, codeMode)
 	if err != nil {
-		return tool.Fail(tool.Coded(tool.CodeInvalidLanguage, "%v", err))
+		return execresult.Fail(tool.Coded(tool.CodeInvalidLanguage, "%v", err))
 	}
-	call := tool.CallContext(req)
+	call := callinfo.CallContext(req)
 	v, out, err := s.background(ctx, req, runs.Job{Tool: "execute_code", Run: func(ctx context.Context, obs output.Observer) (runs.Outcome, error) {
 		if codeMode {
 			_, res, err := s.executeCodeMode(ctx, req, in, timeout, obs, prepare)
@@ -170,25 +172,25 @@ func (s *toolset) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest,
 	prepare func(*files.Root) error) (*mcp.CallToolResult, engine.Result, error) {
 	lang, err := codeModeLanguage(in.Language)
 	if err != nil {
-		return tool.Fail(tool.Coded(tool.CodeInvalidLanguage, "%v", err))
+		return execresult.Fail(tool.Coded(tool.CodeInvalidLanguage, "%v", err))
 	}
 	if in.Timeout == nil && in.TimeoutMs == nil && !in.Background {
 		timeout = s.deps.Config.CodeMode.Timeout
 	}
 	tools, err := s.injectedTools(ctx, in.Tools, in.Intent)
 	if err != nil {
-		return tool.Fail(err)
+		return execresult.Fail(err)
 	}
 	cm := s.deps.Config.CodeMode
 	creq := codemode.Request{Language: lang, Code: in.Code, Intent: in.Intent, Context: in.Context, Stdin: in.Stdin,
-		Timeout: timeout, WorkingDir: in.WorkingDir, Call: tool.CallContext(req), Tools: tools, MemoryBytes: cm.MemoryBytes, Observe: obs,
+		Timeout: timeout, WorkingDir: in.WorkingDir, Call: callinfo.CallContext(req), Tools: tools, MemoryBytes: cm.MemoryBytes, Observe: obs,
 		Prepare: prepare, Bridge: codemode.BridgeOptions{MaxCalls: cm.MaxCalls}}
 	if up := s.deps.Upstreams; up != nil {
 		creq.Caller = up
 	}
 	res, err := codemode.Execute(ctx, s.deps.Engine, creq)
 	if err != nil {
-		return tool.Fail(err)
+		return execresult.Fail(err)
 	}
 	res = fitResult(res)
 	return codeModeText(res), res, nil
@@ -208,13 +210,13 @@ func codeModeText(r engine.Result) *mcp.CallToolResult {
 
 func (s *toolset) executeInSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, obs output.Observer) (*mcp.CallToolResult, engine.Result, error) {
 	if s.deps.Sessions == nil {
-		return tool.Fail(tool.Coded(tool.CodeNotEnabled, "session_id given but persistent sessions are not enabled on this server (CODEXEC_TOOLSETS)"))
+		return execresult.Fail(tool.Coded(tool.CodeNotEnabled, "session_id given but persistent sessions are not enabled on this server (CODEXEC_TOOLSETS)"))
 	}
 	res, err := s.runInSession(ctx, req, in, obs)
 	if err != nil {
-		return tool.Fail(err)
+		return execresult.Fail(err)
 	}
-	return tool.ResultText(res), res, nil
+	return execresult.Text(res), res, nil
 }
 
 // runInSession runs execute_code's code in the session named by its
@@ -239,7 +241,7 @@ func (s *toolset) runInSession(ctx context.Context, req *mcp.CallToolRequest, in
 		}
 	}
 	return s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: sess.ID, Code: in.Code, Timeout: timeout,
-		Tool: "execute_code", Call: tool.CallContext(req), Observe: obs})
+		Tool: "execute_code", Call: callinfo.CallContext(req), Observe: obs})
 }
 
 // openSession finds the session, or creates it under the caller's id.
@@ -251,7 +253,7 @@ func (s *toolset) openSession(ctx context.Context, req *mcp.CallToolRequest, in 
 		return nil, fmt.Errorf("no session %q yet: pass language (python or node) to create it", in.SessionID)
 	}
 	sess, _, err := s.deps.Sessions.Open(ctx, in.SessionID, session.StartRequest{Kind: session.KindSession,
-		Language: in.Language, Call: tool.CallContext(req)})
+		Language: in.Language, Call: callinfo.CallContext(req)})
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/logindex"
+	"github.com/codexec/codexec/internal/mcpserver/callinfo"
+	"github.com/codexec/codexec/internal/mcpserver/execresult"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/quota"
 	"github.com/codexec/codexec/internal/runs"
@@ -144,7 +146,7 @@ func runError(err error) error {
 	case errors.Is(err, logindex.ErrUnavailable):
 		return tool.Coded(tool.CodeLogUnavailable, "%v", err)
 	}
-	return tool.Rejected(err)
+	return tool.Classify(err)
 }
 
 // backgroundTimeout resolves a background run's timeout: its own cap,
@@ -161,7 +163,7 @@ func (s *toolset) background(ctx context.Context, req *mcp.CallToolRequest, j ru
 	if s.deps.Runs == nil {
 		return runs.View{}, nil, tool.Coded(tool.CodeNotEnabled, "background runs are not enabled on this server (the runs toolset, CODEXEC_TOOLSETS)")
 	}
-	obs, closeProgress := tool.StreamDetached(req)
+	obs, closeProgress := callinfo.StreamDetached(req)
 	slot := quota.Keep(ctx)
 	j.Observe = obs
 	j.Done = func() { slot(); closeProgress() }
@@ -200,11 +202,11 @@ func execOutcome(ctx context.Context, res engine.Result, err error) (runs.Outcom
 // that ended before it started.
 func execAnswer(v runs.View, out *runs.Outcome, err error, lang string) (*mcp.CallToolResult, engine.Result, error) {
 	if err != nil {
-		return tool.Fail(err)
+		return execresult.Fail(err)
 	}
 	if out != nil {
 		res, _ := out.Result.(engine.Result)
-		return tool.ResultText(res), res, nil
+		return execresult.Text(res), res, nil
 	}
 	res := engine.Result{ExecutionID: v.ExecutionID, Status: runs.StatusRunning, Language: lang, Artifacts: []string{}}
 	return startedText(v.ExecutionID), res, nil

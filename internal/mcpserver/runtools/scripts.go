@@ -8,6 +8,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/mcpserver/callinfo"
+	"github.com/codexec/codexec/internal/mcpserver/execresult"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runs"
@@ -117,7 +119,7 @@ func (s *toolset) registerScripts() {
 	tool.Add(s.r, &mcp.Tool{Name: "get_script", Title: "Get script", Description: "Get a script's code and metadata.", Annotations: ro}, s.getScript)
 	tool.Add(s.r, &mcp.Tool{Name: "list_scripts", Title: "List scripts", Description: "List saved scripts.", Annotations: ro}, s.listScripts)
 	tool.Add(s.r, &mcp.Tool{Name: "search_scripts", Title: "Search scripts", Description: "Search saved scripts.", Annotations: ro}, s.searchScripts)
-	tool.Add(s.r, &mcp.Tool{Name: "run_script", Title: "Run script", OutputSchema: tool.RunOutputSchema(),
+	tool.Add(s.r, &mcp.Tool{Name: "run_script", Title: "Run script", OutputSchema: execresult.RunOutputSchema(),
 		Description: "Run a saved script; result as execute_code.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true),
 			OpenWorldHint: tool.Ptr(!s.deps.Isolated)}}, s.runScript)
@@ -204,20 +206,20 @@ func (s *toolset) runScript(ctx context.Context, req *mcp.CallToolRequest, in Ru
 	}
 	timeout, err := s.deps.Engine.ResolveTimeout(tool.IntPtr(in.TimeoutMs), nil)
 	if err != nil {
-		return tool.Fail(err)
+		return execresult.Fail(err)
 	}
 	prepare, err := s.deps.Files.StageUploads(ctx, in.Files)
 	if err != nil {
-		return tool.Fail(err)
+		return execresult.Fail(err)
 	}
-	obs, finish := tool.StreamOutput(ctx, req)
+	obs, finish := callinfo.StreamOutput(ctx, req)
 	defer finish()
 	res, err := s.deps.Scripts.Run(ctx, scripts.RunRequest{Name: in.Name, Args: in.Args, Timeout: timeout,
-		Context: tool.CallContext(req), Observe: obs, Prepare: prepare})
+		Context: callinfo.CallContext(req), Observe: obs, Prepare: prepare})
 	if err != nil {
-		return tool.Fail(scriptError(err))
+		return execresult.Fail(scriptError(err))
 	}
-	return s.deps.Files.WithFiles(ctx, tool.ResultText(res), res), res, nil
+	return s.deps.Files.WithFiles(ctx, execresult.Text(res), res), res, nil
 }
 
 // runScriptBackground starts run_script's run in the background; the
@@ -225,13 +227,13 @@ func (s *toolset) runScript(ctx context.Context, req *mcp.CallToolRequest, in Ru
 func (s *toolset) runScriptBackground(ctx context.Context, req *mcp.CallToolRequest, in RunScriptIn) (*mcp.CallToolResult, engine.Result, error) {
 	timeout, err := s.backgroundTimeout(in.TimeoutMs, nil)
 	if err != nil {
-		return tool.Fail(err)
+		return execresult.Fail(err)
 	}
 	prepare, err := s.deps.Files.StageUploads(ctx, in.Files)
 	if err != nil {
-		return tool.Fail(err)
+		return execresult.Fail(err)
 	}
-	call := tool.CallContext(req)
+	call := callinfo.CallContext(req)
 	v, out, err := s.background(ctx, req, runs.Job{Tool: "run_script", Run: func(ctx context.Context, obs output.Observer) (runs.Outcome, error) {
 		res, err := s.deps.Scripts.Run(ctx, scripts.RunRequest{Name: in.Name, Args: in.Args, Timeout: timeout,
 			Context: call, Observe: obs, Prepare: prepare})

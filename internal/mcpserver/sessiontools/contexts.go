@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codexec/codexec/internal/mcpserver/callinfo"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/session"
@@ -129,7 +130,7 @@ func (s *toolset) createContext(ctx context.Context, req *mcp.CallToolRequest, i
 		lang = l
 	}
 	info, err := s.deps.Sessions.Start(ctx, session.StartRequest{Kind: session.KindContext, Language: lang, Name: in.Name,
-		Description: in.Description, Call: tool.CallContext(req)})
+		Description: in.Description, Call: callinfo.CallContext(req)})
 	if err != nil {
 		if strings.Contains(err.Error(), "already exists") {
 			return nil, ContextOut{}, tool.Coded(codeInvalidContextName, "Invalid context name: %v", err)
@@ -165,9 +166,9 @@ func (s *toolset) runCode(ctx context.Context, req *mcp.CallToolRequest, in RunC
 	if in.ContextID == "" || strings.TrimSpace(in.Code) == "" {
 		return nil, RunCodeOut{}, tool.Coded(codeInvalidParams, "Invalid arguments: code and context_id are required")
 	}
-	obs, finish := tool.StreamOutput(ctx, req)
+	obs, finish := callinfo.StreamOutput(ctx, req)
 	defer finish()
-	res, err := s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: in.ContextID, Code: in.Code, Tool: "run_code", Call: tool.CallContext(req), Observe: obs})
+	res, err := s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: in.ContextID, Code: in.Code, Tool: "run_code", Call: callinfo.CallContext(req), Observe: obs})
 	if errors.Is(err, session.ErrNotFound) {
 		return nil, RunCodeOut{}, tool.Coded(codeContextNotFound, "Context not found: %s", in.ContextID)
 	}

@@ -7,6 +7,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/mcpserver/callinfo"
+	"github.com/codexec/codexec/internal/mcpserver/execresult"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/session"
 )
@@ -82,7 +84,7 @@ func (s *toolset) registerSessions() {
 	tool.Add(s.r, &mcp.Tool{Name: "start_session", Title: "Start session",
 		Description: "Start a persistent python or node interpreter.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(false), OpenWorldHint: tool.Ptr(false)}}, s.startSession)
-	tool.Add(s.r, &mcp.Tool{Name: "send_to_session", Title: "Run code in session", OutputSchema: tool.RunOutputSchema(),
+	tool.Add(s.r, &mcp.Tool{Name: "send_to_session", Title: "Run code in session", OutputSchema: execresult.RunOutputSchema(),
 		Description: "Run code in a session or context; result as execute_code. A timeout interrupts the code and keeps state if it can.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(!s.deps.Isolated)}}, s.sendToSession)
 	tool.Add(s.r, &mcp.Tool{Name: "close_session", Title: "Close session",
@@ -96,9 +98,9 @@ func (s *toolset) registerSessions() {
 
 func (s *toolset) startSession(ctx context.Context, req *mcp.CallToolRequest, in StartSessionIn) (*mcp.CallToolResult, StartSessionOut, error) {
 	info, err := s.deps.Sessions.Start(ctx, session.StartRequest{Kind: session.KindSession, Language: in.Language,
-		Name: in.Name, WorkingDir: in.WorkingDir, Call: tool.CallContext(req)})
+		Name: in.Name, WorkingDir: in.WorkingDir, Call: callinfo.CallContext(req)})
 	if err != nil {
-		return nil, StartSessionOut{}, tool.Rejected(err)
+		return nil, StartSessionOut{}, tool.Classify(err)
 	}
 	out := StartSessionOut{Success: true, SessionID: info.ID, Language: info.Language, Name: info.Name, Pid: info.Pid, StartedAt: info.StartedAt}
 	return nil, out, nil
@@ -107,16 +109,16 @@ func (s *toolset) startSession(ctx context.Context, req *mcp.CallToolRequest, in
 func (s *toolset) sendToSession(ctx context.Context, req *mcp.CallToolRequest, in SendIn) (*mcp.CallToolResult, engine.Result, error) {
 	timeout, err := s.deps.Engine.ResolveTimeout(tool.IntPtr(in.TimeoutMs), nil)
 	if err != nil {
-		return tool.Fail(err)
+		return execresult.Fail(err)
 	}
-	obs, finish := tool.StreamOutput(ctx, req)
+	obs, finish := callinfo.StreamOutput(ctx, req)
 	defer finish()
 	res, err := s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: in.SessionID, Code: in.Code, Timeout: timeout,
-		Tool: "send_to_session", Call: tool.CallContext(req), Observe: obs})
+		Tool: "send_to_session", Call: callinfo.CallContext(req), Observe: obs})
 	if err != nil {
-		return tool.Fail(err)
+		return execresult.Fail(err)
 	}
-	return s.deps.Files.WithFiles(ctx, tool.ResultText(res), res), res, nil
+	return s.deps.Files.WithFiles(ctx, execresult.Text(res), res), res, nil
 }
 
 func (s *toolset) closeSession(ctx context.Context, _ *mcp.CallToolRequest, in SessionIDIn) (*mcp.CallToolResult, CloseSessionOut, error) {

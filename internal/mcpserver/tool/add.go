@@ -21,8 +21,6 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/codexec/codexec/internal/engine"
 )
 
 // validJSON checks JSON text b against schema.
@@ -129,8 +127,8 @@ func Add[In, Out any](r *Registrar, t *mcp.Tool, h func(context.Context, *mcp.Ca
 		outSchema = mustResolve(t.Name, t.OutputSchema)
 	}
 	var zero Out
-	_, shaped := any(&zero).(*engine.Result)
-	es := errShape{execResult: shaped, schema: outSchema}
+	shaper, _ := any(zero).(FailureShaper)
+	es := errShape{shaper: shaper, schema: outSchema}
 	r.errShape[t.Name] = es
 	check := outSchema
 	s, ok := t.OutputSchema.(*jsonschema.Schema)

@@ -60,17 +60,17 @@ func TestErrorsDoc(t *testing.T) {
 	}
 }
 
-// TestCodesComplete checks Codes against the Code constants of errors.go
-// (each described once, nothing described that is not a constant) and that
+// TestCodesComplete checks Codes against the codes of package errcode
+// (each described once, nothing described that is not a code) and that
 // no toolset passes a code as a string literal instead of a constant.
 func TestCodesComplete(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), "errors.go", nil, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), "../../errcode/errcode.go", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var consts []string
 	ast.Inspect(f, func(n ast.Node) bool {
-		if vs, ok := n.(*ast.ValueSpec); ok && len(vs.Names) == 1 && strings.HasPrefix(vs.Names[0].Name, "Code") && len(vs.Values) == 1 {
+		if vs, ok := n.(*ast.ValueSpec); ok && len(vs.Names) == 1 && len(vs.Values) == 1 {
 			if lit, ok := vs.Values[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
 				v, _ := strconv.Unquote(lit.Value)
 				consts = append(consts, v)

@@ -1,21 +1,14 @@
 package tool
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/codexec/codexec/internal/engine"
-	"github.com/codexec/codexec/internal/files"
-	"github.com/codexec/codexec/internal/quota"
-	"github.com/codexec/codexec/internal/session"
-	"github.com/codexec/codexec/internal/sessionckpt"
-	"github.com/codexec/codexec/internal/sessionreg"
+	"github.com/codexec/codexec/internal/errcode"
 )
 
 // Every failed call has one shape (docs/errors.md): isError true, the text
@@ -26,10 +19,13 @@ import (
 // that happened (a command that timed out, a code-mode program that threw)
 // and are not errors of this contract.
 //
-// Tools that return execute_code's result (execute_code, send_to_session,
-// run_script) keep that shape for their failures: structured content is the
-// result with status setup_error, error_message and code, so readers of
-// status and readers of isError both see that nothing ran.
+// A tool whose result type says how its failures look (FailureShaper:
+// execute_code's result, with status setup_error) keeps that shape for them.
+//
+// The code comes from the error: this package's own (Coded, Invalidf), or
+// the one a domain package gave it (package errcode); an error that carries
+// none is INTERNAL_ERROR, the server's failure, never the caller's. This
+// package knows no domain package.
 
 // Class is what kind of failure a code names; the client's next step
 // depends on it (fix the arguments, ask for something else, wait, report).
@@ -44,33 +40,32 @@ const (
 	ClassInternal Class = "internal"
 )
 
-// The error codes. Each is stable: clients branch on it, so a code is never
-// renamed or reused for another meaning.
+// The error codes (package errcode, under the names the toolsets use).
 const (
-	CodeInvalidParams         = "INVALID_PARAMS"
-	CodeInvalidLanguage       = "INVALID_LANGUAGE"
-	CodeInvalidContextName    = "INVALID_CONTEXT_NAME"
-	CodeNotAllowed            = "NOT_ALLOWED"
-	CodeNotEnabled            = "NOT_ENABLED"
-	CodeLimitExceeded         = "LIMIT_EXCEEDED"
-	CodeFileExists            = "FILE_EXISTS"
-	CodePackageBlocked        = "PACKAGE_BLOCKED"
-	CodeMissingPackages       = "MISSING_PACKAGES"
-	CodePreflightFailed       = "PREFLIGHT_FAILED"
-	CodeContextNotFound       = "CONTEXT_NOT_FOUND"
-	CodeSessionNotFound       = "SESSION_NOT_FOUND"
-	CodeSessionLost           = "SESSION_LOST"
-	CodeScriptNotFound        = "SCRIPT_NOT_FOUND"
-	CodeExecutionNotFound     = "EXECUTION_NOT_FOUND"
-	CodeFileNotFound          = "FILE_NOT_FOUND"
-	CodeToolNotFound          = "TOOL_NOT_FOUND"
-	CodeBusy                  = "BUSY"
-	CodeServerNotReady        = "SERVER_NOT_READY"
-	CodeInternal              = "INTERNAL_ERROR"
-	CodeContextCreationFailed = "CONTEXT_CREATION_FAILED"
-	CodeStopFailed            = "STOP_FAILED"
-	CodeScriptStorage         = "SCRIPT_STORAGE_ERROR"
-	CodeLogUnavailable        = "LOG_UNAVAILABLE"
+	CodeInvalidParams         = errcode.InvalidParams
+	CodeInvalidLanguage       = errcode.InvalidLanguage
+	CodeInvalidContextName    = errcode.InvalidContextName
+	CodeNotAllowed            = errcode.NotAllowed
+	CodeNotEnabled            = errcode.NotEnabled
+	CodeLimitExceeded         = errcode.LimitExceeded
+	CodeFileExists            = errcode.FileExists
+	CodePackageBlocked        = errcode.PackageBlocked
+	CodeMissingPackages       = errcode.MissingPackages
+	CodePreflightFailed       = errcode.PreflightFailed
+	CodeContextNotFound       = errcode.ContextNotFound
+	CodeSessionNotFound       = errcode.SessionNotFound
+	CodeSessionLost           = errcode.SessionLost
+	CodeScriptNotFound        = errcode.ScriptNotFound
+	CodeExecutionNotFound     = errcode.ExecutionNotFound
+	CodeFileNotFound          = errcode.FileNotFound
+	CodeToolNotFound          = errcode.ToolNotFound
+	CodeBusy                  = errcode.Busy
+	CodeServerNotReady        = errcode.ServerNotReady
+	CodeInternal              = errcode.Internal
+	CodeContextCreationFailed = errcode.ContextCreationFailed
+	CodeStopFailed            = errcode.StopFailed
+	CodeScriptStorage         = errcode.ScriptStorage
+	CodeLogUnavailable        = errcode.LogUnavailable
 )
 
 // CodeInfo describes one code for docs/errors.md.
@@ -117,6 +112,9 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Message }
 
+// ErrorCode makes an *Error an errcode.Coder.
+func (e *Error) ErrorCode() string { return e.Code }
+
 // Coded returns a tool error carrying code, one of the Code constants.
 func Coded(code, format string, args ...any) error {
 	return &Error{Message: fmt.Sprintf(format, args...), Code: code}
@@ -128,61 +126,27 @@ func Invalidf(format string, args ...any) error {
 	return Coded(CodeInvalidParams, format, args...)
 }
 
-// Fail returns err, as Rejected codes it, from a handler of a tool that
-// returns execute_code's shape.
-func Fail(err error) (*mcp.CallToolResult, engine.Result, error) {
-	return nil, engine.Result{}, Rejected(err)
-}
-
-// Rejected codes an error of a service that documents its errors as
-// invalid requests (the engine, code mode, sessions' Exec, scripts): by
-// the domain error it wraps (Classify), else INVALID_PARAMS.
-func Rejected(err error) error {
-	te := Classify(err)
-	var own *Error
-	cancelled := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
-	if te.Code == CodeInternal && !errors.As(err, &own) && !cancelled {
-		te.Code = CodeInvalidParams
-	}
-	return te
-}
-
-// Classify returns err as an *Error: itself when it is one, else coded by
-// the domain error it wraps (unknown session, missing file, no slot, …),
-// else INTERNAL_ERROR. Handlers classify their own argument errors with
-// Invalidf; Classify names what the services below them report.
+// Classify returns err as an *Error: itself when it is one, else with the
+// code the error carries (errcode), else INTERNAL_ERROR.
 func Classify(err error) *Error {
 	var te *Error
 	if errors.As(err, &te) {
 		return te
 	}
-	code := CodeInternal
-	var lost *sessionreg.LostError
-	switch {
-	case errors.As(err, &lost):
-		code = CodeSessionLost
-	case errors.Is(err, session.ErrNotFound):
-		return &Error{Message: sessionError(err), Code: CodeSessionNotFound}
-	case errors.Is(err, session.ErrFull), errors.Is(err, files.ErrTooLarge):
-		code = CodeLimitExceeded
-	case errors.Is(err, session.ErrExists):
-		code = CodeInvalidParams
-	case errors.Is(err, files.ErrNotFound):
-		code = CodeFileNotFound
-	case errors.Is(err, files.ErrExists):
-		code = CodeFileExists
-	case errors.Is(err, quota.ErrBusy), errors.Is(err, sessionckpt.ErrHeldElsewhere):
-		// Held elsewhere: another replica resumed the session at the same
-		// moment; a retry is forwarded there.
-		code = CodeBusy
-	}
-	return &Error{Message: err.Error(), Code: code}
+	return &Error{Message: err.Error(), Code: errcode.Of(err)}
+}
+
+// FailureShaper is implemented by a result type whose tools report a
+// failure in that type's shape instead of the error object: execute_code's
+// result with status setup_error, error_message and code.
+type FailureShaper interface {
+	FailureShape(message, code string) any
 }
 
 // errShape is how a tool's failures are rendered.
 type errShape struct {
-	execResult bool                 // the tool returns execute_code's result
-	schema     *jsonschema.Resolved // its output schema, if any
+	shaper FailureShaper        // the tool's result type, if it shapes failures
+	schema *jsonschema.Resolved // its output schema, if any
 }
 
 // result is the isError result of te. The structured content is the error
@@ -194,8 +158,8 @@ func (es errShape) result(te *Error) *mcp.CallToolResult {
 	b, _ := json.Marshal(te)
 	res := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
 	sc := json.RawMessage(b)
-	if es.execResult {
-		sc = setupError(te)
+	if es.shaper != nil {
+		sc, _ = json.Marshal(es.shaper.FailureShape(te.Message, te.Code))
 	}
 	if es.schema == nil || validJSON(es.schema, sc) == nil {
 		res.StructuredContent = sc
@@ -203,28 +167,8 @@ func (es errShape) result(te *Error) *mcp.CallToolResult {
 	return res
 }
 
-// setupError is execute_code's result for a call that ran nothing: status
-// setup_error with the message, plus the code.
-func setupError(te *Error) json.RawMessage {
-	msg := te.Message
-	b, _ := json.Marshal(struct {
-		engine.Result
-		Code string `json:"code"`
-	}{engine.Result{Status: engine.StatusSetupError, ErrorMessage: &msg, Artifacts: []string{}}, te.Code})
-	return b
-}
-
 // ErrorResult is the isError result of err as Add renders a handler's
 // error, for the middleware that answers before any handler runs.
 func ErrorResult(err error) *mcp.CallToolResult {
 	return errShape{}.result(Classify(err))
-}
-
-// sessionError is how every tool names a session it cannot find, with the
-// hint where the live ones are listed.
-func sessionError(err error) string {
-	if errors.Is(err, session.ErrNotFound) {
-		return "unknown session: " + strings.TrimPrefix(err.Error(), session.ErrNotFound.Error()+": ") + " (list_sessions shows the live ones)"
-	}
-	return err.Error()
 }

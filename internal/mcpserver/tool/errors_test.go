@@ -11,13 +11,26 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/codexec/codexec/internal/engine"
-	"github.com/codexec/codexec/internal/session"
+	"github.com/codexec/codexec/internal/errcode"
 )
 
 // listOut stands for the result of a tool without an output schema.
 type listOut struct {
 	Items []string `json:"items"`
+}
+
+// shapedOut stands for a result type that shapes its tools' failures
+// (execute_code's result does so with status setup_error).
+type shapedOut struct {
+	Status string `json:"status"`
+	Error  string `json:"error_message,omitempty"`
+}
+
+func (shapedOut) FailureShape(message, code string) any {
+	return struct {
+		shapedOut
+		Code string `json:"code"`
+	}{shapedOut{Status: "setup_error", Error: message}, code}
 }
 
 // strictOut stands for a result whose output schema rejects the error
@@ -31,16 +44,16 @@ type strictOut struct {
 // structured content.
 func TestToolErrors(t *testing.T) {
 	fail := map[string]error{
-		"coded":   Coded(CodeScriptNotFound, "script not found: %s", "x"),
-		"session": fmt.Errorf("%w: s1", session.ErrNotFound),
-		"plain":   errors.New("disk on fire"),
+		"coded":  Coded(CodeScriptNotFound, "script not found: %s", "x"),
+		"domain": fmt.Errorf("resume: %w", errcode.New(errcode.SessionNotFound, "unknown session: s1")),
+		"plain":  errors.New("disk on fire"),
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
 	r := NewRegistrar(srv)
 	for kind, err := range fail {
-		Add(r, &mcp.Tool{Name: "run_" + kind, OutputSchema: OutputSchema[engine.Result]()},
-			func(context.Context, *mcp.CallToolRequest, EmptyIn) (*mcp.CallToolResult, engine.Result, error) {
-				return Fail(err)
+		Add(r, &mcp.Tool{Name: "run_" + kind, OutputSchema: OutputSchema[shapedOut]()},
+			func(context.Context, *mcp.CallToolRequest, EmptyIn) (*mcp.CallToolResult, shapedOut, error) {
+				return nil, shapedOut{}, err
 			})
 		Add(r, &mcp.Tool{Name: "list_" + kind},
 			func(context.Context, *mcp.CallToolRequest, EmptyIn) (*mcp.CallToolResult, listOut, error) {
@@ -53,12 +66,10 @@ func TestToolErrors(t *testing.T) {
 	}
 	cs := connect(t, srv)
 	setup := func(msg, code string) map[string]any {
-		return map[string]any{"artifacts": []any{}, "duration_ms": 0.0, "error_message": msg, "code": code,
-			"execution_id": "", "execution_time": 0.0, "exit_code": nil, "language": "",
-			"status": "setup_error", "stderr": "", "stdout": "", "success": false, "timed_out": false, "truncated": false}
+		return map[string]any{"error_message": msg, "code": code, "status": "setup_error"}
 	}
 	obj := func(msg, code string) map[string]any { return map[string]any{"error": msg, "code": code} }
-	unknown := "unknown session: s1 (list_sessions shows the live ones)"
+	unknown := "resume: unknown session: s1"
 	for _, tc := range []struct {
 		tool       string
 		want       map[string]any // the error object of the text
@@ -67,11 +78,10 @@ func TestToolErrors(t *testing.T) {
 		{"run_coded", obj("script not found: x", "SCRIPT_NOT_FOUND"), setup("script not found: x", "SCRIPT_NOT_FOUND")},
 		{"list_coded", obj("script not found: x", "SCRIPT_NOT_FOUND"), obj("script not found: x", "SCRIPT_NOT_FOUND")},
 		{"strict_coded", obj("script not found: x", "SCRIPT_NOT_FOUND"), nil},
-		{"run_session", obj(unknown, "SESSION_NOT_FOUND"), setup(unknown, "SESSION_NOT_FOUND")},
-		{"list_session", obj(unknown, "SESSION_NOT_FOUND"), obj(unknown, "SESSION_NOT_FOUND")},
-		// Fail treats an unknown error of an execution service as a
-		// rejected request; any other handler's as the server's failure.
-		{"run_plain", obj("disk on fire", "INVALID_PARAMS"), setup("disk on fire", "INVALID_PARAMS")},
+		{"run_domain", obj(unknown, "SESSION_NOT_FOUND"), setup(unknown, "SESSION_NOT_FOUND")},
+		{"list_domain", obj(unknown, "SESSION_NOT_FOUND"), obj(unknown, "SESSION_NOT_FOUND")},
+		// An error nobody coded is the server's failure, never the caller's.
+		{"run_plain", obj("disk on fire", "INTERNAL_ERROR"), setup("disk on fire", "INTERNAL_ERROR")},
 		{"list_plain", obj("disk on fire", "INTERNAL_ERROR"), obj("disk on fire", "INTERNAL_ERROR")},
 	} {
 		t.Run(tc.tool, func(t *testing.T) {

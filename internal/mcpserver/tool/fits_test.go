@@ -10,8 +10,6 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/codexec/codexec/internal/engine"
 )
 
 type fitsInner struct {
@@ -160,8 +158,6 @@ func TestFits(t *testing.T) {
 		{"a tag name encoding/json refuses (not modelled: kept)", reflect.TypeFor[fitsBadTag](), &jsonschema.Schema{Type: "object"}, false},
 		{"recursive type", reflect.TypeFor[fitsTree](), treeSchema("string"), true},
 		{"recursive type, wrong inside", reflect.TypeFor[fitsTree](), treeSchema("integer"), false},
-		{"execute_code's result", reflect.TypeFor[engine.Result](), ExecOutputSchema(), true},
-		{"send_to_session's result", reflect.TypeFor[engine.Result](), RunOutputSchema(), true},
 		{"any value against no constraint", reflect.TypeFor[fitsIface](), OutputSchema[fitsIface](), true},
 		{"nil schema", reflect.TypeFor[fitsCustom](), nil, true},
 		{"custom MarshalJSON", reflect.TypeFor[fitsWithCustom](), OutputSchema[fitsWithCustom](), false},

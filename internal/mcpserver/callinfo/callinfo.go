@@ -1,4 +1,7 @@
-package tool
+// Package callinfo reads what a tool call carries besides its arguments,
+// for the toolsets: the caller's identifiers in _meta (for the execution
+// log) and the progress token its output is streamed to.
+package callinfo
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package tool
+package execresult
 
 import (
 	"testing"
@@ -7,12 +7,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/mcpserver/tool"
+	"github.com/google/jsonschema-go/jsonschema"
+	"reflect"
 )
 
-// TestResultText: a clean run reads as its stdout; anything else starts
+// TestText: a clean run reads as its stdout; anything else starts
 // with the status line, so a client that reads only content still learns
 // the status, exit code and stderr.
-func TestResultText(t *testing.T) {
+func TestText(t *testing.T) {
 	zero, one := 0, 1
 	msg := "Execution timed out after 1 seconds"
 	base := engine.Result{Success: true, Status: engine.StatusSuccess, ExitCode: &zero, ExecutionID: "exec_1", Language: "python",
@@ -39,10 +42,20 @@ func TestResultText(t *testing.T) {
 			"status: success (exit 0) in 7 ms [exec_1, python]\n--- stdout ---\n1\n(output truncated)\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := ResultText(tc.r).Content[0].(*mcp.TextContent).Text
+			got := Text(tc.r).Content[0].(*mcp.TextContent).Text
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestSchemasFit: every Result fits both output schemas, so the results of
+// these tools need no per-call check against them.
+func TestSchemasFit(t *testing.T) {
+	for name, s := range map[string]*jsonschema.Schema{"execute_code": OutputSchema(), "send_to_session": RunOutputSchema()} {
+		if !tool.Fits(reflect.TypeFor[engine.Result](), s) {
+			t.Errorf("%s: engine.Result does not provably fit its output schema", name)
+		}
 	}
 }
