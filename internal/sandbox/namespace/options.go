@@ -43,4 +43,10 @@ type Options struct {
 	Prewarm []sandbox.Spec
 	// Pool configures warm runners (see package warm); Size 0 disables them.
 	Pool sandbox.PoolOptions
+	// CaptureSpec, when enabled, gives every sandbox a network namespace
+	// of the server's with its listening sockets (capture.go), and its
+	// Files bound read-only over their targets; runs with Spec.Egress get
+	// the sockets served. Nil or disabled: no network but loopback, at no
+	// cost, as without it.
+	CaptureSpec *sandbox.CaptureSpec
 }
