@@ -4,6 +4,7 @@ package namespace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -110,15 +111,17 @@ const (
 // directory the sandbox user cannot reach.
 func testCaptureSpec(t *testing.T) *sandbox.CaptureSpec {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "state")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	return testCaptureSpecIn(t, t.TempDir())
+}
+
+// testCaptureSpecIn is testCaptureSpec with its files below dir.
+func testCaptureSpecIn(tb testing.TB, dir string) *sandbox.CaptureSpec {
+	tb.Helper()
+	dir = filepath.Join(dir, "state")
 	resolv, bundle := filepath.Join(dir, "resolv.conf"), filepath.Join(dir, "ca.pem")
-	for p, data := range map[string]string{resolv: testResolv, bundle: testBundle} {
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := errors.Join(os.Mkdir(dir, 0o700), os.WriteFile(resolv, []byte(testResolv), 0o644),
+		os.WriteFile(bundle, []byte(testBundle), 0o644)); err != nil {
+		tb.Fatal(err)
 	}
 	return &sandbox.CaptureSpec{ProxyPort: testProxyPort, Ports: []int{80, 443}, DNS: true,
 		Files: []sandbox.Mount{{Host: resolv, Target: "/etc/resolv.conf"}, {Host: bundle, Target: "/etc/ssl/certs/ca-certificates.crt"}}}
@@ -333,6 +336,32 @@ func TestCaptureWarm(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCaptureWarmBash runs an exec runner (warm bash) whose proxy socket
+// answers when served and refuses when not.
+func TestCaptureWarmBash(t *testing.T) {
+	n := newCaptureNamespace(t, sandbox.PoolOptions{Size: 1, Idle: time.Minute}, false)
+	if n.opts.NoLandlock {
+		t.Skip("exec runners need the Landlock step")
+	}
+	e := &echoEgress{}
+	t.Cleanup(e.Close)
+	dir := t.TempDir()
+	code := `if exec 3<>/dev/tcp/127.0.0.1/3128; then echo hi >&3; cat <&3; else echo refused; fi 2>/dev/null`
+	for _, c := range []struct {
+		egress sandbox.Egress
+		want   string
+	}{{e, "proxy hi\n"}, {nil, "refused\n"}} {
+		spec := sandboxtest.WarmSpec(sandbox.WarmBash, dir, code)
+		spec.Egress = c.egress
+		sandboxtest.WaitReady(t, n, spec)
+		hits := sandboxtest.KindHits(n, sandbox.WarmBash)
+		got := sandboxtest.Run(t, n, spec)
+		if got.Stdout != c.want || sandboxtest.KindHits(n, sandbox.WarmBash) != hits+1 {
+			t.Errorf("served %v: got %q (stderr %q), want %q warm; pool %+v", c.egress != nil, got.Stdout, got.Stderr, c.want, n.PoolStats())
+		}
 	}
 }
 
