@@ -4,7 +4,6 @@ package namespace
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/capture"
 	"github.com/codexec/codexec/internal/sandbox/helper"
 	"github.com/codexec/codexec/internal/sandbox/warm"
 )
@@ -30,7 +30,7 @@ import (
 // the listening sockets, sends them to the server (helper.CaptureOption)
 // and closes its copies; bwrap then shares that namespace instead of
 // making an empty one. The server wraps the sockets into a sandbox.Capture
-// and hands it to the run's egress owner, or closes it:
+// (package capture) and hands it to the run's egress owner, or closes it:
 //
 //	cold run with Spec.Egress   sockets made for the run, served at start
 //	cold run without            no sockets (as without a CaptureSpec;
@@ -48,55 +48,11 @@ import (
 // that fails closes its end first, so only a stuck one waits this long.
 const captureConnTimeout = warm.ReadyTimeout
 
-// checkCapture validates a backend's CaptureSpec: ports in range, no
-// socket twice, file targets absolute. Nil or disabled specs are valid.
-func checkCapture(c *sandbox.CaptureSpec) error {
-	if !c.Enabled() {
-		return nil
-	}
-	used := map[int]string{}
-	claim := func(port int, what string) error {
-		if port < 1 || port > 65535 {
-			return fmt.Errorf("captured network: %s port %d is not between 1 and 65535", what, port)
-		}
-		if prev, ok := used[port]; ok {
-			return fmt.Errorf("captured network: port %d is both the %s and the %s port", port, prev, what)
-		}
-		used[port] = what
-		return nil
-	}
-	if c.ProxyPort != 0 {
-		if err := claim(c.ProxyPort, "proxy"); err != nil {
-			return err
-		}
-	}
-	if c.DNS {
-		_ = claim(helper.DNSPort, "DNS")
-	}
-	for _, p := range c.Ports {
-		if err := claim(p, "captured"); err != nil {
-			return err
-		}
-	}
-	for _, f := range c.Files {
-		if !filepath.IsAbs(f.Host) || !filepath.IsAbs(f.Target) || filepath.Clean(f.Target) != f.Target {
-			return fmt.Errorf("captured network: file %q at %q: both paths must be absolute and clean", f.Host, f.Target)
-		}
-	}
-	return nil
-}
-
 // capturing reports whether the backend makes sockets in its sandboxes.
 func (n *Backend) capturing() bool { return n.opts.CaptureSpec.Enabled() }
 
 // sockets is the backend's CaptureSpec in the helper's terms.
-func (n *Backend) sockets() helper.Sockets {
-	c := n.opts.CaptureSpec
-	if !c.Enabled() {
-		return helper.Sockets{}
-	}
-	return helper.Sockets{ProxyPort: c.ProxyPort, DNS: c.DNS, Ports: slices.Clone(c.Ports)}
-}
+func (n *Backend) sockets() helper.Sockets { return capture.Sockets(n.opts.CaptureSpec) }
 
 // runSockets is what a cold run's sandbox makes: the backend's sockets
 // when the run has an egress owner to serve them, else none.
@@ -107,66 +63,9 @@ func (n *Backend) runSockets(spec sandbox.Spec) (helper.Sockets, bool) {
 	return n.sockets(), true
 }
 
-// serveCapture hands c to the run's egress owner, or closes it so the
-// program's connections are refused at once. A nil c does nothing.
-func serveCapture(spec sandbox.Spec, c *sandbox.Capture) {
-	switch {
-	case c == nil:
-	case spec.Egress != nil:
-		spec.Egress.Serve(c)
-	default:
-		_ = c.Close()
-	}
-}
-
-// receiveCapture reads the sockets s from conn (the message tag, then the
-// descriptors; helper.ReceiveSockets) and wraps them.
+// receiveCapture reads the sockets s from conn (capture.Receive).
 func receiveCapture(conn *os.File, tag byte, s helper.Sockets) (*sandbox.Capture, error) {
-	files, err := helper.ReceiveSockets(conn, tag, len(s.List()), captureConnTimeout)
-	if err != nil {
-		return nil, err
-	}
-	return captureOf(s, files)
-}
-
-// captureOf wraps files, the sockets of s in helper wire order, into a
-// Capture owned by the server. The files are closed either way.
-func captureOf(s helper.Sockets, files []*os.File) (c *sandbox.Capture, retErr error) {
-	c = &sandbox.Capture{}
-	defer func() {
-		for _, f := range files {
-			_ = f.Close()
-		}
-		if retErr != nil {
-			_ = c.Close()
-		}
-	}()
-	for i, k := range s.List() {
-		if k.Kind == helper.DNSUDPSocket {
-			pc, err := net.FilePacketConn(files[i])
-			if err != nil {
-				return nil, fmt.Errorf("captured DNS socket: %w", err)
-			}
-			c.DNS = pc
-			continue
-		}
-		l, err := net.FileListener(files[i])
-		if err != nil {
-			return nil, fmt.Errorf("captured socket on port %d: %w", k.Port, err)
-		}
-		switch k.Kind {
-		case helper.ProxySocket:
-			c.Proxy = l
-		case helper.DNSTCPSocket:
-			c.DNSTCP = l
-		default:
-			if c.Ports == nil {
-				c.Ports = map[int]net.Listener{}
-			}
-			c.Ports[k.Port] = l
-		}
-	}
-	return c, nil
+	return capture.Receive(conn, tag, s, captureConnTimeout)
 }
 
 // newNet makes a child started by cmd begin in a network namespace of its

@@ -19,6 +19,7 @@ import (
 	"github.com/codexec/codexec/internal/confine"
 	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/capture"
 	"github.com/codexec/codexec/internal/sandbox/helper"
 	"github.com/codexec/codexec/internal/sandbox/idmap"
 	"github.com/codexec/codexec/internal/sandbox/mounttemplate"
@@ -116,7 +117,7 @@ func newBackend(o Options) (*Backend, error) {
 	if err := userNamespacesEnabled(); err != nil {
 		return nil, err
 	}
-	if err := checkCapture(o.CaptureSpec); err != nil {
+	if err := capture.Check(o.CaptureSpec); err != nil {
 		return nil, err
 	}
 	files, placeholders, err := captureFiles(o.CaptureSpec)
@@ -319,8 +320,8 @@ func (n *Backend) start(spec sandbox.Spec, name string, cg *cgroup.Group, w *lau
 	if err != nil {
 		return nil, err
 	}
-	socks, capture := n.runSockets(spec)
-	b := &bwrapArgs{n: n, stage: st, refs: w != nil, ownNet: capture || (w != nil && w.ownNet)}
+	socks, captured := n.runSockets(spec)
+	b := &bwrapArgs{n: n, stage: st, refs: w != nil, ownNet: captured || (w != nil && w.ownNet)}
 	defer b.CloseFiles()
 	if err := b.build(spec); err != nil {
 		_ = st.Release()
@@ -333,14 +334,14 @@ func (n *Backend) start(spec sandbox.Spec, name string, cg *cgroup.Group, w *lau
 	if w != nil {
 		p, err = proc.Launch(w.cmd, spec.Stdin, spec.Stdout, spec.Stderr, hooks, func(stdio [3]*os.File) (func() error, error) {
 			var err error
-			c, err = w.launch(bwrapArgv, spec.Env, b.plan, socks, capture, stdio, b.files)
+			c, err = w.launch(bwrapArgv, spec.Env, b.plan, socks, captured, stdio, b.files)
 			return w.wait, err
 		})
 	} else {
 		cmd := n.coldCmd(spec, cg, bwrapArgv, b.files, b.plan)
 		p, err = proc.Launch(cmd, spec.Stdin, spec.Stdout, spec.Stderr, hooks, func(stdio [3]*os.File) (func() error, error) {
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio[0], stdio[1], stdio[2]
-			if !capture {
+			if !captured {
 				return proc.StartTracked(cmd)
 			}
 			wait, cc, err := startCaptured(cmd, socks)
@@ -352,7 +353,7 @@ func (n *Backend) start(spec sandbox.Spec, name string, cg *cgroup.Group, w *lau
 		_ = st.Release()
 		return nil, fmt.Errorf("sandbox: start bwrap: %w", err)
 	}
-	serveCapture(spec, c)
+	capture.Hand(spec.Egress, c)
 	return p, nil
 }
 
@@ -436,7 +437,7 @@ func (n *Backend) startWarm(spec sandbox.Spec, req warm.Request, r *nsRunner) (*
 		e.AttachExec(p)
 	}
 	_ = r.mntns.Close()
-	serveCapture(spec, r.takeCapture())
+	capture.Hand(spec.Egress, r.takeCapture())
 	_, err = r.Ctl.Write(helper.EncodeRun(spec.Dir, spec.Env, req.Code, req.Args))
 	if !r.forked && !early { // the others report their status on it
 		_ = r.Ctl.Close()
