@@ -34,10 +34,12 @@ func runInit(args []string) error {
 	capture := -1
 	var socks Sockets
 	if len(args) > 2 && args[0] == CaptureOption {
-		k, err := strconv.Atoi(args[1])
-		if socks, err = ParseSockets(args[2]); err != nil || k < 0 {
+		k, err1 := strconv.Atoi(args[1])
+		s, err2 := ParseSockets(args[2])
+		if err := errors.Join(err1, err2); err != nil || k < 0 {
 			return fmt.Errorf("bad %s %q %q: %v", CaptureOption, args[1], args[2], err)
 		}
+		socks = s
 		capture, args = 3+k, args[3:]
 	}
 	plan := ""
