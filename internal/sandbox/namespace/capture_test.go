@@ -418,3 +418,23 @@ func TestCaptureFilesPlaced(t *testing.T) {
 		t.Fatalf("got %v %v %v, want %v and a placeholder for /etc/resolv.conf", files, placeholders, err, want)
 	}
 }
+
+// TestCaptureIPLinkRefused runs iproute2 in a served sandbox: the network
+// namespace belongs to the server's user namespace, so taking loopback
+// down or adding an address fails, and loopback stays up (its state
+// reads UNKNOWN when up, DOWN when not).
+func TestCaptureIPLinkRefused(t *testing.T) {
+	if _, err := os.Stat("/usr/sbin/ip"); err != nil {
+		t.Skip("iproute2 is not installed")
+	}
+	n := newCaptureNamespace(t, sandbox.PoolOptions{}, false)
+	e := &echoEgress{}
+	t.Cleanup(e.Close)
+	spec := sandbox.Spec{ID: "ip", Dir: t.TempDir(), Egress: e, Env: []string{"PATH=/usr/sbin:/usr/bin"},
+		Argv: []string{"/bin/sh", "-c", "ip link set lo down 2>&1; ip addr add 10.0.0.1/8 dev lo 2>&1; ip -o link show lo | grep -o 'state [A-Z]*'"}}
+	got := sandboxtest.Run(t, n, spec)
+	want := "RTNETLINK answers: Operation not permitted\nRTNETLINK answers: Operation not permitted\n"
+	if got.Stdout != want+"state UNKNOWN\n" || e.served() != 1 {
+		t.Fatalf("got %q (stderr %q), want the changes refused and lo not down; %d captures served", got.Stdout, got.Stderr, e.served())
+	}
+}
