@@ -10,7 +10,7 @@ import (
 // network namespace it starts in (sandbox-init, or a python zygote's
 // child), before it gives up its privileges: loopback up, then the
 // listening sockets of a captured network, which it sends to the server
-// (SendSockets / ReceiveSockets) and closes. The zero value makes no socket
+// (sendSockets / ReceiveSockets) and closes. The zero value makes no socket
 // (loopback only).
 type Sockets struct {
 	// ProxyPort is a TCP listener on 127.0.0.1 (0: none).
@@ -106,7 +106,7 @@ func ParseSockets(arg string) (Sockets, error) {
 // 3 + K), which it then closes with its copies of the sockets.
 const CaptureOption = "--capture"
 
-// Wire tags of the socket messages (SendSockets, ReceiveSockets).
+// Wire tags of the socket messages (sendSockets, ReceiveSockets).
 const (
 	// CaptureTag precedes the sockets sandbox-init sends.
 	CaptureTag byte = 'C'
