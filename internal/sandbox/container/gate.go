@@ -1,0 +1,169 @@
+//go:build linux
+
+package container
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/codexec/codexec/internal/proc"
+	"github.com/codexec/codexec/internal/sandbox"
+)
+
+// A cold run with a network capture starts behind a gate: the container's
+// first process is a shell that says it is up on one FIFO and waits for a
+// line on another before it becomes the run's command (exec: the deadline's
+// `timeout` stays the first process). Meanwhile the server finds the
+// container's first process, makes the sockets in its network namespace
+// (capture.go) and hands them to the run's egress; only then does it open
+// the gate. The FIFOs lie in a root-owned directory of the server's (mode
+// 0711) bound into this container alone, and are removed once the gate is
+// open. If the server dies first, the FIFO ends and the shell exits 125.
+
+// gatePath is where a gated container sees its gate directory.
+const gatePath = "/run/codexec-gate"
+
+// Names of the gate FIFOs.
+const (
+	gateReady = "ready" // the container writes a line when it is up
+	gateGo    = "go"    // the server writes "go" to let the command run
+)
+
+// gateTimeout bounds the wait for a gated container to come up.
+const gateTimeout = 60 * time.Second
+
+// gateEntry wraps a container command cmd behind the gate. As in warmEntry,
+// the go FIFO is opened read-write first (fd 6) only so that opening its
+// read end cannot block, then fd 6 is closed: the server's end is the only
+// writer left, and its death ends the read.
+func gateEntry(cmd []string) []string {
+	g := gatePath + "/"
+	script := `exec 6<>` + g + gateGo + ` 8<` + g + gateGo + ` 6<&-
+echo up 1<>` + g + gateReady + `
+read -r v <&8 && [ "$v" = go ] || exit 125
+exec 8<&- "$@"`
+	return append([]string{"sh", "-c", script, "sh"}, cmd...)
+}
+
+// gate is the server's side of one container's gate.
+type gate struct {
+	dir         string
+	ready, open *os.File
+}
+
+// newGate makes a gate directory below root with its FIFOs and opens the
+// server's ends (read-write, so that neither side ever waits for a peer).
+func newGate(root string) (g *gate, retErr error) {
+	dir, err := os.MkdirTemp(root, "g-")
+	if err != nil {
+		return nil, err
+	}
+	g = &gate{dir: dir}
+	defer func() {
+		if retErr != nil {
+			g.close()
+		}
+	}()
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return nil, err
+	}
+	files := [2]**os.File{&g.ready, &g.open}
+	for i, name := range []string{gateReady, gateGo} {
+		p := filepath.Join(dir, name)
+		if err := syscall.Mkfifo(p, 0o600); err != nil {
+			return nil, err
+		}
+		if err := os.Chmod(p, 0o666); err != nil {
+			return nil, err
+		}
+		if *files[i], err = os.OpenFile(p, os.O_RDWR|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+// mountArgs bind the gate directory into the container.
+func (g *gate) mountArgs() []string { return []string{"-v", g.dir + ":" + gatePath + ":ro"} }
+
+// awaitUp waits for the container's line on the ready FIFO, giving up when
+// exited is closed (the CLI ended) or gateTimeout passes.
+func (g *gate) awaitUp(exited <-chan struct{}) error {
+	_ = g.ready.SetReadDeadline(time.Now().Add(gateTimeout))
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-exited:
+			_ = g.ready.SetReadDeadline(time.Now())
+		case <-stop:
+		}
+	}()
+	buf := make([]byte, 3)
+	if _, err := g.ready.Read(buf); err != nil {
+		return fmt.Errorf("the container did not come up: %w", err)
+	}
+	return nil
+}
+
+// release lets the container's command run.
+func (g *gate) release() error {
+	_, err := g.open.WriteString("go\n")
+	return err
+}
+
+// close closes the server's ends (a shell still waiting exits 125) and
+// removes the directory: the container then sees an empty one.
+func (g *gate) close() {
+	for _, f := range []*os.File{g.ready, g.open} {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+	_ = os.RemoveAll(g.dir)
+}
+
+// captureCold opens the gate of the started cold run p in the container
+// name once its sockets exist and are handed over (spec.Egress.Serve, or
+// closed when the run has no egress). On error the run is killed and
+// released and the error says why.
+func (c *Backend) captureCold(p *proc.HostProc, g *gate, name string, spec sandbox.Spec) (retErr error) {
+	defer g.close()
+	defer func() {
+		if retErr != nil {
+			_ = p.Kill()
+			p.KillLeader()
+			_, _ = p.Wait()
+			retErr = errors.Join(fmt.Errorf("sandbox: %s: %w", c.opts.CLI, retErr), p.Release(0))
+		}
+	}()
+	exited := make(chan struct{})
+	go func() { _, _ = p.Wait(); close(exited) }()
+	if err := g.awaitUp(exited); err != nil {
+		return err
+	}
+	pid, err := c.containerPid(name)
+	if err != nil {
+		return err
+	}
+	capture, err := captureIn(pid, c.opts.CaptureSpec)
+	if err != nil {
+		return err
+	}
+	handOver(capture, spec.Egress)
+	return g.release()
+}
+
+// handOver gives a sandbox's capture to its run's egress, or closes it when
+// the run has none: its program's connections are then refused at once.
+func handOver(capture *sandbox.Capture, e sandbox.Egress) {
+	if e != nil {
+		e.Serve(capture)
+		return
+	}
+	_ = capture.Close()
+}
