@@ -1,0 +1,262 @@
+//go:build linux
+
+package container
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/sandboxtest"
+)
+
+// testEgress serves captures the way the tests need: the proxy and DNS
+// over TCP echo what they read, DNS over UDP answers "dns-reply", and a
+// captured port writes the local address the connection arrived at (the
+// stub address the program dialled).
+type testEgress struct {
+	served atomic.Int32
+	mu     sync.Mutex
+	caps   []*sandbox.Capture
+	wg     sync.WaitGroup
+}
+
+func (e *testEgress) Serve(c *sandbox.Capture) {
+	e.served.Add(1)
+	e.mu.Lock()
+	e.caps = append(e.caps, c)
+	e.mu.Unlock()
+	e.accept(c.Proxy, echo)
+	e.accept(c.DNSTCP, echo)
+	for _, l := range c.Ports {
+		e.accept(l, func(conn net.Conn) { _, _ = conn.Write([]byte(conn.LocalAddr().String())) })
+	}
+	e.wg.Go(func() {
+		buf := make([]byte, 512)
+		for {
+			_, from, err := c.DNS.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			_, _ = c.DNS.WriteTo([]byte("dns-reply"), from)
+		}
+	})
+}
+
+// accept serves each connection of l with fn until l is closed.
+func (e *testEgress) accept(l net.Listener, fn func(net.Conn)) {
+	e.wg.Go(func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+			fn(conn)
+			_ = conn.Close()
+		}
+	})
+}
+
+func echo(conn net.Conn) {
+	buf := make([]byte, 64)
+	n, _ := conn.Read(buf)
+	_, _ = conn.Write(buf[:n])
+}
+
+// close closes every capture served and waits for the servers to end.
+func (e *testEgress) close() {
+	e.mu.Lock()
+	for _, c := range e.caps {
+		_ = c.Close()
+	}
+	e.mu.Unlock()
+	e.wg.Wait()
+}
+
+// probeProgram connects from inside the container and prints, as JSON,
+// what each attempt got ("ok:<reply>" or "err:<errno>") and the longest
+// time any attempt took.
+const probeProgram = `
+import json, socket, time
+out, slowest = {}, 0.0
+def attempt(name, fn):
+    global slowest
+    t = time.time()
+    try:
+        out[name] = "ok:" + fn()
+    except OSError as e:
+        out[name] = "err:" + str(e.errno)
+    slowest = max(slowest, time.time() - t)
+def tcp(host, port, send=b""):
+    def fn():
+        with socket.create_connection((host, port), timeout=5) as s:
+            s.sendall(send)
+            return s.recv(100).decode()
+    return fn
+def udp():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.settimeout(5)
+        s.connect(("127.0.0.1", 53))
+        s.send(b"query")
+        return s.recv(100).decode()
+attempt("proxy", tcp("127.0.0.1", 3128, b"ping"))
+attempt("dns", udp)
+attempt("dns_tcp", tcp("127.0.0.1", 53, b"query"))
+attempt("port", tcp("127.64.0.9", 443))
+attempt("outside", tcp("1.1.1.1", 443))
+out["resolv"] = open("/etc/resolv.conf").read()
+out["slow"] = "yes" if slowest > 2 else "no"
+print(json.dumps(out, sort_keys=True))
+`
+
+// testCaptureSpec is the capture the tests give the backend, with its
+// resolver configuration written below dir.
+func testCaptureSpec(t *testing.T, dir string) *sandbox.CaptureSpec {
+	resolv := filepath.Join(dir, "resolv.conf")
+	if err := os.WriteFile(resolv, []byte("nameserver 127.0.0.1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return &sandbox.CaptureSpec{ProxyPort: 3128, Ports: []int{80, 443}, DNS: true,
+		Files: []sandbox.Mount{{Host: resolv, Target: "/etc/resolv.conf", ReadOnly: true}}}
+}
+
+// TestContainerCapture checks that a program in a container, cold or warm,
+// reaches the capture's sockets and nothing else, that the run's egress
+// serves them exactly once, and that without an egress the same
+// connections are refused at once.
+func TestContainerCapture(t *testing.T) {
+	const resolv = "nameserver 127.0.0.1\n"
+	served := map[string]string{"proxy": "ok:ping", "dns": "ok:dns-reply", "dns_tcp": "ok:query",
+		"port": "ok:127.64.0.9:443", "outside": "err:101", "resolv": resolv, "slow": "no"}
+	refused := map[string]string{"proxy": "err:111", "dns": "err:111", "dns_tcp": "err:111",
+		"port": "err:111", "outside": "err:101", "resolv": resolv, "slow": "no"}
+	for _, kind := range []string{"", sandbox.WarmPython} {
+		name := map[string]string{"": "cold", sandbox.WarmPython: "warm"}[kind]
+		t.Run(name, func(t *testing.T) {
+			fdsBefore := sandboxtest.CountFDs(t)
+			c := newTestContainerWith(t, func(o *Options) {
+				o.CaptureSpec = testCaptureSpec(t, t.TempDir())
+				if kind != "" {
+					o.Pool.Size = 1
+				}
+			})
+			for _, tc := range []struct {
+				name   string
+				egress bool
+				want   map[string]string
+			}{{"egress", true, served}, {"no egress", false, refused}} {
+				t.Run(tc.name, func(t *testing.T) {
+					e := &testEgress{}
+					spec := sandboxtest.WarmSpec(kind, t.TempDir(), probeProgram)
+					if tc.egress {
+						spec.Egress = e
+					}
+					got := runProbe(t, c, spec)
+					e.close()
+					if diff := cmp.Diff(tc.want, got); diff != "" {
+						t.Errorf("what the program reached (-want +got):\n%s", diff)
+					}
+					if want := map[bool]int32{true: 1, false: 0}[tc.egress]; e.served.Load() != want {
+						t.Errorf("Serve called %d times, want %d", e.served.Load(), want)
+					}
+				})
+			}
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			sandboxtest.CheckNoLeaks(t, fdsBefore)
+		})
+	}
+}
+
+// runProbe runs spec (the probe program) in c, warm when spec asks for
+// it and a runner is ready, and returns what the program printed.
+func runProbe(t *testing.T, c *Backend, spec sandbox.Spec) map[string]string {
+	t.Helper()
+	hits := sandboxtest.PoolHits(c)
+	if spec.Warm != "" {
+		c.Prewarm(spec)
+		if _, ok := c.AwaitWarm(spec.Warm, 30*time.Second); !ok {
+			t.Fatal("no warm runner became ready")
+		}
+	}
+	r := sandboxtest.Run(t, c, spec)
+	if r.Exit.Code != 0 {
+		t.Fatalf("probe: %+v\nstdout: %s\nstderr: %s", r.Exit, r.Stdout, r.Stderr)
+	}
+	if spec.Warm != "" && sandboxtest.PoolHits(c) != hits+1 {
+		t.Errorf("the run was not served warm")
+	}
+	var got map[string]string
+	if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil {
+		t.Fatalf("probe output %q: %v", r.Stdout, err)
+	}
+	return got
+}
+
+// TestContainerCaptureNoLeak checks that cold runs with a capture, served
+// or not, leave the server with exactly the descriptors it had.
+func TestContainerCaptureNoLeak(t *testing.T) {
+	c := newTestContainerWith(t, func(o *Options) { o.CaptureSpec = testCaptureSpec(t, t.TempDir()) })
+	e := &testEgress{}
+	run := func(egress bool) {
+		spec := sandboxtest.WarmSpec("", t.TempDir(), "import socket; socket.socket().connect_ex(('127.0.0.1', 3128))")
+		if egress {
+			spec.Egress = e
+		}
+		if r := sandboxtest.Run(t, c, spec); r.Exit.Code != 0 {
+			t.Fatalf("run: %+v %s", r.Exit, r.Stderr)
+		}
+	}
+	run(true) // first run: lazily opened descriptors of the process
+	e.close()
+	before := sandboxtest.CountFDs(t)
+	for i := range 4 {
+		run(i%2 == 0)
+	}
+	e.close()
+	if after := sandboxtest.CountFDs(t); after != before {
+		t.Errorf("descriptors: %d before, %d after 4 runs", before, after)
+	}
+}
+
+// TestContainerCaptureOptions checks that a capture the backend cannot
+// honour is refused before anything starts, with the reason.
+func TestContainerCaptureOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"host network", Options{Network: "host", CaptureSpec: &sandbox.CaptureSpec{ProxyPort: 3128}}, "container network none"},
+		{"proxy port twice", Options{Network: "none", CaptureSpec: &sandbox.CaptureSpec{ProxyPort: 443, Ports: []int{443}}}, "asked for twice"},
+		{"DNS port captured", Options{Network: "none", CaptureSpec: &sandbox.CaptureSpec{DNS: true, Ports: []int{53}}}, "asked for twice"},
+		{"port out of range", Options{Network: "none", CaptureSpec: &sandbox.CaptureSpec{Ports: []int{70000}}}, "out of range"},
+		{"disabled", Options{Network: "host", CaptureSpec: &sandbox.CaptureSpec{}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkCapture(tc.o)
+			if got := errString(err); !strings.Contains(got, tc.want) || (tc.want == "") != (err == nil) {
+				t.Errorf("checkCapture: %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
