@@ -3,10 +3,12 @@
 package container
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -121,7 +123,7 @@ print(json.dumps(out, sort_keys=True))
 
 // testCaptureSpec is the capture the tests give the backend, with its
 // resolver configuration written below dir.
-func testCaptureSpec(t *testing.T, dir string) *sandbox.CaptureSpec {
+func testCaptureSpec(t testing.TB, dir string) *sandbox.CaptureSpec {
 	resolv := filepath.Join(dir, "resolv.conf")
 	if err := os.WriteFile(resolv, []byte("nameserver 127.0.0.1\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -260,3 +262,42 @@ func errString(err error) string {
 	return err.Error()
 }
 
+// BenchmarkContainerColdCapture measures cold container runs of
+// `python3 -c pass` without and with a network capture (the gate, the pid
+// and the sockets), alternating the two so that the host's load weighs on
+// both alike, and reports their medians and ratio:
+//
+//	go test -run '^$' -bench ContainerColdCapture -benchtime 8x ./internal/sandbox/container/
+func BenchmarkContainerColdCapture(b *testing.B) {
+	plain := newTestContainerWith(b, func(*Options) {})
+	captured := newTestContainerWith(b, func(o *Options) { o.CaptureSpec = testCaptureSpec(b, b.TempDir()) })
+	e := &testEgress{}
+	defer e.close()
+	spec := sandboxtest.WarmSpec("", b.TempDir(), "pass")
+	spec.Egress = e
+	var times [2][]time.Duration
+	for b.Loop() {
+		for i, c := range []*Backend{plain, captured} {
+			t0 := time.Now()
+			p, err := c.Start(context.Background(), spec)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if ex, err := p.Wait(); err != nil || ex.Code != 0 {
+				b.Fatalf("run: %+v %v", ex, err)
+			}
+			times[i] = append(times[i], time.Since(t0))
+			_ = p.Release(time.Second)
+		}
+	}
+	m0, m1 := median(times[0]), median(times[1])
+	b.ReportMetric(float64(m0.Milliseconds()), "plain-ms")
+	b.ReportMetric(float64(m1.Milliseconds()), "capture-ms")
+	b.ReportMetric(float64(m1)/float64(m0), "ratio")
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}

@@ -96,6 +96,10 @@ func combinedTracked(cmd *exec.Cmd) (string, error) {
 	return string(b.b), err
 }
 
+// podman reports whether the CLI is podman's own (whose run can write the
+// container's pid to a file).
+func (c *Backend) podman() bool { return filepath.Base(c.cli) == "podman" }
+
 // Name returns "docker".
 func (*Backend) Name() string { return "docker" }
 
@@ -139,7 +143,7 @@ func (c *Backend) startCold(spec sandbox.Spec) (*proc.HostProc, error) {
 			_ = st.Release()
 			return nil, fmt.Errorf("sandbox: network capture: %w", err)
 		}
-		ctCmd, extra = gateEntry(ctCmd), g.mountArgs()
+		ctCmd, extra = gateEntry(ctCmd), g.runArgs(c.podman())
 	}
 	cmd := exec.Command(c.cli, c.runArgs(spec, name, src, c.target(spec), ctCmd, extra...)...)
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}

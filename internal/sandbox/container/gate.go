@@ -7,8 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/sandbox"
@@ -49,10 +53,12 @@ exec 8<&- "$@"`
 	return append([]string{"sh", "-c", script, "sh"}, cmd...)
 }
 
-// gate is the server's side of one container's gate.
+// gate is the server's side of one container's gate: its directory, the
+// server's ends of the FIFOs, and where podman writes the container's pid
+// (beside the directory, not in it).
 type gate struct {
-	dir         string
-	ready, open *os.File
+	dir, pidFile string
+	ready, open  *os.File
 }
 
 // newGate makes a gate directory below root with its FIFOs and opens the
@@ -62,7 +68,7 @@ func newGate(root string) (g *gate, retErr error) {
 	if err != nil {
 		return nil, err
 	}
-	g = &gate{dir: dir}
+	g = &gate{dir: dir, pidFile: dir + ".pid"}
 	defer func() {
 		if retErr != nil {
 			g.close()
@@ -87,8 +93,15 @@ func newGate(root string) (g *gate, retErr error) {
 	return g, nil
 }
 
-// mountArgs bind the gate directory into the container.
-func (g *gate) mountArgs() []string { return []string{"-v", g.dir + ":" + gatePath + ":ro"} }
+// runArgs bind the gate directory into the container and, for podman,
+// ask for the container's pid in pidFile (cheaper than an inspect).
+func (g *gate) runArgs(podman bool) []string {
+	a := []string{"-v", g.dir + ":" + gatePath + ":ro"}
+	if podman {
+		a = append(a, "--pidfile", g.pidFile)
+	}
+	return a
+}
 
 // awaitUp waits for the container's line on the ready FIFO, giving up when
 // exited is closed (the CLI ended) or gateTimeout passes.
@@ -125,6 +138,48 @@ func (g *gate) close() {
 		}
 	}
 	_ = os.RemoveAll(g.dir)
+	_ = os.Remove(g.pidFile)
+}
+
+// pidFileWait bounds the wait for podman's pid file once the container is
+// up (podman writes it right after the runtime has started the container).
+const pidFileWait = 2 * time.Second
+
+// containerPid returns the host pid of the gated container's first process
+// (the shell waiting at the gate): from podman's pid file when there is
+// one, else from the engine's inspect. Either way the pid is trusted only
+// if that process holds the gate's go FIFO open, which no process outside
+// this container can.
+func (g *gate) containerPid(c *Backend, name string) (int, error) {
+	pid := 0
+	if c.podman() {
+		for end := time.Now().Add(pidFileWait); pid == 0 && time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
+			b, _ := os.ReadFile(g.pidFile)
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+	}
+	if pid <= 0 {
+		var err error
+		if pid, err = c.containerPid(name); err != nil {
+			return 0, err
+		}
+	}
+	if !holdsFile(pid, 8, g.open) {
+		return 0, fmt.Errorf("process %d is not the container's shell waiting at its gate", pid)
+	}
+	return pid, nil
+}
+
+// holdsFile reports whether process pid has f open as descriptor fd.
+func holdsFile(pid, fd int, f *os.File) bool {
+	var theirs, ours unix.Stat_t
+	if unix.Stat("/proc/"+strconv.Itoa(pid)+"/fd/"+strconv.Itoa(fd), &theirs) != nil {
+		return false
+	}
+	if unix.Fstat(int(f.Fd()), &ours) != nil {
+		return false
+	}
+	return theirs.Dev == ours.Dev && theirs.Ino == ours.Ino
 }
 
 // captureCold opens the gate of the started cold run p in the container
@@ -146,7 +201,7 @@ func (c *Backend) captureCold(p *proc.HostProc, g *gate, name string, spec sandb
 	if err := g.awaitUp(exited); err != nil {
 		return err
 	}
-	pid, err := c.containerPid(name)
+	pid, err := g.containerPid(c, name)
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ func newTestContainer(t *testing.T, pool sandbox.PoolOptions, extra ...string) *
 }
 
 // newTestContainerWith is newTestContainer with options set by set.
-func newTestContainerWith(t *testing.T, set func(*Options), extra ...string) *Backend {
+func newTestContainerWith(t testing.TB, set func(*Options), extra ...string) *Backend {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("warm containers need root beside a rootful engine")
