@@ -115,8 +115,8 @@ func inNetNSLocked(ns *os.File, fn func() error) error {
 // listenCapture makes cs's sockets in the calling thread's network
 // namespace: the proxy on 127.0.0.1:ProxyPort, DNS on 127.0.0.1:53 (UDP
 // and TCP), each of Ports on 0.0.0.0. On error it closes what it made.
-func listenCapture(cs *sandbox.CaptureSpec) (c *sandbox.Capture, retErr error) {
-	c = &sandbox.Capture{}
+func listenCapture(cs *sandbox.CaptureSpec) (_ *sandbox.Capture, retErr error) {
+	c := &sandbox.Capture{}
 	defer func() {
 		if retErr != nil {
 			_ = c.Close()

@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -232,6 +234,36 @@ func TestContainerCaptureNoLeak(t *testing.T) {
 	}
 }
 
+// TestContainerCaptureRollback checks that a gated container that never
+// comes up (the engine refuses its 1-byte memory limit) makes Start fail
+// with the reason, serves nothing and leaves no descriptor behind.
+func TestContainerCaptureRollback(t *testing.T) {
+	c := newTestContainerWith(t, func(o *Options) { o.CaptureSpec = testCaptureSpec(t, t.TempDir()) })
+	e := &testEgress{}
+	spec := sandboxtest.WarmSpec("", t.TempDir(), "pass")
+	spec.Egress = e
+	spec.Limits.MemoryBytes = 1
+	before := sandboxtest.CountFDs(t)
+	p, err := c.Start(context.Background(), spec)
+	if err == nil {
+		_ = p.Release(time.Second)
+		t.Fatal("a container refused by the engine started")
+	}
+	t.Logf("start: %v", err)
+	if !strings.Contains(err.Error(), "did not come up") {
+		t.Errorf("error %q does not say the container did not come up", err)
+	}
+	if e.served.Load() != 0 {
+		t.Errorf("Serve called for a container that never came up")
+	}
+	if after := sandboxtest.CountFDs(t); after != before {
+		t.Errorf("descriptors: %d before, %d after", before, after)
+	}
+	if gates, _ := filepath.Glob(filepath.Join(c.warmRoot, "g-*")); len(gates) > 0 {
+		t.Errorf("gate left: %v", gates)
+	}
+}
+
 // TestContainerCaptureOptions checks that a capture the backend cannot
 // honour is refused before anything starts, with the reason.
 func TestContainerCaptureOptions(t *testing.T) {
@@ -300,4 +332,79 @@ func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// TestCaptureIn checks captureIn against a process in a network namespace
+// of its own (no container engine needed): the sockets are made there, a
+// failure inside the namespace closes what was made, no thread of the
+// server is left in the namespace, and the server's own namespace is
+// refused.
+func TestCaptureIn(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("entering another network namespace needs root")
+	}
+	pid := startInNetNS(t)
+	fdsBefore := sandboxtest.CountFDs(t)
+	cs := &sandbox.CaptureSpec{ProxyPort: 3128, Ports: []int{80, 443}, DNS: true}
+	c, err := captureIn(pid, cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{"proxy": c.Proxy.Addr().String(), "dns": c.DNS.LocalAddr().String(),
+		"dns_tcp": c.DNSTCP.Addr().String(), "80": c.Ports[80].Addr().String(), "443": c.Ports[443].Addr().String()}
+	want := map[string]string{"proxy": "127.0.0.1:3128", "dns": "127.0.0.1:53", "dns_tcp": "127.0.0.1:53",
+		"80": "0.0.0.0:80", "443": "0.0.0.0:443"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("captured sockets (-want +got):\n%s", diff)
+	}
+	// A free proxy port, then a port in use there: the proxy's socket is
+	// closed again (the third capture can take its port).
+	if again, err := captureIn(pid, &sandbox.CaptureSpec{ProxyPort: 3129, Ports: []int{443}}); err == nil || !strings.Contains(err.Error(), "address already in use") {
+		_ = again.Close()
+		t.Errorf("second capture in one namespace: %v, want address already in use", err)
+	}
+	third, err := captureIn(pid, &sandbox.CaptureSpec{ProxyPort: 3129})
+	if err != nil {
+		t.Errorf("the failed capture kept its proxy port: %v", err)
+	}
+	_ = third.Close()
+	checkThreadsHome(t)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if after := sandboxtest.CountFDs(t); after != fdsBefore {
+		t.Errorf("descriptors: %d before, %d after", fdsBefore, after)
+	}
+	if _, err := captureIn(os.Getpid(), cs); err == nil || !strings.Contains(err.Error(), "shares the server's network namespace") {
+		t.Errorf("capture in the server's own namespace: %v, want refused", err)
+	}
+}
+
+// startInNetNS starts a process in a new network namespace (lo down, no
+// other interface) and returns its pid once it is there.
+func startInNetNS(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("sleep", "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
+	if err := cmd.Start(); err != nil {
+		t.Skipf("a process in a new network namespace: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd.Process.Pid
+}
+
+// checkThreadsHome fails the test if any thread of the process is in a
+// network namespace other than the process's.
+func checkThreadsHome(t *testing.T) {
+	t.Helper()
+	home, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, _ := filepath.Glob("/proc/self/task/*/ns/net")
+	for _, p := range tasks {
+		if ns, err := os.Readlink(p); err == nil && ns != home {
+			t.Errorf("thread %s is in network namespace %s, not the server's %s", p, ns, home)
+		}
+	}
 }

@@ -63,12 +63,12 @@ type gate struct {
 
 // newGate makes a gate directory below root with its FIFOs and opens the
 // server's ends (read-write, so that neither side ever waits for a peer).
-func newGate(root string) (g *gate, retErr error) {
+func newGate(root string) (_ *gate, retErr error) {
 	dir, err := os.MkdirTemp(root, "g-")
 	if err != nil {
 		return nil, err
 	}
-	g = &gate{dir: dir, pidFile: dir + ".pid"}
+	g := &gate{dir: dir, pidFile: dir + ".pid"}
 	defer func() {
 		if retErr != nil {
 			g.close()
@@ -117,10 +117,19 @@ func (g *gate) awaitUp(exited <-chan struct{}) error {
 		}
 	}()
 	buf := make([]byte, 3)
-	if _, err := g.ready.Read(buf); err != nil {
-		return fmt.Errorf("the container did not come up: %w", err)
+	_, err := g.ready.Read(buf)
+	if err == nil {
+		return nil
 	}
-	return nil
+	select {
+	case <-exited:
+		return errors.New("the container did not come up: the engine ended it first (its reason is in the run's error output)")
+	default:
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("the container did not come up within %v: the engine may be overloaded; try again", gateTimeout)
+	}
+	return fmt.Errorf("the container did not come up: %w", err)
 }
 
 // release lets the container's command run.
