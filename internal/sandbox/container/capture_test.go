@@ -183,6 +183,62 @@ func TestContainerCapture(t *testing.T) {
 	}
 }
 
+// nodeProbe is probeProgram's TCP part for node.
+const nodeProbe = `
+const net = require("net"), fs = require("fs");
+const out = {}; let slowest = 0;
+function tcp(name, host, port, send) {
+  return new Promise((done) => {
+    const t = Date.now(), s = net.connect(port, host);
+    const end = (v) => { out[name] = v; slowest = Math.max(slowest, Date.now() - t); s.destroy(); done(); };
+    s.setTimeout(5000, () => end("err:timeout"));
+    s.on("connect", () => s.write(send));
+    s.on("data", (d) => end("ok:" + d));
+    s.on("error", (e) => end("err:" + Math.abs(e.errno)));
+  });
+}
+(async () => {
+  await tcp("proxy", "127.0.0.1", 3128, "ping");
+  await tcp("port", "127.64.0.9", 443, "");
+  await tcp("outside", "1.1.1.1", 443, "");
+  out.resolv = fs.readFileSync("/etc/resolv.conf", "utf8");
+  out.slow = slowest > 2000 ? "yes" : "no";
+  console.log(JSON.stringify(out));
+})();
+`
+
+// TestContainerCaptureWarmNode checks a warm node container's capture,
+// served and refused.
+func TestContainerCaptureWarmNode(t *testing.T) {
+	fdsBefore := sandboxtest.CountFDs(t)
+	c := newTestContainerWith(t, func(o *Options) {
+		o.CaptureSpec = testCaptureSpec(t, t.TempDir())
+		o.Pool.Size = 1
+	}, "node")
+	for _, tc := range []struct {
+		egress bool
+		want   map[string]string
+	}{
+		{true, map[string]string{"proxy": "ok:ping", "port": "ok:127.64.0.9:443", "outside": "err:101", "resolv": "nameserver 127.0.0.1\n", "slow": "no"}},
+		{false, map[string]string{"proxy": "err:111", "port": "err:111", "outside": "err:101", "resolv": "nameserver 127.0.0.1\n", "slow": "no"}},
+	} {
+		e := &testEgress{}
+		spec := sandboxtest.WarmSpec(sandbox.WarmNode, t.TempDir(), nodeProbe)
+		if tc.egress {
+			spec.Egress = e
+		}
+		got := runProbe(t, c, spec)
+		e.close()
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("egress %v: what the program reached (-want +got):\n%s", tc.egress, diff)
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sandboxtest.CheckNoLeaks(t, fdsBefore)
+}
+
 // runProbe runs spec (the probe program) in c, warm when spec asks for
 // it and a runner is ready, and returns what the program printed.
 func runProbe(t *testing.T, c *Backend, spec sandbox.Spec) map[string]string {
