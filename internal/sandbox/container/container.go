@@ -135,15 +135,10 @@ func (c *Backend) startCold(spec sandbox.Spec) (*proc.HostProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctCmd := withDeadline(containerArgv(spec.Argv, c.mappedDir(spec)), spec.Deadline)
-	var g *gate
-	var extra []string
-	if c.opts.CaptureSpec.Enabled() {
-		if g, err = newGate(c.warmRoot); err != nil {
-			_ = st.Release()
-			return nil, fmt.Errorf("sandbox: network capture: %w", err)
-		}
-		ctCmd, extra = gateEntry(ctCmd), g.runArgs(c.podman())
+	g, ctCmd, extra, err := c.gateIfCaptured(withDeadline(containerArgv(spec.Argv, c.mappedDir(spec)), spec.Deadline))
+	if err != nil {
+		_ = st.Release()
+		return nil, err
 	}
 	cmd := exec.Command(c.cli, c.runArgs(spec, name, src, c.target(spec), ctCmd, extra...)...)
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
@@ -155,15 +150,11 @@ func (c *Backend) startCold(spec sandbox.Spec) (*proc.HostProc, error) {
 	p, err := proc.Start(cmd, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
 	if err != nil {
 		_ = st.Release()
-		if g != nil {
-			g.close()
-		}
+		g.close()
 		return nil, fmt.Errorf("sandbox: start %s: %w", c.opts.CLI, err)
 	}
-	if g != nil {
-		if err := c.captureCold(p, g, name, spec); err != nil {
-			return nil, err
-		}
+	if err := c.captureCold(p, g, name, spec); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

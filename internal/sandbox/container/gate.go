@@ -61,6 +61,20 @@ type gate struct {
 	ready, open  *os.File
 }
 
+// gateIfCaptured puts the container command ctCmd behind a new gate when
+// the backend captures the network, and returns the gate (nil otherwise),
+// the command and the run options the gate needs.
+func (c *Backend) gateIfCaptured(ctCmd []string) (*gate, []string, []string, error) {
+	if !c.opts.CaptureSpec.Enabled() {
+		return nil, ctCmd, nil, nil
+	}
+	g, err := newGate(c.warmRoot)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("sandbox: network capture: %w", err)
+	}
+	return g, gateEntry(ctCmd), g.runArgs(c.podman()), nil
+}
+
 // newGate makes a gate directory below root with its FIFOs and opens the
 // server's ends (read-write, so that neither side ever waits for a peer).
 func newGate(root string) (_ *gate, retErr error) {
@@ -139,8 +153,12 @@ func (g *gate) release() error {
 }
 
 // close closes the server's ends (a shell still waiting exits 125) and
-// removes the directory: the container then sees an empty one.
+// removes the directory: the container then sees an empty one. A nil gate
+// has nothing to close.
 func (g *gate) close() {
+	if g == nil {
+		return
+	}
 	for _, f := range []*os.File{g.ready, g.open} {
 		if f != nil {
 			_ = f.Close()
@@ -191,11 +209,14 @@ func holdsFile(pid, fd int, f *os.File) bool {
 	return theirs.Dev == ours.Dev && theirs.Ino == ours.Ino
 }
 
-// captureCold opens the gate of the started cold run p in the container
+// captureCold opens the gate g of the started cold run p in the container
 // name once its sockets exist and are handed over (spec.Egress.Serve, or
-// closed when the run has no egress). On error the run is killed and
-// released and the error says why.
+// closed when the run has no egress); without a gate there is nothing to
+// do. On error the run is killed and released and the error says why.
 func (c *Backend) captureCold(p *proc.HostProc, g *gate, name string, spec sandbox.Spec) (retErr error) {
+	if g == nil {
+		return nil
+	}
 	defer g.close()
 	defer func() {
 		if retErr != nil {
