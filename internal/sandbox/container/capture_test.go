@@ -134,16 +134,21 @@ func testCaptureSpec(t testing.TB, dir string) *sandbox.CaptureSpec {
 		Files: []sandbox.Mount{{Host: resolv, Target: "/etc/resolv.conf", ReadOnly: true}}}
 }
 
+// What probeProgram prints when its capture is served, and when it is
+// closed (errno 101: network unreachable, 111: connection refused).
+var (
+	probeServed = map[string]string{"proxy": "ok:ping", "dns": "ok:dns-reply", "dns_tcp": "ok:query",
+		"port": "ok:127.64.0.9:443", "outside": "err:101", "resolv": "nameserver 127.0.0.1\n", "slow": "no"}
+	probeRefused = map[string]string{"proxy": "err:111", "dns": "err:111", "dns_tcp": "err:111",
+		"port": "err:111", "outside": "err:101", "resolv": "nameserver 127.0.0.1\n", "slow": "no"}
+)
+
 // TestContainerCapture checks that a program in a container, cold or warm,
 // reaches the capture's sockets and nothing else, that the run's egress
 // serves them exactly once, and that without an egress the same
 // connections are refused at once.
 func TestContainerCapture(t *testing.T) {
-	const resolv = "nameserver 127.0.0.1\n"
-	served := map[string]string{"proxy": "ok:ping", "dns": "ok:dns-reply", "dns_tcp": "ok:query",
-		"port": "ok:127.64.0.9:443", "outside": "err:101", "resolv": resolv, "slow": "no"}
-	refused := map[string]string{"proxy": "err:111", "dns": "err:111", "dns_tcp": "err:111",
-		"port": "err:111", "outside": "err:101", "resolv": resolv, "slow": "no"}
+	served, refused := probeServed, probeRefused
 	for _, kind := range []string{"", sandbox.WarmPython} {
 		name := map[string]string{"": "cold", sandbox.WarmPython: "warm"}[kind]
 		t.Run(name, func(t *testing.T) {
@@ -287,6 +292,35 @@ func TestContainerCaptureNoLeak(t *testing.T) {
 	e.close()
 	if after := sandboxtest.CountFDs(t); after != before {
 		t.Errorf("descriptors: %d before, %d after 4 runs", before, after)
+	}
+}
+
+// TestContainerCaptureInspect checks the cold path with a CLI that is not
+// podman's own (no pid file: the container's pid comes from inspect),
+// using podman under the name docker.
+func TestContainerCaptureInspect(t *testing.T) {
+	podman, err := exec.LookPath("podman")
+	if err != nil {
+		t.Skip("needs podman to stand in for another CLI")
+	}
+	docker := filepath.Join(t.TempDir(), "docker")
+	if err := os.Symlink(podman, docker); err != nil {
+		t.Fatal(err)
+	}
+	c := newTestContainerWith(t, func(o *Options) {
+		o.CLI = docker
+		o.CaptureSpec = testCaptureSpec(t, t.TempDir())
+	})
+	if c.podman() {
+		t.Fatal("the CLI named docker was taken for podman")
+	}
+	e := &testEgress{}
+	spec := sandboxtest.WarmSpec("", t.TempDir(), probeProgram)
+	spec.Egress = e
+	got := runProbe(t, c, spec)
+	e.close()
+	if diff := cmp.Diff(probeServed, got); diff != "" {
+		t.Errorf("what the program reached (-want +got):\n%s", diff)
 	}
 }
 
