@@ -17,10 +17,14 @@ var errLimit = errors.New("codexec egress: this run reached its network byte lim
 // serving it: where its bytes are counted, and when it last moved a byte
 // either way (for the idle timeout).
 type flow struct {
-	b    *Binding
-	mu   sync.Mutex
-	d    dest
-	last atomic.Int64 // unix nanoseconds of the last byte either way
+	b  *Binding
+	mu sync.Mutex
+	d  dest
+	// pendingSent and pendingRecv are bytes moved while the flow had no
+	// destination yet (the request that names it); the first target
+	// gets them.
+	pendingSent, pendingRecv int64
+	last                     atomic.Int64 // unix nanoseconds of the last byte either way
 }
 
 func (b *Binding) newFlow() *flow {
@@ -31,20 +35,31 @@ func (b *Binding) newFlow() *flow {
 
 func (f *flow) touch() { f.last.Store(time.Now().UnixNano()) }
 
-// target sets the destination later bytes are counted for.
+// target sets the destination bytes are counted for, from now on and
+// those moved before it had one. A zero d (after a denial) drops them:
+// bytes of a denied request are not traffic to any destination.
 func (f *flow) target(d dest) {
 	f.mu.Lock()
 	f.d = d
+	sent, recv := f.pendingSent, f.pendingRecv
+	f.pendingSent, f.pendingRecv = 0, 0
 	f.mu.Unlock()
+	if d.host != "" && sent+recv > 0 {
+		f.b.count(d, sent, recv)
+	}
 }
 
 // add counts bytes for the flow's destination; false past the byte limit.
 func (f *flow) add(sent, recv int64) bool {
 	f.mu.Lock()
 	d := f.d
+	if d.host == "" {
+		f.pendingSent += sent
+		f.pendingRecv += recv
+	}
 	f.mu.Unlock()
 	if d.host == "" {
-		return true // the request line itself, before a destination
+		return true
 	}
 	return f.b.count(d, sent, recv)
 }

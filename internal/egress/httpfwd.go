@@ -88,9 +88,9 @@ func (b *Binding) routeRequest(f *flow, c *meteredConn, req *http.Request, up *u
 	if up != nil {
 		_ = up.conn.Close()
 	}
-	f.target(dest{})
 	conn, _, ok := b.open(c, d)
 	if !ok {
+		f.target(dest{})
 		return nil, false
 	}
 	b.allow(d, false)
