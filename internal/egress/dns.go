@@ -1,10 +1,12 @@
 package egress
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/miekg/dns"
 )
@@ -114,10 +116,11 @@ func (b *Binding) serveDNSPacket(pc net.PacketConn) {
 	for {
 		n, from, err := pc.ReadFrom(buf)
 		if err != nil {
-			if ne, ok := err.(net.Error); ok && ne.Timeout() {
-				continue
+			if errors.Is(err, net.ErrClosed) || b.ctx.Err() != nil {
+				return
 			}
-			return
+			time.Sleep(acceptRetry)
+			continue
 		}
 		q := new(dns.Msg)
 		if q.Unpack(buf[:n]) != nil {

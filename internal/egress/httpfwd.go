@@ -159,7 +159,7 @@ func (b *Binding) handleTransparent(raw net.Conn) {
 		b.deny(d, den.reason)
 		return
 	}
-	up, err := b.s.dial(b.ctx, addr)
+	up, err := b.dial(b.ctx, addr)
 	if err != nil {
 		b.deny(d, ReasonUnreachable)
 		return

@@ -65,7 +65,7 @@ func (b *Binding) open(c net.Conn, d dest) (net.Conn, netip.AddrPort, bool) {
 		writeStatus(c, http.StatusForbidden, den.message)
 		return nil, addr, false
 	}
-	up, err := b.s.dial(b.ctx, addr)
+	up, err := b.dial(b.ctx, addr)
 	if err != nil {
 		b.deny(d, ReasonUnreachable)
 		writeStatus(c, http.StatusBadGateway, fmt.Sprintf("codexec egress: %s:%d is allowed but could not be reached: %v", d.host, d.port, err))
@@ -133,7 +133,7 @@ func (b *Binding) intercept(f *flow, client *bufferedConn, d dest, addr netip.Ad
 		mu.Unlock()
 		if conn == nil {
 			var err error
-			if conn, err = b.s.dial(ctx, addr); err != nil {
+			if conn, err = b.dial(ctx, addr); err != nil {
 				return nil, err
 			}
 		}

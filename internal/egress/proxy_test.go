@@ -304,3 +304,74 @@ func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
 }
+
+// silentUpstream accepts connections and never answers, holding them
+// open; it returns its port.
+func silentUpstream(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { conn.Close() })
+		}
+	}()
+	return portOf(t, l.Addr())
+}
+
+func TestIdleTimeoutAndCloseWithSilentUpstream(t *testing.T) {
+	u := startUpstreams(t)
+	port := silentUpstream(t)
+	cfg := u.config(t)
+	target := "plain.test:" + strconv.Itoa(port)
+	cfg.Ceiling.Allow = append(cfg.Ceiling.Allow, Rule{Host: "plain.test", Port: port})
+	cfg.Limits = Limits{IdleTimeout: 300 * time.Millisecond}
+	_, b, c := serve(t, cfg, cfg.Ceiling)
+
+	idle, status := openTunnel(t, c, target)
+	if status != 200 {
+		t.Fatalf("CONNECT %s = %d", target, status)
+	}
+	fmt.Fprintf(idle, "hello\n") // not TLS: tunnelled as is
+	start := time.Now()
+	_ = idle.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := idle.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Errorf("an idle tunnel was not ended: %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("idle tunnel ended after %v, limit 300ms", d)
+	}
+
+	cfg.Limits = Limits{}
+	_, b, c = serve(t, cfg, cfg.Ceiling)
+	held, _ := openTunnel(t, c, target)
+	fmt.Fprintf(held, "hello\n")
+	time.Sleep(100 * time.Millisecond)
+	start = time.Now()
+	b.Close()
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Close took %v with a tunnel to a silent upstream", d)
+	}
+}
+
+func TestStatsCountWithoutHosts(t *testing.T) {
+	u := startUpstreams(t)
+	cfg := u.config(t)
+	s, b, c := serve(t, cfg, cfg.Ceiling)
+	if _, _, err := fetch(t, u.proxyClient(c), "http://"+u.plainOrigin+"/"); err != nil {
+		t.Fatal(err)
+	}
+	connectStatus(t, c, "https://denied.test/")
+	connectStatus(t, c, "https://other.test/")
+	b.Close()
+	if allowed, denied := s.Stats(); allowed != 1 || denied != 2 {
+		t.Errorf("Stats = %d allowed, %d denied; want 1, 2", allowed, denied)
+	}
+}

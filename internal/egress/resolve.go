@@ -130,9 +130,35 @@ func (b *Binding) denied(reason, host string, port int) *denial {
 }
 
 // dial connects to addr, an address already checked: the dialer is
-// never given a name, so nothing is resolved twice.
-func (s *Service) dial(ctx context.Context, addr netip.AddrPort) (net.Conn, error) {
+// never given a name, so nothing is resolved twice. The connection is
+// closed when the binding is, wherever it is blocked.
+func (b *Binding) dial(ctx context.Context, addr netip.AddrPort) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
-	return s.dialer.DialContext(ctx, "tcp", addr.String())
+	conn, err := b.s.dialer.DialContext(ctx, "tcp", addr.String())
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(b.ctx, func() { _ = conn.Close() })
+	return &upstreamConn{Conn: conn, stop: stop}, nil
+}
+
+// upstreamConn is a connection to an upstream that the binding's end
+// closes; closing it first stops that.
+type upstreamConn struct {
+	net.Conn
+	stop func() bool
+}
+
+func (c *upstreamConn) Close() error {
+	c.stop()
+	return c.Conn.Close()
+}
+
+// CloseWrite half-closes the TCP connection (see meteredConn.CloseWrite).
+func (c *upstreamConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
