@@ -71,3 +71,11 @@ func (b *Binding) count(d dest, sent, recv int64) bool {
 	}
 	return true
 }
+
+// note records why an allowed connection to d was ended early (its
+// program was told: the interception side answers 403 or 502).
+func (b *Binding) note(d dest, reason string) {
+	b.mu.Lock()
+	b.entryLocked(d).Reason = reason
+	b.mu.Unlock()
+}

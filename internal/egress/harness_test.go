@@ -85,9 +85,13 @@ type upstreams struct {
 	tlsOrigin   string // "tls.test:port"
 }
 
-// echoHandler answers with the Host it was asked for, or with n bytes
-// for /bytes?n=.
+// echoHandler answers with the Host it was asked for, the Authorization
+// header it got (/auth), or n bytes (?n=).
 func echoHandler(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/auth" {
+		_, _ = w.Write([]byte("authorization=" + r.Header.Get("Authorization")))
+		return
+	}
 	if n, err := strconv.Atoi(r.URL.Query().Get("n")); err == nil {
 		w.Header().Set("Content-Length", strconv.Itoa(n))
 		buf := make([]byte, 32<<10)

@@ -8,8 +8,8 @@ import (
 	"net/netip"
 )
 
-// upstream is the plain HTTP connection serving a flow's requests to d.
-type upstream struct {
+// plainUpstream is the plain HTTP connection serving a flow's requests to d.
+type plainUpstream struct {
 	d    dest
 	conn net.Conn
 	br   *bufio.Reader
@@ -49,7 +49,7 @@ func hostRoute(d dest) route {
 // forwardHTTP forwards plain HTTP requests read from the program one at a
 // time, each to the upstream its route names (kept open while the next
 // request goes to the same place), until either side ends the connection.
-func (b *Binding) forwardHTTP(f *flow, c *meteredConn, br *bufio.Reader, req *http.Request, up *upstream, pick route) {
+func (b *Binding) forwardHTTP(f *flow, c *meteredConn, br *bufio.Reader, req *http.Request, up *plainUpstream, pick route) {
 	defer func() {
 		if up != nil {
 			_ = up.conn.Close()
@@ -69,7 +69,7 @@ func (b *Binding) forwardHTTP(f *flow, c *meteredConn, br *bufio.Reader, req *ht
 
 // routeRequest returns the upstream for req, opening (and auditing) a
 // connection when req goes elsewhere than the current one.
-func (b *Binding) routeRequest(f *flow, c *meteredConn, req *http.Request, up *upstream, pick route) (*upstream, bool) {
+func (b *Binding) routeRequest(f *flow, c *meteredConn, req *http.Request, up *plainUpstream, pick route) (*plainUpstream, bool) {
 	d, err := pick(req)
 	if err != nil {
 		f.target(dest{})
@@ -96,12 +96,12 @@ func (b *Binding) routeRequest(f *flow, c *meteredConn, req *http.Request, up *u
 	b.allow(d, false)
 	f.target(d)
 	uc := f.wrap(conn, false)
-	return &upstream{d: d, conn: uc, br: bufio.NewReader(uc)}, true
+	return &plainUpstream{d: d, conn: uc, br: bufio.NewReader(uc)}, true
 }
 
 // exchange sends req upstream and its response (after any interim 1xx)
 // back; it reports whether the connection may carry another request.
-func exchange(c net.Conn, req *http.Request, up *upstream) bool {
+func exchange(c net.Conn, req *http.Request, up *plainUpstream) bool {
 	outgoing(req)
 	if err := req.Write(up.conn); err != nil {
 		writeStatus(c, http.StatusBadGateway, "codexec egress: sending the request upstream failed: "+err.Error())
@@ -194,7 +194,7 @@ func (b *Binding) plainTransparent(f *flow, client *bufferedConn, br *bufio.Read
 	b.allow(d, false)
 	f.target(d)
 	uc := f.wrap(up, false)
-	first := &upstream{d: d, conn: uc, br: bufio.NewReader(uc)}
+	first := &plainUpstream{d: d, conn: uc, br: bufio.NewReader(uc)}
 	b.forwardHTTP(f, client.meteredConn, br, req, first, hostRoute(d))
 }
 

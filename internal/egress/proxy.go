@@ -3,6 +3,7 @@ package egress
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -141,7 +142,13 @@ func (b *Binding) intercept(f *flow, client *bufferedConn, d dest, addr netip.Ad
 	}
 	// Bytes are counted on the program's side of every connection (TLS
 	// records included), the same as for tunnels and as the limit counts.
-	_ = intercept(b.ctx, client, d.host, d.port, cred, value, cert, dial, b.s.roots, func(int64, int64) {})
+	err = intercept(b.ctx, client, d.host, d.port, cred, value, cert, dial, b.s.roots, func(int64, int64) {})
+	switch {
+	case errors.Is(err, errHostMismatch):
+		b.note(d, ReasonHostHeader)
+	case errors.Is(err, errUpstream):
+		b.note(d, ReasonUnreachable)
+	}
 }
 
 // tunnel copies bytes both ways until both directions end (or one fails,
