@@ -110,6 +110,7 @@ func (b *Binding) acceptLoop(l net.Listener, handle func(net.Conn)) {
 		}
 		if !b.track(conn) {
 			_ = conn.Close()
+			b.s.denied.Add(1)
 			continue
 		}
 		go func() {

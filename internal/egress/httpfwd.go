@@ -60,6 +60,8 @@ func (b *Binding) forwardHTTP(f *flow, c *meteredConn, br *bufio.Reader, req *ht
 		if up, ok = b.routeRequest(f, c, req, up, pick); !ok || !exchange(c, req, up) {
 			return
 		}
+		// The next request's bytes count for wherever it goes.
+		f.target(dest{})
 		var err error
 		if req, err = http.ReadRequest(br); err != nil {
 			return
@@ -83,6 +85,7 @@ func (b *Binding) routeRequest(f *flow, c *meteredConn, req *http.Request, up *p
 		return up, false
 	}
 	if up != nil && up.d == d {
+		f.target(d)
 		return up, true
 	}
 	if up != nil {

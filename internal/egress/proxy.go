@@ -125,9 +125,25 @@ func (b *Binding) intercept(f *flow, client *bufferedConn, d dest, addr netip.Ad
 	}
 	b.allow(d, true)
 	f.target(d)
+	// Bytes are counted on the program's side of every connection (TLS
+	// records included), the same as for tunnels and as the limit counts.
+	dial := b.reuseThenDial(f, up, addr)
+	err = intercept(b.ctx, client, d.host, d.port, cred, value, cert, dial, b.s.roots, func(int64, int64) {})
+	switch {
+	case errors.Is(err, errHostMismatch):
+		b.note(d, ReasonHostHeader)
+	case errors.Is(err, errUpstream):
+		b.note(d, ReasonUnreachable)
+	}
+}
+
+// reuseThenDial returns a dialer for interception that gives up (already
+// connected to addr) first, then dials addr again: the address was checked
+// once, so it is the only one used.
+func (b *Binding) reuseThenDial(f *flow, up net.Conn, addr netip.AddrPort) func(context.Context) (net.Conn, error) {
 	var mu sync.Mutex
 	first := up
-	dial := func(ctx context.Context) (net.Conn, error) {
+	return func(ctx context.Context) (net.Conn, error) {
 		mu.Lock()
 		conn := first
 		first = nil
@@ -139,15 +155,6 @@ func (b *Binding) intercept(f *flow, client *bufferedConn, d dest, addr netip.Ad
 			}
 		}
 		return f.wrap(conn, false), nil
-	}
-	// Bytes are counted on the program's side of every connection (TLS
-	// records included), the same as for tunnels and as the limit counts.
-	err = intercept(b.ctx, client, d.host, d.port, cred, value, cert, dial, b.s.roots, func(int64, int64) {})
-	switch {
-	case errors.Is(err, errHostMismatch):
-		b.note(d, ReasonHostHeader)
-	case errors.Is(err, errUpstream):
-		b.note(d, ReasonUnreachable)
 	}
 }
 
