@@ -77,6 +77,20 @@ type meteredConn struct {
 	net.Conn
 	f      *flow
 	client bool
+	// readBy and writeBy are the deadlines last set; they are moved only
+	// when a quarter of the idle timeout has passed (setting one per read
+	// costs), the idle check after a timeout keeps the bound exact.
+	readBy, writeBy time.Time
+}
+
+// extend moves a deadline when it is due for it.
+func (c *meteredConn) extend(by *time.Time, set func(time.Time) error) {
+	idle := c.f.b.limits.IdleTimeout
+	now := time.Now()
+	if by.Sub(now) < idle-idle/4 {
+		*by = now.Add(idle)
+		_ = set(*by)
+	}
 }
 
 func (f *flow) wrap(c net.Conn, client bool) *meteredConn {
@@ -85,7 +99,7 @@ func (f *flow) wrap(c net.Conn, client bool) *meteredConn {
 
 func (c *meteredConn) Read(p []byte) (int, error) {
 	for {
-		_ = c.Conn.SetReadDeadline(time.Now().Add(c.f.b.limits.IdleTimeout))
+		c.extend(&c.readBy, c.Conn.SetReadDeadline)
 		n, err := c.Conn.Read(p)
 		if n > 0 {
 			c.f.touch()
@@ -102,15 +116,22 @@ func (c *meteredConn) Read(p []byte) (int, error) {
 }
 
 func (c *meteredConn) Write(p []byte) (int, error) {
-	_ = c.Conn.SetWriteDeadline(time.Now().Add(c.f.b.limits.IdleTimeout))
-	n, err := c.Conn.Write(p)
-	if n > 0 {
-		c.f.touch()
-		if c.client && !c.f.add(0, int64(n)) {
-			return n, errLimit
+	total := 0
+	for {
+		c.extend(&c.writeBy, c.Conn.SetWriteDeadline)
+		n, err := c.Conn.Write(p[total:])
+		total += n
+		if n > 0 {
+			c.f.touch()
+			if c.client && !c.f.add(0, int64(n)) {
+				return total, errLimit
+			}
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) && !c.f.idle() && total < len(p) {
+			continue
+		}
+		return total, err
 	}
-	return n, err
 }
 
 // CloseWrite half-closes when the wrapped connection can, so a tunnel

@@ -74,7 +74,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	}
 }
 
-func writeTemp(t *testing.T, content string) string {
+func writeTemp(t testing.TB, content string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "f")
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {

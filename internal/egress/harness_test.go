@@ -32,7 +32,7 @@ type testCA struct {
 	pool *x509.CertPool
 }
 
-func newTestCA(t *testing.T) *testCA {
+func newTestCA(t testing.TB) *testCA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -55,7 +55,7 @@ func newTestCA(t *testing.T) *testCA {
 }
 
 // leaf issues a server certificate for names.
-func (ca *testCA) leaf(t *testing.T, names ...string) tls.Certificate {
+func (ca *testCA) leaf(t testing.TB, names ...string) tls.Certificate {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -107,7 +107,7 @@ func echoHandler(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte("hello from " + r.Host))
 }
 
-func startUpstreams(t *testing.T) *upstreams {
+func startUpstreams(t testing.TB) *upstreams {
 	t.Helper()
 	ca := newTestCA(t)
 	plain := httptest.NewServer(http.HandlerFunc(echoHandler))
@@ -124,7 +124,7 @@ func startUpstreams(t *testing.T) *upstreams {
 	return u
 }
 
-func portOf(t *testing.T, a net.Addr) int {
+func portOf(t testing.TB, a net.Addr) int {
 	t.Helper()
 	ap, err := netip.ParseAddrPort(a.String())
 	if err != nil {
@@ -135,7 +135,7 @@ func portOf(t *testing.T, a net.Addr) int {
 
 // config is a Config whose ceiling allows both upstreams (and localhost
 // on the TLS port, without a pin) and pins their names to loopback.
-func (u *upstreams) config(t *testing.T) Config {
+func (u *upstreams) config(t testing.TB) Config {
 	t.Helper()
 	caFile := filepath.Join(t.TempDir(), "ca.pem")
 	if err := os.WriteFile(caFile, u.ca.pem, 0o600); err != nil {
@@ -159,7 +159,7 @@ type testCapture struct {
 	proxyAddr, dnsAddr string
 }
 
-func newTestCapture(t *testing.T, stubPorts ...int) *testCapture {
+func newTestCapture(t testing.TB, stubPorts ...int) *testCapture {
 	t.Helper()
 	c := &sandbox.Capture{Ports: map[int]net.Listener{}}
 	var err error
@@ -188,7 +188,7 @@ func newTestCapture(t *testing.T, stubPorts ...int) *testCapture {
 
 // serve starts a service for cfg and a binding with policy p on a fresh
 // capture.
-func serve(t *testing.T, cfg Config, p Policy, stubPorts ...int) (*Service, *Binding, *testCapture) {
+func serve(t testing.TB, cfg Config, p Policy, stubPorts ...int) (*Service, *Binding, *testCapture) {
 	t.Helper()
 	s, err := New(cfg)
 	if err != nil {
