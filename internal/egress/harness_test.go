@@ -86,8 +86,12 @@ type upstreams struct {
 }
 
 // echoHandler answers with the Host it was asked for, the Authorization
-// header it got (/auth), or n bytes (?n=).
+// header it got (/auth), or n bytes (?n=); /upgrade switches to echo.
 func echoHandler(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/upgrade" {
+		echoUpgraded(w)
+		return
+	}
 	if r.URL.Path == "/auth" {
 		_, _ = w.Write([]byte("authorization=" + r.Header.Get("Authorization")))
 		return
@@ -105,6 +109,18 @@ func echoHandler(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = w.Write([]byte("hello from " + r.Host))
+}
+
+// echoUpgraded switches the connection to a protocol that echoes bytes.
+func echoUpgraded(w http.ResponseWriter) {
+	conn, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+	_ = rw.Flush()
+	_, _ = io.Copy(conn, rw)
 }
 
 func startUpstreams(t testing.TB) *upstreams {

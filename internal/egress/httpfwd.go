@@ -57,7 +57,14 @@ func (b *Binding) forwardHTTP(f *flow, c *meteredConn, br *bufio.Reader, req *ht
 	}()
 	for {
 		var ok bool
-		if up, ok = b.routeRequest(f, c, req, up, pick); !ok || !exchange(c, req, up) {
+		if up, ok = b.routeRequest(f, c, req, up, pick); !ok {
+			return
+		}
+		switch exchange(c, req, up) {
+		case upgraded:
+			b.tunnel(f, &bufferedConn{meteredConn: c, r: br}, &readerConn{Conn: up.conn, r: up.br})
+			return
+		case endConn:
 			return
 		}
 		// The next request's bytes count for wherever it goes.
@@ -102,30 +109,59 @@ func (b *Binding) routeRequest(f *flow, c *meteredConn, req *http.Request, up *p
 	return &plainUpstream{d: d, conn: uc, br: bufio.NewReader(uc)}, true
 }
 
+// outcome is what a connection does after an exchange.
+type outcome int
+
+const (
+	endConn     outcome = iota // either side ends the connection
+	nextRequest                // keep-alive: read the next request
+	upgraded                   // 101: the rest is another protocol, relayed as is
+)
+
 // exchange sends req upstream and its response (after any interim 1xx)
-// back; it reports whether the connection may carry another request.
-func exchange(c net.Conn, req *http.Request, up *plainUpstream) bool {
+// back, and says what the connection does next.
+func exchange(c net.Conn, req *http.Request, up *plainUpstream) outcome {
 	outgoing(req)
 	if err := req.Write(up.conn); err != nil {
 		writeStatus(c, http.StatusBadGateway, "codexec egress: sending the request upstream failed: "+err.Error())
-		return false
+		return endConn
 	}
 	for {
 		resp, err := http.ReadResponse(up.br, req)
 		if err != nil {
 			writeStatus(c, http.StatusBadGateway, "codexec egress: reading the upstream response failed: "+err.Error())
-			return false
+			return endConn
 		}
 		err = resp.Write(c)
 		_ = resp.Body.Close()
-		if err != nil {
-			return false
-		}
-		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+		switch {
+		case err != nil:
+			return endConn
+		case resp.StatusCode == http.StatusSwitchingProtocols:
+			return upgraded
+		case resp.StatusCode >= 100 && resp.StatusCode < 200:
 			continue
+		case resp.Close || req.Close:
+			return endConn
 		}
-		return !resp.Close && !req.Close && resp.StatusCode != http.StatusSwitchingProtocols
+		return nextRequest
 	}
+}
+
+// readerConn reads through r (bytes already buffered from Conn first).
+type readerConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *readerConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// CloseWrite half-closes the connection underneath.
+func (c *readerConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 // outgoing turns a request the program sent to the proxy into the one
@@ -150,14 +186,12 @@ func (b *Binding) handleTransparent(raw net.Conn) {
 	if err != nil {
 		return
 	}
-	port := int(local.Port())
-	name, ok := b.names.name(local.Addr().Unmap())
+	d, ok := b.transparentDest(local)
 	if !ok {
-		b.deny(dest{host: local.Addr().Unmap().String(), port: port}, ReasonNoName)
+		b.deny(d, ReasonNoName)
 		return // closed at once: the program gets a reset, not a hang
 	}
-	d := dest{host: name, port: port}
-	addr, den := b.destination(b.ctx, name, port)
+	addr, den := b.destination(b.ctx, d.host, d.port)
 	if den != nil {
 		b.deny(d, den.reason)
 		return
@@ -172,6 +206,22 @@ func (b *Binding) handleTransparent(raw net.Conn) {
 	c := f.wrap(raw, true)
 	br := bufio.NewReaderSize(c, clientBufferBytes)
 	b.relay(f, c, br, d, addr, up, func(client *bufferedConn) { b.plainTransparent(f, client, br, d, up) })
+}
+
+// stubRange holds the stub addresses the DNS stub hands out.
+var stubRange = netip.MustParsePrefix("127.64.0.0/10")
+
+// transparentDest is where a transparent connection to local goes: the
+// name a stub address was given for, or an address outside the sandbox's
+// loopback taken as an IP literal (allowed only if a rule names it). A
+// stub address no name was given, or another loopback address, has no
+// destination.
+func (b *Binding) transparentDest(local netip.AddrPort) (dest, bool) {
+	addr, port := local.Addr().Unmap(), int(local.Port())
+	if name, ok := b.names.name(addr); ok {
+		return dest{host: name, port: port}, true
+	}
+	return dest{host: addr.String(), port: port}, !stubRange.Contains(addr) && !addr.IsLoopback()
 }
 
 // plainTransparent serves a non-TLS transparent connection: HTTP request

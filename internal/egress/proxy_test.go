@@ -416,3 +416,25 @@ func TestPlainProxyConnectionServesSeveralHosts(t *testing.T) {
 		t.Errorf("bytes not attributed per host: %+v", got)
 	}
 }
+
+func TestPlainProxyRelaysUpgrades(t *testing.T) {
+	u := startUpstreams(t)
+	cfg := u.config(t)
+	_, _, c := serve(t, cfg, cfg.Ceiling)
+	conn, err := net.Dial("tcp", c.proxyAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(conn, "GET http://%s/upgrade HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n", u.plainOrigin, u.plainOrigin)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade through the proxy: %v %v", resp, err)
+	}
+	fmt.Fprintf(conn, "ping\n")
+	if line, err := br.ReadString('\n'); err != nil || line != "ping\n" {
+		t.Errorf("after the upgrade, echo = %q, %v", line, err)
+	}
+}
