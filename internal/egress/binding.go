@@ -35,6 +35,8 @@ type Binding struct {
 	wg       sync.WaitGroup
 }
 
+var _ sandbox.Egress = (*Binding)(nil)
+
 // dest is one destination of the audit.
 type dest struct {
 	host string
