@@ -182,13 +182,8 @@ func newTestCapture(t testing.TB, stubPorts ...int) *testCapture {
 	if c.Proxy, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
-	if c.DNS, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
+	c.DNS, c.DNSTCP = listenDNS(t)
 	dnsAddr := c.DNS.LocalAddr().String()
-	if c.DNSTCP, err = net.Listen("tcp", dnsAddr); err != nil {
-		t.Fatal(err)
-	}
 	stub := netip.MustParseAddr("127.64.0.1")
 	for _, port := range stubPorts {
 		l, err := net.Listen("tcp", netip.AddrPortFrom(stub, uint16(port)).String())
@@ -200,6 +195,25 @@ func newTestCapture(t testing.TB, stubPorts ...int) *testCapture {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return &testCapture{Capture: c, proxyAddr: c.Proxy.Addr().String(), dnsAddr: dnsAddr}
+}
+
+// listenDNS listens on one loopback port for UDP and TCP, as the DNS stub
+// does in a sandbox (a free UDP port may be taken for TCP: try another).
+func listenDNS(t testing.TB) (net.PacketConn, net.Listener) {
+	t.Helper()
+	for try := 0; try < 20; try++ {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := net.Listen("tcp", pc.LocalAddr().String())
+		if err == nil {
+			return pc, l
+		}
+		pc.Close()
+	}
+	t.Fatal("no loopback port free for both UDP and TCP")
+	return nil, nil
 }
 
 // serve starts a service for cfg and a binding with policy p on a fresh

@@ -83,7 +83,7 @@ func splitRule(raw string) (string, int, error) {
 func parsePort(s string) (int, error) {
 	port, err := strconv.Atoi(s)
 	if err != nil || port < 1 || port > 65535 {
-		return 0, fmt.Errorf("port %q is not a number from 1 to 65535", s)
+		return 0, fmt.Errorf("the port must be a number from 1 to 65535 (not %q)", s)
 	}
 	return port, nil
 }
