@@ -4,11 +4,25 @@ import (
 	"bufio"
 	"errors"
 	"net"
+	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 )
+
+// maxRequestHead bounds a request line and headers from the program, so
+// an endless header cannot grow the server's memory.
+const maxRequestHead = 64 << 10
+
+var errHeadTooLarge = errors.New("codexec egress: the request head is larger than 64 KiB")
+
+// readRequest reads one request from the program with its head bounded.
+func readRequest(c *meteredConn, br *bufio.Reader) (*http.Request, error) {
+	c.head = maxRequestHead
+	defer func() { c.head = 0 }()
+	return http.ReadRequest(br)
+}
 
 // errLimit ends a connection when the run's byte limit is reached.
 var errLimit = errors.New("codexec egress: this run reached its network byte limit")
@@ -77,6 +91,9 @@ type meteredConn struct {
 	net.Conn
 	f      *flow
 	client bool
+	// head bounds the bytes read while a request head is parsed: 0 = no
+	// bound, > 0 = bytes left, < 0 = spent (reads fail).
+	head int64
 	// readBy and writeBy are the deadlines last set; they are moved only
 	// when a quarter of the idle timeout has passed (setting one per read
 	// costs), the idle check after a timeout keeps the bound exact.
@@ -98,6 +115,22 @@ func (f *flow) wrap(c net.Conn, client bool) *meteredConn {
 }
 
 func (c *meteredConn) Read(p []byte) (int, error) {
+	if c.head < 0 {
+		return 0, errHeadTooLarge
+	}
+	if c.head > 0 && int64(len(p)) > c.head {
+		p = p[:c.head]
+	}
+	n, err := c.read(p)
+	if c.head > 0 {
+		if c.head -= int64(n); c.head == 0 {
+			c.head = -1
+		}
+	}
+	return n, err
+}
+
+func (c *meteredConn) read(p []byte) (int, error) {
 	for {
 		c.extend(&c.readBy, c.Conn.SetReadDeadline)
 		n, err := c.Conn.Read(p)

@@ -70,7 +70,7 @@ func (b *Binding) forwardHTTP(f *flow, c *meteredConn, br *bufio.Reader, req *ht
 		// The next request's bytes count for wherever it goes.
 		f.target(dest{})
 		var err error
-		if req, err = http.ReadRequest(br); err != nil {
+		if req, err = readRequest(c, br); err != nil {
 			return
 		}
 	}
@@ -233,7 +233,7 @@ func (b *Binding) plainTransparent(f *flow, client *bufferedConn, br *bufio.Read
 		b.tunnel(f, client, up)
 		return
 	}
-	req, err := http.ReadRequest(br)
+	req, err := readRequest(client.meteredConn, br)
 	if err != nil {
 		return // not HTTP after all; the bytes are consumed, so end here
 	}

@@ -19,7 +19,10 @@ func (b *Binding) handleProxy(raw net.Conn) {
 	f := b.newFlow()
 	c := f.wrap(raw, true)
 	br := bufio.NewReaderSize(c, clientBufferBytes)
-	req, err := http.ReadRequest(br)
+	req, err := readRequest(c, br)
+	if errors.Is(err, errHeadTooLarge) {
+		writeStatus(c, http.StatusRequestHeaderFieldsTooLarge, err.Error())
+	}
 	if err != nil {
 		return // not HTTP, or closed before a request: nothing to audit
 	}

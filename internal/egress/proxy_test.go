@@ -438,3 +438,22 @@ func TestPlainProxyRelaysUpgrades(t *testing.T) {
 		t.Errorf("after the upgrade, echo = %q, %v", line, err)
 	}
 }
+
+func TestProxyBoundsRequestHead(t *testing.T) {
+	u := startUpstreams(t)
+	cfg := u.config(t)
+	_, _, c := serve(t, cfg, cfg.Ceiling)
+	conn, err := net.Dial("tcp", c.proxyAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	go func() {
+		fmt.Fprintf(conn, "GET http://%s/ HTTP/1.1\r\nX-Big: %s", u.plainOrigin, strings.Repeat("a", 1<<20))
+	}()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("a 1 MiB request head: %v %v, want 431", resp, err)
+	}
+}
