@@ -111,8 +111,12 @@ func (s *session) serve(ctx context.Context) error {
 	for {
 		req, err := http.ReadRequest(s.cr)
 		if err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || ctx.Err() != nil {
-				return nil
+			var netErr *net.OpError
+			switch {
+			case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || ctx.Err() != nil:
+				return nil // the program closed the connection, or the run ended
+			case errors.As(err, &netErr):
+				return fmt.Errorf("read a request for %s: %w", s.host, err) // no one to answer
 			}
 			s.reply(http.StatusBadRequest, "codexec egress: could not read the HTTP/1.1 request: "+err.Error())
 			return fmt.Errorf("read a request for %s: %w", s.host, err)
@@ -128,6 +132,10 @@ func (s *session) serve(ctx context.Context) error {
 // program's connection may carry another.
 func (s *session) exchange(ctx context.Context, req *http.Request) (keep bool, err error) {
 	defer req.Body.Close()
+	if req.Host == "" {
+		s.reply(http.StatusBadRequest, "codexec egress: the request has no Host header; HTTP/1.1 requests need one")
+		return false, fmt.Errorf("%w: a request without a Host header", errHostMismatch)
+	}
 	if !s.hostMatches(req.Host) {
 		s.reply(http.StatusForbidden, fmt.Sprintf("codexec egress: this connection was opened to %s and may carry requests for it only; "+
 			"the request names %q. Open a new connection for another host.", s.host, req.Host))
@@ -258,6 +266,11 @@ func (s *session) relayInformational(resp *http.Response) error {
 func (s *session) respond(req *http.Request, resp *http.Response, up *upstream, clientClose bool) (bool, error) {
 	upstreamClose := resp.Close
 	closeDelimited := resp.ContentLength < 0 && !isChunked(resp.TransferEncoding)
+	if !req.ProtoAtLeast(1, 1) && isChunked(resp.TransferEncoding) {
+		// An HTTP/1.0 program cannot read chunks: the end of the
+		// connection marks the end of the body instead.
+		resp.TransferEncoding, closeDelimited = nil, true
+	}
 	resp.Close = clientClose || closeDelimited
 	resp.ProtoMajor, resp.ProtoMinor = 1, 1
 	stripHopByHop(resp.Header)
