@@ -121,18 +121,9 @@ func (e credentialEntry) credential(seen map[string]int, i int) (Credential, str
 	}
 	c := Credential{Host: rule, Header: textproto.CanonicalMIMEHeaderKey(e.Header), ValueEnv: e.ValueEnv,
 		ValueFile: e.ValueFile, Placeholder: e.Placeholder, Principals: e.Principals}
-	if reason := c.checkNames(); reason != "" {
+	if reason := c.ready(seen, i); reason != "" {
 		return Credential{}, reason
 	}
-	if j, dup := seen[c.Placeholder]; dup {
-		return Credential{}, fmt.Sprintf("placeholder %s is already used by credentials[%d]; each credential needs its own variable", c.Placeholder, j)
-	}
-	seen[c.Placeholder] = i
-	v, reason := c.readValue()
-	if reason != "" {
-		return Credential{}, reason
-	}
-	c.value = v
 	return c, ""
 }
 
@@ -340,21 +331,31 @@ type credentialStore struct {
 // sources and with the same checks.
 func newCredentialStore(creds []Credential) (*credentialStore, error) {
 	s := &credentialStore{creds: slices.Clone(creds)}
+	seen := map[string]int{}
 	for i := range s.creds {
-		c := &s.creds[i]
-		if c.value != "" {
-			continue
+		if reason := s.creds[i].ready(seen, i); reason != "" {
+			return nil, &CredentialError{File: "(configuration)", Index: i, Host: s.creds[i].Host.String(), Reason: reason}
 		}
-		if reason := c.checkNames(); reason != "" {
-			return nil, &CredentialError{File: "(configuration)", Index: i, Host: c.Host.String(), Reason: reason}
-		}
-		v, reason := c.readValue()
-		if reason != "" {
-			return nil, &CredentialError{File: "(configuration)", Index: i, Host: c.Host.String(), Reason: reason}
-		}
-		c.value = v
 	}
 	return s, nil
+}
+
+// ready checks c (the i-th; seen maps placeholders to their credential)
+// and reads its value unless LoadCredentials did.
+func (c *Credential) ready(seen map[string]int, i int) string {
+	if reason := c.checkNames(); reason != "" {
+		return reason
+	}
+	if j, dup := seen[c.Placeholder]; dup {
+		return fmt.Sprintf("placeholder %s is already used by credentials[%d]; each credential needs its own variable", c.Placeholder, j)
+	}
+	seen[c.Placeholder] = i
+	if c.value != "" {
+		return ""
+	}
+	v, reason := c.readValue()
+	c.value = v
+	return reason
 }
 
 // Format describes s without any value (fmt prints unexported fields

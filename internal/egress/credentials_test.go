@@ -213,6 +213,10 @@ func TestCredentialStoreMatch(t *testing.T) {
 	if _, _, ok := (*credentialStore)(nil).match("alice", "api.example.com", 443); ok {
 		t.Error("a nil store matched")
 	}
+	_, err = newCredentialStore([]Credential{store.creds[0], store.creds[0]})
+	if err == nil || !strings.Contains(err.Error(), "already used by credentials[0]") {
+		t.Errorf("a store with one placeholder twice: %v; want it refused", err)
+	}
 	env := store.placeholderEnv("bob")
 	if len(env) != 1 || !strings.HasPrefix(env[0], "B_TOKEN="+placeholderPrefix) {
 		t.Errorf("placeholderEnv(bob) = %q; want B_TOKEN only", env)

@@ -147,9 +147,13 @@ func (s *session) exchange(ctx context.Context, req *http.Request) (keep bool, e
 	}
 	resp, up, err := s.roundTrip(ctx, req)
 	if err != nil {
+		reason := "the connection to it failed before its response came"
 		var ue *upstreamError
 		if errors.As(err, &ue) {
-			s.reply(http.StatusBadGateway, fmt.Sprintf("codexec egress: %s:%d: %s", s.host, s.port, ue.Reason))
+			reason = ue.Reason
+		}
+		if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+			s.reply(http.StatusBadGateway, fmt.Sprintf("codexec egress: %s:%d: %s", s.host, s.port, reason))
 		}
 		return false, err
 	}
