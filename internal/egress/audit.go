@@ -1,0 +1,84 @@
+package egress
+
+import "log/slog"
+
+// Reasons a connection is denied (Entry.Reason).
+const (
+	ReasonNotInPolicy = "not in policy"
+	ReasonPrivate     = "private address"
+	ReasonIPLiteral   = "ip literal"
+	ReasonSNI         = "sni mismatch"
+	ReasonNoName      = "no name"
+	ReasonLimit       = "limit"
+	ReasonUnreachable = "upstream unreachable"
+	ReasonHostHeader  = "host header mismatch"
+)
+
+// admit checks the binding's limits for a new connection to an allowed
+// destination and counts it against the run's total.
+func (b *Binding) admit() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.total >= b.limits.MaxConns || len(b.conns) > b.limits.MaxOpenConns || b.bytes >= b.limits.MaxBytes {
+		return false
+	}
+	b.total++
+	return true
+}
+
+// entryLocked returns d's audit entry, creating it; b.mu is held.
+func (b *Binding) entryLocked(d dest) *Entry {
+	e := b.audit[d]
+	if e == nil {
+		e = &Entry{Host: d.host, Port: d.port}
+		b.audit[d] = e
+	}
+	return e
+}
+
+// allow records an allowed connection to d.
+func (b *Binding) allow(d dest, intercepted bool) {
+	b.mu.Lock()
+	e := b.entryLocked(d)
+	e.Allowed = true
+	e.Connections++
+	e.Intercepted = e.Intercepted || intercepted
+	b.mu.Unlock()
+	b.s.allowed.Add(1)
+}
+
+// deny records a denied connection to d. An entry with allowed
+// connections stays Allowed; Reason keeps the last denial.
+func (b *Binding) deny(d dest, reason string) {
+	b.mu.Lock()
+	e := b.entryLocked(d)
+	e.Connections++
+	e.Reason = reason
+	b.mu.Unlock()
+	b.s.denied.Add(1)
+	slog.Debug("egress: connection denied", "run", b.runID, "principal", b.principal, "host", d.host, "port", d.port, "reason", reason)
+}
+
+// count adds bytes moved for d and reports whether the run is still
+// within its byte limit; past it, d's entry says it was cut ("limit").
+func (b *Binding) count(d dest, sent, recv int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.entryLocked(d)
+	e.BytesSent += sent
+	e.BytesReceived += recv
+	b.bytes += sent + recv
+	if b.bytes > b.limits.MaxBytes {
+		e.Reason = ReasonLimit
+		return false
+	}
+	return true
+}
+
+// note records why an allowed connection to d was ended early (its
+// program was told: the interception side answers 403 or 502).
+func (b *Binding) note(d dest, reason string) {
+	b.mu.Lock()
+	b.entryLocked(d).Reason = reason
+	b.mu.Unlock()
+}
