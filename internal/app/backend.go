@@ -195,6 +195,7 @@ func Doctor(ctx context.Context, cfg config.Config, env HostEnv, w io.Writer, re
 			fmt.Fprintln(w, "auto mode will use: namespace")
 		}
 	}
+	doctorEgress(cfg, w, cfg.SandboxMode == config.ModeSubprocess || (cfg.SandboxMode == config.ModeAuto && nsErr != nil))
 	if err != nil {
 		fmt.Fprintf(w, "error: configured mode %s cannot run: %v\n", cfg.SandboxMode, err)
 		return 1

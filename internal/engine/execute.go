@@ -125,9 +125,9 @@ type Result struct {
 	// WorkingDirNote says how the code could use a caller's working_dir.
 	WorkingDirNote string `json:"working_dir_note,omitempty" jsonschema:"how the code could use the given working_dir (read-only, or unconfined in subprocess mode)"`
 	LogError       string `json:"log_error,omitempty" jsonschema:"set when this execution could not be recorded in the execution log, and why; the result itself is complete"`
-	// Network is set only for a run that had network through the proxy
-	// ([] when it connected nowhere).
-	Network *[]egress.Entry `json:"network,omitempty" jsonschema:"runs with network: each destination, allowed or denied (reason), connections, bytes"`
+	// Network is the audit of a run that had network through the proxy
+	// (absent when it tried no connection, or had no network).
+	Network []egress.Entry `json:"network,omitempty" jsonschema:"each destination, allowed or denied (reason), connections, bytes"`
 	// NetworkMode is NetworkHost when the run had the host's network.
 	NetworkMode string `json:"network_mode,omitempty" jsonschema:"host: subprocess mode, the run had the host's network, unfiltered"`
 	// Resumed is set on the first result of a paused session that resumed
@@ -463,9 +463,7 @@ func (e *Engine) logExecution(ctx context.Context, res Result, req Request, call
 		ExecutedAt: started.UTC(), Owner: tenant.From(ctx), Intent: req.Intent, ToolCalls: calls,
 		Background: startHook(ctx) != nil, NetworkMode: res.NetworkMode,
 	}
-	if res.Network != nil {
-		entry.Network = *res.Network
-	}
+	entry.Network = res.Network
 	if err := e.log.AppendExecution(entry); err != nil {
 		slog.Error("execution log write failed; result still returned", "execution_id", res.ExecutionID, "err", err)
 		return err.Error()

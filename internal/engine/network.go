@@ -67,12 +67,8 @@ func (n *runNetwork) finish(res *Result) {
 		res.NetworkMode = NetworkHost
 		return
 	}
-	entries := n.b.Record()
-	if entries == nil {
-		entries = []egress.Entry{}
-	}
-	res.Network = &entries
-	n.b.Close()
+	n.b.Close() // first: the audit is final once the binding is closed
+	res.Network = n.b.Record()
 }
 
 // NetworkDelta is the audit of what happened between two records of one

@@ -208,9 +208,7 @@ func (m *Manager) logExec(s *Session, req ExecRequest, res engine.Result, starte
 		Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, Status: res.Status, TimedOut: res.TimedOut,
 		Truncated: res.Truncated, DurationMs: res.DurationMs, SandboxMode: res.SandboxMode, WorkingDir: s.Workspace,
 		Artifacts: res.Diff, Context: req.Call, ExecutedAt: started.UTC(), Owner: s.Owner, NetworkMode: res.NetworkMode}
-	if res.Network != nil {
-		e.Network = *res.Network
-	}
+	e.Network = res.Network
 	if res.ErrorMessage != nil {
 		e.ErrorMessage = *res.ErrorMessage
 	}

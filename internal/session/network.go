@@ -61,16 +61,13 @@ func (m *Manager) adoptNetwork(s *Session, rules []egress.Rule) {
 }
 
 // runNetwork returns the audit of one run of s, given the record before
-// it: nil when the session has no network and nothing was tried.
-func (s *Session) runNetwork(before []egress.Entry) *[]egress.Entry {
-	s.mu.Lock()
-	n, p := s.net, s.policy
-	s.mu.Unlock()
-	d := engine.NetworkDelta(before, n.Record())
-	if p.None() && len(d) == 0 {
+// it: what changed since (nil when nothing was tried).
+func (s *Session) runNetwork(before []egress.Entry) []egress.Entry {
+	d := engine.NetworkDelta(before, s.networkRecord())
+	if len(d) == 0 {
 		return nil
 	}
-	return &d
+	return d
 }
 
 // networkRecord is the audit of s's interpreter so far.

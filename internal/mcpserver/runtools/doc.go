@@ -11,6 +11,7 @@ package runtools
 
 import (
 	"github.com/codexec/codexec/internal/config"
+	"github.com/codexec/codexec/internal/egress"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/mcpserver/filetools"
 	"github.com/codexec/codexec/internal/mcpserver/sessiontools"
@@ -42,6 +43,9 @@ type Deps struct {
 	// Isolated: the backend keeps runs off the host and the network, so the
 	// run tools' openWorldHint is false.
 	Isolated bool
+	// Egress resolves the network argument within the caller's ceiling;
+	// nil: the server allows no network.
+	Egress *egress.Service
 }
 
 // toolset is one toolset being registered: where to and with what.

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/codemode"
+	"github.com/codexec/codexec/internal/egress"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
@@ -22,18 +23,19 @@ import (
 // code, timeout_ms and working_dir; stdin, timeout in seconds and session_id;
 // and code mode's code, intent, context and tools.
 type ExecuteCodeIn struct {
-	Language   string         `json:"language,omitempty" jsonschema:"python|node|javascript|typescript|bash; omit for code mode"`
-	Code       string         `json:"code"`
-	Stdin      *string        `json:"stdin,omitempty"`
-	TimeoutMs  *tool.Int      `json:"timeout_ms,omitempty"`
-	Timeout    *tool.Int      `json:"timeout,omitempty" jsonschema:"seconds, 1-300; instead of timeout_ms"`
-	WorkingDir string         `json:"working_dir,omitempty" jsonschema:"default: a fresh sandbox dir"`
-	SessionID  string         `json:"session_id,omitempty" jsonschema:"run in this session; an unknown id creates it"`
-	Intent     string         `json:"intent,omitempty" jsonschema:"code mode: the task"`
-	Context    map[string]any `json:"context,omitempty" jsonschema:"code mode: data bound as variables"`
-	Files      []string       `json:"files,omitempty" jsonschema:"upload_ids to place first"`
-	Tools      []string       `json:"tools,omitempty" jsonschema:"code mode: upstream tools (server.tool globs)"`
-	Background bool           `json:"background,omitempty"`
+	Language   string          `json:"language,omitempty" jsonschema:"python|node|javascript|typescript|bash; omit for code mode"`
+	Code       string          `json:"code"`
+	Stdin      *string         `json:"stdin,omitempty"`
+	TimeoutMs  *tool.Int       `json:"timeout_ms,omitempty"`
+	Timeout    *tool.Int       `json:"timeout,omitempty" jsonschema:"seconds, 1-300; instead of timeout_ms"`
+	WorkingDir string          `json:"working_dir,omitempty" jsonschema:"default: a fresh sandbox dir"`
+	SessionID  string          `json:"session_id,omitempty" jsonschema:"run in this session; an unknown id creates it"`
+	Intent     string          `json:"intent,omitempty" jsonschema:"code mode: the task"`
+	Context    map[string]any  `json:"context,omitempty" jsonschema:"code mode: data bound as variables"`
+	Files      []string        `json:"files,omitempty" jsonschema:"upload_ids to place first"`
+	Tools      []string        `json:"tools,omitempty" jsonschema:"code mode: upstream tools (server.tool globs)"`
+	Background bool            `json:"background,omitempty"`
+	Network    *tool.NetworkIn `json:"network,omitempty" jsonschema:"allow: hosts the code may reach (host, *.suffix, host:port) within CODEXEC_EGRESS_ALLOW; none if omitted; with session_id replaces the session's"`
 }
 
 func (s *toolset) registerExec() {
@@ -70,6 +72,10 @@ func (s *toolset) executeCodeWithFiles(ctx context.Context, req *mcp.CallToolReq
 	if err != nil {
 		return tool.Fail(err)
 	}
+	network, err := tool.ResolveNetwork(ctx, s.deps.Egress, in.Network)
+	if err != nil {
+		return tool.Fail(err)
+	}
 	prepare, err := s.deps.Files.StageUploads(ctx, in.Files)
 	if err != nil {
 		return tool.Fail(err)
@@ -77,11 +83,11 @@ func (s *toolset) executeCodeWithFiles(ctx context.Context, req *mcp.CallToolReq
 	if codeMode, err := isCodeMode(in); err != nil {
 		return tool.Fail(tool.Coded(tool.CodeInvalidLanguage, "%v", err))
 	} else if codeMode {
-		return s.executeCodeMode(ctx, req, in, timeout, obs, prepare)
+		return s.executeCodeMode(ctx, req, in, timeout, obs, prepare, network)
 	}
 	res, err := s.deps.Engine.Execute(ctx, engine.Request{
 		Language: in.Language, Code: in.Code, Stdin: in.Stdin, Timeout: timeout, WorkingDir: in.WorkingDir,
-		Tool: "execute_code", Context: tool.CallContext(req), Observe: obs, Prepare: prepare,
+		Tool: "execute_code", Context: tool.CallContext(req), Observe: obs, Prepare: prepare, Network: network,
 	})
 	if err != nil {
 		return tool.Fail(err)
@@ -100,6 +106,10 @@ func (s *toolset) executeCodeBackground(ctx context.Context, req *mcp.CallToolRe
 	if err != nil {
 		return tool.Fail(err)
 	}
+	network, err := tool.ResolveNetwork(ctx, s.deps.Egress, in.Network)
+	if err != nil {
+		return tool.Fail(err)
+	}
 	prepare, err := s.deps.Files.StageUploads(ctx, in.Files)
 	if err != nil {
 		return tool.Fail(err)
@@ -115,11 +125,11 @@ func (s *toolset) executeCodeBackground(ctx context.Context, req *mcp.CallToolRe
 	call := tool.CallContext(req)
 	v, out, err := s.background(ctx, req, runs.Job{Tool: "execute_code", Run: func(ctx context.Context, obs output.Observer) (runs.Outcome, error) {
 		if codeMode {
-			_, res, err := s.executeCodeMode(ctx, req, in, timeout, obs, prepare)
+			_, res, err := s.executeCodeMode(ctx, req, in, timeout, obs, prepare, network)
 			return execOutcome(ctx, res, err)
 		}
 		res, err := s.deps.Engine.Execute(ctx, engine.Request{Language: in.Language, Code: in.Code, Stdin: in.Stdin, Timeout: timeout,
-			WorkingDir: in.WorkingDir, Tool: "execute_code", Context: call, Observe: obs, Prepare: prepare})
+			WorkingDir: in.WorkingDir, Tool: "execute_code", Context: call, Observe: obs, Prepare: prepare, Network: network})
 		return execOutcome(ctx, res, err)
 	}})
 	return execAnswer(v, out, err, lang)
@@ -167,7 +177,7 @@ func codeModeLanguage(language string) (string, error) {
 }
 
 func (s *toolset) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, timeout time.Duration, obs output.Observer,
-	prepare func(*files.Root) error) (*mcp.CallToolResult, engine.Result, error) {
+	prepare func(*files.Root) error, network egress.Policy) (*mcp.CallToolResult, engine.Result, error) {
 	lang, err := codeModeLanguage(in.Language)
 	if err != nil {
 		return tool.Fail(tool.Coded(tool.CodeInvalidLanguage, "%v", err))
@@ -182,7 +192,7 @@ func (s *toolset) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest,
 	cm := s.deps.Config.CodeMode
 	creq := codemode.Request{Language: lang, Code: in.Code, Intent: in.Intent, Context: in.Context, Stdin: in.Stdin,
 		Timeout: timeout, WorkingDir: in.WorkingDir, Call: tool.CallContext(req), Tools: tools, MemoryBytes: cm.MemoryBytes, Observe: obs,
-		Prepare: prepare, Bridge: codemode.BridgeOptions{MaxCalls: cm.MaxCalls}}
+		Prepare: prepare, Bridge: codemode.BridgeOptions{MaxCalls: cm.MaxCalls}, Network: network}
 	if up := s.deps.Upstreams; up != nil {
 		creq.Caller = up
 	}
@@ -226,9 +236,16 @@ func (s *toolset) runInSession(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return engine.Result{}, err
 	}
-	sess, err := s.openSession(ctx, req, in)
+	replace, err := tool.ReplaceNetwork(ctx, s.deps.Egress, in.Network)
 	if err != nil {
 		return engine.Result{}, err
+	}
+	sess, created, err := s.openSession(ctx, req, in, replace)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if created {
+		replace = nil // the session started with it
 	}
 	if err := s.deps.Files.UploadsToSession(ctx, sess.ID, in.Files); err != nil {
 		return engine.Result{}, err
@@ -239,21 +256,36 @@ func (s *toolset) runInSession(ctx context.Context, req *mcp.CallToolRequest, in
 		}
 	}
 	return s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: sess.ID, Code: in.Code, Timeout: timeout,
-		Tool: "execute_code", Call: tool.CallContext(req), Observe: obs})
+		Tool: "execute_code", Call: tool.CallContext(req), Observe: obs, Network: replace})
 }
 
-// openSession finds the session, or creates it under the caller's id.
-func (s *toolset) openSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*session.Session, error) {
+// openSession finds the session, or creates it under the caller's id with
+// network (nil: none, or the ceiling by CODEXEC_EGRESS_DEFAULT); created
+// says which.
+func (s *toolset) openSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, network *egress.Policy) (*session.Session, bool, error) {
 	if sess, err := s.deps.Sessions.Get(ctx, in.SessionID); err == nil {
-		return sess, nil
+		return sess, false, nil
 	}
 	if in.Language == "" {
-		return nil, fmt.Errorf("no session %q yet: pass language (python or node) to create it", in.SessionID)
+		return nil, false, fmt.Errorf("no session %q yet: pass language (python or node) to create it", in.SessionID)
+	}
+	p, err := s.startNetwork(ctx, network)
+	if err != nil {
+		return nil, false, err
 	}
 	sess, _, err := s.deps.Sessions.Open(ctx, in.SessionID, session.StartRequest{Kind: session.KindSession,
-		Language: in.Language, Call: tool.CallContext(req)})
+		Language: in.Language, Call: tool.CallContext(req), Network: p})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return sess, nil
+	return sess, true, nil
+}
+
+// startNetwork is the policy of a session started with network (already
+// resolved), or, without, what the server gives a run that asks for none.
+func (s *toolset) startNetwork(ctx context.Context, network *egress.Policy) (egress.Policy, error) {
+	if network != nil {
+		return *network, nil
+	}
+	return tool.ResolveNetwork(ctx, s.deps.Egress, nil)
 }

@@ -100,11 +100,12 @@ type SearchScriptsOut struct {
 
 // RunScriptIn is run_script's input.
 type RunScriptIn struct {
-	Name       string    `json:"name"`
-	Args       []string  `json:"args,omitempty" jsonschema:"argv"`
-	TimeoutMs  *tool.Int `json:"timeout_ms,omitempty"`
-	Files      []string  `json:"files,omitempty" jsonschema:"upload_ids to place first"`
-	Background bool      `json:"background,omitempty"`
+	Name       string          `json:"name"`
+	Args       []string        `json:"args,omitempty" jsonschema:"argv"`
+	TimeoutMs  *tool.Int       `json:"timeout_ms,omitempty"`
+	Files      []string        `json:"files,omitempty" jsonschema:"upload_ids to place first"`
+	Background bool            `json:"background,omitempty"`
+	Network    *tool.NetworkIn `json:"network,omitempty" jsonschema:"as execute_code's"`
 }
 
 func (s *toolset) registerScripts() {
@@ -206,6 +207,10 @@ func (s *toolset) runScript(ctx context.Context, req *mcp.CallToolRequest, in Ru
 	if err != nil {
 		return tool.Fail(err)
 	}
+	network, err := tool.ResolveNetwork(ctx, s.deps.Egress, in.Network)
+	if err != nil {
+		return tool.Fail(err)
+	}
 	prepare, err := s.deps.Files.StageUploads(ctx, in.Files)
 	if err != nil {
 		return tool.Fail(err)
@@ -213,7 +218,7 @@ func (s *toolset) runScript(ctx context.Context, req *mcp.CallToolRequest, in Ru
 	obs, finish := tool.StreamOutput(ctx, req)
 	defer finish()
 	res, err := s.deps.Scripts.Run(ctx, scripts.RunRequest{Name: in.Name, Args: in.Args, Timeout: timeout,
-		Context: tool.CallContext(req), Observe: obs, Prepare: prepare})
+		Context: tool.CallContext(req), Observe: obs, Prepare: prepare, Network: network})
 	if err != nil {
 		return tool.Fail(scriptError(err))
 	}
@@ -227,6 +232,10 @@ func (s *toolset) runScriptBackground(ctx context.Context, req *mcp.CallToolRequ
 	if err != nil {
 		return tool.Fail(err)
 	}
+	network, err := tool.ResolveNetwork(ctx, s.deps.Egress, in.Network)
+	if err != nil {
+		return tool.Fail(err)
+	}
 	prepare, err := s.deps.Files.StageUploads(ctx, in.Files)
 	if err != nil {
 		return tool.Fail(err)
@@ -234,7 +243,7 @@ func (s *toolset) runScriptBackground(ctx context.Context, req *mcp.CallToolRequ
 	call := tool.CallContext(req)
 	v, out, err := s.background(ctx, req, runs.Job{Tool: "run_script", Run: func(ctx context.Context, obs output.Observer) (runs.Outcome, error) {
 		res, err := s.deps.Scripts.Run(ctx, scripts.RunRequest{Name: in.Name, Args: in.Args, Timeout: timeout,
-			Context: call, Observe: obs, Prepare: prepare})
+			Context: call, Observe: obs, Prepare: prepare, Network: network})
 		if err != nil {
 			return runs.Outcome{}, scriptError(err)
 		}

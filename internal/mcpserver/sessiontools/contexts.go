@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codexec/codexec/internal/egress"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/session"
@@ -28,9 +29,10 @@ const (
 
 // CreateContextIn is create_context's input.
 type CreateContextIn struct {
-	Name        string `json:"name,omitempty" jsonschema:"required"`
-	Language    string `json:"language,omitempty" jsonschema:"python (default)|javascript"`
-	Description string `json:"description,omitempty"`
+	Name        string          `json:"name,omitempty" jsonschema:"required"`
+	Language    string          `json:"language,omitempty" jsonschema:"python (default)|javascript"`
+	Description string          `json:"description,omitempty"`
+	Network     *tool.NetworkIn `json:"network,omitempty" jsonschema:"as execute_code's"`
 }
 
 // ContextOut describes one context.
@@ -53,21 +55,24 @@ type ContextOut struct {
 // handler rather than the schema so that a missing one gets the
 // INVALID_PARAMS error object instead of a generic validation message.
 type RunCodeIn struct {
-	Code      string `json:"code,omitempty" jsonschema:"required"`
-	ContextID string `json:"context_id,omitempty" jsonschema:"required; id or name"`
+	Code      string          `json:"code,omitempty" jsonschema:"required"`
+	ContextID string          `json:"context_id,omitempty" jsonschema:"required; id or name"`
+	Network   *tool.NetworkIn `json:"network,omitempty" jsonschema:"replaces the context's, before this code"`
 }
 
 // RunCodeOut is run_code's output.
 type RunCodeOut struct {
-	Stdout        string  `json:"stdout"`
-	Stderr        string  `json:"stderr"`
-	Success       bool    `json:"success"`
-	ExecutionTime float64 `json:"execution_time"` // seconds
-	ExecutionID   string  `json:"execution_id"`
-	Status        string  `json:"status"`
-	TimedOut      bool    `json:"timed_out"`
-	ErrorMessage  *string `json:"error_message,omitempty"`
-	LogError      string  `json:"log_error,omitempty" jsonschema:"set when this run could not be recorded in the execution log, and why"`
+	Stdout        string         `json:"stdout"`
+	Stderr        string         `json:"stderr"`
+	Success       bool           `json:"success"`
+	ExecutionTime float64        `json:"execution_time"` // seconds
+	ExecutionID   string         `json:"execution_id"`
+	Status        string         `json:"status"`
+	TimedOut      bool           `json:"timed_out"`
+	ErrorMessage  *string        `json:"error_message,omitempty"`
+	Network       []egress.Entry `json:"network,omitempty"`
+	NetworkMode   string         `json:"network_mode,omitempty"`
+	LogError      string         `json:"log_error,omitempty" jsonschema:"set when this run could not be recorded in the execution log, and why"`
 }
 
 // ContextIDIn names one context.
@@ -128,8 +133,12 @@ func (s *toolset) createContext(ctx context.Context, req *mcp.CallToolRequest, i
 		}
 		lang = l
 	}
+	network, err := tool.ResolveNetwork(ctx, s.deps.Egress, in.Network)
+	if err != nil {
+		return nil, ContextOut{}, err
+	}
 	info, err := s.deps.Sessions.Start(ctx, session.StartRequest{Kind: session.KindContext, Language: lang, Name: in.Name,
-		Description: in.Description, Call: tool.CallContext(req)})
+		Description: in.Description, Call: tool.CallContext(req), Network: network})
 	if err != nil {
 		if strings.Contains(err.Error(), "already exists") {
 			return nil, ContextOut{}, tool.Coded(codeInvalidContextName, "Invalid context name: %v", err)
@@ -165,9 +174,14 @@ func (s *toolset) runCode(ctx context.Context, req *mcp.CallToolRequest, in RunC
 	if in.ContextID == "" || strings.TrimSpace(in.Code) == "" {
 		return nil, RunCodeOut{}, tool.Coded(codeInvalidParams, "Invalid arguments: code and context_id are required")
 	}
+	replace, err := tool.ReplaceNetwork(ctx, s.deps.Egress, in.Network)
+	if err != nil {
+		return nil, RunCodeOut{}, err
+	}
 	obs, finish := tool.StreamOutput(ctx, req)
 	defer finish()
-	res, err := s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: in.ContextID, Code: in.Code, Tool: "run_code", Call: tool.CallContext(req), Observe: obs})
+	res, err := s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: in.ContextID, Code: in.Code, Tool: "run_code", Call: tool.CallContext(req), Observe: obs,
+		Network: replace})
 	if errors.Is(err, session.ErrNotFound) {
 		return nil, RunCodeOut{}, tool.Coded(codeContextNotFound, "Context not found: %s", in.ContextID)
 	}
@@ -176,7 +190,7 @@ func (s *toolset) runCode(ctx context.Context, req *mcp.CallToolRequest, in RunC
 	}
 	out := RunCodeOut{Stdout: res.Stdout, Stderr: res.Stderr, Success: res.Success, ExecutionTime: res.ExecutionTime,
 		ExecutionID: res.ExecutionID, Status: res.Status, TimedOut: res.TimedOut, ErrorMessage: res.ErrorMessage,
-		LogError: res.LogError}
+		LogError: res.LogError, Network: res.Network, NetworkMode: res.NetworkMode}
 	return s.deps.Files.WithFiles(ctx, tool.JSONText(out), res), out, nil
 }
 

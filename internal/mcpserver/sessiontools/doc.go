@@ -6,6 +6,7 @@
 package sessiontools
 
 import (
+	"github.com/codexec/codexec/internal/egress"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/mcpserver/filetools"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
@@ -24,6 +25,9 @@ type Deps struct {
 	// Peers are the other replicas whose sessions the listings add
 	// (remote.go); nil: this server is alone.
 	Peers Peers
+	// Egress resolves the network argument within the caller's ceiling;
+	// nil: the server allows no network.
+	Egress *egress.Service
 }
 
 // toolset is one toolset being registered: where to and with what.

@@ -13,9 +13,10 @@ import (
 
 // StartSessionIn is start_session's input.
 type StartSessionIn struct {
-	Language   string `json:"language" jsonschema:"python|node"`
-	Name       string `json:"name,omitempty"`
-	WorkingDir string `json:"working_dir,omitempty"`
+	Language   string          `json:"language" jsonschema:"python|node"`
+	Name       string          `json:"name,omitempty"`
+	WorkingDir string          `json:"working_dir,omitempty"`
+	Network    *tool.NetworkIn `json:"network,omitempty" jsonschema:"as execute_code's"`
 }
 
 // StartSessionOut is start_session's output.
@@ -30,9 +31,10 @@ type StartSessionOut struct {
 
 // SendIn is send_to_session's input.
 type SendIn struct {
-	SessionID string    `json:"session_id"`
-	Code      string    `json:"code"`
-	TimeoutMs *tool.Int `json:"timeout_ms,omitempty"`
+	SessionID string          `json:"session_id"`
+	Code      string          `json:"code"`
+	TimeoutMs *tool.Int       `json:"timeout_ms,omitempty"`
+	Network   *tool.NetworkIn `json:"network,omitempty" jsonschema:"replaces the session's, before this code"`
 }
 
 // SessionIDIn names one session.
@@ -95,8 +97,12 @@ func (s *toolset) registerSessions() {
 }
 
 func (s *toolset) startSession(ctx context.Context, req *mcp.CallToolRequest, in StartSessionIn) (*mcp.CallToolResult, StartSessionOut, error) {
+	network, err := tool.ResolveNetwork(ctx, s.deps.Egress, in.Network)
+	if err != nil {
+		return nil, StartSessionOut{}, err
+	}
 	info, err := s.deps.Sessions.Start(ctx, session.StartRequest{Kind: session.KindSession, Language: in.Language,
-		Name: in.Name, WorkingDir: in.WorkingDir, Call: tool.CallContext(req)})
+		Name: in.Name, WorkingDir: in.WorkingDir, Call: tool.CallContext(req), Network: network})
 	if err != nil {
 		return nil, StartSessionOut{}, tool.Rejected(err)
 	}
@@ -109,10 +115,14 @@ func (s *toolset) sendToSession(ctx context.Context, req *mcp.CallToolRequest, i
 	if err != nil {
 		return tool.Fail(err)
 	}
+	replace, err := tool.ReplaceNetwork(ctx, s.deps.Egress, in.Network)
+	if err != nil {
+		return tool.Fail(err)
+	}
 	obs, finish := tool.StreamOutput(ctx, req)
 	defer finish()
 	res, err := s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: in.SessionID, Code: in.Code, Timeout: timeout,
-		Tool: "send_to_session", Call: tool.CallContext(req), Observe: obs})
+		Tool: "send_to_session", Call: tool.CallContext(req), Observe: obs, Network: replace})
 	if err != nil {
 		return tool.Fail(err)
 	}
