@@ -2,9 +2,11 @@ package egress
 
 import (
 	"context"
+	"errors"
 	"net"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/codexec/codexec/internal/sandbox"
 )
@@ -94,14 +96,17 @@ func (b *Binding) goLocked(f func()) {
 }
 
 // acceptLoop hands each accepted connection to handle until l is closed.
+// Other accept errors (out of descriptors) are retried after a pause: a
+// listener left unserved would leave the program's connections hanging.
 func (b *Binding) acceptLoop(l net.Listener, handle func(net.Conn)) {
 	for {
 		conn, err := l.Accept()
 		if err != nil {
-			if ne, ok := err.(net.Error); ok && ne.Timeout() {
-				continue
+			if errors.Is(err, net.ErrClosed) || b.ctx.Err() != nil {
+				return
 			}
-			return
+			time.Sleep(acceptRetry)
+			continue
 		}
 		if !b.track(conn) {
 			_ = conn.Close()
@@ -114,11 +119,20 @@ func (b *Binding) acceptLoop(l net.Listener, handle func(net.Conn)) {
 	}
 }
 
-// track registers an accepted connection so Close can end it.
+// acceptRetry is the pause after a failed accept.
+const acceptRetry = 50 * time.Millisecond
+
+// openSlack is how many connections past MaxOpenConns are still accepted,
+// so that a program is told why (a 403 naming the limit); past that they
+// are closed at once, so a flood holds no more descriptors.
+const openSlack = 16
+
+// track registers an accepted connection so Close can end it; false when
+// the binding is closed or far past its open-connection limit.
 func (b *Binding) track(conn net.Conn) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
+	if b.closed || len(b.conns) >= b.limits.MaxOpenConns+openSlack {
 		return false
 	}
 	b.conns[conn] = struct{}{}
