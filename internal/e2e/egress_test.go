@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -42,6 +43,34 @@ func TestEgressClients(t *testing.T) {
 				t.Errorf("audit %+v lacks an allowed connection to %s", r.Network, tc.host)
 			}
 		})
+	}
+}
+
+// TestEgressBackgroundAndCodeMode: a background run and a code-mode run
+// carry their call's network too.
+func TestEgressBackgroundAndCodeMode(t *testing.T) {
+	n := newEgressNet(t)
+	s := start(t, n.env()...)
+	requireEgress(t, s, n)
+	code := fmt.Sprintf("import urllib.request\nprint(urllib.request.urlopen(%q, timeout=20).read().decode())", n.api("/hello"))
+	id := startBackground(t, s.Session, "execute_code", map[string]any{"language": "python", "code": code, "network": allow(n.rule(apiHost))})
+	v := (&reader{id: id}).untilEnd(t, s.Session, time.Minute)
+	var r netResult
+	if err := json.Unmarshal(v.Result, &r); err != nil || !strings.Contains(r.Stdout, "hello from "+apiHost) {
+		t.Errorf("background run: %s (%v)", v.Result, err)
+	} else if ok, _, _ := r.audit(apiHost); !ok {
+		t.Errorf("background run's audit %+v lacks %s", r.Network, apiHost)
+	}
+	ts := fmt.Sprintf("const r = await fetch(%q); return await r.text();", n.api("/hello"))
+	var cm struct {
+		Result  any `json:"result"`
+		Network []struct {
+			Host string `json:"host"`
+		} `json:"network"`
+	}
+	res := s.callInto("execute_code", map[string]any{"code": ts, "network": allow(n.rule(apiHost))}, &cm)
+	if got := fmt.Sprint(cm.Result); !strings.Contains(got, "hello from "+apiHost) || len(cm.Network) == 0 {
+		t.Errorf("code mode: result %q network %+v (%s)", got, cm.Network, text(res))
 	}
 }
 
