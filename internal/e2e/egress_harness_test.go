@@ -51,7 +51,7 @@ type egressNet struct {
 	wheel              []byte
 }
 
-func newEgressNet(t *testing.T) *egressNet {
+func newEgressNet(t testing.TB) *egressNet {
 	t.Helper()
 	n := &egressNet{auth: map[string][]string{}, wheel: tinyWheel(t)}
 	caPEM, leaf := testCertificates(t, apiHost, evilHost)
@@ -140,7 +140,7 @@ func (n *egressNet) env(extra ...string) []string {
 func allow(rules ...string) map[string]any { return map[string]any{"allow": rules} }
 
 // testCertificates makes a CA and a leaf for names signed by it.
-func testCertificates(t *testing.T, names ...string) ([]byte, tls.Certificate) {
+func testCertificates(t testing.TB, names ...string) ([]byte, tls.Certificate) {
 	t.Helper()
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "codexec e2e test CA"},
@@ -163,7 +163,7 @@ func testCertificates(t *testing.T, names ...string) ([]byte, tls.Certificate) {
 }
 
 // tinyWheel is a wheel of package tinypkg 1.0 (tinypkg.VALUE = 42).
-func tinyWheel(t *testing.T) []byte {
+func tinyWheel(t testing.TB) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	z := zip.NewWriter(&buf)
@@ -238,15 +238,28 @@ func requireEgress(t *testing.T, s *server, n *egressNet) {
 	}
 }
 
-// requireCredentials skips the test when this build cannot load a
-// credentials file (the server refuses to start with one).
-func requireCredentials(t *testing.T, env []string) {
+// credentialsUnavailable says why this build cannot load a credentials
+// file (the server refuses to start with one), or "".
+func credentialsUnavailable(t testing.TB, env []string) string {
 	t.Helper()
 	cmd := exec.Command(binary(t), "serve")
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "CODEXEC_DATA_DIR=" + t.TempDir()}, env...)
 	cmd.Stdin = strings.NewReader("")
 	out, _ := cmd.CombinedOutput()
 	if strings.Contains(string(out), "not available in this build") {
-		t.Skipf("credentials are not available in this build: %s", strings.TrimSpace(tail(string(out), 300)))
+		return "credentials are not available in this build: " + strings.TrimSpace(tail(string(out), 300))
 	}
+	return ""
+}
+
+// credentialEnv is the server environment of n with a credential for api
+// (header Authorization, placeholder API_TOKEN).
+func (n *egressNet) credentialEnv(t testing.TB) []string {
+	t.Helper()
+	creds := filepath.Join(t.TempDir(), "credentials.yaml")
+	body := fmt.Sprintf("credentials:\n  - host: %s\n    header: Authorization\n    value_env: E2E_API_AUTH\n    placeholder: API_TOKEN\n", n.rule(apiHost))
+	if err := os.WriteFile(creds, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return n.env("CODEXEC_EGRESS_CREDENTIALS="+creds, "E2E_API_AUTH="+secretValue)
 }

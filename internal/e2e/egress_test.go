@@ -247,10 +247,10 @@ func TestEgressSessionPolicy(t *testing.T) {
 // value is in no result, log entry or search.
 func TestEgressCredentials(t *testing.T) {
 	n := newEgressNet(t)
-	creds := t.TempDir() + "/credentials.yaml"
-	writeFile(t, creds, fmt.Sprintf("credentials:\n  - host: %s\n    header: Authorization\n    value_env: E2E_API_AUTH\n    placeholder: API_TOKEN\n", n.rule(apiHost)))
-	env := n.env("CODEXEC_EGRESS_CREDENTIALS="+creds, "E2E_API_AUTH="+secretValue)
-	requireCredentials(t, env)
+	env := n.credentialEnv(t)
+	if why := credentialsUnavailable(t, env); why != "" {
+		t.Skip(why)
+	}
 	s := start(t, env...)
 	requireEgress(t, s, n)
 	code := fmt.Sprintf(`import os, urllib.request
