@@ -6,7 +6,6 @@ import (
 
 	"github.com/codexec/codexec/internal/egress"
 	"github.com/codexec/codexec/internal/engine"
-	"github.com/codexec/codexec/internal/tenant"
 )
 
 // A session's network: its policy is the session's (kept in its
@@ -17,8 +16,8 @@ import (
 
 // bindNetwork binds s's next interpreter with s's policy, closing the
 // binding of the one before (a restarted or restored interpreter).
-func (m *Manager) bindNetwork(ctx context.Context, s *Session) *engine.Network {
-	n := m.eng.BindNetwork(tenant.With(ctx, s.Owner), s.storage, s.networkPolicy())
+func (m *Manager) bindNetwork(s *Session) *engine.Network {
+	n := m.eng.BindNetwork(s.Owner, s.storage, s.networkPolicy())
 	s.mu.Lock()
 	old := s.net
 	s.net = n
