@@ -236,6 +236,11 @@ func requireEgress(t *testing.T, s *server, n *egressNet) {
 	if !strings.Contains(r.Stdout, "proxy reachable") {
 		t.Skipf("this server's sandbox does not capture a run's network (egress unavailable in this build or mode): %s%s", r.Stdout, r.Stderr)
 	}
+	// The tests speak HTTPS from python; a minimal image's python may
+	// have been built without its ssl module.
+	if r, _ := s.execNet("python", "import ssl; print('tls ok')", nil); !strings.Contains(r.Stdout, "tls ok") {
+		t.Skipf("python in this sandbox cannot speak TLS (no ssl module): %s", r.Stderr)
+	}
 }
 
 // credentialsUnavailable says why this build cannot load a credentials
