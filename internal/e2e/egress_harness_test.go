@@ -49,6 +49,8 @@ type egressNet struct {
 	mu                 sync.Mutex
 	auth               map[string][]string // Authorization headers seen, by host
 	wheel              []byte
+	// noPythonTLS says why the sandbox's python cannot speak TLS ("": it can).
+	noPythonTLS string
 }
 
 func newEgressNet(t testing.TB) *egressNet {
@@ -236,10 +238,19 @@ func requireEgress(t *testing.T, s *server, n *egressNet) {
 	if !strings.Contains(r.Stdout, "proxy reachable") {
 		t.Skipf("this server's sandbox does not capture a run's network (egress unavailable in this build or mode): %s%s", r.Stdout, r.Stderr)
 	}
-	// The tests speak HTTPS from python; a minimal image's python may
+	// Most tests speak HTTPS from python; a minimal image's python may
 	// have been built without its ssl module.
 	if r, _ := s.execNet("python", "import ssl; print('tls ok')", nil); !strings.Contains(r.Stdout, "tls ok") {
-		t.Skipf("python in this sandbox cannot speak TLS (no ssl module): %s", r.Stderr)
+		n.noPythonTLS = "python in this sandbox cannot speak TLS (no ssl module)"
+	}
+}
+
+// needPythonTLS skips a test that speaks HTTPS from python where the
+// sandbox's python cannot.
+func (n *egressNet) needPythonTLS(t *testing.T) {
+	t.Helper()
+	if n.noPythonTLS != "" {
+		t.Skip(n.noPythonTLS)
 	}
 }
 
