@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -305,5 +306,57 @@ func TestEgressSubprocessHostNetwork(t *testing.T) {
 	out, _ := cmd.CombinedOutput()
 	if !strings.Contains(string(out), "HOST's network") || !strings.Contains(string(out), "egress: ceiling") {
 		t.Errorf("doctor in subprocess mode does not say runs have the host network:\n%s", out)
+	}
+}
+
+// TestEgressPrincipalCeilings: over HTTP, a principal's ceiling
+// (CODEXEC_PRINCIPAL_EGRESS_ALLOW) is narrower than the server's: alice
+// may ask for api only, bob (not listed) for anything in the server's.
+func TestEgressPrincipalCeilings(t *testing.T) {
+	n := newEgressNet(t)
+	s := startHTTP(t, "", append(n.env("CODEXEC_AUTH_TOKENS="+tokenFile(t)), "CODEXEC_PRINCIPAL_EGRESS_ALLOW=alice="+n.rule(apiHost))...)
+	alice, bob := s.mustConnect(aliceToken), s.mustConnect(bobToken)
+	args := map[string]any{"language": "python", "code": "print('ran')", "network": allow(n.rule(plainHost))}
+	res := tenantCall(t, alice, "execute_code", args)
+	if code, msg := toolError(t, res); code != "INVALID_PARAMS" || !strings.Contains(msg, plainHost) {
+		t.Errorf("alice asking for %s beyond her ceiling: %s %q", plainHost, code, msg)
+	}
+	if out := tenantOK(t, bob, "execute_code", args); out["stdout"] != "ran\n" {
+		t.Errorf("bob within the server's ceiling: %v", out)
+	}
+	if out := tenantOK(t, alice, "execute_code", map[string]any{"language": "python", "code": "print('ran')", "network": allow(n.rule(apiHost))}); out["stdout"] != "ran\n" {
+		t.Errorf("alice within her ceiling: %v", out)
+	}
+}
+
+// TestEgressBadSettingsRefuseStart: a malformed rule, a principal rule
+// outside the server's ceiling, a bad pin or CA file stops the server at
+// start, naming the setting and what is wrong.
+func TestEgressBadSettingsRefuseStart(t *testing.T) {
+	sameInEveryMode(t, "settings checked at start, before any run")
+	notPEM := t.TempDir() + "/ca.pem"
+	writeFile(t, notPEM, "not a certificate")
+	cases := []struct {
+		env  []string
+		want []string
+	}{
+		{[]string{"CODEXEC_EGRESS_ALLOW=api.test.example,https://x.example/"}, []string{"CODEXEC_EGRESS_ALLOW", "https://x.example/"}},
+		{[]string{"CODEXEC_EGRESS_ALLOW=api.test.example", "CODEXEC_PRINCIPAL_EGRESS_ALLOW=alice=evil.test.example"}, []string{"CODEXEC_PRINCIPAL_EGRESS_ALLOW", "evil.test.example"}},
+		{[]string{"CODEXEC_EGRESS_ALLOW=api.test.example", "CODEXEC_EGRESS_RESOLVE=api.test.example=nowhere"}, []string{"CODEXEC_EGRESS_RESOLVE", "nowhere"}},
+		{[]string{"CODEXEC_EGRESS_ALLOW=api.test.example", "CODEXEC_EGRESS_CA_FILE=" + notPEM}, []string{"CODEXEC_EGRESS_CA_FILE", notPEM}},
+	}
+	for _, tc := range cases {
+		cmd := exec.Command(binary(t), "serve")
+		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "CODEXEC_DATA_DIR=" + t.TempDir(), "CODEXEC_SANDBOX_MODE=subprocess"}, tc.env...)
+		cmd.Stdin = strings.NewReader("")
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Errorf("%v: the server started", tc.env)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("%v: output does not name %q:\n%s", tc.env, w, tail(string(out), 600))
+			}
+		}
 	}
 }
