@@ -218,6 +218,24 @@ func TestEgressSessionPolicy(t *testing.T) {
 	if strings.Count(r.Stdout, "hello from "+apiHost) != 1 || !strings.Contains(r.Stdout, "hello from "+plainHost) {
 		t.Errorf("after replacing the policy with plain only: %q %q", r.Stdout, r.Stderr)
 	}
+	t.Run("a context without network given one", func(t *testing.T) {
+		var c struct {
+			ContextID string `json:"context_id"`
+		}
+		if res := s.callInto("create_context", map[string]any{"name": "egress-ctx"}, &c); res.IsError {
+			t.Fatalf("create_context: %s", text(res))
+		}
+		code := "import urllib.request\n" + get(n.api("/hello"))
+		var before, after netResult
+		s.callInto("run_code", map[string]any{"context_id": c.ContextID, "code": code}, &before)
+		s.callInto("run_code", map[string]any{"context_id": c.ContextID, "code": code, "network": allow(n.rule(apiHost))}, &after)
+		if strings.Contains(before.Stdout, "hello from") || !strings.Contains(after.Stdout, "hello from "+apiHost) {
+			t.Errorf("before network: %q; after run_code gave it: %q %q", before.Stdout, after.Stdout, after.Stderr)
+		}
+		if ok, _, _ := after.audit(apiHost); !ok {
+			t.Errorf("run_code's audit %+v lacks %s", after.Network, apiHost)
+		}
+	})
 	t.Run("pip install from an allowed index", func(t *testing.T) {
 		code := fmt.Sprintf("import subprocess, sys\np = subprocess.run([sys.executable, '-m', 'pip', 'install', '--no-cache-dir', '--disable-pip-version-check', '--index-url', %q, '--target', '/tmp/pk', 'tinypkg'], capture_output=True, text=True)\nprint(p.returncode, p.stdout[-300:], p.stderr[-600:])\nsys.path.insert(0, '/tmp/pk')\nimport tinypkg; print('VALUE', tinypkg.VALUE)",
 			n.api("/simple/"))
