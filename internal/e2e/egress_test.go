@@ -378,3 +378,32 @@ func TestEgressBadSettingsRefuseStart(t *testing.T) {
 		}
 	}
 }
+
+// TestEgressConnectionLimit: a run that keeps opening connections is
+// bounded (egress.DefaultMaxConns in total): past it, connections are
+// refused at once and the audit says why.
+func TestEgressConnectionLimit(t *testing.T) {
+	n := newEgressNet(t)
+	s := start(t, n.env()...)
+	requireEgress(t, s, n)
+	code := fmt.Sprintf(`import socket, collections
+seen = collections.Counter()
+for i in range(4200):
+    s = socket.create_connection(('127.0.0.1', 3128), timeout=20)
+    s.sendall(b'CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n')
+    seen[s.recv(64).split(b' ')[1].decode()] += 1
+    s.close()
+print(dict(seen))`, n.rule(apiHost), n.rule(apiHost))
+	r, took := s.execNet("python", code, allow(n.rule(apiHost)))
+	if !strings.Contains(r.Stdout, "'403'") || !strings.Contains(r.Stdout, "'200'") {
+		t.Fatalf("after %s: %q %q", took, r.Stdout, r.Stderr)
+	}
+	limited := false
+	for _, e := range r.Network {
+		limited = limited || e.Reason == "limit"
+	}
+	if !limited {
+		t.Errorf("audit %+v does not say the limit refused connections", r.Network)
+	}
+	t.Logf("4200 connections in %s: %s", took, strings.TrimSpace(r.Stdout))
+}
