@@ -70,7 +70,7 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 	netBefore := s.networkRecord()
 	oc := s.exec(ctx, req.Code, req.Timeout, m.opts.KillGrace, m.opts.Output, req.Observe)
 	res := withChanges(s.ws.NoteDiskFull(m.result(s, oc, req.Timeout, id)), before, s.snaps.take(ws))
-	res.Network = s.runNetwork(netBefore)
+	res.Network = s.runAudit(netBefore)
 	if s.hostNetwork() && !s.networkPolicy().None() {
 		res.NetworkMode = engine.NetworkHost
 	}

@@ -1,7 +1,6 @@
 package session
 
 import (
-	"context"
 	"log/slog"
 
 	"github.com/codexec/codexec/internal/egress"
@@ -11,8 +10,8 @@ import (
 // A session's network: its policy is the session's (kept in its
 // checkpoints, so a resumed or forked session has the same and a fork never
 // more), its binding the interpreter's (one per started interpreter, kept
-// for its life, engine.BindNetwork). Replacing the policy (SetNetwork, or
-// ExecRequest.Network) takes effect for new connections; open ones go on.
+// for its life, engine.BindNetwork). Replacing the policy
+// (ExecRequest.Network) takes effect for new connections; open ones go on.
 
 // bindNetwork binds s's next interpreter with s's policy, closing the
 // binding of the one before (a restarted or restored interpreter).
@@ -59,9 +58,9 @@ func (m *Manager) adoptNetwork(s *Session, rules []egress.Rule) {
 	s.setNetwork(p)
 }
 
-// runNetwork returns the audit of one run of s, given the record before
+// runAudit returns the audit of one run of s, given the record before
 // it: what changed since (nil when nothing was tried).
-func (s *Session) runNetwork(before []egress.Entry) []egress.Entry {
+func (s *Session) runAudit(before []egress.Entry) []egress.Entry {
 	d := engine.NetworkDelta(before, s.networkRecord())
 	if len(d) == 0 {
 		return nil
@@ -77,8 +76,8 @@ func (s *Session) networkRecord() []egress.Entry {
 	return n.Record()
 }
 
-// hostNetwork reports whether s's interpreter has the host's network and
-// a policy was asked for (a mode without isolation).
+// hostNetwork reports whether s's interpreter has the host's network (a
+// mode without isolation).
 func (s *Session) hostNetwork() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -92,17 +91,4 @@ func (s *Session) closeNetwork() {
 	s.net = nil
 	s.mu.Unlock()
 	n.Close()
-}
-
-// SetNetwork replaces the network policy of ctx's principal's session
-// idOrName whole, before its next run: p must already be resolved within
-// the caller's ceiling (egress.Service.Resolve).
-func (m *Manager) SetNetwork(ctx context.Context, idOrName string, p egress.Policy) error {
-	s, err := m.lockLive(ctx, idOrName)
-	if err != nil {
-		return err
-	}
-	defer s.execMu.Unlock()
-	s.setNetwork(p)
-	return nil
 }
