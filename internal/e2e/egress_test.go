@@ -345,6 +345,19 @@ func TestEgressPrincipalCeilings(t *testing.T) {
 	if out := tenantOK(t, alice, "execute_code", map[string]any{"language": "python", "code": "print('ran')", "network": allow(n.rule(apiHost))}); out["stdout"] != "ran\n" {
 		t.Errorf("alice within her ceiling: %v", out)
 	}
+	// The connection counters (no host names) move with bob's runs.
+	fetch := fmt.Sprintf("import urllib.request\nfor u in (%q, %q):\n  try: print(urllib.request.urlopen(u, timeout=20).read().decode())\n  except Exception as e: print('failed', e)", n.plain("/hello"), n.api("/hello"))
+	out := tenantOK(t, bob, "execute_code", map[string]any{"language": "python", "code": fetch, "network": allow(n.rule(plainHost))})
+	if !strings.Contains(fmt.Sprint(out["stdout"]), "hello from "+plainHost) {
+		t.Skipf("this server's sandbox does not capture a run's network: %v", out["stdout"])
+	}
+	allowed, denied := s.metric(`codexec_egress_connections_total{decision="allowed"}`), s.metric(`codexec_egress_connections_total{decision="denied"}`)
+	if allowed < 1 || denied < 1 {
+		t.Errorf("egress counters allowed %v denied %v, want both ≥ 1", allowed, denied)
+	}
+	if _, body, _ := s.get("/metrics"); strings.Contains(body, plainHost) || strings.Contains(body, apiHost) {
+		t.Errorf("a host name is in the metrics")
+	}
 }
 
 // TestEgressBadSettingsRefuseStart: a malformed rule, a principal rule
