@@ -43,7 +43,7 @@ func (s *toolset) registerExec() {
 		Name: "execute_code", Title: "Execute code", OutputSchema: tool.ExecOutputSchema(),
 		Description: "Run code in a fresh sandbox. A failing or timed-out program is a normal result (see status; exit_code null if killed). " +
 			s.timeoutText() + " No language, or intent/context: TypeScript code mode.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(!s.deps.Isolated)},
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(s.openWorld())},
 	}, s.executeCode)
 }
 

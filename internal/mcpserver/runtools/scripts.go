@@ -121,7 +121,7 @@ func (s *toolset) registerScripts() {
 	tool.Add(s.r, &mcp.Tool{Name: "run_script", Title: "Run script", OutputSchema: tool.RunOutputSchema(),
 		Description: "Run a saved script; result as execute_code.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true),
-			OpenWorldHint: tool.Ptr(!s.deps.Isolated)}}, s.runScript)
+			OpenWorldHint: tool.Ptr(s.openWorld())}}, s.runScript)
 }
 
 func (s *toolset) saveScript(ctx context.Context, _ *mcp.CallToolRequest, in SaveScriptIn) (*mcp.CallToolResult, SaveScriptOut, error) {

@@ -99,7 +99,7 @@ func (s *toolset) registerContexts() {
 	}
 	tool.Add(s.r, &mcp.Tool{Name: "run_code", Title: "Run code in context",
 		Description: "Run code in a context; state persists.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(!s.deps.Isolated)}}, s.runCode)
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(s.openWorld())}}, s.runCode)
 	tool.Add(s.r, &mcp.Tool{Name: "create_context", Title: "Create context",
 		Description: "Create a named persistent context.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(false), OpenWorldHint: tool.Ptr(false)}}, s.createContext)

@@ -86,7 +86,7 @@ func (s *toolset) registerSessions() {
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(false), OpenWorldHint: tool.Ptr(false)}}, s.startSession)
 	tool.Add(s.r, &mcp.Tool{Name: "send_to_session", Title: "Run code in session", OutputSchema: tool.RunOutputSchema(),
 		Description: "Run code in a session or context; result as execute_code. A timeout interrupts the code and keeps state if it can.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(!s.deps.Isolated)}}, s.sendToSession)
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(s.openWorld())}}, s.sendToSession)
 	tool.Add(s.r, &mcp.Tool{Name: "close_session", Title: "Close session",
 		Description: "Stop a session now.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(false)}}, s.closeSession)
