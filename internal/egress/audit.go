@@ -1,5 +1,7 @@
 package egress
 
+import "log/slog"
+
 // Reasons a connection is denied (Entry.Reason).
 const (
 	ReasonNotInPolicy = "not in policy"
@@ -54,6 +56,7 @@ func (b *Binding) deny(d dest, reason string) {
 	e.Reason = reason
 	b.mu.Unlock()
 	b.s.denied.Add(1)
+	slog.Debug("egress: connection denied", "run", b.runID, "principal", b.principal, "host", d.host, "port", d.port, "reason", reason)
 }
 
 // count adds bytes moved for d and reports whether the run is still
@@ -70,4 +73,12 @@ func (b *Binding) count(d dest, sent, recv int64) bool {
 		return false
 	}
 	return true
+}
+
+// note records why an allowed connection to d was ended early (its
+// program was told: the interception side answers 403 or 502).
+func (b *Binding) note(d dest, reason string) {
+	b.mu.Lock()
+	b.entryLocked(d).Reason = reason
+	b.mu.Unlock()
 }

@@ -35,6 +35,8 @@ type Binding struct {
 	wg       sync.WaitGroup
 }
 
+var _ sandbox.Egress = (*Binding)(nil)
+
 // dest is one destination of the audit.
 type dest struct {
 	host string
@@ -110,6 +112,7 @@ func (b *Binding) acceptLoop(l net.Listener, handle func(net.Conn)) {
 		}
 		if !b.track(conn) {
 			_ = conn.Close()
+			b.s.denied.Add(1)
 			continue
 		}
 		go func() {

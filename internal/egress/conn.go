@@ -4,11 +4,25 @@ import (
 	"bufio"
 	"errors"
 	"net"
+	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 )
+
+// maxRequestHead bounds a request line and headers from the program, so
+// an endless header cannot grow the server's memory.
+const maxRequestHead = 64 << 10
+
+var errHeadTooLarge = errors.New("codexec egress: the request head is larger than 64 KiB")
+
+// readRequest reads one request from the program with its head bounded.
+func readRequest(c *meteredConn, br *bufio.Reader) (*http.Request, error) {
+	c.head = maxRequestHead
+	defer func() { c.head = 0 }()
+	return http.ReadRequest(br)
+}
 
 // errLimit ends a connection when the run's byte limit is reached.
 var errLimit = errors.New("codexec egress: this run reached its network byte limit")
@@ -77,6 +91,23 @@ type meteredConn struct {
 	net.Conn
 	f      *flow
 	client bool
+	// head bounds the bytes read while a request head is parsed: 0 = no
+	// bound, > 0 = bytes left, < 0 = spent (reads fail).
+	head int64
+	// readBy and writeBy are the deadlines last set; they are moved only
+	// when a quarter of the idle timeout has passed (setting one per read
+	// costs), the idle check after a timeout keeps the bound exact.
+	readBy, writeBy time.Time
+}
+
+// extend moves a deadline when it is due for it.
+func (c *meteredConn) extend(by *time.Time, set func(time.Time) error) {
+	idle := c.f.b.limits.IdleTimeout
+	now := time.Now()
+	if by.Sub(now) < idle-idle/4 {
+		*by = now.Add(idle)
+		_ = set(*by)
+	}
 }
 
 func (f *flow) wrap(c net.Conn, client bool) *meteredConn {
@@ -84,8 +115,24 @@ func (f *flow) wrap(c net.Conn, client bool) *meteredConn {
 }
 
 func (c *meteredConn) Read(p []byte) (int, error) {
+	if c.head < 0 {
+		return 0, errHeadTooLarge
+	}
+	if c.head > 0 && int64(len(p)) > c.head {
+		p = p[:c.head]
+	}
+	n, err := c.read(p)
+	if c.head > 0 {
+		if c.head -= int64(n); c.head == 0 {
+			c.head = -1
+		}
+	}
+	return n, err
+}
+
+func (c *meteredConn) read(p []byte) (int, error) {
 	for {
-		_ = c.Conn.SetReadDeadline(time.Now().Add(c.f.b.limits.IdleTimeout))
+		c.extend(&c.readBy, c.Conn.SetReadDeadline)
 		n, err := c.Conn.Read(p)
 		if n > 0 {
 			c.f.touch()
@@ -102,15 +149,22 @@ func (c *meteredConn) Read(p []byte) (int, error) {
 }
 
 func (c *meteredConn) Write(p []byte) (int, error) {
-	_ = c.Conn.SetWriteDeadline(time.Now().Add(c.f.b.limits.IdleTimeout))
-	n, err := c.Conn.Write(p)
-	if n > 0 {
-		c.f.touch()
-		if c.client && !c.f.add(0, int64(n)) {
-			return n, errLimit
+	total := 0
+	for {
+		c.extend(&c.writeBy, c.Conn.SetWriteDeadline)
+		n, err := c.Conn.Write(p[total:])
+		total += n
+		if n > 0 {
+			c.f.touch()
+			if c.client && !c.f.add(0, int64(n)) {
+				return total, errLimit
+			}
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) && !c.f.idle() && total < len(p) {
+			continue
+		}
+		return total, err
 	}
-	return n, err
 }
 
 // CloseWrite half-closes when the wrapped connection can, so a tunnel

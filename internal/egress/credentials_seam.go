@@ -56,11 +56,25 @@ func (a *authority) certFor(host string) (*tls.Certificate, error) {
 
 func (a *authority) PEM() []byte { return a.pem }
 
-func (s *Service) credentialFor(principal, host string, port int) (*Credential, string, bool) {
-	for i, c := range s.cfg.Credentials {
-		if c.Host.matchesHost(normalizeHost(host)) && c.Host.matchesPort(port) &&
-			(len(c.Principals) == 0 || slices.Contains(c.Principals, principal)) {
-			return &s.cfg.Credentials[i], "", true
+var (
+	errHostMismatch = errors.New("a request named another host than its connection")
+	errUpstream     = errors.New("upstream unreachable")
+)
+
+type credentialStore struct{ creds []Credential }
+
+func newCredentialStore(creds []Credential) (*credentialStore, error) {
+	return &credentialStore{creds: slices.Clone(creds)}, nil
+}
+
+func (s *credentialStore) match(principal, host string, port int) (*Credential, string, bool) {
+	if s == nil {
+		return nil, "", false
+	}
+	for i := range s.creds {
+		c := &s.creds[i]
+		if c.Host.matches(host, port) && (len(c.Principals) == 0 || slices.Contains(c.Principals, principal)) {
+			return c, "", true
 		}
 	}
 	return nil, "", false

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -145,5 +146,27 @@ func TestTransparentCapture(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, record(b)); diff != "" {
 		t.Errorf("audit (-want +got):\n%s", diff)
+	}
+}
+
+func TestTransparentDest(t *testing.T) {
+	b := &Binding{names: newStubNames()}
+	named, _ := b.names.addrFor("api.example.com")
+	tests := []struct {
+		local string
+		want  dest
+		ok    bool
+	}{
+		{named.String() + ":443", dest{"api.example.com", 443}, true},
+		{"127.64.0.9:443", dest{"127.64.0.9", 443}, false},
+		{"127.0.0.1:443", dest{"127.0.0.1", 443}, false},
+		{"10.0.0.7:5432", dest{"10.0.0.7", 5432}, true},
+		{"[::ffff:10.0.0.7]:5432", dest{"10.0.0.7", 5432}, true},
+	}
+	for _, tt := range tests {
+		got, ok := b.transparentDest(netip.MustParseAddrPort(tt.local))
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("transparentDest(%s) = %v, %v; want %v, %v", tt.local, got, ok, tt.want, tt.ok)
+		}
 	}
 }

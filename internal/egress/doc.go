@@ -30,4 +30,20 @@
 //   - Every run has limits (connections open and in total, bytes, idle
 //     time): a run cannot exhaust the server's sockets or bandwidth.
 //   - Counters for metrics carry no host names (unbounded label values).
+//
+// Limits: each run's binding allows DefaultMaxOpenConns connections open
+// at once, DefaultMaxConns over the run, DefaultMaxBytes sent plus received
+// and DefaultIdleTimeout without a byte either way, unless Config.Limits
+// says otherwise. Past a limit a new connection is denied with the reason
+// "limit" (the program gets a 403 saying so) and a transfer in progress is
+// cut.
+//
+// Policy changes (Binding.SetPolicy) replace the policy whole and apply to
+// new connections and DNS answers; connections already open keep going
+// until they close, go idle, or the run ends (Binding.Close).
+//
+// A program must speak first on a CONNECT tunnel or a captured port (TLS
+// and HTTP do): the proxy reads the first bytes to check them. Plain HTTP
+// upgrades (101, e.g. WebSocket over ws://) are relayed as is after the
+// response.
 package egress

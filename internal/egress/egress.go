@@ -118,6 +118,7 @@ type Entry struct {
 type Service struct {
 	cfg      Config
 	ca       *authority
+	creds    *credentialStore
 	roots    *x509.CertPool
 	files    []sandbox.Mount
 	resolver *net.Resolver
@@ -196,6 +197,9 @@ func (s *Service) prepare() error {
 		return err
 	}
 	s.ca = ca
+	if s.creds, err = newCredentialStore(s.cfg.Credentials); err != nil {
+		return err
+	}
 	extra, err := readCAFile(s.cfg.CAFile)
 	if err != nil {
 		return err
@@ -280,6 +284,12 @@ func (s *Service) Resolve(principal string, requested *Policy) (Policy, error) {
 }
 
 func clonePolicy(p Policy) Policy { return Policy{Allow: slices.Clone(p.Allow)} }
+
+// credentialFor returns the credential principal's connections to
+// host:port get, with its value; false when none applies.
+func (s *Service) credentialFor(principal, host string, port int) (*Credential, string, bool) {
+	return s.creds.match(principal, host, port)
+}
 
 // Stats returns how many connections were allowed and denied since the
 // server started, over every run (for metrics; no host names).

@@ -74,7 +74,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	}
 }
 
-func writeTemp(t *testing.T, content string) string {
+func writeTemp(t testing.TB, content string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "f")
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
@@ -128,13 +128,15 @@ func TestResolve(t *testing.T) {
 func TestCaptureFilesAndEnv(t *testing.T) {
 	ca := newTestCA(t)
 	state := t.TempDir()
+	t.Setenv("EGRESS_TEST_API", "Bearer api-secret")
+	t.Setenv("EGRESS_TEST_DB", "db-secret")
 	s, err := New(Config{
 		Ceiling:  mustPolicy(t, "api.example.com,db.example.com:5432,x.example.com:3128,*.example.org:443"),
 		CAFile:   writeTemp(t, string(ca.pem)),
 		StateDir: state,
 		Credentials: []Credential{
-			{Host: Rule{Host: "api.example.com"}, Header: "Authorization", Placeholder: "API_TOKEN"},
-			{Host: Rule{Host: "db.example.com", Port: 5432}, Header: "X", Placeholder: "DB_TOKEN", Principals: []string{"bob"}},
+			{Host: Rule{Host: "api.example.com"}, Header: "Authorization", ValueEnv: "EGRESS_TEST_API", Placeholder: "API_TOKEN"},
+			{Host: Rule{Host: "db.example.com", Port: 5432}, Header: "X-Token", ValueEnv: "EGRESS_TEST_DB", Placeholder: "DB_TOKEN", Principals: []string{"bob"}},
 		},
 	})
 	if err != nil {

@@ -32,7 +32,7 @@ type testCA struct {
 	pool *x509.CertPool
 }
 
-func newTestCA(t *testing.T) *testCA {
+func newTestCA(t testing.TB) *testCA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -55,7 +55,7 @@ func newTestCA(t *testing.T) *testCA {
 }
 
 // leaf issues a server certificate for names.
-func (ca *testCA) leaf(t *testing.T, names ...string) tls.Certificate {
+func (ca *testCA) leaf(t testing.TB, names ...string) tls.Certificate {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -85,9 +85,17 @@ type upstreams struct {
 	tlsOrigin   string // "tls.test:port"
 }
 
-// echoHandler answers with the Host it was asked for, or with n bytes
-// for /bytes?n=.
+// echoHandler answers with the Host it was asked for, the Authorization
+// header it got (/auth), or n bytes (?n=); /upgrade switches to echo.
 func echoHandler(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/upgrade" {
+		echoUpgraded(w)
+		return
+	}
+	if r.URL.Path == "/auth" {
+		_, _ = w.Write([]byte("authorization=" + r.Header.Get("Authorization")))
+		return
+	}
 	if n, err := strconv.Atoi(r.URL.Query().Get("n")); err == nil {
 		w.Header().Set("Content-Length", strconv.Itoa(n))
 		buf := make([]byte, 32<<10)
@@ -103,7 +111,19 @@ func echoHandler(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte("hello from " + r.Host))
 }
 
-func startUpstreams(t *testing.T) *upstreams {
+// echoUpgraded switches the connection to a protocol that echoes bytes.
+func echoUpgraded(w http.ResponseWriter) {
+	conn, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+	_ = rw.Flush()
+	_, _ = io.Copy(conn, rw)
+}
+
+func startUpstreams(t testing.TB) *upstreams {
 	t.Helper()
 	ca := newTestCA(t)
 	plain := httptest.NewServer(http.HandlerFunc(echoHandler))
@@ -120,7 +140,7 @@ func startUpstreams(t *testing.T) *upstreams {
 	return u
 }
 
-func portOf(t *testing.T, a net.Addr) int {
+func portOf(t testing.TB, a net.Addr) int {
 	t.Helper()
 	ap, err := netip.ParseAddrPort(a.String())
 	if err != nil {
@@ -131,7 +151,7 @@ func portOf(t *testing.T, a net.Addr) int {
 
 // config is a Config whose ceiling allows both upstreams (and localhost
 // on the TLS port, without a pin) and pins their names to loopback.
-func (u *upstreams) config(t *testing.T) Config {
+func (u *upstreams) config(t testing.TB) Config {
 	t.Helper()
 	caFile := filepath.Join(t.TempDir(), "ca.pem")
 	if err := os.WriteFile(caFile, u.ca.pem, 0o600); err != nil {
@@ -155,20 +175,15 @@ type testCapture struct {
 	proxyAddr, dnsAddr string
 }
 
-func newTestCapture(t *testing.T, stubPorts ...int) *testCapture {
+func newTestCapture(t testing.TB, stubPorts ...int) *testCapture {
 	t.Helper()
 	c := &sandbox.Capture{Ports: map[int]net.Listener{}}
 	var err error
 	if c.Proxy, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
-	if c.DNS, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
+	c.DNS, c.DNSTCP = listenDNS(t)
 	dnsAddr := c.DNS.LocalAddr().String()
-	if c.DNSTCP, err = net.Listen("tcp", dnsAddr); err != nil {
-		t.Fatal(err)
-	}
 	stub := netip.MustParseAddr("127.64.0.1")
 	for _, port := range stubPorts {
 		l, err := net.Listen("tcp", netip.AddrPortFrom(stub, uint16(port)).String())
@@ -182,9 +197,28 @@ func newTestCapture(t *testing.T, stubPorts ...int) *testCapture {
 	return &testCapture{Capture: c, proxyAddr: c.Proxy.Addr().String(), dnsAddr: dnsAddr}
 }
 
+// listenDNS listens on one loopback port for UDP and TCP, as the DNS stub
+// does in a sandbox (a free UDP port may be taken for TCP: try another).
+func listenDNS(t testing.TB) (net.PacketConn, net.Listener) {
+	t.Helper()
+	for try := 0; try < 20; try++ {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := net.Listen("tcp", pc.LocalAddr().String())
+		if err == nil {
+			return pc, l
+		}
+		pc.Close()
+	}
+	t.Fatal("no loopback port free for both UDP and TCP")
+	return nil, nil
+}
+
 // serve starts a service for cfg and a binding with policy p on a fresh
 // capture.
-func serve(t *testing.T, cfg Config, p Policy, stubPorts ...int) (*Service, *Binding, *testCapture) {
+func serve(t testing.TB, cfg Config, p Policy, stubPorts ...int) (*Service, *Binding, *testCapture) {
 	t.Helper()
 	s, err := New(cfg)
 	if err != nil {

@@ -8,8 +8,8 @@ import (
 	"net/netip"
 )
 
-// upstream is the plain HTTP connection serving a flow's requests to d.
-type upstream struct {
+// plainUpstream is the plain HTTP connection serving a flow's requests to d.
+type plainUpstream struct {
 	d    dest
 	conn net.Conn
 	br   *bufio.Reader
@@ -49,7 +49,7 @@ func hostRoute(d dest) route {
 // forwardHTTP forwards plain HTTP requests read from the program one at a
 // time, each to the upstream its route names (kept open while the next
 // request goes to the same place), until either side ends the connection.
-func (b *Binding) forwardHTTP(f *flow, c *meteredConn, br *bufio.Reader, req *http.Request, up *upstream, pick route) {
+func (b *Binding) forwardHTTP(f *flow, c *meteredConn, br *bufio.Reader, req *http.Request, up *plainUpstream, pick route) {
 	defer func() {
 		if up != nil {
 			_ = up.conn.Close()
@@ -57,11 +57,20 @@ func (b *Binding) forwardHTTP(f *flow, c *meteredConn, br *bufio.Reader, req *ht
 	}()
 	for {
 		var ok bool
-		if up, ok = b.routeRequest(f, c, req, up, pick); !ok || !exchange(c, req, up) {
+		if up, ok = b.routeRequest(f, c, req, up, pick); !ok {
 			return
 		}
+		switch exchange(c, req, up) {
+		case upgraded:
+			b.tunnel(f, &bufferedConn{meteredConn: c, r: br}, &readerConn{Conn: up.conn, r: up.br})
+			return
+		case endConn:
+			return
+		}
+		// The next request's bytes count for wherever it goes.
+		f.target(dest{})
 		var err error
-		if req, err = http.ReadRequest(br); err != nil {
+		if req, err = readRequest(c, br); err != nil {
 			return
 		}
 	}
@@ -69,7 +78,7 @@ func (b *Binding) forwardHTTP(f *flow, c *meteredConn, br *bufio.Reader, req *ht
 
 // routeRequest returns the upstream for req, opening (and auditing) a
 // connection when req goes elsewhere than the current one.
-func (b *Binding) routeRequest(f *flow, c *meteredConn, req *http.Request, up *upstream, pick route) (*upstream, bool) {
+func (b *Binding) routeRequest(f *flow, c *meteredConn, req *http.Request, up *plainUpstream, pick route) (*plainUpstream, bool) {
 	d, err := pick(req)
 	if err != nil {
 		f.target(dest{})
@@ -83,6 +92,7 @@ func (b *Binding) routeRequest(f *flow, c *meteredConn, req *http.Request, up *u
 		return up, false
 	}
 	if up != nil && up.d == d {
+		f.target(d)
 		return up, true
 	}
 	if up != nil {
@@ -96,33 +106,62 @@ func (b *Binding) routeRequest(f *flow, c *meteredConn, req *http.Request, up *u
 	b.allow(d, false)
 	f.target(d)
 	uc := f.wrap(conn, false)
-	return &upstream{d: d, conn: uc, br: bufio.NewReader(uc)}, true
+	return &plainUpstream{d: d, conn: uc, br: bufio.NewReader(uc)}, true
 }
 
+// outcome is what a connection does after an exchange.
+type outcome int
+
+const (
+	endConn     outcome = iota // either side ends the connection
+	nextRequest                // keep-alive: read the next request
+	upgraded                   // 101: the rest is another protocol, relayed as is
+)
+
 // exchange sends req upstream and its response (after any interim 1xx)
-// back; it reports whether the connection may carry another request.
-func exchange(c net.Conn, req *http.Request, up *upstream) bool {
+// back, and says what the connection does next.
+func exchange(c net.Conn, req *http.Request, up *plainUpstream) outcome {
 	outgoing(req)
 	if err := req.Write(up.conn); err != nil {
 		writeStatus(c, http.StatusBadGateway, "codexec egress: sending the request upstream failed: "+err.Error())
-		return false
+		return endConn
 	}
 	for {
 		resp, err := http.ReadResponse(up.br, req)
 		if err != nil {
 			writeStatus(c, http.StatusBadGateway, "codexec egress: reading the upstream response failed: "+err.Error())
-			return false
+			return endConn
 		}
 		err = resp.Write(c)
 		_ = resp.Body.Close()
-		if err != nil {
-			return false
-		}
-		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+		switch {
+		case err != nil:
+			return endConn
+		case resp.StatusCode == http.StatusSwitchingProtocols:
+			return upgraded
+		case resp.StatusCode >= 100 && resp.StatusCode < 200:
 			continue
+		case resp.Close || req.Close:
+			return endConn
 		}
-		return !resp.Close && !req.Close && resp.StatusCode != http.StatusSwitchingProtocols
+		return nextRequest
 	}
+}
+
+// readerConn reads through r (bytes already buffered from Conn first).
+type readerConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *readerConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// CloseWrite half-closes the connection underneath.
+func (c *readerConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 // outgoing turns a request the program sent to the proxy into the one
@@ -147,14 +186,12 @@ func (b *Binding) handleTransparent(raw net.Conn) {
 	if err != nil {
 		return
 	}
-	port := int(local.Port())
-	name, ok := b.names.name(local.Addr().Unmap())
+	d, ok := b.transparentDest(local)
 	if !ok {
-		b.deny(dest{host: local.Addr().Unmap().String(), port: port}, ReasonNoName)
+		b.deny(d, ReasonNoName)
 		return // closed at once: the program gets a reset, not a hang
 	}
-	d := dest{host: name, port: port}
-	addr, den := b.destination(b.ctx, name, port)
+	addr, den := b.destination(b.ctx, d.host, d.port)
 	if den != nil {
 		b.deny(d, den.reason)
 		return
@@ -171,6 +208,22 @@ func (b *Binding) handleTransparent(raw net.Conn) {
 	b.relay(f, c, br, d, addr, up, func(client *bufferedConn) { b.plainTransparent(f, client, br, d, up) })
 }
 
+// stubRange holds the stub addresses the DNS stub hands out.
+var stubRange = netip.MustParsePrefix("127.64.0.0/10")
+
+// transparentDest is where a transparent connection to local goes: the
+// name a stub address was given for, or an address outside the sandbox's
+// loopback taken as an IP literal (allowed only if a rule names it). A
+// stub address no name was given, or another loopback address, has no
+// destination.
+func (b *Binding) transparentDest(local netip.AddrPort) (dest, bool) {
+	addr, port := local.Addr().Unmap(), int(local.Port())
+	if name, ok := b.names.name(addr); ok {
+		return dest{host: name, port: port}, true
+	}
+	return dest{host: addr.String(), port: port}, !stubRange.Contains(addr) && !addr.IsLoopback()
+}
+
 // plainTransparent serves a non-TLS transparent connection: HTTP request
 // by request when it starts like HTTP, else a tunnel.
 func (b *Binding) plainTransparent(f *flow, client *bufferedConn, br *bufio.Reader, d dest, up net.Conn) {
@@ -180,7 +233,7 @@ func (b *Binding) plainTransparent(f *flow, client *bufferedConn, br *bufio.Read
 		b.tunnel(f, client, up)
 		return
 	}
-	req, err := http.ReadRequest(br)
+	req, err := readRequest(client.meteredConn, br)
 	if err != nil {
 		return // not HTTP after all; the bytes are consumed, so end here
 	}
@@ -194,7 +247,7 @@ func (b *Binding) plainTransparent(f *flow, client *bufferedConn, br *bufio.Read
 	b.allow(d, false)
 	f.target(d)
 	uc := f.wrap(up, false)
-	first := &upstream{d: d, conn: uc, br: bufio.NewReader(uc)}
+	first := &plainUpstream{d: d, conn: uc, br: bufio.NewReader(uc)}
 	b.forwardHTTP(f, client.meteredConn, br, req, first, hostRoute(d))
 }
 

@@ -3,6 +3,7 @@ package egress
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,7 +19,10 @@ func (b *Binding) handleProxy(raw net.Conn) {
 	f := b.newFlow()
 	c := f.wrap(raw, true)
 	br := bufio.NewReaderSize(c, clientBufferBytes)
-	req, err := http.ReadRequest(br)
+	req, err := readRequest(c, br)
+	if errors.Is(err, errHeadTooLarge) {
+		writeStatus(c, http.StatusRequestHeaderFieldsTooLarge, err.Error())
+	}
 	if err != nil {
 		return // not HTTP, or closed before a request: nothing to audit
 	}
@@ -124,9 +128,25 @@ func (b *Binding) intercept(f *flow, client *bufferedConn, d dest, addr netip.Ad
 	}
 	b.allow(d, true)
 	f.target(d)
+	// Bytes are counted on the program's side of every connection (TLS
+	// records included), the same as for tunnels and as the limit counts.
+	dial := b.reuseThenDial(f, up, addr)
+	err = intercept(b.ctx, client, d.host, d.port, cred, value, cert, dial, b.s.roots, func(int64, int64) {})
+	switch {
+	case errors.Is(err, errHostMismatch):
+		b.note(d, ReasonHostHeader)
+	case errors.Is(err, errUpstream):
+		b.note(d, ReasonUnreachable)
+	}
+}
+
+// reuseThenDial returns a dialer for interception that gives up (already
+// connected to addr) first, then dials addr again: the address was checked
+// once, so it is the only one used.
+func (b *Binding) reuseThenDial(f *flow, up net.Conn, addr netip.AddrPort) func(context.Context) (net.Conn, error) {
 	var mu sync.Mutex
 	first := up
-	dial := func(ctx context.Context) (net.Conn, error) {
+	return func(ctx context.Context) (net.Conn, error) {
 		mu.Lock()
 		conn := first
 		first = nil
@@ -139,9 +159,6 @@ func (b *Binding) intercept(f *flow, client *bufferedConn, d dest, addr netip.Ad
 		}
 		return f.wrap(conn, false), nil
 	}
-	// Bytes are counted on the program's side of every connection (TLS
-	// records included), the same as for tunnels and as the limit counts.
-	_ = intercept(b.ctx, client, d.host, d.port, cred, value, cert, dial, b.s.roots, func(int64, int64) {})
 }
 
 // tunnel copies bytes both ways until both directions end (or one fails,

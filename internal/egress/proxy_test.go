@@ -375,3 +375,85 @@ func TestStatsCountWithoutHosts(t *testing.T) {
 		t.Errorf("Stats = %d allowed, %d denied; want 1, 2", allowed, denied)
 	}
 }
+
+func TestPlainProxyConnectionServesSeveralHosts(t *testing.T) {
+	u := startUpstreams(t)
+	cfg := u.config(t)
+	_, b, c := serve(t, cfg, cfg.Ceiling)
+	conn, err := net.Dial("tcp", c.proxyAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(conn)
+	ip := "127.0.0.1:" + strconv.Itoa(u.plainPort)
+	for _, origin := range []string{u.plainOrigin, u.plainOrigin, ip, "denied.test"} {
+		fmt.Fprintf(conn, "GET http://%s/ HTTP/1.1\r\nHost: %s\r\n\r\n", origin, origin)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("GET http://%s/ on a shared proxy connection: %v", origin, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want := map[bool]int{true: http.StatusForbidden, false: 200}[origin == "denied.test"]
+		if resp.StatusCode != want {
+			t.Errorf("GET http://%s/ = %d %q, want %d", origin, resp.StatusCode, body, want)
+		}
+	}
+	got := b.Record()
+	want := []Entry{
+		{Host: "127.0.0.1", Port: u.plainPort, Allowed: true, Connections: 1},
+		{Host: "denied.test", Port: 80, Reason: ReasonNotInPolicy, Connections: 1},
+		{Host: "plain.test", Port: u.plainPort, Allowed: true, Connections: 1},
+	}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(Entry{}, "BytesSent", "BytesReceived")); diff != "" {
+		t.Errorf("audit (-want +got):\n%s", diff)
+	}
+	// Each host's bytes are its own requests and responses: the two
+	// requests to plain.test sent about twice what the one to the IP did.
+	if len(got) == 3 && (got[2].BytesSent < got[0].BytesSent || got[0].BytesSent == 0 || got[2].BytesReceived < got[0].BytesReceived) {
+		t.Errorf("bytes not attributed per host: %+v", got)
+	}
+}
+
+func TestPlainProxyRelaysUpgrades(t *testing.T) {
+	u := startUpstreams(t)
+	cfg := u.config(t)
+	_, _, c := serve(t, cfg, cfg.Ceiling)
+	conn, err := net.Dial("tcp", c.proxyAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(conn, "GET http://%s/upgrade HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n", u.plainOrigin, u.plainOrigin)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade through the proxy: %v %v", resp, err)
+	}
+	fmt.Fprintf(conn, "ping\n")
+	if line, err := br.ReadString('\n'); err != nil || line != "ping\n" {
+		t.Errorf("after the upgrade, echo = %q, %v", line, err)
+	}
+}
+
+func TestProxyBoundsRequestHead(t *testing.T) {
+	u := startUpstreams(t)
+	cfg := u.config(t)
+	_, _, c := serve(t, cfg, cfg.Ceiling)
+	conn, err := net.Dial("tcp", c.proxyAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	go func() {
+		fmt.Fprintf(conn, "GET http://%s/ HTTP/1.1\r\nX-Big: %s", u.plainOrigin, strings.Repeat("a", 1<<20))
+	}()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("a 1 MiB request head: %v %v, want 431", resp, err)
+	}
+}

@@ -83,7 +83,7 @@ func splitRule(raw string) (string, int, error) {
 func parsePort(s string) (int, error) {
 	port, err := strconv.Atoi(s)
 	if err != nil || port < 1 || port > 65535 {
-		return 0, fmt.Errorf("port %q is not a number from 1 to 65535", s)
+		return 0, fmt.Errorf("the port must be a number from 1 to 65535 (not %q)", s)
 	}
 	return port, nil
 }
@@ -184,6 +184,12 @@ func (r Rule) matchesHost(host string) bool {
 	return r.Host == host
 }
 
+// matches reports whether r allows host:port (host in any case, with or
+// without a trailing dot).
+func (r Rule) matches(host string, port int) bool {
+	return r.matchesHost(normalizeHost(host)) && r.matchesPort(port)
+}
+
 // matchesPort reports whether r allows port.
 func (r Rule) matchesPort(port int) bool {
 	if r.Port == 0 {
@@ -238,9 +244,8 @@ func (p Policy) None() bool { return len(p.Allow) == 0 }
 // Allows reports whether p allows connecting to host:port. host may be a
 // name (any case, trailing dot ignored) or an IP address.
 func (p Policy) Allows(host string, port int) bool {
-	host = normalizeHost(host)
 	for _, r := range p.Allow {
-		if r.matchesHost(host) && r.matchesPort(port) {
+		if r.matches(host, port) {
 			return true
 		}
 	}

@@ -80,7 +80,7 @@ func TestParseRules(t *testing.T) {
 	}
 }
 
-func mustPolicy(t *testing.T, s string) Policy {
+func mustPolicy(t testing.TB, s string) Policy {
 	t.Helper()
 	rules, err := ParseRules(s)
 	if err != nil {
