@@ -337,6 +337,7 @@ func TestEgressSubprocessHostNetwork(t *testing.T) {
 // (CODEXEC_PRINCIPAL_EGRESS_ALLOW) is narrower than the server's: alice
 // may ask for api only, bob (not listed) for anything in the server's.
 func TestEgressPrincipalCeilings(t *testing.T) {
+	sameInEveryMode(t, "ceilings are checked before any run; the counters in the first pass's mode")
 	n := newEgressNet(t)
 	s := startHTTP(t, "", append(n.env("CODEXEC_AUTH_TOKENS="+tokenFile(t)), "CODEXEC_PRINCIPAL_EGRESS_ALLOW=alice="+n.rule(apiHost))...)
 	alice, bob := s.mustConnect(aliceToken), s.mustConnect(bobToken)
