@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -30,6 +31,33 @@ func TestNetworkDelta(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, NetworkDelta(tc.prev, tc.now)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestHostNetworkSaysSo: without isolation a run has the host's network;
+// a run given a policy says so (network_mode host, no audit, nothing
+// pretending to filter), a run without one says nothing, and the log
+// entry records the same.
+func TestHostNetworkSaysSo(t *testing.T) {
+	e := newTestEngine(t)
+	rules, err := egress.ParseRules("api.test.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		policy egress.Policy
+		want   string
+	}{{"with a policy", egress.Policy{Allow: rules}, NetworkHost}, {"without", egress.Policy{}, ""}} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := e.Execute(context.Background(), Request{Language: "bash", Code: "echo ok", Network: tc.policy})
+			if err != nil || res.Status != StatusSuccess {
+				t.Fatalf("run: %v %+v", err, res)
+			}
+			if res.NetworkMode != tc.want || res.Network != nil {
+				t.Errorf("network_mode %q network %v, want %q and no audit", res.NetworkMode, res.Network, tc.want)
 			}
 		})
 	}
