@@ -244,6 +244,16 @@ func TestEgressSessionPolicy(t *testing.T) {
 			t.Errorf("pip install through the proxy: %q %q", r.Stdout, r.Stderr)
 		}
 	})
+	t.Run("a paused session resumes with its policy", func(t *testing.T) {
+		s.sendNet(st.SessionID, "x = 2", allow(n.rule(plainHost)))
+		if res := s.call("pause_session", map[string]any{"session_id": st.SessionID}); res.IsError {
+			t.Skipf("pause_session unavailable: %s", text(res))
+		}
+		r := s.sendNet(st.SessionID, "import urllib.request\n"+get(n.plain("/hello"))+"\n"+get(n.api("/hello")), nil)
+		if !strings.Contains(r.Stdout, "hello from "+plainHost) || strings.Contains(r.Stdout, "hello from "+apiHost) {
+			t.Errorf("resumed plain-only session: %q %q", r.Stdout, r.Stderr)
+		}
+	})
 	t.Run("a fork keeps its parent's policy", func(t *testing.T) {
 		s.sendNet(st.SessionID, "x = 1", allow(n.rule(plainHost)))
 		var fo struct {
