@@ -108,13 +108,14 @@ type Network struct {
 }
 
 // BindNetwork binds a session interpreter named id, owned by principal,
-// with policy p. A spare interpreter (no owner yet) is bound with an empty
-// principal, which no credential names: the session that adopts it gets
-// its policy later (SetPolicy), never another principal's credentials. Where the backend isolates and the server has
-// any egress ceiling, every interpreter is bound, even with no network
-// (all denied): its policy can be replaced later, which a sandbox whose
-// captured sockets were closed could never take. Without isolation the
-// interpreter has the host's network (Host); nil: egress is off.
+// with policy p. Where the backend isolates and the server has any egress
+// ceiling, every interpreter is bound, even with no network (all denied):
+// its policy can be replaced later, which a sandbox whose captured sockets
+// were closed could never take. A spare interpreter (no owner yet) is
+// bound with an empty principal, which no credential names: the session
+// that adopts it gets its policy later (SetPolicy), never another
+// principal's credentials. Without isolation the interpreter has the
+// host's network (Host); nil: egress is off.
 func (e *Engine) BindNetwork(principal, id string, p egress.Policy) *Network {
 	switch {
 	case !e.backend.Isolated():
