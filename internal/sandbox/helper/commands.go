@@ -11,7 +11,8 @@ import (
 const (
 	// InitCommand runs between the server's fork and bwrap (runc style):
 	// `sandbox-init UID GID PROCS… -- BWRAP ARGS…` places itself in the
-	// run's cgroups while still root, drops to the sandbox uid for good,
+	// run's cgroups while still root, makes a captured network's sockets
+	// if asked (CaptureOption), drops to the sandbox uid for good,
 	// sets no_new_privs and executes bwrap (RunInit); `sandbox-init
 	// --pooled UID GID PROCS…` joins the cgroups, then waits (still root,
 	// for the template plan) for the command on fd 3 (SendLaunch).

@@ -8,18 +8,25 @@
 // # The chain (namespace mode)
 //
 //	codexec (root, server)
-//	  │ fork+exec, stdio pipes, extra fds (seccomp, passwd/group data, stages)
+//	  │ fork+exec, stdio pipes, extra fds (seccomp, passwd/group data, stages);
+//	  │ with a captured network, CLONE_NEWNET: a network namespace owned by
+//	  │ the server's user namespace
 //	  ▼
-//	codexec-sandbox sandbox-init [--root PLAN] UID GID CGROUP.PROCS… -- BWRAP ARGS…   (RunInit)
-//	  │ joins the run's cgroups as root; with --root (RootOption) joins the
+//	codexec-sandbox sandbox-init [--capture K SOCKETS] [--root PLAN] UID GID CGROUP.PROCS… -- BWRAP ARGS…   (RunInit)
+//	  │ joins the run's cgroups as root; with --capture (CaptureOption)
+//	  │ brings lo up, makes the listening sockets and sends them to the
+//	  │ server (below), closing its copies; with --root (RootOption) joins the
 //	  │ server's template mount namespace, unshares a private copy and
 //	  │ mounts the run's detached trees on its points; drops to UID/GID for
 //	  │ good (this thread only: raw setresuid/setresgid), no_new_privs,
 //	  │ pdeathsig; exec
 //	  ▼
 //	bwrap --unshare-user … --seccomp FD --chdir DIR --
-//	  │ new user/pid/net/ipc/uts/mount/cgroup namespaces, tmpfs root,
-//	  │ read-only /usr, workspace, /tmp; seccomp filter; exec
+//	  │ new user/pid/net/ipc/uts/mount/cgroup namespaces (with a captured
+//	  │ network: no new network namespace, it stays in sandbox-init's,
+//	  │ which the program, without capabilities in the server's user
+//	  │ namespace, cannot reconfigure), tmpfs root, read-only /usr,
+//	  │ workspace, /tmp; seccomp filter; exec
 //	  ▼
 //	/opt/codexec/init sandbox-landlock [--keep-ctl|--runner] RW_DIR… -- PROGRAM ARGS…   (RunLandlock)
 //	  │ Landlock domain (read/exec everywhere, write in RW_DIRs and /dev,
@@ -50,11 +57,28 @@
 //
 //	parent ──sendmsg: 8-byte little-endian payload length
 //	                  + SCM_RIGHTS [stdin, stdout, stderr, extra…]──▶ launcher
-//	parent ──JSON {"Argv": [...], "Env": [...], "Root": PLAN} (the payload)──▶ launcher
+//	parent ──JSON {"Argv": [...], "Env": [...], "Root": PLAN, "Net": SOCKETS} (the payload)──▶ launcher
+//	launcher ──"C" + SCM_RIGHTS [captured sockets]──────────────▶ parent   only if Net lists sockets
 //
 // Arguments equal to FdRef+K ("\x00fd:K") become the launcher's number for
 // extra descriptor K. The launcher puts stdio on 0–2, carries out the
-// template plan if any (as root), drops its privileges and execs Argv[0].
+// template plan if any (as root), sets up its network namespace if the
+// payload has "Net" (a launcher the server started with CLONE_NEWNET):
+// loopback up and the sockets, sent back as below, after which it closes
+// fd 3; then it drops its privileges and execs Argv[0].
+//
+// Captured sockets (namespace mode, a backend with a CaptureSpec; Sockets,
+// sendSockets → ReceiveSockets). The first process of a sandbox, root in
+// the network namespace it starts in, makes the listening sockets Sockets
+// lists and hands them to the server, which serves them outside (package
+// sandbox, egress.go) or closes them:
+//
+//	sandbox-init ──"C" + SCM_RIGHTS [proxy?, dns udp?, dns tcp?, port…]──▶ parent
+//
+// on extra descriptor K of --capture K (a socketpair), or on a pooled
+// launcher's fd 3. A forked python child (below) sends the same
+// descriptors attached to its "R". The order is Sockets.List's; the
+// sender closes its copies at once.
 //
 // Warm runner control socket (all modes; EncodeRun, ReadStatus). A runner is
 // an interpreter whose -c/-e program is a stub (runner_python.py,
@@ -85,13 +109,17 @@
 //	zygote ──"Z"──────────────────────────────────────▶ parent   ready
 //	parent ──"F" + SCM_RIGHTS [stdin, stdout, stderr,
 //	          runner ctl, cgroup.procs…]───────────────▶ zygote   clone one runner
-//	program ──"R", then takes its run (EncodeRun) on the runner ctl
+//	program ──"R" (+ SCM_RIGHTS [captured sockets]), then takes its run
+//	          (EncodeRun) on the runner ctl
 //	zygote  ──4-byte native-endian wait status──────────▶ parent  on the runner ctl
 //
 // The program is cloned in its own namespaces (pid 1 of its pid namespace).
 // It joins the run's cgroup (through the cgroup.procs descriptors the
-// parent opened), mounts its private /tmp and /proc, and restricts itself
-// (Landlock, capabilities, no_new_privs, seccomp) before running the code.
+// parent opened), mounts its private /tmp and /proc, brings lo up, makes
+// the captured sockets when the zygote was started with some (its SOCKETS
+// argument; bound with the capabilities it holds in its own user
+// namespace, sent with its "R"), and restricts itself (Landlock,
+// capabilities, no_new_privs, seccomp) before running the code.
 // The zygote reaps it (one pidfd per child) and reports its wait status.
 //
 // Node runners in containers (docker mode; container_warm_node.go). Node

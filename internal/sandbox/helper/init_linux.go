@@ -11,7 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// RunInit is the body of `codexec sandbox-init UID GID PROCS... -- BWRAP ARGS…`.
+// RunInit is the body of `codexec sandbox-init [--capture K SOCKETS] [--root
+// PLAN] UID GID PROCS... -- BWRAP ARGS…`.
 // It never returns on success; on failure it prints why and returns the exit
 // status 125 (the conventional "launcher failed" status).
 func RunInit(args []string) int {
@@ -29,6 +30,17 @@ func RunInit(args []string) int {
 func runInit(args []string) error {
 	if len(args) > 0 && args[0] == "--pooled" {
 		return runPooled(args[1:])
+	}
+	capture := -1
+	var socks Sockets
+	if len(args) > 2 && args[0] == CaptureOption {
+		k, err1 := strconv.Atoi(args[1])
+		s, err2 := ParseSockets(args[2])
+		if err := errors.Join(err1, err2); err != nil || k < 0 {
+			return fmt.Errorf("bad %s %q %q: %v", CaptureOption, args[1], args[2], err)
+		}
+		socks = s
+		capture, args = 3+k, args[3:]
 	}
 	plan := ""
 	if len(args) > 1 && args[0] == RootOption {
@@ -53,6 +65,11 @@ func runInit(args []string) error {
 	for _, f := range args[2:sep] {
 		if err := os.WriteFile(f, pid, 0); err != nil {
 			return fmt.Errorf("join cgroup: %w", err)
+		}
+	}
+	if capture >= 0 {
+		if err := captureInto(capture, socks); err != nil {
+			return err
 		}
 	}
 	if plan != "" {
@@ -110,8 +127,9 @@ func dropPrivileges(uid, gid int) error {
 }
 
 // runPooled is `sandbox-init --pooled UID GID PROCS…`: join the cgroups,
-// wait on fd 3 for the command (ReceiveLaunch, which enters the template
-// namespace as root if asked), drop privileges and exec it.
+// wait on fd 3 for the command (receiveLaunch, which enters the template
+// namespace as root if asked), set up the network namespace if the message
+// says (CaptureOption's work, answered on fd 3), drop privileges and exec it.
 func runPooled(args []string) error {
 	if len(args) < 2 {
 		return fmt.Errorf("usage: %s --pooled UID GID [CGROUP.PROCS…]", InitCommand)
@@ -127,17 +145,24 @@ func runPooled(args []string) error {
 			return fmt.Errorf("join cgroup: %w", err)
 		}
 	}
-	argv, env, err := receiveLaunch()
+	msg, err := receiveLaunch()
 	if err != nil {
 		return err
+	}
+	if msg.Net != nil {
+		// The server started this launcher in a fresh network namespace:
+		// loopback up and the run's sockets, sent back on fd 3.
+		if err := captureInto(3, *msg.Net); err != nil {
+			return err
+		}
 	}
 	if err := dropPrivileges(uid, gid); err != nil {
 		return err
 	}
-	if len(argv) == 0 {
+	if len(msg.Argv) == 0 {
 		return fmt.Errorf("empty command")
 	}
-	return syscall.Exec(argv[0], argv, env)
+	return syscall.Exec(msg.Argv[0], msg.Argv, msg.Env)
 }
 
 // rawWrite writes data to path with plain system calls (no runtime poller).

@@ -21,13 +21,20 @@ type launchMsg struct {
 	Env  []string
 	// Root is the template plan (RootOption), descriptors as extra indexes.
 	Root string `json:",omitempty"`
+	// Net, set when the server started the launcher in a fresh network
+	// namespace, is what to make there (loopback up at least); its
+	// sockets come back on fd 3 (CaptureTag).
+	Net *Sockets `json:",omitempty"`
 }
 
 // SendLaunch hands a pooled launcher, over its control socket ctl, its
 // stdio (fds 0–2), extra descriptors, template plan (RootOption; "" for
-// none) and command. Arguments equal to FdRef+K name extra descriptor K.
-func SendLaunch(ctl *os.File, argv, env []string, plan string, stdio [3]*os.File, extra []*os.File) error {
-	payload, err := json.Marshal(launchMsg{Argv: argv, Env: env, Root: plan})
+// none), network set-up (nil: none; only for a launcher started in a fresh
+// network namespace, whose sockets then come back on ctl: ReceiveSockets
+// with CaptureTag) and command. Arguments equal to FdRef+K name extra
+// descriptor K.
+func SendLaunch(ctl *os.File, argv, env []string, plan string, net *Sockets, stdio [3]*os.File, extra []*os.File) error {
+	payload, err := json.Marshal(launchMsg{Argv: argv, Env: env, Root: plan, Net: net})
 	if err != nil {
 		return err
 	}
@@ -43,7 +50,7 @@ func SendLaunch(ctl *os.File, argv, env []string, plan string, stdio [3]*os.File
 	var serr error
 	if err := raw.Write(func(fd uintptr) bool {
 		serr = unix.Sendmsg(int(fd), hdr, unix.UnixRights(fds...), nil, 0)
-		return true
+		return serr != unix.EAGAIN
 	}); err != nil {
 		return err
 	}
@@ -56,39 +63,17 @@ func SendLaunch(ctl *os.File, argv, env []string, plan string, stdio [3]*os.File
 
 // receiveLaunch is the launcher side of SendLaunch: it reads the command from fd 3,
 // puts stdio on 0–2, enters the template namespace if the message has a
-// plan, and returns argv (with descriptor references resolved) and env.
-// Only raw system calls are used, so the Go runtime's own descriptors are
-// never disturbed before exec.
-func receiveLaunch() (argv, env []string, err error) {
-	hdr := make([]byte, 8)
-	oob := make([]byte, unix.CmsgSpace(64*4))
-	n, oobn, _, _, err := unix.Recvmsg(3, hdr, oob, unix.MSG_CMSG_CLOEXEC)
-	if err != nil || n != 8 {
-		return nil, nil, fmt.Errorf("control message: %v (n=%d)", err, n)
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return nil, nil, errors.New("control message without descriptors")
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) < 3 {
-		return nil, nil, errors.New("control message: bad descriptors")
-	}
-	payload := make([]byte, binary.LittleEndian.Uint64(hdr))
-	for got := 0; got < len(payload); {
-		m, err := unix.Read(3, payload[got:])
-		if err != nil || m == 0 {
-			return nil, nil, fmt.Errorf("control payload: %v", err)
-		}
-		got += m
-	}
-	var msg launchMsg
-	if err := json.Unmarshal(payload, &msg); err != nil {
-		return nil, nil, err
+// plan, and returns the message (argv with descriptor references
+// resolved). Only raw system calls are used, so the Go runtime's own
+// descriptors are never disturbed before exec.
+func receiveLaunch() (launchMsg, error) {
+	msg, fds, err := readLaunch()
+	if err != nil {
+		return msg, err
 	}
 	for i := 0; i < 3; i++ {
 		if err := unix.Dup3(fds[i], i, 0); err != nil {
-			return nil, nil, err
+			return msg, err
 		}
 	}
 	if msg.Root != "" {
@@ -99,19 +84,49 @@ func receiveLaunch() (argv, env []string, err error) {
 			return fds[3+k], true
 		}
 		if err := enterRoot(msg.Root, extra); err != nil {
-			return nil, nil, err
+			return msg, err
 		}
 	}
 	for i, a := range msg.Argv {
 		if k, ok := cutFdRef(a); ok && k >= 0 && 3+k < len(fds) {
 			fd := fds[3+k]
 			if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
-				return nil, nil, err
+				return msg, err
 			}
 			msg.Argv[i] = strconv.Itoa(fd)
 		}
 	}
-	return msg.Argv, msg.Env, nil
+	return msg, nil
+}
+
+// readLaunch reads one launch message and its descriptors from fd 3.
+func readLaunch() (msg launchMsg, fds []int, err error) {
+	hdr := make([]byte, 8)
+	oob := make([]byte, unix.CmsgSpace(64*4))
+	n, oobn, _, _, err := unix.Recvmsg(3, hdr, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil || n != 8 {
+		return msg, nil, fmt.Errorf("control message: %v (n=%d)", err, n)
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return msg, nil, errors.New("control message without descriptors")
+	}
+	fds, err = unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) < 3 {
+		return msg, nil, errors.New("control message: bad descriptors")
+	}
+	payload := make([]byte, binary.LittleEndian.Uint64(hdr))
+	for got := 0; got < len(payload); {
+		m, err := unix.Read(3, payload[got:])
+		if err != nil || m == 0 {
+			return msg, nil, fmt.Errorf("control payload: %v", err)
+		}
+		got += m
+	}
+	if err := json.Unmarshal(payload, &msg); err != nil {
+		return msg, nil, err
+	}
+	return msg, fds, nil
 }
 
 func cutFdRef(a string) (int, bool) {

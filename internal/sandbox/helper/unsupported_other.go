@@ -28,7 +28,7 @@ func RunLandlock(args []string) int {
 func LandlockABI() int { return 0 }
 
 // SendLaunch fails: there are no pooled launchers off Linux.
-func SendLaunch(ctl *os.File, argv, env []string, plan string, stdio [3]*os.File, extra []*os.File) error {
+func SendLaunch(ctl *os.File, argv, env []string, plan string, net *Sockets, stdio [3]*os.File, extra []*os.File) error {
 	return errUnsupported
 }
 

@@ -60,6 +60,9 @@ type bwrapArgs struct {
 	// over, and zygoteRoot (if set) created as their workspace root.
 	zygote     bool
 	zygoteRoot string
+	// ownNet: sandbox-init starts in a network namespace of the server's
+	// (capture.go), which bwrap shares instead of making an empty one.
+	ownNet bool
 	// seccompFd is the descriptor number of the seccomp program handed to a
 	// zygote.
 	seccompFd string
@@ -121,7 +124,10 @@ func (b *bwrapArgs) attachTemplate() error {
 
 func (b *bwrapArgs) buildArgs(spec sandbox.Spec) error {
 	uid, gid := strconv.Itoa(b.n.opts.UID), strconv.Itoa(b.n.opts.GID)
-	b.add("--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup")
+	b.add("--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup")
+	if !b.ownNet {
+		b.add("--unshare-net")
+	}
 	if !b.zygote {
 		b.add("--disable-userns")
 	}
@@ -129,6 +135,9 @@ func (b *bwrapArgs) buildArgs(spec sandbox.Spec) error {
 		"--hostname", "codexec", "--ro-bind", "/usr", "/usr")
 	b.rootLinks()
 	b.etc()
+	if err := b.captureFiles(); err != nil {
+		return err
+	}
 	b.add("--ro-bind-try", fontCache, fontCache)
 	if err := b.identity(cmp.Or(spec.Dir, warmDir)); err != nil {
 		return err
@@ -239,6 +248,20 @@ func (b *bwrapArgs) etc() {
 	for _, f := range etcFiles {
 		b.add("--ro-bind-try", f, f)
 	}
+}
+
+// captureFiles binds the CaptureSpec's files read-only over their places
+// (capture.go), through staging mounts: their host directory may be out of
+// the sandbox uid's reach.
+func (b *bwrapArgs) captureFiles() error {
+	for _, f := range b.n.files {
+		p, err := b.stage.Bind(f.host)
+		if err != nil {
+			return fmt.Errorf("sandbox: captured network file %s: %w", f.host, err)
+		}
+		b.add("--ro-bind", p, f.dest)
+	}
+	return nil
 }
 
 func (b *bwrapArgs) rootLinks() {

@@ -35,6 +35,9 @@ type launcher struct {
 	wait func() error
 	cg   *cgroup.Group
 	ctl  *os.File
+	// ownNet: started in a network namespace of its own (the backend
+	// captures networks), which it sets up when launched.
+	ownNet bool
 }
 
 // launcherPool keeps launcherPoolSize launchers ready for one set of limits
@@ -127,6 +130,9 @@ func (n *Backend) newLauncher(lim sandbox.Limits, name string) (*launcher, error
 		_ = cg.Destroy()
 		return nil, err
 	}
+	// Non-blocking on the server's end, so the wait for captured sockets
+	// can time out.
+	_ = unix.SetNonblock(fds[0], true)
 	ctl, child := os.NewFile(uintptr(fds[0]), "ctl"), os.NewFile(uintptr(fds[1]), "ctl-child")
 	defer child.Close()
 	args := []string{helper.InitCommand, "--pooled", strconv.Itoa(n.opts.UID), strconv.Itoa(n.opts.GID)}
@@ -135,17 +141,36 @@ func (n *Backend) newLauncher(lim sandbox.Limits, name string) (*launcher, error
 	cmd.Env = []string{}
 	cmd.ExtraFiles = []*os.File{child}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	ownNet := n.capturing()
+	if ownNet {
+		// Made now, at no cost to the run: bwrap shares it instead of
+		// making one (capture.go).
+		newNet(cmd)
+	}
 	wait, err := proc.StartTracked(cmd)
 	if err != nil {
 		_ = ctl.Close()
 		_ = cg.Destroy()
 		return nil, err
 	}
-	return &launcher{cmd: cmd, wait: wait, cg: cg, ctl: ctl}, nil
+	return &launcher{cmd: cmd, wait: wait, cg: cg, ctl: ctl, ownNet: ownNet}, nil
 }
 
-// send hands the launcher its stdio, extra descriptors, template plan and
-// command (helper.SendLaunch).
-func (w *launcher) send(argv, env []string, plan string, stdio [3]*os.File, extra []*os.File) error {
-	return helper.SendLaunch(w.ctl, argv, env, plan, stdio, extra)
+// launch hands the launcher its stdio, extra descriptors, template plan
+// and command (helper.SendLaunch), and closes its control socket. A
+// launcher in a network namespace of its own sets loopback up there and,
+// if capture, makes socks, whose Capture it returns.
+func (w *launcher) launch(argv, env []string, plan string, socks helper.Sockets, capture bool, stdio [3]*os.File, extra []*os.File) (*sandbox.Capture, error) {
+	defer w.ctl.Close()
+	var net *helper.Sockets
+	if w.ownNet {
+		net = &helper.Sockets{}
+		if capture {
+			net = &socks
+		}
+	}
+	if err := helper.SendLaunch(w.ctl, argv, env, plan, net, stdio, extra); err != nil || !capture {
+		return nil, err
+	}
+	return receiveCapture(w.ctl, helper.CaptureTag, socks)
 }

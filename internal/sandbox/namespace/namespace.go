@@ -19,6 +19,7 @@ import (
 	"github.com/codexec/codexec/internal/confine"
 	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/capture"
 	"github.com/codexec/codexec/internal/sandbox/helper"
 	"github.com/codexec/codexec/internal/sandbox/idmap"
 	"github.com/codexec/codexec/internal/sandbox/mounttemplate"
@@ -33,7 +34,10 @@ import (
 // (memory, CPU and pids limits, group kill, OOM detection). The file system
 // is a tmpfs root with read-only /usr (and the /bin, /lib… links), a few /etc
 // files, fresh /proc and /dev, a size-limited /tmp and the workspace (the
-// only writable host directory) at its host path. Only loopback networking.
+// only writable host directory) at its host path. Only loopback networking:
+// with a CaptureSpec, the network namespace is the server's (the program
+// cannot change it) and its captured sockets are served outside by the
+// run's egress owner (capture.go).
 type Backend struct {
 	opts    Options
 	cg      cgroup.Info
@@ -57,6 +61,10 @@ type Backend struct {
 	// ids makes the idmapped mounts of caller directories run with their
 	// owner's rights (Spec.DirOwner; owner.go).
 	ids *idmap.Mapper
+	// files are the CaptureSpec's files as bound in every sandbox, and
+	// placeholders the template's points for them (capture.go).
+	files        []captureFile
+	placeholders []string
 }
 
 // keptGroups bounds the emptied cgroups kept for reuse: about as many as
@@ -109,8 +117,15 @@ func newBackend(o Options) (*Backend, error) {
 	if err := userNamespacesEnabled(); err != nil {
 		return nil, err
 	}
+	if err := capture.Check(o.CaptureSpec); err != nil {
+		return nil, err
+	}
+	files, placeholders, err := captureFiles(o.CaptureSpec)
+	if err != nil {
+		return nil, err
+	}
 	proc.SweepDeadRunsOnce()
-	n := &Backend{opts: o, cg: cgroup.Detect(), ids: idmap.New(o.Exe, o.UID, o.GID)}
+	n := &Backend{opts: o, cg: cgroup.Detect(), ids: idmap.New(o.Exe, o.UID, o.GID), files: files, placeholders: placeholders}
 	n.groups = cgroup.NewPool(n.cg, keptGroups)
 	n.launchers = &launcherPool{n: n}
 	n.runners.Pool = warm.NewPool(o.Pool, n.startRunner)
@@ -137,7 +152,7 @@ func newBackend(o Options) (*Backend, error) {
 	}
 	root, err := staging.Root()
 	if err == nil {
-		n.tmpl, err = openTemplate(n.opts, root)
+		n.tmpl, err = openTemplate(n.opts, root, n.placeholders)
 	}
 	if err != nil {
 		slog.Info("sandboxes start from the host mount namespace", "reason", err)
@@ -193,7 +208,8 @@ func (*Backend) Isolated() bool { return true }
 // User is the unprivileged host user programs run as.
 func (n *Backend) User() confine.Identity { return confine.As(n.opts.UID, n.opts.GID) }
 
-// Start starts spec in a fresh sandbox. spec.Network is refused. A warm
+// Start starts spec in a fresh sandbox. spec.Network is refused; with a
+// CaptureSpec, spec.Egress serves the sandbox's sockets (capture.go). A warm
 // runner is used when spec.Warm asks for one and one is ready; else a pooled
 // launcher (already in its cgroup) when one is ready for spec.Limits;
 // otherwise a cgroup and a launcher are made on the spot.
@@ -304,28 +320,40 @@ func (n *Backend) start(spec sandbox.Spec, name string, cg *cgroup.Group, w *lau
 	if err != nil {
 		return nil, err
 	}
-	b := &bwrapArgs{n: n, stage: st, refs: w != nil}
+	socks, captured := n.runSockets(spec)
+	b := &bwrapArgs{n: n, stage: st, refs: w != nil, ownNet: captured || (w != nil && w.ownNet)}
 	defer b.CloseFiles()
 	if err := b.build(spec); err != nil {
 		_ = st.Release()
 		return nil, err
 	}
 	var p *proc.HostProc
+	var c *sandbox.Capture
 	hooks := n.runHooks(cg, st, &p)
 	bwrapArgv := append(append([]string{n.opts.Bwrap}, b.args...), spec.Argv...)
 	if w != nil {
 		p, err = proc.Launch(w.cmd, spec.Stdin, spec.Stdout, spec.Stderr, hooks, func(stdio [3]*os.File) (func() error, error) {
-			err := w.send(bwrapArgv, spec.Env, b.plan, stdio, b.files)
-			_ = w.ctl.Close()
+			var err error
+			c, err = w.launch(bwrapArgv, spec.Env, b.plan, socks, captured, stdio, b.files)
 			return w.wait, err
 		})
 	} else {
-		p, err = proc.Start(n.coldCmd(spec, cg, bwrapArgv, b.files, b.plan), spec.Stdin, spec.Stdout, spec.Stderr, hooks)
+		cmd := n.coldCmd(spec, cg, bwrapArgv, b.files, b.plan)
+		p, err = proc.Launch(cmd, spec.Stdin, spec.Stdout, spec.Stderr, hooks, func(stdio [3]*os.File) (func() error, error) {
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio[0], stdio[1], stdio[2]
+			if !captured {
+				return proc.StartTracked(cmd)
+			}
+			wait, cc, err := startCaptured(cmd, socks)
+			c = cc
+			return wait, err
+		})
 	}
 	if err != nil {
 		_ = st.Release()
 		return nil, fmt.Errorf("sandbox: start bwrap: %w", err)
 	}
+	capture.Hand(spec.Egress, c)
 	return p, nil
 }
 
@@ -409,6 +437,7 @@ func (n *Backend) startWarm(spec sandbox.Spec, req warm.Request, r *nsRunner) (*
 		e.AttachExec(p)
 	}
 	_ = r.mntns.Close()
+	capture.Hand(spec.Egress, r.takeCapture())
 	_, err = r.Ctl.Write(helper.EncodeRun(spec.Dir, spec.Env, req.Code, req.Args))
 	if !r.forked && !early { // the others report their status on it
 		_ = r.Ctl.Close()

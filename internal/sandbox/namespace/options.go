@@ -5,9 +5,12 @@
 // namespace bwrap starts from (template.go, built by package
 // mounttemplate; a run's trees are staged by package staging), pooled
 // sandbox-init launchers (launcher.go), warm runners
-// (runner.go) and binding a workspace into one (bind.go), and python
-// fork-servers (zygote.go). The child side of its re-executions is package
-// helper. All of it needs
+// (runner.go) and binding a workspace into one (bind.go), python
+// fork-servers (zygote.go), and the captured network (capture.go): with a
+// CaptureSpec, a sandbox's network namespace is made by the server (owned
+// by its user namespace, so the program cannot alter its routes, links or
+// sockets) and its listening sockets are handed to the run's egress owner.
+// The child side of its re-executions is package helper. All of it needs
 // Linux; elsewhere (other.go) New reports the mode unavailable.
 package namespace
 
@@ -43,4 +46,10 @@ type Options struct {
 	Prewarm []sandbox.Spec
 	// Pool configures warm runners (see package warm); Size 0 disables them.
 	Pool sandbox.PoolOptions
+	// CaptureSpec, when enabled, gives every sandbox a network namespace
+	// of the server's with its listening sockets (capture.go), and its
+	// Files bound read-only over their targets; runs with Spec.Egress get
+	// the sockets served. Nil or disabled: no network but loopback, at no
+	// cost, as without it.
+	CaptureSpec *sandbox.CaptureSpec
 }

@@ -5,6 +5,7 @@ package namespace
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"strconv"
 
 	"github.com/codexec/codexec/internal/cgroup"
@@ -27,6 +28,17 @@ type nsRunner struct {
 	exit   sandbox.Exit
 	// lead is a forked runner's program (nil for the others).
 	lead *proc.NamespaceInit
+	// capture is the runner's sockets (capture.go) until a run takes them
+	// (takeCapture); nil when the backend captures no network.
+	capture *sandbox.Capture
+}
+
+// takeCapture hands over the runner's sockets: the taking run serves or
+// closes them.
+func (r *nsRunner) takeCapture() *sandbox.Capture {
+	c := r.capture
+	r.capture = nil
+	return c
 }
 
 func (r *nsRunner) Destroy() {
@@ -39,6 +51,7 @@ func (r *nsRunner) Destroy() {
 
 func (r *nsRunner) CloseFiles() {
 	r.Stub.CloseFiles()
+	_ = r.takeCapture().Close()
 	r.lead.Close()
 	if r.mntns != nil {
 		_ = r.mntns.Close()
@@ -53,7 +66,7 @@ func (n *Backend) launchRunner(spec sandbox.Spec, cg *cgroup.Group, st *staging.
 		return nil, err
 	}
 	defer rp.CloseChild()
-	b := &bwrapArgs{n: n, stage: st, warm: true, exec: exec, files: []*os.File{rp.Child[3]}}
+	b := &bwrapArgs{n: n, stage: st, warm: true, exec: exec, files: []*os.File{rp.Child[3]}, ownNet: n.capturing()}
 	rp.Child[3] = nil // closed with b's files
 	defer b.CloseFiles()
 	if err := b.build(spec); err != nil {
@@ -62,13 +75,13 @@ func (n *Backend) launchRunner(spec sandbox.Spec, cg *cgroup.Group, st *staging.
 	}
 	cmd := n.coldCmd(spec, cg, append(append([]string{n.opts.Bwrap}, b.args...), spec.Argv...), b.files, b.plan)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = rp.Child[0], rp.Child[1], rp.Child[2]
-	wait, err := proc.StartTracked(cmd)
+	wait, c, err := n.startRunnerInit(cmd)
 	if err != nil {
 		rp.Close()
 		return nil, err
 	}
 	rp.R.Cmd, rp.R.Wait = cmd, wait
-	r := &nsRunner{Stub: rp.R, cg: cg, st: st}
+	r := &nsRunner{Stub: rp.R, cg: cg, st: st, capture: c}
 	rp.CloseChild()
 	b.CloseFiles()
 	if err := r.AwaitReady(); err != nil {
@@ -83,6 +96,16 @@ func (n *Backend) launchRunner(spec sandbox.Spec, cg *cgroup.Group, st *staging.
 	}
 	r.Mem = cg.MemoryCurrent()
 	return r, nil
+}
+
+// startRunnerInit starts a runner's sandbox-init, with the backend's
+// sockets (kept for the run that takes the runner) if it captures networks.
+func (n *Backend) startRunnerInit(cmd *exec.Cmd) (func() error, *sandbox.Capture, error) {
+	if !n.capturing() {
+		wait, err := proc.StartTracked(cmd)
+		return wait, nil, err
+	}
+	return startCaptured(cmd, n.sockets())
 }
 
 // destroyProcess kills and reaps the runner's processes without removing

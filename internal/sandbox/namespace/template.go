@@ -35,15 +35,16 @@ func templateOK(o Options) error {
 		return fmt.Errorf("bwrap %s is outside /usr", o.Bwrap)
 	}
 	// A run's own points: workspace, /tmp, program directory, a few mounts.
-	if len(o.ReadOnly)+8 > mounttemplate.Points {
+	if len(o.ReadOnly)+8 > mounttemplate.Points || (o.CaptureSpec.Enabled() && len(o.CaptureSpec.Files)+8 > mounttemplate.Points) {
 		return fmt.Errorf("%d read-only directories leave too few template mount points", len(o.ReadOnly))
 	}
 	return nil
 }
 
 // openTemplate builds the backend's template namespace, if bwrap can start
-// from one.
-func openTemplate(o Options, scratch string) (*mounttemplate.Template, error) {
+// from one, with an empty file at each of placeholders (the captured
+// network's files in /etc, bound over them per run).
+func openTemplate(o Options, scratch string, placeholders []string) (*mounttemplate.Template, error) {
 	if err := templateOK(o); err != nil {
 		return nil, err
 	}
@@ -53,6 +54,9 @@ func openTemplate(o Options, scratch string) (*mounttemplate.Template, error) {
 		Links:   rootLinks,
 		Files:   append(append([]string{}, etcFiles...), fontCache),
 		Write:   []mounttemplate.File{{Path: "/etc/passwd"}, {Path: "/etc/group", Data: []byte(groupData(o.GID))}},
+	}
+	for _, p := range placeholders {
+		c.Write = append(c.Write, mounttemplate.File{Path: p})
 	}
 	if !o.NoLandlock {
 		c.Helper, c.HelperAt = o.Exe, landlockInitPath

@@ -40,9 +40,10 @@ import (
 //	                      │  reports its wait status on the       private /tmp, /dev/shm and
 //	                      │  run's control socket                 workspace root tmpfs (the
 //	                      │                                       server's mounts below /tmp
-//	                      │                                       moved onto it), lo up,
-//	                      ▼                                       fresh /proc, says "R",
-//	                                                              waits for the run;
+//	                      │                                       moved onto it), lo up (and
+//	                      │                                       the captured sockets, sent
+//	                      ▼                                       with its "R"), fresh /proc,
+//	                                                              says "R", waits for the run;
 //	                   next "F"                                   then Landlock (own domain),
 //	                                                              no caps, no_new_privs,
 //	                                                              seccomp, no fds > 2,
@@ -83,6 +84,9 @@ type zygote struct {
 	st   *staging.Stage
 	mu   sync.Mutex
 	dead bool
+	// socks are what each child makes in its network namespace and sends
+	// with its "R" (nil: loopback only; capture.go).
+	socks *helper.Sockets
 }
 
 // zygoteReady bounds a zygote's start-up.
@@ -168,6 +172,10 @@ func (n *Backend) startZygote(req warm.Request) (z *zygote, retErr error) {
 	name := "zygote-" + strconv.FormatInt(runSeq.Add(1), 10)
 	spec := req.Base
 	z = &zygote{}
+	if n.capturing() {
+		socks := n.sockets()
+		z.socks = &socks
+	}
 	var err error
 	if z.cg, err = cgroup.New(n.cg, name, cgroup.Limits{MemoryBytes: spec.Limits.MemoryBytes}); err != nil {
 		return nil, err
@@ -193,7 +201,7 @@ func (n *Backend) startZygote(req warm.Request) (z *zygote, retErr error) {
 	if err := b.build(spec); err != nil {
 		return nil, err
 	}
-	argv := append(append([]string{n.opts.Bwrap}, b.args...), zygoteArgv(spec, b, n)...)
+	argv := append(append([]string{n.opts.Bwrap}, b.args...), zygoteArgv(spec, b, n, z.socks)...)
 	cmd := n.coldCmd(spec, z.cg, argv, b.files, b.plan)
 	cmd.Stderr = os.Stderr
 	wait, err := proc.StartTracked(cmd)
@@ -208,8 +216,9 @@ func (n *Backend) startZygote(req warm.Request) (z *zygote, retErr error) {
 // zygoteArgv is the interpreter command line: the runner's flags, the
 // zygote's -c program and its arguments (seccomp descriptor, /tmp size,
 // workspace root, capset's syscall number, ids, clone's syscall number,
-// /dev/shm size, the stub's definitions).
-func zygoteArgv(spec sandbox.Spec, b *bwrapArgs, n *Backend) []string {
+// /dev/shm size, the sockets each child makes (helper.Sockets.String; ""
+// for none), the stub's definitions).
+func zygoteArgv(spec sandbox.Spec, b *bwrapArgs, n *Backend, socks *helper.Sockets) []string {
 	argv := append([]string{}, spec.Argv[:len(spec.Argv)-1]...) // drop the runner stub
 	disk := spec.Limits.DiskBytes
 	if disk <= 0 {
@@ -217,7 +226,15 @@ func zygoteArgv(spec sandbox.Spec, b *bwrapArgs, n *Backend) []string {
 	}
 	return append(argv, zygoteBoot, b.seccompFd, strconv.FormatInt(disk, 10), b.zygoteRoot,
 		strconv.Itoa(unix.SYS_CAPSET), strconv.Itoa(n.opts.UID), strconv.Itoa(n.opts.GID),
-		strconv.Itoa(unix.SYS_CLONE), strconv.FormatInt(shmSize(spec), 10), zygoteDefs)
+		strconv.Itoa(unix.SYS_CLONE), strconv.FormatInt(shmSize(spec), 10), childSockets(socks), zygoteDefs)
+}
+
+// childSockets is a zygote child's sockets argument: "" for loopback only.
+func childSockets(socks *helper.Sockets) string {
+	if socks == nil || len(socks.List()) == 0 {
+		return ""
+	}
+	return socks.String()
 }
 
 func (z *zygote) AwaitReady() error {
@@ -331,7 +348,11 @@ func forkInto(z *zygote, cg *cgroup.Group) (*nsRunner, error) {
 	rp.CloseChild()
 	r := &nsRunner{Stub: rp.R, cg: cg, forked: true}
 	r.Wait = r.forkedWait
-	if err == nil {
+	switch {
+	case err != nil:
+	case z.socks != nil:
+		r.capture, err = receiveCapture(r.Ctl, helper.ReadyTag, *z.socks)
+	default:
 		err = r.AwaitReady()
 	}
 	if err == nil {

@@ -6,7 +6,9 @@ def __codexec_zygote():
     # socket and cgroup files attached) it clones a child in new user, mount,
     # pid, ipc, uts and network namespaces (pid 1 of its own). The child
     # joins the run's cgroup, mounts a private /tmp, /dev/shm (and workspace
-    # root) and a fresh /proc, reports "R", waits for the run, restricts
+    # root) and a fresh /proc, makes the captured network's sockets if the
+    # fork-server was started with some (they go with its "R", attached),
+    # reports "R", waits for the run, restricts
     # itself (Landlock domain of its own, no capabilities, no_new_privs, the
     # sandbox's seccomp filter, no descriptors above stdio) and executes the
     # code as `python -c` would. The fork-server waits for each child (a
@@ -22,10 +24,29 @@ def __codexec_zygote():
     # running the import machinery; the stub then removes it from
     # sys.modules, which a fresh interpreter's lacks.
     import atexit
+
+    def parse_sockets(arg):
+        # helper.Sockets.String: "proxy:PORT", "dns", "tcp:PORT", in the
+        # wire order of their descriptors.
+        out = []
+        for f in arg.split():
+            kind, _, port = f.partition(":")
+            if kind == "proxy":
+                out.append((_socket.SOCK_STREAM, "127.0.0.1", int(port)))
+            elif kind == "dns":
+                out.append((_socket.SOCK_DGRAM, "127.0.0.1", 53))
+                out.append((_socket.SOCK_STREAM, "127.0.0.1", 53))
+            elif kind == "tcp":
+                out.append((_socket.SOCK_STREAM, "0.0.0.0", int(port)))
+            elif kind != "lo":
+                raise OSError("bad socket %r" % f)
+        return out
+
     argv = sys.argv[1:]
     seccomp_fd, tmp_size, ws_root = int(argv[0]), int(argv[1]), argv[2]
     nr_capset, uid, gid = int(argv[3]), int(argv[4]), int(argv[5])
     nr_clone, shm_size = int(argv[6]), int(argv[7])
+    capture = parse_sockets(argv[8])
     if "threading" in sys.modules:
         # Children are cloned without python's after-fork handlers, which
         # threads would need.
@@ -130,6 +151,30 @@ def __codexec_zygote():
     shm_opts = b"size=%d,mode=1777" % shm_size
     ws_root_b = os.fsencode(ws_root)
 
+    def make_sockets():
+        # The captured network's listening sockets, made while the child
+        # still has its capabilities in the user namespace that owns its
+        # network namespace (ports below 1024); the program cannot bind
+        # them, nor change the namespace, once they are dropped.
+        fds = []
+        for kind, host, port in capture:
+            s = _socket.socket(_socket.AF_INET, kind)
+            s.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
+            s.bind((host, port))
+            if kind == _socket.SOCK_STREAM:
+                s.listen(128)
+            fds.append(s.detach())
+        return fds
+
+    def ready_with(fds):
+        # "R" with the sockets attached (SCM_RIGHTS), on the run's control
+        # socket; closerange() then closes this process's copies.
+        s = _socket.socket(fileno=3)
+        try:
+            s.sendmsg([b"R"], [(SOL_SOCKET, SCM_RIGHTS, struct.pack("%di" % len(fds), *fds))])
+        finally:
+            s.detach()
+
     def namespaces():
         write_file("/proc/self/uid_map", uid_map)
         write_file("/proc/self/setgroups", b"deny")
@@ -142,6 +187,7 @@ def __codexec_zygote():
         loopback_up()
         if ws_root:
             mount(b"tmpfs", ws_root_b, b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
+        return make_sockets() if capture else None
 
     def landlock_base():
         # The ruleset's access and the rules for the zygote's own read-only
@@ -190,7 +236,7 @@ def __codexec_zygote():
         check(syscall(nr_capset, cap_header, cap_data), "capset")
         check(prctl(22, 2, seccomp_fprog, 0, 0), "seccomp")
 
-    def program():
+    def program(sockets):
         # Everything but the run itself happens before "R", off the run's
         # path. The workspace is mounted later by the server below /tmp or
         # ws_root, whose rules cover it (Landlock checks a mount point's
@@ -198,11 +244,14 @@ def __codexec_zygote():
         mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
         landlock()
         drop_privileges()
+        if sockets:
+            ready_with(sockets)
         closerange(4, 1 << 30)
         for name in zygote_modules:
             del sys.modules[name]
         _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
-        write(3, b"R")
+        if not sockets:
+            write(3, b"R")
         gc.unfreeze()
         return __codexec_read_run()
 
@@ -217,8 +266,7 @@ def __codexec_zygote():
         for fd in fds[:4]:
             if fd > 3:
                 close(fd)
-        namespaces()
-        return program()
+        return program(namespaces())
 
     def start(fds):
         # Clones a child for one run. Returns, in the fork-server, the
