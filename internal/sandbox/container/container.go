@@ -57,6 +57,9 @@ func New(ctx context.Context, o Options) (*Backend, error) {
 	if o.UID == 0 {
 		o.UID = 65534
 	}
+	if err := checkCapture(o); err != nil {
+		return nil, err
+	}
 	cli, err := exec.LookPath(o.CLI)
 	if err != nil {
 		return nil, fmt.Errorf("container CLI %q not found on PATH: install docker or podman, or set CODEXEC_DOCKER_CLI to the one installed", o.CLI)
@@ -72,13 +75,15 @@ func New(ctx context.Context, o Options) (*Backend, error) {
 	c.sweepAtStart(ctx)
 	proc.GuardContainers(cli, labelInstance+"="+instance.Self())
 	sweepWarmRoots()
-	if o.Pool.Size > 0 {
+	if o.Pool.Size > 0 || o.CaptureSpec.Enabled() {
 		if c.warmRoot, err = os.MkdirTemp("", warmRootPrefix+instance.Self()+"-"); err != nil {
 			return nil, err
 		}
 		if err := os.Chmod(c.warmRoot, 0o711); err != nil {
 			return nil, err
 		}
+	}
+	if o.Pool.Size > 0 {
 		c.runners.Pool = warm.NewPool(o.Pool, c.newRunner)
 	}
 	return c, nil
@@ -90,6 +95,10 @@ func combinedTracked(cmd *exec.Cmd) (string, error) {
 	err := proc.RunTracked(cmd)
 	return string(b.b), err
 }
+
+// podman reports whether the CLI is podman's own (whose run can write the
+// container's pid to a file).
+func (c *Backend) podman() bool { return filepath.Base(c.cli) == "podman" }
 
 // Name returns "docker".
 func (*Backend) Name() string { return "docker" }
@@ -126,7 +135,12 @@ func (c *Backend) startCold(spec sandbox.Spec) (*proc.HostProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(c.cli, c.runArgs(spec, name, src, c.target(spec), withDeadline(containerArgv(spec.Argv, c.mappedDir(spec)), spec.Deadline))...)
+	g, ctCmd, extra, err := c.gateIfCaptured(withDeadline(containerArgv(spec.Argv, c.mappedDir(spec)), spec.Deadline))
+	if err != nil {
+		_ = st.Release()
+		return nil, err
+	}
+	cmd := exec.Command(c.cli, c.runArgs(spec, name, src, c.target(spec), ctCmd, extra...)...)
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	var killed atomic.Bool
@@ -136,7 +150,11 @@ func (c *Backend) startCold(spec sandbox.Spec) (*proc.HostProc, error) {
 	p, err := proc.Start(cmd, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
 	if err != nil {
 		_ = st.Release()
+		g.close()
 		return nil, fmt.Errorf("sandbox: start %s: %w", c.opts.CLI, err)
+	}
+	if err := c.captureCold(p, g, name, spec); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -221,7 +239,7 @@ func (c *Backend) runArgs(spec sandbox.Spec, name, src, target string, cmd []str
 	if spec.ProgramDir != "" {
 		a = append(a, "-v", spec.ProgramDir+":"+sandbox.ProgramPath+":ro")
 	}
-	for _, m := range spec.Mounts {
+	for _, m := range c.readOnlyMounts(spec) {
 		t := m.Target
 		if t == "" {
 			t = m.Host
@@ -233,6 +251,16 @@ func (c *Backend) runArgs(spec sandbox.Spec, name, src, target string, cmd []str
 	}
 	a = append(append(append(a, labelArgs()...), extra...), c.opts.Image)
 	return append(a, cmd...)
+}
+
+// readOnlyMounts are the files and directories mounted read-only into
+// spec's container: the run's own, then the network capture's files (the
+// resolver configuration and CA bundle), over what the image has there.
+func (c *Backend) readOnlyMounts(spec sandbox.Spec) []sandbox.Mount {
+	if !c.opts.CaptureSpec.Enabled() {
+		return spec.Mounts
+	}
+	return append(slices.Clip(spec.Mounts), c.opts.CaptureSpec.Files...)
 }
 
 // containerEnv keeps the run's variables except PATH (the image has its

@@ -25,6 +25,14 @@ type Options struct {
 	// Mask lists host paths hidden (empty tmpfs or /dev/null) when they lie
 	// strictly below a workspace: ~/.ssh, the data directory, ….
 	Mask []string
+	// CaptureSpec, when enabled, gives every container the sockets of a
+	// run's network through the egress owner (capture.go): the container
+	// still has no network (Network must be none), and the server makes
+	// the sockets in its namespace before the program starts, then hands
+	// them to the run's sandbox.Spec.Egress (or closes them). It needs the
+	// server to be root beside a rootful engine. Nil or not enabled: no
+	// sockets, as without egress.
+	CaptureSpec *sandbox.CaptureSpec
 	// Pool configures warm containers for python runs (warm.go);
 	// a zero Size disables them.
 	Pool sandbox.PoolOptions

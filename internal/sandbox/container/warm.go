@@ -67,6 +67,11 @@ type ctRunner struct {
 	// deadline is the server's end of the deadline FIFO (container_life.go),
 	// written and closed at take time.
 	deadline *os.File
+	// pid is the stub's host pid; capture, the sockets made in its
+	// container's network namespace when the backend captures the network,
+	// handed to the run's egress (or closed) at take time.
+	pid     int
+	capture *sandbox.Capture
 }
 
 func (r *ctRunner) CloseFiles() {
@@ -120,6 +125,9 @@ func (c *Backend) newRunner(req warm.Request) (warm.Runner, error) {
 		if ct.deadline != nil {
 			_ = ct.deadline.Close()
 		}
+		if ct.capture != nil {
+			_ = ct.capture.Close()
+		}
 		_ = c.cliQuiet("rm", "-f", name)
 		_ = os.RemoveAll(dir)
 	}
@@ -134,6 +142,14 @@ func (c *Backend) newRunner(req warm.Request) (warm.Runner, error) {
 	if err != nil {
 		ct.free()
 		return nil, err
+	}
+	// The sockets exist before any run is given: its program finds them
+	// from its first instruction.
+	if c.opts.CaptureSpec.Enabled() {
+		if ct.capture, err = captureIn(ct.pid, c.opts.CaptureSpec); err != nil {
+			ct.Destroy()
+			return nil, err
+		}
 	}
 	return ct, nil
 }
@@ -259,6 +275,7 @@ func (r *ctRunner) adoptCtl(conn *net.UnixConn) (int, error) {
 // inspect records, from /proc, what a take needs of the stub's process:
 // its mount namespace, cgroup and environment, and what it holds.
 func (r *ctRunner) inspect(pid int) error {
+	r.pid = pid
 	procDir := "/proc/" + strconv.Itoa(pid)
 	host, err := warm.HostMountNS()
 	if err != nil {
@@ -356,6 +373,10 @@ func (c *Backend) startWarm(spec sandbox.Spec, req warm.Request, r *ctRunner) (*
 	if err != nil {
 		c.runners.DestroyLater(r)
 		return nil, err
+	}
+	if r.capture != nil {
+		handOver(r.capture, spec.Egress)
+		r.capture = nil
 	}
 	name := r.name
 	var killed atomic.Bool

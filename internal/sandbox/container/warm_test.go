@@ -21,6 +21,12 @@ import (
 // "node" for the image with node), or skips.
 func newTestContainer(t *testing.T, pool sandbox.PoolOptions, extra ...string) *Backend {
 	t.Helper()
+	return newTestContainerWith(t, func(o *Options) { o.Pool = pool }, extra...)
+}
+
+// newTestContainerWith is newTestContainer with options set by set.
+func newTestContainerWith(t testing.TB, set func(*Options), extra ...string) *Backend {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("warm containers need root beside a rootful engine")
 	}
@@ -38,7 +44,9 @@ func newTestContainer(t *testing.T, pool sandbox.PoolOptions, extra ...string) *
 	if out, err := exec.Command("bash", append([]string{"../../../scripts/sandbox-test-image.sh", cli, image}, extra...)...).CombinedOutput(); err != nil {
 		t.Skipf("building %s: %v\n%s", image, err, out)
 	}
-	c, err := New(context.Background(), Options{CLI: cli, Image: image, Pool: pool, OwnedRoot: sandboxtest.OwnedRoot})
+	o := Options{CLI: cli, Image: image, OwnedRoot: sandboxtest.OwnedRoot}
+	set(&o)
+	c, err := New(context.Background(), o)
 	if err != nil {
 		t.Skip(err)
 	}

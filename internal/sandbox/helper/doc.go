@@ -132,6 +132,14 @@
 // server end is written with the run's deadline at take time and whose
 // loss of writer (a dead server) ends the container.
 //
+// Container gate (docker mode with a captured network; container/gate.go):
+// a cold container's first process is a shell that writes "up\n" to the
+// FIFO "ready" and waits for "go\n" on the FIFO "go" (both in a directory
+// bound at /run/codexec-gate) before it execs the run's command; between
+// the two the server makes the captured sockets in the container's network
+// namespace. The loss of the go FIFO's writer (a dead server) makes the
+// shell exit 125.
+//
 // Watchdog (all modes; proc.StartWatchdog → RunWatchdog, watchdog.go). One
 // `sandbox-watchdog MARKER_PREFIX` per server, in its own process group,
 // stdin a pipe whose write end only the server holds (close-on-exec):
