@@ -152,7 +152,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr 
 	if spec, ok := engine.PrewarmSpec(opts, langs, runtime.Python); ok {
 		first = append(first, spec)
 	}
-	backend, err := SelectBackend(ctx, cfg, env, langs, first...)
+	backend, err := SelectBackend(ctx, cfg, env, langs, a.egress.Capture(), first...)
 	if err != nil {
 		return nil, err
 	}
