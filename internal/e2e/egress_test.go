@@ -158,6 +158,25 @@ func TestEgressRefusals(t *testing.T) {
 			t.Errorf("CONNECT to an IP literal was not refused: %q %q", r.Stdout, r.Stderr)
 		}
 	})
+	t.Run("SNI other than the CONNECT host", func(t *testing.T) {
+		n.needPythonTLS(t)
+		code := fmt.Sprintf(`import socket, ssl
+s = socket.create_connection(('127.0.0.1', 3128), timeout=20)
+s.sendall(b'CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n')
+print(s.recv(4096).decode().split('\r\n')[0])
+try:
+    ssl.create_default_context().wrap_socket(s, server_hostname=%q)
+    print('handshake done')
+except (ssl.SSLError, OSError) as e:
+    print('refused', e)`, n.rule(apiHost), n.rule(apiHost), evilHost)
+		r, _ := s.execNet("python", code, allow(n.rule(apiHost)))
+		if !strings.Contains(r.Stdout, "refused") {
+			t.Errorf("a TLS handshake naming %s through a tunnel to %s went on: %q %q", evilHost, apiHost, r.Stdout, r.Stderr)
+		}
+		if ok, reason, _ := r.audit(apiHost); ok || !strings.Contains(reason, "sni") {
+			t.Errorf("audit %+v: want the connection denied for its SNI", r.Network)
+		}
+	})
 	t.Run("search by host", func(t *testing.T) {
 		var out struct {
 			Results []struct {
