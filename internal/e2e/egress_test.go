@@ -407,6 +407,8 @@ func TestEgressBadSettingsRefuseStart(t *testing.T) {
 	sameInEveryMode(t, "settings checked at start, before any run")
 	notPEM := t.TempDir() + "/ca.pem"
 	writeFile(t, notPEM, "not a certificate")
+	badCreds := t.TempDir() + "/credentials.yaml"
+	writeFile(t, badCreds, "credentials:\n  - host: api.test.example\n    value_env: HOME\n    placeholder: API_TOKEN\n")
 	cases := []struct {
 		env  []string
 		want []string
@@ -415,6 +417,7 @@ func TestEgressBadSettingsRefuseStart(t *testing.T) {
 		{[]string{"CODEXEC_EGRESS_ALLOW=api.test.example", "CODEXEC_PRINCIPAL_EGRESS_ALLOW=alice=evil.test.example"}, []string{"CODEXEC_PRINCIPAL_EGRESS_ALLOW", "evil.test.example"}},
 		{[]string{"CODEXEC_EGRESS_ALLOW=api.test.example", "CODEXEC_EGRESS_RESOLVE=api.test.example=nowhere"}, []string{"CODEXEC_EGRESS_RESOLVE", "nowhere"}},
 		{[]string{"CODEXEC_EGRESS_ALLOW=api.test.example", "CODEXEC_EGRESS_CA_FILE=" + notPEM}, []string{"CODEXEC_EGRESS_CA_FILE", notPEM}},
+		{[]string{"CODEXEC_EGRESS_ALLOW=api.test.example", "CODEXEC_EGRESS_CREDENTIALS=" + badCreds}, []string{"CODEXEC_EGRESS_CREDENTIALS", "header"}},
 	}
 	for _, tc := range cases {
 		cmd := exec.Command(binary(t), "serve")
