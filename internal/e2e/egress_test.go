@@ -85,7 +85,7 @@ func TestEgressBackgroundAndCodeMode(t *testing.T) {
 // denied.
 func TestEgressRefusals(t *testing.T) {
 	n := newEgressNet(t)
-	s := start(t, n.env()...)
+	s := start(t, n.env("ALLOWED_COMMANDS=python3")...)
 	requireEgress(t, s, n)
 	apiOnly := allow(n.rule(apiHost))
 	fetch := func(url string) string {
@@ -95,6 +95,12 @@ func TestEgressRefusals(t *testing.T) {
 		r, _ := s.execNet("python", fetch(n.api("/hello")), nil)
 		if strings.Contains(r.Stdout, "hello from") || len(r.Network) != 0 || r.NetworkMode != "" {
 			t.Errorf("a run without network reached out: %+v", r)
+		}
+	})
+	t.Run("argv programs have no network", func(t *testing.T) {
+		res := s.call("execute_process", map[string]any{"file": "python3", "args": []string{"-c", fetch(n.plain("/hello"))}})
+		if out := text(res); strings.Contains(out, "hello from") || !strings.Contains(out, "failed") {
+			t.Errorf("execute_process reached the network: %s", out)
 		}
 	})
 	t.Run("outside the ceiling", func(t *testing.T) {
