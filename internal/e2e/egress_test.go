@@ -261,6 +261,19 @@ func TestEgressSessionPolicy(t *testing.T) {
 			t.Errorf("run_code's audit %+v lacks %s", after.Network, apiHost)
 		}
 	})
+	t.Run("a node session given network later", func(t *testing.T) {
+		var ns struct {
+			SessionID string `json:"session_id"`
+		}
+		if res := s.callInto("start_session", map[string]any{"language": "node"}, &ns); res.IsError {
+			t.Fatalf("start_session node: %s", text(res))
+		}
+		code := fmt.Sprintf("const r = await fetch(%q); console.log(await r.text())", n.api("/hello"))
+		r := s.sendNet(ns.SessionID, code, allow(n.rule(apiHost)))
+		if !strings.Contains(r.Stdout, "hello from "+apiHost) {
+			t.Errorf("node session: %q %q", r.Stdout, r.Stderr)
+		}
+	})
 	t.Run("pip install from an allowed index", func(t *testing.T) {
 		code := fmt.Sprintf("import subprocess, sys\np = subprocess.run([sys.executable, '-m', 'pip', 'install', '--no-cache-dir', '--disable-pip-version-check', '--index-url', %q, '--target', '/tmp/pk', 'tinypkg'], capture_output=True, text=True)\nprint(p.returncode, p.stdout[-300:], p.stderr[-600:])\nsys.path.insert(0, '/tmp/pk')\nimport tinypkg; print('VALUE', tinypkg.VALUE)",
 			n.api("/simple/"))

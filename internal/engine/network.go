@@ -123,7 +123,11 @@ func (e *Engine) BindNetwork(principal, id string, p egress.Policy) *Network {
 	case !e.egress.Enabled():
 		return nil
 	}
-	return &Network{&runNetwork{b: e.egress.Bind(id, principal, p), env: e.egress.Env(principal, p)}}
+	// The variables are those of the principal's whole ceiling, not of p:
+	// they are fixed when the interpreter starts, and a policy given later
+	// must find the proxy, the CA bundle (node reads only its variable) and
+	// the placeholders there. They grant nothing: the binding decides.
+	return &Network{&runNetwork{b: e.egress.Bind(id, principal, p), env: e.egress.Env(principal, e.egress.Ceiling(principal))}}
 }
 
 // SetPolicy replaces the network's policy whole: new connections get p,
