@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/codexec/codexec/internal/config"
+	"github.com/codexec/codexec/internal/egress"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/inflight"
@@ -99,6 +100,8 @@ type App struct {
 	// sessions is the session Manager (its drain pauses the sessions when
 	// replicas share paused sessions).
 	sessions *session.Manager
+	// egress serves the network of runs that have one (nil: off).
+	egress *egress.Service
 	// draining is set once a shutdown began: /readyz then fails.
 	draining atomic.Bool
 }
@@ -140,13 +143,16 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr 
 	if err != nil {
 		return nil, err
 	}
+	if a.egress, err = buildEgress(cfg); err != nil {
+		return nil, err
+	}
 	// python's first warm runner starts with the backend, beside its
 	// start-up probe, so the first python run after a start finds it warm.
 	var first []sandbox.Spec
 	if spec, ok := engine.PrewarmSpec(opts, langs, runtime.Python); ok {
 		first = append(first, spec)
 	}
-	backend, err := SelectBackend(ctx, cfg, env, langs, first...)
+	backend, err := SelectBackend(ctx, cfg, env, langs, a.egress.Capture(), first...)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +193,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr 
 	// session by then.
 	a.closers = append(a.closers, func() { _ = opts.Journal.Close() })
 	guard := newGuard(cfg, env)
-	a.Engine, err = engine.New(opts, engine.Deps{Backend: backend, Languages: langs, Guard: guard, Log: logger})
+	a.Engine, err = engine.New(opts, engine.Deps{Backend: backend, Languages: langs, Guard: guard, Log: logger, Egress: a.egress})
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +206,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr 
 	if err != nil {
 		return nil, err
 	}
-	sdeps := session.Deps{Engine: a.Engine, Languages: langs, Log: logger, Journal: opts.Journal}
+	sdeps := session.Deps{Engine: a.Engine, Languages: langs, Log: logger, Journal: opts.Journal, Egress: a.egress}
 	if a.replicas != nil {
 		sdeps.Claims = a.replicas
 	}
@@ -216,7 +222,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr 
 	a.closers = append(a.closers, sessions.Close)
 	a.sessions = sessions
 	deps := mcpserver.Deps{Config: cfg, Engine: a.Engine, Sessions: sessions, Packages: installer, SessionPackages: sessions,
-		Isolated: backend.Isolated(), Shell: shellOptions(cfg, env, backend, langs), ExecLog: logger}
+		Isolated: backend.Isolated(), Shell: shellOptions(cfg, env, backend, langs), ExecLog: logger, Egress: a.egress}
 	if l := quota.NewLocal(cfg.MaxConcurrent, cfg.QueueWait); l != nil {
 		deps.Limiter = l
 	}

@@ -27,26 +27,28 @@ const subprocessWarning = "code runs as a plain host process with full filesyste
 // namespace and falls back to subprocess with a loud warning; an explicit
 // mode that cannot run here is an error naming the reason. langs may be nil
 // (then interpreters outside /usr are not made visible to namespace mode).
-// prewarm are runs whose warm runners namespace mode starts at once.
-func SelectBackend(ctx context.Context, cfg config.Config, env HostEnv, langs *runtime.Set, prewarm ...sandbox.Spec) (sandbox.Backend, error) {
+// prewarm are runs whose warm runners namespace mode starts at once;
+// capture (nil: none) are the sockets every isolated sandbox gets for the
+// egress owner (egress.Service.Capture).
+func SelectBackend(ctx context.Context, cfg config.Config, env HostEnv, langs *runtime.Set, capture *sandbox.CaptureSpec, prewarm ...sandbox.Spec) (sandbox.Backend, error) {
 	switch cfg.SandboxMode {
 	case config.ModeSubprocess:
 		slog.Warn("SANDBOX MODE subprocess: " + subprocessWarning)
 		return subprocess.New(poolOptions(cfg)), nil
 	case config.ModeNamespace:
-		b, err := namespace.New(ctx, namespaceOptions(cfg, env, langs, prewarm))
+		b, err := namespace.New(ctx, namespaceOptions(cfg, env, langs, capture, prewarm))
 		if err != nil {
 			return nil, fmt.Errorf("CODEXEC_SANDBOX_MODE=namespace cannot run on this host: %w (run `codexec doctor`)", err)
 		}
 		return b, nil
 	case config.ModeDocker:
-		b, err := container.New(ctx, containerOptions(cfg, env))
+		b, err := container.New(ctx, containerOptions(cfg, env, capture))
 		if err != nil {
 			return nil, fmt.Errorf("CODEXEC_SANDBOX_MODE=docker cannot run on this host: %w (run `codexec doctor`)", err)
 		}
 		return b, nil
 	case config.ModeAuto:
-		b, err := namespace.New(ctx, namespaceOptions(cfg, env, langs, prewarm))
+		b, err := namespace.New(ctx, namespaceOptions(cfg, env, langs, capture, prewarm))
 		if err == nil {
 			return b, nil
 		}
@@ -131,11 +133,12 @@ func localRoots(home string) []string {
 	return out
 }
 
-func namespaceOptions(cfg config.Config, env HostEnv, langs *runtime.Set, prewarm []sandbox.Spec) namespace.Options {
+func namespaceOptions(cfg config.Config, env HostEnv, langs *runtime.Set, capture *sandbox.CaptureSpec, prewarm []sandbox.Spec) namespace.Options {
 	mask := append(forbidden(env), internalDirs(cfg)...)
 	return namespace.Options{OwnedRoot: cfg.SandboxDir, Mask: mask, ReadOnly: interpreterPrefixes(langs),
-		Pool:    poolOptions(cfg),
-		Prewarm: prewarm}
+		Pool:        poolOptions(cfg),
+		Prewarm:     prewarm,
+		CaptureSpec: capture}
 }
 
 // interpreterPrefixes returns, for every interpreter outside /usr, the
@@ -164,9 +167,9 @@ func poolOptions(cfg config.Config) sandbox.PoolOptions {
 	return sandbox.PoolOptions{Size: cfg.PoolSize, Burst: cfg.PoolBurst, Idle: cfg.PoolIdle, MemoryBytes: cfg.PoolMemoryBytes, Fork: cfg.PoolFork == "on"}
 }
 
-func containerOptions(cfg config.Config, env HostEnv) container.Options {
+func containerOptions(cfg config.Config, env HostEnv, capture *sandbox.CaptureSpec) container.Options {
 	return container.Options{CLI: cfg.DockerCLI, Image: cfg.DockerImage, Network: cfg.DockerNetwork,
-		Pool: poolOptions(cfg), OwnedRoot: cfg.SandboxDir, Mask: append(forbidden(env), internalDirs(cfg)...)}
+		Pool: poolOptions(cfg), OwnedRoot: cfg.SandboxDir, Mask: append(forbidden(env), internalDirs(cfg)...), CaptureSpec: capture}
 }
 
 // Doctor prints which sandbox modes work on this host and why not, and
@@ -195,6 +198,7 @@ func Doctor(ctx context.Context, cfg config.Config, env HostEnv, w io.Writer, re
 			fmt.Fprintln(w, "auto mode will use: namespace")
 		}
 	}
+	doctorEgress(cfg, w, cfg.SandboxMode == config.ModeSubprocess || (cfg.SandboxMode == config.ModeAuto && nsErr != nil))
 	if err != nil {
 		fmt.Fprintf(w, "error: configured mode %s cannot run: %v\n", cfg.SandboxMode, err)
 		return 1
@@ -203,7 +207,7 @@ func Doctor(ctx context.Context, cfg config.Config, env HostEnv, w io.Writer, re
 }
 
 func doctorNamespace(ctx context.Context, cfg config.Config, env HostEnv, langs *runtime.Set, w io.Writer) error {
-	b, err := namespace.New(ctx, namespaceOptions(cfg, env, langs, nil))
+	b, err := namespace.New(ctx, namespaceOptions(cfg, env, langs, nil, nil))
 	if err != nil {
 		fmt.Fprintf(w, "namespace: UNAVAILABLE: %v\n", err)
 		return err
@@ -250,7 +254,7 @@ func awaitWarm(b warmBackend, kind string, t0 time.Time) string {
 }
 
 func doctorContainer(ctx context.Context, cfg config.Config, env HostEnv, langs *runtime.Set, w io.Writer) error {
-	c, err := container.New(ctx, containerOptions(cfg, env))
+	c, err := container.New(ctx, containerOptions(cfg, env, nil))
 	if err != nil {
 		printContainerUnavailable(w, err)
 		return err

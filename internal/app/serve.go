@@ -164,6 +164,9 @@ func (a *App) instrument(m *metrics.Metrics) {
 	if st := a.store; st != nil {
 		m.CounterFunc("store_queries_total", "Statements sent to the shared PostgreSQL store (round trips).", func() float64 { return float64(st.Queries()) })
 	}
+	if a.egress.Enabled() {
+		m.EgressConnections(a.egress.Stats)
+	}
 	if p, ok := a.backend.(sandbox.Pooled); ok {
 		m.WarmPool(func() []metrics.PoolSample { return poolSamples(p) })
 	}

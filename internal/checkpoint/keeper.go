@@ -55,6 +55,9 @@ type Record struct {
 	// Secrets are the carried values named like secrets (fork_session
 	// copies them only when allowed).
 	Secrets []string `json:"secrets,omitempty"`
+	// Network are the session's network rules (package egress), carried
+	// to the session resumed or forked from this checkpoint.
+	Network []string `json:"network,omitempty"`
 }
 
 // KeeperOptions configure a Keeper.

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codexec/codexec/internal/egress"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/errcode"
 	"github.com/codexec/codexec/internal/execlog"
@@ -51,6 +52,8 @@ type Request struct {
 	// Prepare, if set, places files in the workspace first (see
 	// engine.Request.Prepare).
 	Prepare func(ws *files.Root) error
+	// Network is the run's resolved network policy (engine.Request.Network).
+	Network egress.Policy
 }
 
 // Execute runs a code-mode request on eng's run path. Like
@@ -76,7 +79,7 @@ func Execute(ctx context.Context, eng *engine.Engine, req Request) (engine.Resul
 	ch.src = src
 	return eng.Execute(ctx, engine.Request{Language: req.Language, Code: req.Code, Program: src, Timeout: req.Timeout,
 		WorkingDir: req.WorkingDir, Tool: "execute_code", Context: req.Call, Observe: req.Observe, Intent: req.Intent,
-		MemoryBytes: req.MemoryBytes, Prepare: req.Prepare, Channel: ch})
+		MemoryBytes: req.MemoryBytes, Prepare: req.Prepare, Channel: ch, Network: req.Network})
 }
 
 func validate(req *Request) error {

@@ -132,6 +132,9 @@ type Config struct {
 
 	// Background bounds background runs (package runs).
 	Background Background
+
+	// Egress is a run's network through codexec's proxy (egress.go).
+	Egress Egress
 }
 
 // Background holds the settings of background runs.
@@ -331,7 +334,7 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("%s must be an absolute path (or start with ~/), got %q", d.name, d.v))
 		}
 	}
-	errs = append(errs, c.Remote.validate(), validateStore(c.Store), c.Blob.validate(), c.validateReplica(), c.validateCheckpoint())
+	errs = append(errs, c.Remote.validate(), validateStore(c.Store), c.Blob.validate(), c.validateReplica(), c.validateCheckpoint(), c.validateEgress())
 	return errors.Join(errs...)
 }
 

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/codexec/codexec/internal/diskbound"
+	"github.com/codexec/codexec/internal/egress"
 	"github.com/codexec/codexec/internal/errcode"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/files"
@@ -80,6 +81,9 @@ type Deps struct {
 	Guard *pathguard.Guard
 	// Log is the execution log; nil logs nothing.
 	Log *execlog.Logger
+	// Egress serves the network of runs that have one (Request.Network);
+	// nil: no run has network.
+	Egress *egress.Service
 }
 
 // Engine runs code. Create it with New.
@@ -89,6 +93,7 @@ type Engine struct {
 	langs   *runtime.Set
 	guard   *pathguard.Guard
 	log     *execlog.Logger
+	egress  *egress.Service
 
 	mu          sync.RWMutex
 	unavailable map[string]error
@@ -120,7 +125,7 @@ func New(opts Options, deps Deps) (*Engine, error) {
 	if err := os.MkdirAll(opts.SandboxDir, 0o700); err != nil {
 		return nil, fmt.Errorf("engine: sandbox dir: %w", err)
 	}
-	return &Engine{opts: opts, backend: deps.Backend, langs: deps.Languages, guard: deps.Guard, log: deps.Log,
+	return &Engine{opts: opts, backend: deps.Backend, langs: deps.Languages, guard: deps.Guard, log: deps.Log, egress: deps.Egress,
 		unavailable: map[string]error{}, kickCheck: make(chan struct{})}, nil
 }
 

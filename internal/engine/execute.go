@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/codexec/codexec/internal/artifacts"
+	"github.com/codexec/codexec/internal/egress"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/output"
@@ -73,6 +74,9 @@ type Request struct {
 	// Channel, if set, carries the run's side channel on its stdin and
 	// stdout (code mode's tool calls and result).
 	Channel Channel
+	// Network is the run's network policy, already resolved within the
+	// caller's ceiling (egress.Service.Resolve); zero: no network.
+	Network egress.Policy
 	// dirWritable: the program may write its workspace (set from the
 	// workspace's placement; see Engine.Workspace).
 	dirWritable bool
@@ -121,6 +125,11 @@ type Result struct {
 	// WorkingDirNote says how the code could use a caller's working_dir.
 	WorkingDirNote string `json:"working_dir_note,omitempty" jsonschema:"how the code could use the given working_dir (read-only, or unconfined in subprocess mode)"`
 	LogError       string `json:"log_error,omitempty" jsonschema:"set when this execution could not be recorded in the execution log, and why; the result itself is complete"`
+	// Network is the audit of a run that had network through the proxy
+	// (absent when it tried no connection, or had no network).
+	Network []egress.Entry `json:"network,omitempty" jsonschema:"each destination, allowed or denied (reason), connections, bytes"`
+	// NetworkMode is NetworkHost when the run had the host's network.
+	NetworkMode string `json:"network_mode,omitempty" jsonschema:"host: subprocess mode, the run had the host's network, unfiltered"`
 	// Resumed is set on the first result of a paused session that resumed
 	// for this call (sessionckpt.Resumed): its checkpoint's age and, by name,
 	// what came back and what was lost. Untyped so the schema stays small.
@@ -305,7 +314,11 @@ func (e *Engine) buildAndRun(ctx context.Context, res Result, id, lang string, w
 		}
 	}
 	changes := ws.trackChanges(root, placed)
-	oc := e.runProcess(ctx, e.codeSpec(id, lang, prog.Argv, progDir, ws, req))
+	spec := e.codeSpec(id, lang, prog.Argv, progDir, ws, req)
+	net := e.attachNetwork(ctx, id, req.Network)
+	spec.Egress, spec.Env = net.egressOf(), append(spec.Env, net.environ()...)
+	oc := e.runProcess(ctx, spec)
+	net.finish(&res)
 	res = changes.Apply(res)
 	res = ws.NoteDiskFull(fillOutcome(res, oc, req.Timeout, e.opts.Limits.MemoryBytes))
 	if e.opts.AfterRun != nil && !req.NoLog {
@@ -459,8 +472,9 @@ func (e *Engine) logExecution(ctx context.Context, res Result, req Request, call
 		TimedOut: res.TimedOut, Truncated: res.Truncated, DurationMs: res.DurationMs, MemoryPeakMB: res.MemoryPeakMB,
 		SandboxMode: res.SandboxMode, WorkingDir: res.WorkingDir, Artifacts: res.Diff, Context: req.Context,
 		ExecutedAt: started.UTC(), Owner: tenant.From(ctx), Intent: req.Intent, ToolCalls: calls,
-		Background: startHook(ctx) != nil,
+		Background: startHook(ctx) != nil, NetworkMode: res.NetworkMode,
 	}
+	entry.Network = res.Network
 	if err := e.log.AppendExecution(entry); err != nil {
 		slog.Error("execution log write failed; result still returned", "execution_id", res.ExecutionID, "err", err)
 		return err.Error()

@@ -121,6 +121,8 @@ type StartRequest struct {
 	Mounts         []sandbox.Mount
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+	// Network is the interpreter's network (BindNetwork); nil for none.
+	Network *Network
 }
 
 // StartProcess starts req and returns the running process; the caller
@@ -131,6 +133,9 @@ func (e *Engine) StartProcess(ctx context.Context, req StartRequest) (sandbox.Pr
 	spec := sandboxSpec(e.opts, processSpec{ID: req.ID, Argv: req.Argv, Dir: ws.Dir.Path, DirWritable: ws.Dir.Writable, DirOwner: dirOwner(ws.Dir),
 		Env: env, Stdin: req.Stdin, Mounts: req.Mounts, TmpDir: ws.tmpDir()}, e.opts.Limits)
 	spec.Stdout, spec.Stderr = req.Stdout, req.Stderr
+	if req.Network != nil {
+		spec.Egress, spec.Env = req.Network.n.egressOf(), append(spec.Env, req.Network.n.environ()...)
+	}
 	return e.backend.Start(ctx, spec)
 }
 

@@ -34,6 +34,9 @@ type processSpec struct {
 	OnStdout, OnStderr func([]byte)
 	// Network asks to keep host networking (sandbox.Spec.Network).
 	Network bool
+	// Egress is the run's network through the egress owner
+	// (sandbox.Spec.Egress; attachNetwork), nil for none.
+	Egress sandbox.Egress
 	// TmpDir is exposed as /tmp by isolated backends (sandbox.Spec.TmpDir).
 	TmpDir string
 	// WrapStdout, if set, sits between the program's stdout and the output
@@ -104,7 +107,7 @@ func sandboxSpec(opts Options, spec processSpec, limits sandbox.Limits) sandbox.
 	s := sandbox.Spec{
 		ID: spec.ID, Argv: spec.Argv, Dir: spec.Dir, DirWritable: spec.DirWritable, DirOwner: spec.DirOwner, Env: spec.Env, Stdin: spec.Stdin, ProgramDir: spec.ProgramDir,
 		Mounts: append(append([]sandbox.Mount(nil), opts.Mounts...), spec.Mounts...), Limits: limits,
-		Network: spec.Network, Warm: spec.Warm, TmpDir: spec.TmpDir, Background: spec.Background,
+		Network: spec.Network, Egress: spec.Egress, Warm: spec.Warm, TmpDir: spec.TmpDir, Background: spec.Background,
 	}
 	if spec.Timeout > 0 {
 		s.Deadline = spec.Timeout + opts.KillGrace + deadlineSlack

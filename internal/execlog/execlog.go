@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/codexec/codexec/internal/artifacts"
+	"github.com/codexec/codexec/internal/egress"
 )
 
 // Entry is one execution (type "execution"), one-shot or in a session.
@@ -72,6 +73,12 @@ type Entry struct {
 	// Background marks a background run (the call returned before it ran;
 	// get_run reads it), so a lost one is still found as a run.
 	Background bool `json:"background,omitempty"`
+	// Network is the audit of a run that had network through the egress
+	// proxy: one entry per destination, allowed or denied (package egress).
+	Network []egress.Entry `json:"network,omitempty"`
+	// NetworkMode is "host" for a run that asked for network in a mode
+	// without isolation: it had the host's network, unfiltered.
+	NetworkMode string `json:"network_mode,omitempty"`
 }
 
 // ToolCall is one upstream tool call made by code-mode code.

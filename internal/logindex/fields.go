@@ -2,6 +2,9 @@ package logindex
 
 import (
 	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"strings"
 	"time"
 
 	"github.com/codexec/codexec/internal/execlog"
@@ -49,7 +52,47 @@ func (l line) fields() Fields {
 		ExecutedAt: time.UnixMilli(l.when().UnixMilli()).UTC()}
 	return Fields{Hit: h, Owner: owner(l.Owner), Key: TimeKey(l.when()) + int64(fnv32(l.ExecutionID)%ridSlots),
 		Text: []string{l.Code, l.Stdout + "\n" + l.Stderr + "\n" + l.ErrorMessage,
-			metaToken("status", status) + " " + metaToken("lang", l.Language) + ownerTokens(l.Owner)}}
+			metaToken("status", status) + " " + metaToken("lang", l.Language) + ownerTokens(l.Owner) + l.networkTokens()}}
+}
+
+// networkTokens are the filter tokens of the hosts in l's network audit
+// (Query.Host, Query.DeniedHost), each once.
+func (l line) networkTokens() string {
+	seen := map[string]bool{}
+	var b strings.Builder
+	for _, n := range l.Network {
+		t := HostToken(n.Host, !n.Allowed)
+		if !seen[t] {
+			seen[t] = true
+			b.WriteString(" " + t)
+		}
+	}
+	return b.String()
+}
+
+// HostToken is the filter token of a host in a run's network audit:
+// reached (allowed) or denied. Host names hold characters the full-text
+// tokenizers split on, so the token carries a hash of the name instead.
+func HostToken(host string, denied bool) string {
+	kind := "net"
+	if denied {
+		kind = "deny"
+	}
+	h := fnv.New64a()
+	h.Write([]byte(strings.ToLower(strings.TrimSuffix(strings.TrimSpace(host), "."))))
+	return metaToken(kind, fmt.Sprintf("%016x", h.Sum64()))
+}
+
+// hostTokens are the filter tokens q asks for.
+func (q Query) hostTokens() []string {
+	var out []string
+	if q.Host != "" {
+		out = append(out, HostToken(q.Host, false))
+	}
+	if q.DeniedHost != "" {
+		out = append(out, HostToken(q.DeniedHost, true))
+	}
+	return out
 }
 
 // AsLogged completes an entry read back from a store as Get returns it:
@@ -90,3 +133,7 @@ func RetentionCutoffs(now time.Time, r Retention) (success, failure, days time.T
 	days = oldest.Add(-time.Nanosecond).UTC().Truncate(24 * time.Hour)
 	return now.AddDate(0, 0, -r.Success), now.AddDate(0, 0, -r.Failure), days
 }
+
+// HostTokens are the filter tokens of q's host filters, for a store that
+// records Fields.Text as words.
+func HostTokens(q Query) []string { return q.hostTokens() }

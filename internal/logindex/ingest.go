@@ -35,6 +35,10 @@ type line struct {
 	ExecutedAt   time.Time  `json:"executed_at"`
 	At           *time.Time `json:"at"`
 	Owner        string     `json:"owner"`
+	Network      []struct {
+		Host    string `json:"host"`
+		Allowed bool   `json:"allowed"`
+	} `json:"network"`
 }
 
 // when is the execution time of a line.

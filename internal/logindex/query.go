@@ -44,8 +44,11 @@ type Query struct {
 	Language string
 	Status   string // success | failed | timeout | cancelled | lost
 	Text     string // words that must all occur in the code or the output
-	Since    time.Time
-	Limit    int
+	// Host and DeniedHost keep runs whose network audit has the host
+	// reached (allowed), or denied.
+	Host, DeniedHost string
+	Since            time.Time
+	Limit            int
 }
 
 // MaxLimit caps one page of results.
@@ -140,6 +143,12 @@ func (q Query) where(owner string) (string, string, []any, error) {
 	m := MatchExpr(q.Text)
 	if m == "" && strings.TrimSpace(q.Text) != "" {
 		return "", "", nil, fmt.Errorf("%w: %q has no searchable words", ErrInvalidQuery, q.Text)
+	}
+	for _, t := range q.hostTokens() {
+		if m != "" {
+			m += " AND "
+		}
+		m += `"` + t + `"`
 	}
 	if m != "" {
 		return q.ftsWhere(m, owner)

@@ -29,6 +29,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/config"
+	"github.com/codexec/codexec/internal/egress"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/files"
@@ -65,8 +66,11 @@ import (
 // operator whose agents need no background runs leaves out the runs
 // toolset (CODEXEC_TOOLSETS). The transfer argument of upload_file and
 // download_file (bytes over a URL instead of base64 in JSON) added 159:
-// 13,179, and the budget grew by as much.
-const ModelSurfaceBudget = 13100 + 159
+// 13,179, and the budget grew by as much. The network argument (on the
+// six tools that start or run code: execute_code, run_script,
+// start_session, send_to_session, create_context, run_code) and the host
+// filters of search_execution_logs added 1,096: 14,275.
+const ModelSurfaceBudget = 13100 + 159 + 1096
 
 // WireBudget is the most characters the whole default tools/list may cost
 // (compact JSON of its tools array, output schemas included): what a client
@@ -84,8 +88,11 @@ const ModelSurfaceBudget = 13100 + 159
 // always present, null on success (nullable in the three output schemas of
 // execute_code's shape), added 66: 27,125. logs present ([] included) on
 // every code-mode result (nullable in execute_code's schema) added 28:
-// 27,153.
-const WireBudget = 26700 + 293 + 66 + 66 + 28
+// 27,153. A run's network: the argument and host filters above (1,096)
+// and the audit (network, network_mode) in the five results that carry it
+// (execute_code's shape thrice, run_code, get_execution_log) added 2,790:
+// 29,943.
+const WireBudget = 26700 + 293 + 66 + 66 + 28 + 2790
 
 // Version is the server version reported to clients (serverInfo.version
 // in initialize): the module version of this build, as `codexec version`
@@ -120,6 +127,7 @@ type Deps struct {
 	Isolated bool            // the backend keeps runs off the host and the network: tools' openWorldHint is false
 	Shell    shell.Options   // execute_command and execute_process: allowlist, cwd roots, bash, PATH
 	ExecLog  *execlog.Logger // the execution log, whose write failure search_execution_logs reports; nil: none
+	Egress   *egress.Service // resolves the tools' network argument; nil: no network allowed
 }
 
 // Server is the MCP server with every enabled tool registered.
@@ -159,11 +167,11 @@ func New(deps Deps) (*Server, error) {
 	fs := filetools.New(filetools.Deps{Config: deps.Config, Files: deps.Files, Sessions: deps.Sessions, Transfers: deps.Transfers})
 	s.files = fs
 	run := runtools.Deps{Config: deps.Config, Engine: deps.Engine, Sessions: deps.Sessions, Scripts: deps.Scripts,
-		Upstreams: deps.Upstreams, Shell: deps.Shell, Files: fs, Isolated: deps.Isolated, Peers: s.peers()}
+		Upstreams: deps.Upstreams, Shell: deps.Shell, Files: fs, Isolated: deps.Isolated, Peers: s.peers(), Egress: deps.Egress}
 	if slices.Contains(deps.Config.Toolsets, "runs") {
 		run.Runs = deps.Runs // background: true needs get_run to be read
 	}
-	sess := sessiontools.Deps{Sessions: deps.Sessions, Engine: deps.Engine, Files: fs, Isolated: deps.Isolated, Peers: s.peers()}
+	sess := sessiontools.Deps{Sessions: deps.Sessions, Engine: deps.Engine, Files: fs, Isolated: deps.Isolated, Peers: s.peers(), Egress: deps.Egress}
 	register := map[string]func(){
 		"exec":     func() { runtools.RegisterExec(r, run) },
 		"sessions": func() { sessiontools.RegisterSessions(r, sess) },

@@ -27,6 +27,7 @@ func TestExposition(t *testing.T) {
 	m.WarmPool(func() []PoolSample {
 		return []PoolSample{{Kind: "python", Ready: 2, Starting: 1, MemoryBytes: 9 << 20, Warm: 40, Cold: 3}}
 	})
+	m.EgressConnections(func() (uint64, uint64) { return 7, 2 })
 	out := scrape(t, m)
 	for _, want := range []string{
 		`codexec_executions_total{language="python",sandbox_mode="namespace",status="success"} 2`,
@@ -40,6 +41,8 @@ func TestExposition(t *testing.T) {
 		`codexec_warm_runner_memory_bytes{kind="python"} 9.437184e+06`,
 		`codexec_warm_pool_runs_total{kind="python",served="warm"} 40`,
 		`codexec_warm_pool_runs_total{kind="python",served="cold"} 3`,
+		`codexec_egress_connections_total{decision="allowed"} 7`,
+		`codexec_egress_connections_total{decision="denied"} 2`,
 		`go_goroutines `,
 		`process_resident_memory_bytes `,
 	} {
@@ -57,6 +60,7 @@ func TestNilIsNoop(t *testing.T) {
 	m.GaugeFunc("x", "x", func() float64 { return 0 })
 	m.Counter("y_total", "y").WithLabelValues().Inc()
 	m.WarmPool(func() []PoolSample { return nil })
+	m.EgressConnections(func() (uint64, uint64) { return 0, 0 })
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	if rec.Code != 404 {

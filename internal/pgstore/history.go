@@ -143,6 +143,9 @@ func (h *History) where(q logindex.Query, owner string) (string, []any, bool) {
 	if q.Status != "" {
 		add("status = $%d", q.Status)
 	}
+	for _, t := range logindex.HostTokens(q) {
+		add("words @@ $%d::tsquery", tsquery(t))
+	}
 	if !q.Since.IsZero() {
 		add("rid >= $%d", logindex.TimeKey(q.Since))
 	}

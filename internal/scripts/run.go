@@ -4,14 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/codexec/codexec/internal/files"
 	"log/slog"
 	"strings"
 	"time"
 
+	"github.com/codexec/codexec/internal/egress"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/errcode"
 	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runtime"
 )
@@ -61,6 +62,8 @@ type RunRequest struct {
 	// Prepare, if set, places files in the run's workspace before it starts
 	// (engine.Request.Prepare).
 	Prepare func(ws *files.Root) error
+	// Network is the run's resolved network policy (engine.Request.Network).
+	Network egress.Policy
 }
 
 // Run executes the current version of req.Name from ctx's principal's
@@ -87,7 +90,7 @@ func (r *Runner) Run(ctx context.Context, req RunRequest) (engine.Result, error)
 	}
 	res, err := r.Engine.Execute(ctx, engine.Request{Language: sc.Language, Code: sc.Code, Args: nonNil(req.Args),
 		Timeout: req.Timeout, Tool: "run_script", ScriptName: name, Context: req.Context, Observe: req.Observe,
-		Prepare: req.Prepare})
+		Prepare: req.Prepare, Network: req.Network})
 	if err != nil {
 		return res, err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/codexec/codexec/internal/driver"
+	"github.com/codexec/codexec/internal/egress"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/errcode"
 	"github.com/codexec/codexec/internal/execlog"
@@ -26,6 +27,9 @@ type ExecRequest struct {
 	Call    execlog.CallContext
 	// Observe, if set, sees the code's stdout/stderr as it runs.
 	Observe output.Observer
+	// Network, if set, replaces the session's network policy whole before
+	// the code runs (already resolved within the caller's ceiling).
+	Network *egress.Policy
 }
 
 // Exec runs code in one of ctx's principal's sessions and returns an
@@ -61,8 +65,16 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 	id := execlog.NewID("exec_")
 	m.logStarted(s, req, id, started)
 	before := s.snaps.take(ws)
+	if req.Network != nil {
+		s.setNetwork(*req.Network)
+	}
+	netBefore := s.networkRecord()
 	oc := s.exec(ctx, req.Code, req.Timeout, m.opts.KillGrace, m.opts.Output, req.Observe)
 	res := withChanges(s.ws.NoteDiskFull(m.result(s, oc, req.Timeout, id)), before, s.snaps.take(ws))
+	res.Network = s.runAudit(netBefore)
+	if s.hostNetwork() && !s.networkPolicy().None() {
+		res.NetworkMode = engine.NetworkHost
+	}
 	if r := s.ck.TakeResumed(); r != nil {
 		res.Resumed = r
 	}
@@ -196,7 +208,8 @@ func (m *Manager) logExec(s *Session, req ExecRequest, res engine.Result, starte
 	e := execlog.Entry{ExecutionID: res.ExecutionID, SessionID: &sid, Tool: req.Tool, Language: s.Language, Code: req.Code,
 		Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, Status: res.Status, TimedOut: res.TimedOut,
 		Truncated: res.Truncated, DurationMs: res.DurationMs, SandboxMode: res.SandboxMode, WorkingDir: s.Workspace,
-		Artifacts: res.Diff, Context: req.Call, ExecutedAt: started.UTC(), Owner: s.Owner}
+		Artifacts: res.Diff, Context: req.Call, ExecutedAt: started.UTC(), Owner: s.Owner, NetworkMode: res.NetworkMode}
+	e.Network = res.Network
 	if res.ErrorMessage != nil {
 		e.ErrorMessage = *res.ErrorMessage
 	}

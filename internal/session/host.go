@@ -34,7 +34,7 @@ func (s *Session) facts() sessionckpt.Facts {
 	sort.Strings(pkgs)
 	return sessionckpt.Facts{ID: s.ID, Owner: s.Owner, Kind: s.Kind, Language: s.Language, Name: s.Name, Description: s.Description,
 		WorkingDir: s.workingDir, Workspace: s.Workspace, Storage: s.storage, StartedAt: s.StartedAt, LastActivity: s.lastActivity,
-		Executions: s.executions, Packages: pkgs}
+		Executions: s.executions, Packages: pkgs, Network: s.policy.Allow}
 }
 
 // host is the Manager as sessionckpt reaches it (sessionckpt.Host): its
@@ -83,6 +83,7 @@ func (h *host) Adopt(l *live, f sessionckpt.Facts, p *paused) {
 	s.mu.Lock()
 	s.executions, s.ended = f.Executions, false
 	s.mu.Unlock()
+	h.m().adoptNetwork(s, f.Network)
 	k := s.key()
 	h.mu.Lock()
 	if p != nil {

@@ -42,6 +42,7 @@ import (
 
 	"github.com/codexec/codexec/internal/checkpoint"
 	"github.com/codexec/codexec/internal/driver"
+	"github.com/codexec/codexec/internal/egress"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/errcode"
 	"github.com/codexec/codexec/internal/execlog"
@@ -96,6 +97,9 @@ type Deps struct {
 	// Checkpoints keeps session checkpoints (pause, resume, fork,
 	// automatic checkpoints); nil: sessions end with their interpreter.
 	Checkpoints checkpoint.Blobs
+	// Egress checks a restored session's network policy against its
+	// owner's ceiling; nil: egress is off.
+	Egress *egress.Service
 }
 
 // Claims is the session registry as the Manager uses it: a session (and a
@@ -182,6 +186,9 @@ type StartRequest struct {
 	Description string
 	WorkingDir  string
 	Call        execlog.CallContext
+	// Network is the session's network policy, already resolved within
+	// the caller's ceiling; zero: none.
+	Network egress.Policy
 	// resuming: the slot is for a paused session coming back (its id is
 	// taken by itself).
 	resuming bool
@@ -349,7 +356,7 @@ func (m *Manager) launchWith(ctx context.Context, k key, lang string, req StartR
 	}
 	s := &Session{ID: k.ID, Owner: k.Owner, storage: storageName(k), Name: req.Name, Kind: req.Kind, Language: lang, Description: req.Description,
 		Workspace: ws.Dir.Path, StartedAt: time.Now().UTC(), lastActivity: time.Now(),
-		pkgDirs: map[string]string{}, writable: ws.Dir.Writable, ws: ws, workingDir: req.WorkingDir}
+		pkgDirs: map[string]string{}, writable: ws.Dir.Writable, ws: ws, workingDir: req.WorkingDir, policy: req.Network}
 	s.pkgBase, s.spare = filepath.Join(m.opts.PackagesDir, s.storage), spare
 	defer func() {
 		if retErr != nil {
@@ -372,7 +379,7 @@ func (m *Manager) startDriver(ctx context.Context, s *Session) error {
 	}
 	launch := func(ctx context.Context, argv []string, stdin *os.File, stdout, stderr io.Writer) (sandbox.Process, error) {
 		return m.eng.StartProcess(ctx, engine.StartRequest{ID: s.storage, Argv: argv, Lang: s.Language, Workspace: s.ws,
-			SearchPath: searchPath, Mounts: mounts, Stdin: stdin, Stdout: stdout, Stderr: stderr})
+			SearchPath: searchPath, Mounts: mounts, Stdin: stdin, Stdout: stdout, Stderr: stderr, Network: m.bindNetwork(s)})
 	}
 	drv, err := driver.Start(ctx, s.Language, m.deps.Languages.Get(s.Language).Path, launch, func(c *driver.Conn) { m.onDeath(s, c) })
 	if err != nil {
@@ -546,6 +553,7 @@ func (m *Manager) stopSession(s *Session, reason string, waitRunning bool) Close
 // terminate stops the interpreter and frees its directories.
 func (m *Manager) terminate(s *Session) {
 	s.drv.Close(500 * time.Millisecond)
+	s.closeNetwork()
 	s.ws.Close()
 	m.removeDir(m.packagesBase(s))
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/codexec/codexec/internal/driver"
+	"github.com/codexec/codexec/internal/egress"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/output"
@@ -58,6 +59,11 @@ type Session struct {
 	// by mu): a spare interpreter nobody owns yet.
 	ck    sessionckpt.State
 	spare bool
+
+	// policy is the session's network policy; net (guarded by mu) its
+	// interpreter's binding (network.go).
+	policy egress.Policy
+	net    *engine.Network
 }
 
 // Package is one package installed into a session.

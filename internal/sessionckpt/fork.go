@@ -71,7 +71,11 @@ func (c *Checkpointer[S]) forkSource(ctx context.Context, idOrName string) (chec
 		return checkpoint.Record{}, fmt.Errorf("session %s is dead (%s): there is no state to fork", s.Facts().ID, s.Conn().DeathReason())
 	}
 	if s.Checkpoints().unchanged(s.Facts().Executions) {
-		return *s.Checkpoints().Current(), nil
+		// The children get the parent's network as it is now, not as it
+		// was at the checkpoint: a policy narrowed since stays narrowed.
+		rec := *s.Checkpoints().Current()
+		rec.Network = ruleStrings(s.Facts().Network)
+		return rec, nil
 	}
 	return c.snapshot(ctx, s, true)
 }
@@ -124,7 +128,7 @@ func (c *Checkpointer[S]) forkOne(ctx context.Context, rec checkpoint.Record, d 
 		return "", checkpoint.Report{}, err
 	}
 	f := s.Facts()
-	f.Kind, f.Description = childKind, "fork of "+rec.ID
+	f.Kind, f.Description, f.Network = childKind, "fork of "+rec.ID, recordRules(rec)
 	c.host.Adopt(s, f, nil)
 	slog.Info("session forked", "parent", rec.ID, "child", k.ID)
 	return k.ID, rep, nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/codexec/codexec/internal/checkpoint"
 	"github.com/codexec/codexec/internal/driver"
+	"github.com/codexec/codexec/internal/egress"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/sessionreg"
 )
@@ -28,6 +29,9 @@ type Facts struct {
 	StartedAt, LastActivity        time.Time
 	Executions                     int
 	Packages                       []string
+	// Network is the session's network policy: a resumed session and
+	// every fork of it get the same, never more.
+	Network []egress.Rule
 }
 
 // Live is a live session as checkpoints reach it: its interpreter, its
@@ -108,4 +112,25 @@ type Claims interface {
 	Pause(k Key, kind, name string)
 	// Standing is where k stands for this replica.
 	Standing(ctx context.Context, k Key) (sessionreg.Standing, error)
+}
+
+// ruleStrings are rules as a checkpoint record keeps them.
+func ruleStrings(rules []egress.Rule) []string {
+	var out []string
+	for _, r := range rules {
+		out = append(out, r.String())
+	}
+	return out
+}
+
+// recordRules are the network rules rec keeps. A rule that no longer
+// parses is dropped (less network, never more).
+func recordRules(rec checkpoint.Record) []egress.Rule {
+	var out []egress.Rule
+	for _, s := range rec.Network {
+		if r, err := egress.ParseRule(s); err == nil {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -128,7 +128,7 @@ func (c *Checkpointer[S]) commit(ctx context.Context, s S, h checkpoint.Header, 
 	f := s.Facts()
 	rec := checkpoint.Record{ID: f.ID, Owner: f.Owner, Kind: f.Kind, Language: f.Language, Name: f.Name, Description: f.Description,
 		WorkingDir: f.WorkingDir, StartedAt: f.StartedAt, LastActivity: f.LastActivity, Executions: f.Executions,
-		TakenAt: h.TakenAt, Auto: auto, Report: h.Report, Secrets: secrets}
+		TakenAt: h.TakenAt, Auto: auto, Report: h.Report, Secrets: secrets, Network: ruleStrings(f.Network)}
 	var old string
 	if cur := s.Checkpoints().Current(); cur != nil {
 		old = cur.Blob

@@ -106,6 +106,7 @@ func (c *Checkpointer[S]) resumed(s S, p *Paused[S], rep checkpoint.Report) {
 	s.Checkpoints().resume(&Resumed{AgeS: AgeS(rec.TakenAt), Auto: rec.Auto, Report: rep})
 	f := s.Facts()
 	f.Kind, f.Name, f.Description, f.StartedAt, f.Executions = rec.Kind, rec.Name, rec.Description, rec.StartedAt, rec.Executions
+	f.Network = recordRules(rec)
 	c.host.Adopt(s, f, p)
 	p.live = s
 	c.logResume(f, rec, rep)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codexec/codexec/internal/egress"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/logindex"
 	"github.com/codexec/codexec/internal/tenant"
@@ -45,6 +46,12 @@ func history(base time.Time) []execlog.Entry {
 		}
 		if i%5 == 0 {
 			e.Owner = alice
+		}
+		if i%6 == 0 {
+			e.Network = append(e.Network, egress.Entry{Host: "api.example.com", Port: 443, Allowed: true, Connections: 1})
+		}
+		if i%9 == 0 {
+			e.Network = append(e.Network, egress.Entry{Host: "evil.example", Port: 443, Reason: "not in policy", Connections: 1})
 		}
 		if i%7 == 0 {
 			sid := fmt.Sprintf("sess_%d", i%3)
@@ -126,6 +133,11 @@ var queries = []struct {
 	{"since", "", logindex.Query{Since: time.Now().AddDate(0, 0, -5)}, 5},
 	{"since with text", "", logindex.Query{Since: time.Now().AddDate(0, 0, -10), Text: "print"}, 1},
 	{"filter token as text", "", logindex.Query{Text: "codexecstatusfailed"}, 1},
+	{"reached host", "", logindex.Query{Host: "api.example.com"}, 5},
+	{"denied host", "", logindex.Query{DeniedHost: "evil.example"}, 5},
+	{"denied host never reached", "", logindex.Query{Host: "evil.example"}, 0},
+	{"reached and denied", "", logindex.Query{Host: "api.example.com", DeniedHost: "evil.example"}, 1},
+	{"host with text and status", "", logindex.Query{Host: "api.example.com", Text: "print", Status: "success"}, 0},
 	{"another principal", alice, logindex.Query{}, 10},
 	{"another principal, text", alice, logindex.Query{Text: "print"}, 1},
 	{"unknown status", "", logindex.Query{Status: "weird"}, 0},

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/artifacts"
+	"github.com/codexec/codexec/internal/egress"
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/logindex"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
@@ -20,11 +21,13 @@ import (
 
 // SearchLogsIn is search_execution_logs' input.
 type SearchLogsIn struct {
-	Language string `json:"language,omitempty"`
-	Status   string `json:"status,omitempty" jsonschema:"lost: the server was killed while it ran"`
-	Query    string `json:"query,omitempty" jsonschema:"all words, in code or output"`
-	Since    string `json:"since,omitempty" jsonschema:"YYYY-MM-DD or RFC 3339"`
-	Limit    int    `json:"limit,omitempty" jsonschema:"default 20, max 200"`
+	Language   string `json:"language,omitempty"`
+	Status     string `json:"status,omitempty" jsonschema:"lost: the server was killed while it ran"`
+	Query      string `json:"query,omitempty" jsonschema:"all words, in code or output"`
+	Since      string `json:"since,omitempty" jsonschema:"YYYY-MM-DD or RFC 3339"`
+	Limit      int    `json:"limit,omitempty" jsonschema:"default 20, max 200"`
+	Host       string `json:"host,omitempty" jsonschema:"runs that reached this host"`
+	DeniedHost string `json:"denied_host,omitempty" jsonschema:"runs denied this host"`
 }
 
 // SearchLogsOut is search_execution_logs' result.
@@ -75,6 +78,8 @@ type GetLogOut struct {
 	ChatID            string             `json:"chat_id,omitempty"`
 	Intent            string             `json:"intent,omitempty"`
 	ToolCalls         []execlog.ToolCall `json:"tool_calls,omitempty"` // code mode's upstream calls
+	Network           []egress.Entry     `json:"network,omitempty"`    // the run's network audit
+	NetworkMode       string             `json:"network_mode,omitempty"`
 	ExecutedAt        time.Time          `json:"executed_at"`
 }
 
@@ -114,7 +119,7 @@ func Register(r *tool.Registrar, d Deps) {
 }
 
 func (s *toolset) searchLogs(ctx context.Context, _ *mcp.CallToolRequest, in SearchLogsIn) (*mcp.CallToolResult, SearchLogsOut, error) {
-	q := logindex.Query{Status: in.Status, Text: in.Query, Limit: in.Limit}
+	q := logindex.Query{Status: in.Status, Text: in.Query, Limit: in.Limit, Host: in.Host, DeniedHost: in.DeniedHost}
 	if in.Language != "" {
 		l, err := runtime.Normalize(in.Language)
 		if err != nil {
@@ -192,7 +197,8 @@ func (s *toolset) getLog(ctx context.Context, _ *mcp.CallToolRequest, in GetLogI
 		DurationMs: e.DurationMs, MemoryPeakMB: e.MemoryPeakMB, PackagesInstalled: orEmpty(e.Packages),
 		ArtifactsCreated: a.Created, ArtifactsModified: a.Modified, ArtifactsDeleted: a.Deleted,
 		SandboxMode: e.SandboxMode, WorkingDir: e.WorkingDir, AgentID: e.Context.AgentID, TraceID: e.Context.TraceID,
-		ChatID: e.Context.ChatID, Intent: e.Intent, ToolCalls: e.ToolCalls, ExecutedAt: e.ExecutedAt}, nil
+		ChatID: e.Context.ChatID, Intent: e.Intent, ToolCalls: e.ToolCalls, ExecutedAt: e.ExecutedAt,
+		Network: e.Network, NetworkMode: e.NetworkMode}, nil
 }
 
 func nonNilDiff(d artifacts.Diff) artifacts.Diff {

@@ -11,6 +11,7 @@ package runtools
 
 import (
 	"github.com/codexec/codexec/internal/config"
+	"github.com/codexec/codexec/internal/egress"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/mcpserver/filetools"
 	"github.com/codexec/codexec/internal/mcpserver/sessiontools"
@@ -40,8 +41,11 @@ type Deps struct {
 	// them too); nil when alone.
 	Peers sessiontools.Peers
 	// Isolated: the backend keeps runs off the host and the network, so the
-	// run tools' openWorldHint is false.
+	// run tools' openWorldHint is false unless egress is on (openWorld).
 	Isolated bool
+	// Egress resolves the network argument within the caller's ceiling;
+	// nil: the server allows no network.
+	Egress *egress.Service
 }
 
 // toolset is one toolset being registered: where to and with what.
@@ -67,3 +71,8 @@ func RegisterRuns(r *tool.Registrar, d Deps) { (&toolset{r, d}).registerRuns() }
 // RegisterCommands adds execute_command and execute_process (always: with
 // no allowlist they explain how the operator enables them).
 func RegisterCommands(r *tool.Registrar, d Deps) { (&toolset{r, d}).registerCommands() }
+
+// openWorld is the openWorldHint of the tools that run code: the code may
+// reach the host's network (no isolation), or the hosts the operator
+// allows (CODEXEC_EGRESS_ALLOW).
+func (s *toolset) openWorld() bool { return !s.deps.Isolated || s.deps.Egress.Enabled() }

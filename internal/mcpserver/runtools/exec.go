@@ -9,10 +9,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/codemode"
+	"github.com/codexec/codexec/internal/egress"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/mcpserver/callinfo"
 	"github.com/codexec/codexec/internal/mcpserver/execresult"
+	"github.com/codexec/codexec/internal/mcpserver/netarg"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runs"
@@ -36,6 +38,7 @@ type ExecuteCodeIn struct {
 	Files      []string       `json:"files,omitempty" jsonschema:"upload_ids to place first"`
 	Tools      []string       `json:"tools,omitempty" jsonschema:"code mode: upstream tools (server.tool globs)"`
 	Background bool           `json:"background,omitempty"`
+	Network    *netarg.In     `json:"network,omitempty" jsonschema:"allow: hosts the code may reach (host, *.suffix, host:port) within CODEXEC_EGRESS_ALLOW; none if omitted; with session_id replaces the session's"`
 }
 
 func (s *toolset) registerExec() {
@@ -43,7 +46,7 @@ func (s *toolset) registerExec() {
 		Name: "execute_code", Title: "Execute code", OutputSchema: execresult.OutputSchema(),
 		Description: "Run code in a fresh sandbox. A failing or timed-out program is a normal result (see status; exit_code null if killed). " +
 			s.timeoutText() + " No language, or intent/context: TypeScript code mode.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(!s.deps.Isolated)},
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(s.openWorld())},
 	}, s.executeCode)
 }
 
@@ -72,6 +75,10 @@ func (s *toolset) executeCodeWithFiles(ctx context.Context, req *mcp.CallToolReq
 	if err != nil {
 		return execresult.Fail(err)
 	}
+	network, err := netarg.Resolve(ctx, s.deps.Egress, in.Network)
+	if err != nil {
+		return execresult.Fail(err)
+	}
 	prepare, err := s.deps.Files.StageUploads(ctx, in.Files)
 	if err != nil {
 		return execresult.Fail(err)
@@ -79,11 +86,11 @@ func (s *toolset) executeCodeWithFiles(ctx context.Context, req *mcp.CallToolReq
 	if codeMode, err := isCodeMode(in); err != nil {
 		return execresult.Fail(tool.Coded(tool.CodeInvalidLanguage, "%v", err))
 	} else if codeMode {
-		return s.executeCodeMode(ctx, req, in, timeout, obs, prepare)
+		return s.executeCodeMode(ctx, req, in, timeout, obs, prepare, network)
 	}
 	res, err := s.deps.Engine.Execute(ctx, engine.Request{
 		Language: in.Language, Code: in.Code, Stdin: in.Stdin, Timeout: timeout, WorkingDir: in.WorkingDir,
-		Tool: "execute_code", Context: callinfo.CallContext(req), Observe: obs, Prepare: prepare,
+		Tool: "execute_code", Context: callinfo.CallContext(req), Observe: obs, Prepare: prepare, Network: network,
 	})
 	if err != nil {
 		return execresult.Fail(err)
@@ -102,6 +109,10 @@ func (s *toolset) executeCodeBackground(ctx context.Context, req *mcp.CallToolRe
 	if err != nil {
 		return execresult.Fail(err)
 	}
+	network, err := netarg.Resolve(ctx, s.deps.Egress, in.Network)
+	if err != nil {
+		return execresult.Fail(err)
+	}
 	prepare, err := s.deps.Files.StageUploads(ctx, in.Files)
 	if err != nil {
 		return execresult.Fail(err)
@@ -117,11 +128,11 @@ func (s *toolset) executeCodeBackground(ctx context.Context, req *mcp.CallToolRe
 	call := callinfo.CallContext(req)
 	v, out, err := s.background(ctx, req, runs.Job{Tool: "execute_code", Run: func(ctx context.Context, obs output.Observer) (runs.Outcome, error) {
 		if codeMode {
-			_, res, err := s.executeCodeMode(ctx, req, in, timeout, obs, prepare)
+			_, res, err := s.executeCodeMode(ctx, req, in, timeout, obs, prepare, network)
 			return execOutcome(ctx, res, err)
 		}
 		res, err := s.deps.Engine.Execute(ctx, engine.Request{Language: in.Language, Code: in.Code, Stdin: in.Stdin, Timeout: timeout,
-			WorkingDir: in.WorkingDir, Tool: "execute_code", Context: call, Observe: obs, Prepare: prepare})
+			WorkingDir: in.WorkingDir, Tool: "execute_code", Context: call, Observe: obs, Prepare: prepare, Network: network})
 		return execOutcome(ctx, res, err)
 	}})
 	return execAnswer(v, out, err, lang)
@@ -169,7 +180,7 @@ func codeModeLanguage(language string) (string, error) {
 }
 
 func (s *toolset) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, timeout time.Duration, obs output.Observer,
-	prepare func(*files.Root) error) (*mcp.CallToolResult, engine.Result, error) {
+	prepare func(*files.Root) error, network egress.Policy) (*mcp.CallToolResult, engine.Result, error) {
 	lang, err := codeModeLanguage(in.Language)
 	if err != nil {
 		return execresult.Fail(tool.Coded(tool.CodeInvalidLanguage, "%v", err))
@@ -184,7 +195,7 @@ func (s *toolset) executeCodeMode(ctx context.Context, req *mcp.CallToolRequest,
 	cm := s.deps.Config.CodeMode
 	creq := codemode.Request{Language: lang, Code: in.Code, Intent: in.Intent, Context: in.Context, Stdin: in.Stdin,
 		Timeout: timeout, WorkingDir: in.WorkingDir, Call: callinfo.CallContext(req), Tools: tools, MemoryBytes: cm.MemoryBytes, Observe: obs,
-		Prepare: prepare, Bridge: codemode.BridgeOptions{MaxCalls: cm.MaxCalls}}
+		Prepare: prepare, Bridge: codemode.BridgeOptions{MaxCalls: cm.MaxCalls}, Network: network}
 	if up := s.deps.Upstreams; up != nil {
 		creq.Caller = up
 	}
@@ -228,9 +239,16 @@ func (s *toolset) runInSession(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return engine.Result{}, err
 	}
-	sess, err := s.openSession(ctx, req, in)
+	replace, err := netarg.Replace(ctx, s.deps.Egress, in.Network)
 	if err != nil {
 		return engine.Result{}, err
+	}
+	sess, created, err := s.openSession(ctx, req, in, replace)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if created {
+		replace = nil // the session started with it
 	}
 	if err := s.deps.Files.UploadsToSession(ctx, sess.ID, in.Files); err != nil {
 		return engine.Result{}, err
@@ -241,21 +259,36 @@ func (s *toolset) runInSession(ctx context.Context, req *mcp.CallToolRequest, in
 		}
 	}
 	return s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: sess.ID, Code: in.Code, Timeout: timeout,
-		Tool: "execute_code", Call: callinfo.CallContext(req), Observe: obs})
+		Tool: "execute_code", Call: callinfo.CallContext(req), Observe: obs, Network: replace})
 }
 
-// openSession finds the session, or creates it under the caller's id.
-func (s *toolset) openSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn) (*session.Session, error) {
+// openSession finds the session, or creates it under the caller's id with
+// network (nil: none, or the ceiling by CODEXEC_EGRESS_DEFAULT); created
+// says which.
+func (s *toolset) openSession(ctx context.Context, req *mcp.CallToolRequest, in ExecuteCodeIn, network *egress.Policy) (*session.Session, bool, error) {
 	if sess, err := s.deps.Sessions.Get(ctx, in.SessionID); err == nil {
-		return sess, nil
+		return sess, false, nil
 	}
 	if in.Language == "" {
-		return nil, fmt.Errorf("no session %q yet: pass language (python or node) to create it", in.SessionID)
+		return nil, false, fmt.Errorf("no session %q yet: pass language (python or node) to create it", in.SessionID)
+	}
+	p, err := s.startNetwork(ctx, network)
+	if err != nil {
+		return nil, false, err
 	}
 	sess, _, err := s.deps.Sessions.Open(ctx, in.SessionID, session.StartRequest{Kind: session.KindSession,
-		Language: in.Language, Call: callinfo.CallContext(req)})
+		Language: in.Language, Call: callinfo.CallContext(req), Network: p})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return sess, nil
+	return sess, true, nil
+}
+
+// startNetwork is the policy of a session started with network (already
+// resolved), or, without, what the server gives a run that asks for none.
+func (s *toolset) startNetwork(ctx context.Context, network *egress.Policy) (egress.Policy, error) {
+	if network != nil {
+		return *network, nil
+	}
+	return netarg.Resolve(ctx, s.deps.Egress, nil)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/mcpserver/callinfo"
 	"github.com/codexec/codexec/internal/mcpserver/execresult"
+	"github.com/codexec/codexec/internal/mcpserver/netarg"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runs"
@@ -102,11 +103,12 @@ type SearchScriptsOut struct {
 
 // RunScriptIn is run_script's input.
 type RunScriptIn struct {
-	Name       string    `json:"name"`
-	Args       []string  `json:"args,omitempty" jsonschema:"argv"`
-	TimeoutMs  *tool.Int `json:"timeout_ms,omitempty"`
-	Files      []string  `json:"files,omitempty" jsonschema:"upload_ids to place first"`
-	Background bool      `json:"background,omitempty"`
+	Name       string     `json:"name"`
+	Args       []string   `json:"args,omitempty" jsonschema:"argv"`
+	TimeoutMs  *tool.Int  `json:"timeout_ms,omitempty"`
+	Files      []string   `json:"files,omitempty" jsonschema:"upload_ids to place first"`
+	Background bool       `json:"background,omitempty"`
+	Network    *netarg.In `json:"network,omitempty" jsonschema:"as execute_code's"`
 }
 
 func (s *toolset) registerScripts() {
@@ -122,7 +124,7 @@ func (s *toolset) registerScripts() {
 	tool.Add(s.r, &mcp.Tool{Name: "run_script", Title: "Run script", OutputSchema: execresult.RunOutputSchema(),
 		Description: "Run a saved script; result as execute_code.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true),
-			OpenWorldHint: tool.Ptr(!s.deps.Isolated)}}, s.runScript)
+			OpenWorldHint: tool.Ptr(s.openWorld())}}, s.runScript)
 }
 
 func (s *toolset) saveScript(ctx context.Context, _ *mcp.CallToolRequest, in SaveScriptIn) (*mcp.CallToolResult, SaveScriptOut, error) {
@@ -208,6 +210,10 @@ func (s *toolset) runScript(ctx context.Context, req *mcp.CallToolRequest, in Ru
 	if err != nil {
 		return execresult.Fail(err)
 	}
+	network, err := netarg.Resolve(ctx, s.deps.Egress, in.Network)
+	if err != nil {
+		return execresult.Fail(err)
+	}
 	prepare, err := s.deps.Files.StageUploads(ctx, in.Files)
 	if err != nil {
 		return execresult.Fail(err)
@@ -215,7 +221,7 @@ func (s *toolset) runScript(ctx context.Context, req *mcp.CallToolRequest, in Ru
 	obs, finish := callinfo.StreamOutput(ctx, req)
 	defer finish()
 	res, err := s.deps.Scripts.Run(ctx, scripts.RunRequest{Name: in.Name, Args: in.Args, Timeout: timeout,
-		Context: callinfo.CallContext(req), Observe: obs, Prepare: prepare})
+		Context: callinfo.CallContext(req), Observe: obs, Prepare: prepare, Network: network})
 	if err != nil {
 		return execresult.Fail(scriptError(err))
 	}
@@ -229,6 +235,10 @@ func (s *toolset) runScriptBackground(ctx context.Context, req *mcp.CallToolRequ
 	if err != nil {
 		return execresult.Fail(err)
 	}
+	network, err := netarg.Resolve(ctx, s.deps.Egress, in.Network)
+	if err != nil {
+		return execresult.Fail(err)
+	}
 	prepare, err := s.deps.Files.StageUploads(ctx, in.Files)
 	if err != nil {
 		return execresult.Fail(err)
@@ -236,7 +246,7 @@ func (s *toolset) runScriptBackground(ctx context.Context, req *mcp.CallToolRequ
 	call := callinfo.CallContext(req)
 	v, out, err := s.background(ctx, req, runs.Job{Tool: "run_script", Run: func(ctx context.Context, obs output.Observer) (runs.Outcome, error) {
 		res, err := s.deps.Scripts.Run(ctx, scripts.RunRequest{Name: in.Name, Args: in.Args, Timeout: timeout,
-			Context: call, Observe: obs, Prepare: prepare})
+			Context: call, Observe: obs, Prepare: prepare, Network: network})
 		if err != nil {
 			return runs.Outcome{}, scriptError(err)
 		}

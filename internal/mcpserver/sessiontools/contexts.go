@@ -10,7 +10,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codexec/codexec/internal/egress"
 	"github.com/codexec/codexec/internal/mcpserver/callinfo"
+	"github.com/codexec/codexec/internal/mcpserver/netarg"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/session"
@@ -29,9 +31,10 @@ const (
 
 // CreateContextIn is create_context's input.
 type CreateContextIn struct {
-	Name        string `json:"name,omitempty" jsonschema:"required"`
-	Language    string `json:"language,omitempty" jsonschema:"python (default)|javascript"`
-	Description string `json:"description,omitempty"`
+	Name        string     `json:"name,omitempty" jsonschema:"required"`
+	Language    string     `json:"language,omitempty" jsonschema:"python (default)|javascript"`
+	Description string     `json:"description,omitempty"`
+	Network     *netarg.In `json:"network,omitempty" jsonschema:"as execute_code's"`
 }
 
 // ContextOut describes one context.
@@ -54,21 +57,24 @@ type ContextOut struct {
 // handler rather than the schema so that a missing one gets the
 // INVALID_PARAMS error object instead of a generic validation message.
 type RunCodeIn struct {
-	Code      string `json:"code,omitempty" jsonschema:"required"`
-	ContextID string `json:"context_id,omitempty" jsonschema:"required; id or name"`
+	Code      string     `json:"code,omitempty" jsonschema:"required"`
+	ContextID string     `json:"context_id,omitempty" jsonschema:"required; id or name"`
+	Network   *netarg.In `json:"network,omitempty" jsonschema:"replaces the context's, before this code"`
 }
 
 // RunCodeOut is run_code's output.
 type RunCodeOut struct {
-	Stdout        string  `json:"stdout"`
-	Stderr        string  `json:"stderr"`
-	Success       bool    `json:"success"`
-	ExecutionTime float64 `json:"execution_time"` // seconds
-	ExecutionID   string  `json:"execution_id"`
-	Status        string  `json:"status"`
-	TimedOut      bool    `json:"timed_out"`
-	ErrorMessage  *string `json:"error_message,omitempty"`
-	LogError      string  `json:"log_error,omitempty" jsonschema:"set when this run could not be recorded in the execution log, and why"`
+	Stdout        string         `json:"stdout"`
+	Stderr        string         `json:"stderr"`
+	Success       bool           `json:"success"`
+	ExecutionTime float64        `json:"execution_time"` // seconds
+	ExecutionID   string         `json:"execution_id"`
+	Status        string         `json:"status"`
+	TimedOut      bool           `json:"timed_out"`
+	ErrorMessage  *string        `json:"error_message,omitempty"`
+	Network       []egress.Entry `json:"network,omitempty"`
+	NetworkMode   string         `json:"network_mode,omitempty"`
+	LogError      string         `json:"log_error,omitempty" jsonschema:"set when this run could not be recorded in the execution log, and why"`
 }
 
 // ContextIDIn names one context.
@@ -95,7 +101,7 @@ func (s *toolset) registerContexts() {
 	}
 	tool.Add(s.r, &mcp.Tool{Name: "run_code", Title: "Run code in context",
 		Description: "Run code in a context; state persists.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(!s.deps.Isolated)}}, s.runCode)
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(s.openWorld())}}, s.runCode)
 	tool.Add(s.r, &mcp.Tool{Name: "create_context", Title: "Create context",
 		Description: "Create a named persistent context.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(false), OpenWorldHint: tool.Ptr(false)}}, s.createContext)
@@ -129,8 +135,12 @@ func (s *toolset) createContext(ctx context.Context, req *mcp.CallToolRequest, i
 		}
 		lang = l
 	}
+	network, err := netarg.Resolve(ctx, s.deps.Egress, in.Network)
+	if err != nil {
+		return nil, ContextOut{}, err
+	}
 	info, err := s.deps.Sessions.Start(ctx, session.StartRequest{Kind: session.KindContext, Language: lang, Name: in.Name,
-		Description: in.Description, Call: callinfo.CallContext(req)})
+		Description: in.Description, Call: callinfo.CallContext(req), Network: network})
 	if err != nil {
 		if strings.Contains(err.Error(), "already exists") {
 			return nil, ContextOut{}, tool.Coded(codeInvalidContextName, "Invalid context name: %v", err)
@@ -166,9 +176,14 @@ func (s *toolset) runCode(ctx context.Context, req *mcp.CallToolRequest, in RunC
 	if in.ContextID == "" || strings.TrimSpace(in.Code) == "" {
 		return nil, RunCodeOut{}, tool.Coded(codeInvalidParams, "Invalid arguments: code and context_id are required")
 	}
+	replace, err := netarg.Replace(ctx, s.deps.Egress, in.Network)
+	if err != nil {
+		return nil, RunCodeOut{}, err
+	}
 	obs, finish := callinfo.StreamOutput(ctx, req)
 	defer finish()
-	res, err := s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: in.ContextID, Code: in.Code, Tool: "run_code", Call: callinfo.CallContext(req), Observe: obs})
+	res, err := s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: in.ContextID, Code: in.Code, Tool: "run_code", Call: callinfo.CallContext(req), Observe: obs,
+		Network: replace})
 	if errors.Is(err, session.ErrNotFound) {
 		return nil, RunCodeOut{}, tool.Coded(codeContextNotFound, "Context not found: %s", in.ContextID)
 	}
@@ -177,7 +192,7 @@ func (s *toolset) runCode(ctx context.Context, req *mcp.CallToolRequest, in RunC
 	}
 	out := RunCodeOut{Stdout: res.Stdout, Stderr: res.Stderr, Success: res.Success, ExecutionTime: res.ExecutionTime,
 		ExecutionID: res.ExecutionID, Status: res.Status, TimedOut: res.TimedOut, ErrorMessage: res.ErrorMessage,
-		LogError: res.LogError}
+		LogError: res.LogError, Network: res.Network, NetworkMode: res.NetworkMode}
 	return s.deps.Files.WithFiles(ctx, tool.JSONText(out), res), out, nil
 }
 

@@ -6,6 +6,7 @@
 package sessiontools
 
 import (
+	"github.com/codexec/codexec/internal/egress"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/mcpserver/filetools"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
@@ -19,11 +20,15 @@ type Deps struct {
 	Engine   *engine.Engine   // timeout resolution for send_to_session
 	Files    *filetools.Files // links and images of the files a run created
 	// Isolated: the backend keeps runs off the host and the network, so the
-	// tools that run code have openWorldHint false.
+	// tools that run code have openWorldHint false unless egress is on
+	// (openWorld).
 	Isolated bool
 	// Peers are the other replicas whose sessions the listings add
 	// (remote.go); nil: this server is alone.
 	Peers Peers
+	// Egress resolves the network argument within the caller's ceiling;
+	// nil: the server allows no network.
+	Egress *egress.Service
 }
 
 // toolset is one toolset being registered: where to and with what.
@@ -39,3 +44,8 @@ func RegisterSessions(r *tool.Registrar, d Deps) { (&toolset{r, d}).registerSess
 // RegisterContexts adds run_code, create_context, stop_context and
 // list_contexts when sessions are enabled.
 func RegisterContexts(r *tool.Registrar, d Deps) { (&toolset{r, d}).registerContexts() }
+
+// openWorld is the openWorldHint of the tools that run code: the code may
+// reach the host's network (no isolation), or the hosts the operator
+// allows (CODEXEC_EGRESS_ALLOW).
+func (s *toolset) openWorld() bool { return !s.deps.Isolated || s.deps.Egress.Enabled() }

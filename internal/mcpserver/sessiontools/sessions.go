@@ -9,15 +9,17 @@ import (
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/mcpserver/callinfo"
 	"github.com/codexec/codexec/internal/mcpserver/execresult"
+	"github.com/codexec/codexec/internal/mcpserver/netarg"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/session"
 )
 
 // StartSessionIn is start_session's input.
 type StartSessionIn struct {
-	Language   string `json:"language" jsonschema:"python|node"`
-	Name       string `json:"name,omitempty"`
-	WorkingDir string `json:"working_dir,omitempty"`
+	Language   string     `json:"language" jsonschema:"python|node"`
+	Name       string     `json:"name,omitempty"`
+	WorkingDir string     `json:"working_dir,omitempty"`
+	Network    *netarg.In `json:"network,omitempty" jsonschema:"as execute_code's"`
 }
 
 // StartSessionOut is start_session's output.
@@ -32,9 +34,10 @@ type StartSessionOut struct {
 
 // SendIn is send_to_session's input.
 type SendIn struct {
-	SessionID string    `json:"session_id"`
-	Code      string    `json:"code"`
-	TimeoutMs *tool.Int `json:"timeout_ms,omitempty"`
+	SessionID string     `json:"session_id"`
+	Code      string     `json:"code"`
+	TimeoutMs *tool.Int  `json:"timeout_ms,omitempty"`
+	Network   *netarg.In `json:"network,omitempty" jsonschema:"replaces the session's, before this code"`
 }
 
 // SessionIDIn names one session.
@@ -86,7 +89,7 @@ func (s *toolset) registerSessions() {
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(false), OpenWorldHint: tool.Ptr(false)}}, s.startSession)
 	tool.Add(s.r, &mcp.Tool{Name: "send_to_session", Title: "Run code in session", OutputSchema: execresult.RunOutputSchema(),
 		Description: "Run code in a session or context; result as execute_code. A timeout interrupts the code and keeps state if it can.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(!s.deps.Isolated)}}, s.sendToSession)
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(s.openWorld())}}, s.sendToSession)
 	tool.Add(s.r, &mcp.Tool{Name: "close_session", Title: "Close session",
 		Description: "Stop a session now.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: tool.Ptr(true), OpenWorldHint: tool.Ptr(false)}}, s.closeSession)
@@ -97,8 +100,12 @@ func (s *toolset) registerSessions() {
 }
 
 func (s *toolset) startSession(ctx context.Context, req *mcp.CallToolRequest, in StartSessionIn) (*mcp.CallToolResult, StartSessionOut, error) {
+	network, err := netarg.Resolve(ctx, s.deps.Egress, in.Network)
+	if err != nil {
+		return nil, StartSessionOut{}, err
+	}
 	info, err := s.deps.Sessions.Start(ctx, session.StartRequest{Kind: session.KindSession, Language: in.Language,
-		Name: in.Name, WorkingDir: in.WorkingDir, Call: callinfo.CallContext(req)})
+		Name: in.Name, WorkingDir: in.WorkingDir, Call: callinfo.CallContext(req), Network: network})
 	if err != nil {
 		return nil, StartSessionOut{}, tool.Classify(err)
 	}
@@ -111,10 +118,14 @@ func (s *toolset) sendToSession(ctx context.Context, req *mcp.CallToolRequest, i
 	if err != nil {
 		return execresult.Fail(err)
 	}
+	replace, err := netarg.Replace(ctx, s.deps.Egress, in.Network)
+	if err != nil {
+		return execresult.Fail(err)
+	}
 	obs, finish := callinfo.StreamOutput(ctx, req)
 	defer finish()
 	res, err := s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: in.SessionID, Code: in.Code, Timeout: timeout,
-		Tool: "send_to_session", Call: callinfo.CallContext(req), Observe: obs})
+		Tool: "send_to_session", Call: callinfo.CallContext(req), Observe: obs, Network: replace})
 	if err != nil {
 		return execresult.Fail(err)
 	}
