@@ -4,6 +4,7 @@
 set -euo pipefail
 pkgs=(bubblewrap podman runc uidmap python3 nodejs)
 pkgs+=(python3-pip) # install_package tests: pip --target against a local index
+pkgs+=(python3-requests) # egress tests: the HTTP client agents use most, through the proxy
 pkgs+=(e2fsprogs) # mkfs.ext4: bounded workspace disks (CODEXEC_DISK_LIMIT)
 pkgs+=(python3-matplotlib python3-pandas) # plots as images, DataFrame tables (files tests)
 pkgs+=(haproxy) # deploy/haproxy: the session-sticky proxy configurations, checked with haproxy -c
