@@ -24,7 +24,7 @@ func TestProxyInterceptsHostsWithCredentials(t *testing.T) {
 	cfg.Credentials = []Credential{{Host: Rule{Host: "tls.test"}, Header: "Authorization", ValueEnv: "EGRESS_TEST_AUTH", Placeholder: "TEST_TOKEN"}}
 	cfg.Credentials[0].Host.Port = u.tlsPort
 	s, b, c := serve(t, cfg, cfg.Ceiling)
-	if _, err := s.ca.certFor("tls.test"); err != nil {
+	if _, err := s.ca.CertFor("tls.test"); err != nil {
 		t.Skipf("interception is not part of this build: %v", err)
 	}
 	// The sandbox trusts codexec's CA (for intercepted hosts) and the

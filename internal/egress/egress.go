@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/codexec/codexec/internal/egress/intercept"
 	"github.com/codexec/codexec/internal/sandbox"
 )
 
@@ -117,7 +118,7 @@ type Entry struct {
 // *Service is egress off: every method works and allows nothing.
 type Service struct {
 	cfg      Config
-	ca       *authority
+	ca       *intercept.Authority
 	creds    *credentialStore
 	roots    *x509.CertPool
 	files    []sandbox.Mount
@@ -192,7 +193,7 @@ func (s *Service) prepare() error {
 	if err := os.MkdirAll(s.cfg.StateDir, 0o700); err != nil {
 		return fmt.Errorf("egress state directory: %w", err)
 	}
-	ca, err := newAuthority(s.cfg.StateDir)
+	ca, err := intercept.NewAuthority(s.cfg.StateDir)
 	if err != nil {
 		return err
 	}

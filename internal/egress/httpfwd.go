@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+
+	"github.com/codexec/codexec/internal/egress/clienthello"
 )
 
 // plainUpstream is the plain HTTP connection serving a flow's requests to d.
@@ -204,7 +206,7 @@ func (b *Binding) handleTransparent(raw net.Conn) {
 	defer up.Close()
 	f := b.newFlow()
 	c := f.wrap(raw, true)
-	br := bufio.NewReaderSize(c, clientBufferBytes)
+	br := bufio.NewReaderSize(c, clienthello.BufferBytes)
 	b.relay(f, c, br, d, addr, up, func(client *bufferedConn) { b.plainTransparent(f, client, br, d, up) })
 }
 

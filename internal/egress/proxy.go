@@ -11,6 +11,9 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+
+	"github.com/codexec/codexec/internal/egress/clienthello"
+	"github.com/codexec/codexec/internal/egress/intercept"
 )
 
 // handleProxy serves one connection to the explicit proxy: a CONNECT
@@ -18,7 +21,7 @@ import (
 func (b *Binding) handleProxy(raw net.Conn) {
 	f := b.newFlow()
 	c := f.wrap(raw, true)
-	br := bufio.NewReaderSize(c, clientBufferBytes)
+	br := bufio.NewReaderSize(c, clienthello.BufferBytes)
 	req, err := readRequest(c, br)
 	if errors.Is(err, errHeadTooLarge) {
 		writeStatus(c, http.StatusRequestHeaderFieldsTooLarge, err.Error())
@@ -84,7 +87,7 @@ func (b *Binding) open(c net.Conn, d dest) (net.Conn, netip.AddrPort, bool) {
 // goes to plain.
 func (b *Binding) relay(f *flow, c *meteredConn, br *bufio.Reader, d dest, addr netip.AddrPort, up net.Conn, plain func(*bufferedConn)) {
 	client := &bufferedConn{meteredConn: c, r: br}
-	isTLS, err := looksTLS(br)
+	isTLS, err := clienthello.LooksTLS(br)
 	if err != nil {
 		b.allow(d, false) // closed before sending anything
 		return
@@ -93,7 +96,7 @@ func (b *Binding) relay(f *flow, c *meteredConn, br *bufio.Reader, d dest, addr 
 		plain(client)
 		return
 	}
-	sni, err := peekSNI(br)
+	sni, err := clienthello.PeekSNI(br)
 	if err != nil || !sniMatches(sni, d.host) {
 		b.deny(d, ReasonSNI)
 		return
@@ -121,7 +124,7 @@ func sniMatches(sni, host string) bool {
 // interception side, with the upstream already dialed for its first
 // connection (later ones dial the same checked address).
 func (b *Binding) intercept(f *flow, client *bufferedConn, d dest, addr netip.AddrPort, up net.Conn, cred *Credential, value string) {
-	cert, err := b.s.ca.certFor(d.host)
+	cert, err := b.s.ca.CertFor(d.host)
 	if err != nil {
 		b.deny(d, ReasonUnreachable)
 		return
@@ -131,11 +134,12 @@ func (b *Binding) intercept(f *flow, client *bufferedConn, d dest, addr netip.Ad
 	// Bytes are counted on the program's side of every connection (TLS
 	// records included), the same as for tunnels and as the limit counts.
 	dial := b.reuseThenDial(f, up, addr)
-	err = intercept(b.ctx, client, d.host, d.port, cred, value, cert, dial, b.s.roots, func(int64, int64) {})
+	ic := &intercept.Credential{Header: cred.Header, Placeholder: placeholderValue(*cred), Value: value}
+	err = intercept.Serve(b.ctx, client, d.host, d.port, ic, cert, dial, b.s.roots, func(int64, int64) {})
 	switch {
-	case errors.Is(err, errHostMismatch):
+	case errors.Is(err, intercept.ErrHostMismatch):
 		b.note(d, ReasonHostHeader)
-	case errors.Is(err, errUpstream):
+	case errors.Is(err, intercept.ErrUpstream):
 		b.note(d, ReasonUnreachable)
 	}
 }

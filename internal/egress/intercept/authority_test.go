@@ -1,4 +1,4 @@
-package egress
+package intercept
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-func caPool(t *testing.T, a *authority) *x509.CertPool {
+func caPool(t *testing.T, a *Authority) *x509.CertPool {
 	t.Helper()
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(a.PEM()) {
@@ -22,7 +22,7 @@ func caPool(t *testing.T, a *authority) *x509.CertPool {
 
 func TestAuthorityIssuesVerifiableLeaves(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
-	a, err := newAuthority(dir)
+	a, err := NewAuthority(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,9 +45,9 @@ func TestAuthorityIssuesVerifiableLeaves(t *testing.T) {
 		{"127.0.0.1", "127.0.0.1"},
 		{"[::1]", "::1"},
 	} {
-		c, err := a.certFor(tt.host)
+		c, err := a.CertFor(tt.host)
 		if err != nil {
-			t.Fatalf("certFor(%q): %v", tt.host, err)
+			t.Fatalf("CertFor(%q): %v", tt.host, err)
 		}
 		_, err = c.Leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: tt.dnsName, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
 		if err != nil {
@@ -63,11 +63,11 @@ func TestAuthorityIssuesVerifiableLeaves(t *testing.T) {
 }
 
 func TestAuthorityCachesLeavesConcurrently(t *testing.T) {
-	a, err := newAuthority(t.TempDir())
+	a, err := NewAuthority(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := a.certFor("api.example.com")
+	first, err := a.CertFor("api.example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,32 +75,32 @@ func TestAuthorityCachesLeavesConcurrently(t *testing.T) {
 	for i := range 16 {
 		wg.Go(func() {
 			host := []string{"api.example.com", "b.example.com"}[i%2]
-			c, err := a.certFor(host)
+			c, err := a.CertFor(host)
 			if err != nil || c.Leaf.DNSNames[0] != host {
-				t.Errorf("certFor(%q) = %v, %v", host, c, err)
+				t.Errorf("CertFor(%q) = %v, %v", host, c, err)
 			}
 		})
 	}
 	wg.Wait()
-	if again, _ := a.certFor("api.example.com"); again != first {
-		t.Error("a second certFor for the same host issued a new leaf instead of the cached one")
+	if again, _ := a.CertFor("api.example.com"); again != first {
+		t.Error("a second CertFor for the same host issued a new leaf instead of the cached one")
 	}
 }
 
 func TestAuthorityPersists(t *testing.T) {
 	dir := t.TempDir()
-	a, err := newAuthority(dir)
+	a, err := NewAuthority(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := newAuthority(dir)
+	b, err := NewAuthority(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(a.PEM(), b.PEM()) {
 		t.Fatal("reloading the state directory made a new CA")
 	}
-	leaf, err := b.certFor("api.example.com")
+	leaf, err := b.CertFor("api.example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestAuthorityPersists(t *testing.T) {
 }
 
 func TestAuthorityRefusesBadFiles(t *testing.T) {
-	other, err := newAuthority(t.TempDir())
+	other, err := NewAuthority(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestAuthorityRefusesBadFiles(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			if _, err := newAuthority(dir); err != nil {
+			if _, err := NewAuthority(dir); err != nil {
 				t.Fatal(err)
 			}
 			path := filepath.Join(dir, tt.file)
@@ -141,7 +141,7 @@ func TestAuthorityRefusesBadFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err := newAuthority(dir)
+			_, err := NewAuthority(dir)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), path) {
 				t.Errorf("newAuthority = %v; want an error naming %s and saying %q", err, path, tt.want)
 			}
@@ -156,14 +156,14 @@ func TestAuthorityRefusesBadFiles(t *testing.T) {
 
 func TestAuthorityReplacesKeyWithoutCertificate(t *testing.T) {
 	dir := t.TempDir()
-	a, err := newAuthority(dir)
+	a, err := NewAuthority(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Remove(filepath.Join(dir, caCertFile)); err != nil {
 		t.Fatal(err)
 	}
-	b, err := newAuthority(dir)
+	b, err := NewAuthority(dir)
 	if err != nil {
 		t.Fatalf("a key left without its certificate (a crash between the writes) should be replaced: %v", err)
 	}

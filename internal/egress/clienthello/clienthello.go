@@ -1,4 +1,7 @@
-package egress
+// Package clienthello reads the server name (SNI) of a TLS ClientHello
+// without consuming it, so that a proxy can check where a tunnelled TLS
+// connection claims to go before it passes a byte on.
+package clienthello
 
 import (
 	"bufio"
@@ -9,18 +12,20 @@ import (
 
 // TLS record and handshake constants (RFC 8446).
 const (
-	recordHandshake   = 0x16
-	handshakeHello    = 0x01
-	extServerName     = 0x0000
-	maxRecord         = 16384 + 2048 // largest record a peer may send
-	clientBufferBytes = 5 + maxRecord
+	recordHandshake = 0x16
+	handshakeHello  = 0x01
+	extServerName   = 0x0000
+	maxRecord       = 16384 + 2048 // largest record a peer may send
+	// BufferBytes is the buffer PeekSNI needs: one whole record.
+	BufferBytes = 5 + maxRecord
 )
 
-var errNotHello = errors.New("not a TLS ClientHello in one record")
+// ErrNotHello: the first record is not a ClientHello that fits in it.
+var ErrNotHello = errors.New("not a TLS ClientHello in one record")
 
-// looksTLS reports whether the next byte starts a TLS handshake record.
+// LooksTLS reports whether the next byte starts a TLS handshake record.
 // It blocks until the program sends a byte: TLS and HTTP speak first.
-func looksTLS(r *bufio.Reader) (bool, error) {
+func LooksTLS(r *bufio.Reader) (bool, error) {
 	b, err := r.Peek(1)
 	if err != nil {
 		return false, err
@@ -28,17 +33,17 @@ func looksTLS(r *bufio.Reader) (bool, error) {
 	return b[0] == recordHandshake, nil
 }
 
-// peekSNI reads (without consuming) the first TLS record and returns the
+// PeekSNI reads (without consuming) the first TLS record and returns the
 // server name of the ClientHello in it, lowercase; "" when it has none.
-// r must buffer at least clientBufferBytes.
-func peekSNI(r *bufio.Reader) (string, error) {
+// r must buffer at least BufferBytes.
+func PeekSNI(r *bufio.Reader) (string, error) {
 	head, err := r.Peek(5)
 	if err != nil {
 		return "", err
 	}
 	n := int(binary.BigEndian.Uint16(head[3:5]))
 	if head[0] != recordHandshake || n > maxRecord {
-		return "", errNotHello
+		return "", ErrNotHello
 	}
 	rec, err := r.Peek(5 + n)
 	if err != nil {
@@ -53,19 +58,19 @@ func helloSNI(msg []byte) (string, error) {
 	typ, ok1 := p.u8()
 	size, ok2 := p.u24()
 	if !ok1 || !ok2 || typ != handshakeHello || size > len(p) {
-		return "", errNotHello
+		return "", ErrNotHello
 	}
 	p = p[:size]
 	// version and random, then session id, cipher suites, compression.
 	if !p.skip(2+32) || !p.skipVec8() || !p.skipVec16() || !p.skipVec8() {
-		return "", errNotHello
+		return "", ErrNotHello
 	}
 	if len(p) == 0 {
 		return "", nil // no extensions
 	}
 	exts, ok := p.vec16()
 	if !ok {
-		return "", errNotHello
+		return "", ErrNotHello
 	}
 	return extensionsSNI(exts)
 }
@@ -76,7 +81,7 @@ func extensionsSNI(p parser) (string, error) {
 		typ, ok1 := p.u16()
 		body, ok2 := p.vec16()
 		if !ok1 || !ok2 {
-			return "", errNotHello
+			return "", ErrNotHello
 		}
 		if typ != extServerName {
 			continue
@@ -86,13 +91,13 @@ func extensionsSNI(p parser) (string, error) {
 			kind, ok1 := list.u8()
 			name, ok2 := list.vec16()
 			if !ok1 || !ok2 {
-				return "", errNotHello
+				return "", ErrNotHello
 			}
 			if kind == 0 {
 				return strings.TrimSuffix(strings.ToLower(string(name)), "."), nil
 			}
 		}
-		return "", errNotHello
+		return "", ErrNotHello
 	}
 	return "", nil
 }

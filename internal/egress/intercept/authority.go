@@ -1,4 +1,4 @@
-package egress
+package intercept
 
 import (
 	"crypto/ecdsa"
@@ -43,10 +43,10 @@ const (
 	maxLeaves = 4096
 )
 
-// authority is the interception CA: its key, its certificate, and the
+// Authority is the interception CA: its key, its certificate, and the
 // leaves it issued (per host, until near their end). Safe for concurrent
 // use.
-type authority struct {
+type Authority struct {
 	key    *ecdsa.PrivateKey
 	cert   *x509.Certificate
 	pem    []byte
@@ -54,11 +54,11 @@ type authority struct {
 	leaves map[string]*tls.Certificate
 }
 
-// newAuthority loads the CA from stateDir, or creates it there (directory
+// NewAuthority loads the CA from stateDir, or creates it there (directory
 // 0700, key 0600) when there is no certificate yet. A file that is present
 // but unusable is an error naming it: a CA the sandboxes may trust is never
 // replaced silently.
-func newAuthority(stateDir string) (*authority, error) {
+func NewAuthority(stateDir string) (*Authority, error) {
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("egress CA: create the state directory: %w", err)
 	}
@@ -80,7 +80,7 @@ func newAuthority(stateDir string) (*authority, error) {
 }
 
 // createAuthority makes a new CA and writes it, key first.
-func createAuthority(certPath, keyPath string) (*authority, error) {
+func createAuthority(certPath, keyPath string) (*Authority, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("egress CA: generate a key: %w", err)
@@ -118,7 +118,7 @@ func createAuthority(certPath, keyPath string) (*authority, error) {
 
 // loadAuthority parses and checks a CA: one certificate, one key that
 // belongs to it, a CA that may sign, still valid.
-func loadAuthority(certPath string, certPEM []byte, keyPath string, keyPEM []byte) (*authority, error) {
+func loadAuthority(certPath string, certPEM []byte, keyPath string, keyPEM []byte) (*Authority, error) {
 	fix := "; remove " + certPath + " and " + keyPath + " to make a new CA"
 	cb, _ := pem.Decode(certPEM)
 	if cb == nil || cb.Type != "CERTIFICATE" {
@@ -145,16 +145,16 @@ func loadAuthority(certPath string, certPEM []byte, keyPath string, keyPEM []byt
 	case time.Now().After(cert.NotAfter.Add(-leafLifetime)):
 		return nil, fmt.Errorf("egress CA: %s expired on %s%s", certPath, cert.NotAfter.Format(time.DateOnly), fix)
 	}
-	return &authority{key: key, cert: cert, pem: pem.EncodeToMemory(cb), leaves: map[string]*tls.Certificate{}}, nil
+	return &Authority{key: key, cert: cert, pem: pem.EncodeToMemory(cb), leaves: map[string]*tls.Certificate{}}, nil
 }
 
 // PEM returns the CA certificate, for the sandboxes' trust bundle.
-func (a *authority) PEM() []byte { return append([]byte(nil), a.pem...) }
+func (a *Authority) PEM() []byte { return append([]byte(nil), a.pem...) }
 
-// certFor returns a leaf certificate for host (a DNS name, or an IP
+// CertFor returns a leaf certificate for host (a DNS name, or an IP
 // literal, bracketed or not), issuing it when none is cached or the
 // cached one is near its end.
-func (a *authority) certFor(host string) (*tls.Certificate, error) {
+func (a *Authority) CertFor(host string) (*tls.Certificate, error) {
 	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
 	if host == "" {
 		return nil, errors.New("egress CA: no host name to issue a certificate for")
@@ -181,7 +181,7 @@ func (a *authority) certFor(host string) (*tls.Certificate, error) {
 
 // issue signs a new leaf for host, valid from a little before now (clocks
 // in the sandbox may lag) for leafLifetime, never past the CA's end.
-func (a *authority) issue(host string, now time.Time) (*tls.Certificate, error) {
+func (a *Authority) issue(host string, now time.Time) (*tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("egress CA: generate a key for %s: %w", host, err)

@@ -1,4 +1,10 @@
-package egress
+// Package intercept adds a credential to the HTTPS requests a sandboxed
+// program sends to one host without the program ever holding it: the
+// program's TLS connection ends at a leaf signed by codexec's own CA
+// (Authority, which the sandbox trusts), each HTTP/1.1 request is checked
+// and given the credential, and goes on over a verified TLS connection of
+// the proxy's own. The egress proxy decides which connections come here.
+package intercept
 
 import (
 	"bufio"
@@ -22,39 +28,55 @@ import (
 // whole request or response in memory.
 
 var (
-	// errHostMismatch: a request on an intercepted connection named
+	// ErrHostMismatch: a request on an intercepted connection named
 	// another host than the one the connection was allowed for.
-	errHostMismatch = errors.New("a request named another host than its connection")
-	// errUpstream: the proxy could not reach the host, or could not
-	// verify it. Errors wrapping it are *upstreamError.
-	errUpstream = errors.New("upstream unreachable")
+	ErrHostMismatch = errors.New("a request named another host than its connection")
+	// ErrUpstream: the proxy could not reach the host, or could not
+	// verify it. Errors wrapping it are *UpstreamError.
+	ErrUpstream = errors.New("upstream unreachable")
 )
 
-// upstreamError says why the host could not be used; Reason is safe to
+// UpstreamError says why the host could not be used; Reason is safe to
 // show to the program (no credential in it).
-type upstreamError struct {
+type UpstreamError struct {
 	Reason string
 	Err    error
 }
 
-func (e *upstreamError) Error() string        { return e.Reason + ": " + e.Err.Error() }
-func (e *upstreamError) Unwrap() []error      { return []error{errUpstream, e.Err} }
-func (e *upstreamError) Is(target error) bool { return target == errUpstream }
+func (e *UpstreamError) Error() string        { return e.Reason + ": " + e.Err.Error() }
+func (e *UpstreamError) Unwrap() []error      { return []error{ErrUpstream, e.Err} }
+func (e *UpstreamError) Is(target error) bool { return target == ErrUpstream }
+
+// Credential is what goes into each request: Value in Header, replacing
+// Placeholder where the program put it (see Serve). Printing it never
+// shows Value.
+type Credential struct {
+	Header, Placeholder, Value string
+}
+
+// Format describes c without its value.
+func (c *Credential) Format(f fmt.State, _ rune) {
+	if c == nil {
+		_, _ = fmt.Fprint(f, "no credential")
+		return
+	}
+	_, _ = fmt.Fprintf(f, "credential in %s (placeholder %s)", c.Header, c.Placeholder)
+}
 
 // clientBuffer is the size of the buffers on either side; a TLS record
 // holds at most 16 KiB, so this keeps a couple of records per write.
 const clientBuffer = 32 << 10
 
-// intercept serves client (a connection to host:port the policy allowed,
+// Serve serves client (a connection to host:port the policy allowed,
 // right after CONNECT, or a transparent one) until either side closes it
 // or ctx ends: TLS with cert towards the program, each request checked
-// (its Host must be host), given cred's header with value, and sent
+// (its Host must be host), given cred (nil: none), and sent
 // through one upstream connection made with dial and verified against
 // roots. count gets the bytes the program sent and received, as they pass
 // (calls are serialized). A nil error means the program closed the
-// connection; errHostMismatch and errUpstream (*upstreamError) say why it
+// connection; ErrHostMismatch and ErrUpstream (*UpstreamError) say why it
 // was ended otherwise, after the program got a 403 or a 502.
-func intercept(ctx context.Context, client net.Conn, host string, port int, cred *Credential, value string,
+func Serve(ctx context.Context, client net.Conn, host string, port int, cred *Credential,
 	cert *tls.Certificate, dial func(context.Context) (net.Conn, error), roots *x509.CertPool,
 	count func(sent, recv int64)) error {
 	conn := tls.Server(&countingConn{Conn: client, count: count}, &tls.Config{
@@ -63,11 +85,8 @@ func intercept(ctx context.Context, client net.Conn, host string, port int, cred
 		MinVersion:   tls.VersionTLS12,
 	})
 	s := &session{
-		host: normalHost(host), port: port, cred: cred, value: value, dial: dial, roots: roots,
+		host: normalHost(host), port: port, cred: cred, dial: dial, roots: roots,
 		client: conn, cr: bufio.NewReaderSize(conn, clientBuffer), cw: bufio.NewWriterSize(conn, clientBuffer),
-	}
-	if cred != nil {
-		s.placeholder = placeholderValue(*cred)
 	}
 	stop := context.AfterFunc(ctx, s.close)
 	defer stop()
@@ -80,19 +99,17 @@ func intercept(ctx context.Context, client net.Conn, host string, port int, cred
 
 // session is one intercepted connection and its upstream.
 type session struct {
-	host        string
-	port        int
-	cred        *Credential
-	value       string
-	placeholder string
-	dial        func(context.Context) (net.Conn, error)
-	roots       *x509.CertPool
-	client      *tls.Conn
-	cr          *bufio.Reader
-	cw          *bufio.Writer
-	mu          sync.Mutex // guards up and closed: close runs from ctx's end
-	up          *upstream
-	closed      bool
+	host   string
+	port   int
+	cred   *Credential
+	dial   func(context.Context) (net.Conn, error)
+	roots  *x509.CertPool
+	client *tls.Conn
+	cr     *bufio.Reader
+	cw     *bufio.Writer
+	mu     sync.Mutex // guards up and closed: close runs from ctx's end
+	up     *upstream
+	closed bool
 }
 
 // Format describes s without the credential's value.
@@ -134,12 +151,12 @@ func (s *session) exchange(ctx context.Context, req *http.Request) (keep bool, e
 	defer req.Body.Close()
 	if req.Host == "" {
 		s.reply(http.StatusBadRequest, "codexec egress: the request has no Host header; HTTP/1.1 requests need one")
-		return false, fmt.Errorf("%w: a request without a Host header", errHostMismatch)
+		return false, fmt.Errorf("%w: a request without a Host header", ErrHostMismatch)
 	}
 	if !s.hostMatches(req.Host) {
 		s.reply(http.StatusForbidden, fmt.Sprintf("codexec egress: this connection was opened to %s and may carry requests for it only; "+
 			"the request names %q. Open a new connection for another host.", s.host, req.Host))
-		return false, fmt.Errorf("%w: connection to %s, request for %q", errHostMismatch, s.host, req.Host)
+		return false, fmt.Errorf("%w: connection to %s, request for %q", ErrHostMismatch, s.host, req.Host)
 	}
 	clientClose := req.Close
 	if err := s.prepare(req); err != nil {
@@ -148,7 +165,7 @@ func (s *session) exchange(ctx context.Context, req *http.Request) (keep bool, e
 	resp, up, err := s.roundTrip(ctx, req)
 	if err != nil {
 		reason := "the connection to it failed before its response came"
-		var ue *upstreamError
+		var ue *UpstreamError
 		if errors.As(err, &ue) {
 			reason = ue.Reason
 		}
@@ -194,13 +211,13 @@ func (s *session) inject(h http.Header) {
 	vals := h[s.cred.Header]
 	found := false
 	for i, v := range vals {
-		if strings.Contains(v, s.placeholder) {
-			vals[i] = strings.ReplaceAll(v, s.placeholder, s.value)
+		if s.cred.Placeholder != "" && strings.Contains(v, s.cred.Placeholder) {
+			vals[i] = strings.ReplaceAll(v, s.cred.Placeholder, s.cred.Value)
 			found = true
 		}
 	}
 	if !found {
-		h[s.cred.Header] = []string{s.value}
+		h[s.cred.Header] = []string{s.cred.Value}
 	}
 }
 
@@ -211,13 +228,13 @@ func (s *session) inject(h http.Header) {
 func (s *session) roundTrip(ctx context.Context, req *http.Request) (*http.Response, *upstream, error) {
 	reused := s.upstream() != nil
 	resp, up, err := s.try(ctx, req)
-	if err != nil && reused && req.Body == http.NoBody && !errors.Is(err, errUpstream) && ctx.Err() == nil {
+	if err != nil && reused && req.Body == http.NoBody && !errors.Is(err, ErrUpstream) && ctx.Err() == nil {
 		s.dropUpstream()
 		resp, up, err = s.try(ctx, req)
 	}
 	for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 {
 		if resp.StatusCode == http.StatusSwitchingProtocols {
-			err = &upstreamError{Reason: "switching protocols (WebSocket) is not supported on a connection that carries a credential",
+			err = &UpstreamError{Reason: "switching protocols (WebSocket) is not supported on a connection that carries a credential",
 				Err: errors.New("101 Switching Protocols")}
 			break
 		}
@@ -302,7 +319,7 @@ func (s *session) connect(ctx context.Context) (*upstream, error) {
 	}
 	raw, err := s.dial(ctx)
 	if err != nil {
-		return nil, &upstreamError{Reason: "could not connect", Err: err}
+		return nil, &UpstreamError{Reason: "could not connect", Err: err}
 	}
 	conn := tls.Client(raw, &tls.Config{
 		ServerName: s.host,
@@ -312,7 +329,7 @@ func (s *session) connect(ctx context.Context) (*upstream, error) {
 	})
 	if err := conn.HandshakeContext(ctx); err != nil {
 		_ = raw.Close()
-		return nil, &upstreamError{Reason: tlsReason(err), Err: err}
+		return nil, &UpstreamError{Reason: tlsReason(err), Err: err}
 	}
 	up := &upstream{conn: conn, r: bufio.NewReaderSize(conn, clientBuffer), w: bufio.NewWriterSize(conn, clientBuffer)}
 	s.mu.Lock()

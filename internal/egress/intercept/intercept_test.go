@@ -1,4 +1,4 @@
-package egress
+package intercept
 
 import (
 	"bufio"
@@ -29,7 +29,7 @@ import (
 
 const upstreamHost = "example.com"
 
-var testCred = &Credential{Host: Rule{Host: upstreamHost}, Header: "Authorization", ValueEnv: "UNUSED", Placeholder: "API_TOKEN"}
+var testCred = &Credential{Header: "Authorization", Placeholder: "codexec-placeholder-0123456789abcdef", Value: credValue}
 
 const credValue = "real-token-value"
 
@@ -117,11 +117,11 @@ func newRig(t testing.TB, trustUpstream bool) *rig {
 	if trustUpstream {
 		r.roots.AddCert(r.upstream.Certificate())
 	}
-	a, err := newAuthority(t.TempDir())
+	a, err := NewAuthority(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, err := a.certFor(upstreamHost)
+	cert, err := a.CertFor(upstreamHost)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func (r *rig) serve(ctx context.Context, cert *tls.Certificate) {
 		}
 		r.proxyConns.Add(1)
 		go func() {
-			r.errs <- intercept(ctx, c, upstreamHost, 443, testCred, credValue, cert, dial, r.roots, count)
+			r.errs <- Serve(ctx, c, upstreamHost, 443, testCred, cert, dial, r.roots, count)
 		}()
 	}
 }
@@ -194,7 +194,7 @@ func (r *rig) echo(t *testing.T, header http.Header) http.Header {
 
 func TestInterceptInjectsCredential(t *testing.T) {
 	r := newRig(t, true)
-	ph := placeholderValue(*testCred)
+	ph := testCred.Placeholder
 	tests := []struct {
 		name   string
 		header http.Header
@@ -360,7 +360,7 @@ func TestInterceptRefusesOtherHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	req.Host = "evil.example.net"
-	req.Header.Set("Authorization", placeholderValue(*testCred))
+	req.Header.Set("Authorization", testCred.Placeholder)
 	resp, err := r.client.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -370,8 +370,8 @@ func TestInterceptRefusesOtherHost(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "evil.example.net") {
 		t.Errorf("got %s %q; want 403 naming the host", resp.Status, body)
 	}
-	if err := <-r.errs; !errors.Is(err, errHostMismatch) {
-		t.Errorf("intercept returned %v; want errHostMismatch", err)
+	if err := <-r.errs; !errors.Is(err, ErrHostMismatch) {
+		t.Errorf("intercept returned %v; want ErrHostMismatch", err)
 	}
 	if n := r.upstreamConns.Load(); n != 0 {
 		t.Errorf("the upstream was contacted %d times for a refused request", n)
@@ -389,24 +389,24 @@ func TestInterceptUntrustedUpstream(t *testing.T) {
 	if strings.Contains(string(body), credValue) {
 		t.Error("the 502 carries the credential")
 	}
-	if err := <-r.errs; !errors.Is(err, errUpstream) {
-		t.Errorf("intercept returned %v; want errUpstream", err)
+	if err := <-r.errs; !errors.Is(err, ErrUpstream) {
+		t.Errorf("intercept returned %v; want ErrUpstream", err)
 	}
 }
 
 func TestInterceptEndsWithContext(t *testing.T) {
 	r := newRig(t, true)
-	a, err := newAuthority(t.TempDir())
+	a, err := NewAuthority(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, _ := a.certFor(upstreamHost)
+	cert, _ := a.CertFor(upstreamHost)
 	program, proxy := net.Pipe()
 	defer program.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- intercept(ctx, proxy, upstreamHost, 443, testCred, credValue, cert,
+		done <- Serve(ctx, proxy, upstreamHost, 443, testCred, cert,
 			func(context.Context) (net.Conn, error) { return nil, errors.New("unused") }, r.roots, nil)
 	}()
 	cancel()
