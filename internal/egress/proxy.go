@@ -168,21 +168,40 @@ func (b *Binding) reuseThenDial(f *flow, up net.Conn, addr netip.AddrPort) func(
 // tunnel copies bytes both ways until both directions end (or one fails,
 // or the flow is idle too long, or the binding closes).
 func (b *Binding) tunnel(f *flow, client *bufferedConn, up net.Conn) {
-	upm := f.wrap(up, false)
+	// Bytes the proxy already read from the program (the ClientHello it
+	// peeked at) go first, counted; then the kernel moves the rest.
+	if n := client.r.Buffered(); n > 0 {
+		head, _ := client.r.Peek(n)
+		if _, err := up.Write(head); err != nil || !f.add(int64(n), 0) {
+			_ = client.Close()
+			_ = up.Close()
+			return
+		}
+		_, _ = client.r.Discard(n)
+	}
+	raw := client.meteredConn.Conn
 	done := make(chan error, 1)
 	go func() {
-		_, err := io.Copy(upm, client)
-		_ = upm.CloseWrite()
+		err := f.pump(up, raw, true)
+		closeWrite(up)
 		done <- err
 	}()
-	_, err := io.Copy(client, upm)
-	_ = client.CloseWrite()
+	err := f.pump(raw, up, false)
+	closeWrite(raw)
 	if err != nil {
-		_ = client.Close()
+		_ = raw.Close()
 		_ = up.Close()
 	}
 	if err := <-done; err != nil {
 		_ = up.Close()
+	}
+}
+
+// closeWrite half-closes c where it can, so a tunnel passes on an end of
+// stream without ending the other direction.
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
 	}
 }
 
