@@ -129,12 +129,7 @@ func connectStatus(t *testing.T, c *testCapture, rawURL string) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := net.Dial("tcp", c.proxyAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	conn := dialProxy(t, c)
 	if u.Scheme == "https" {
 		host := u.Host
 		if u.Port() == "" {
@@ -157,12 +152,7 @@ func connectStatus(t *testing.T, c *testCapture, rawURL string) (int, string) {
 // proxy's answer, and its status.
 func openTunnel(t *testing.T, c *testCapture, target string) (net.Conn, int) {
 	t.Helper()
-	conn, err := net.Dial("tcp", c.proxyAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	conn := dialProxy(t, c)
 	fmt.Fprintf(conn, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
@@ -380,12 +370,7 @@ func TestPlainProxyConnectionServesSeveralHosts(t *testing.T) {
 	u := startUpstreams(t)
 	cfg := u.config(t)
 	_, b, c := serve(t, cfg, cfg.Ceiling)
-	conn, err := net.Dial("tcp", c.proxyAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	conn := dialProxy(t, c)
 	br := bufio.NewReader(conn)
 	ip := "127.0.0.1:" + strconv.Itoa(u.plainPort)
 	for _, origin := range []string{u.plainOrigin, u.plainOrigin, ip, "denied.test"} {
@@ -421,12 +406,7 @@ func TestPlainProxyRelaysUpgrades(t *testing.T) {
 	u := startUpstreams(t)
 	cfg := u.config(t)
 	_, _, c := serve(t, cfg, cfg.Ceiling)
-	conn, err := net.Dial("tcp", c.proxyAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	conn := dialProxy(t, c)
 	fmt.Fprintf(conn, "GET http://%s/upgrade HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n", u.plainOrigin, u.plainOrigin)
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, nil)
@@ -443,12 +423,7 @@ func TestProxyBoundsRequestHead(t *testing.T) {
 	u := startUpstreams(t)
 	cfg := u.config(t)
 	_, _, c := serve(t, cfg, cfg.Ceiling)
-	conn, err := net.Dial("tcp", c.proxyAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	conn := dialProxy(t, c)
 	go func() {
 		fmt.Fprintf(conn, "GET http://%s/ HTTP/1.1\r\nX-Big: %s", u.plainOrigin, strings.Repeat("a", 1<<20))
 	}()
@@ -456,4 +431,18 @@ func TestProxyBoundsRequestHead(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
 		t.Errorf("a 1 MiB request head: %v %v, want 431", resp, err)
 	}
+}
+
+// dialProxy connects to c's explicit proxy, closed when the test ends, with
+// every read and write bounded so a proxy that never answers fails the
+// test instead of hanging it.
+func dialProxy(t testing.TB, c *testCapture) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", c.proxyAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	return conn
 }

@@ -72,9 +72,15 @@ func runOnce(b *testing.B, n *Backend, dir string, argv []string) time.Duration 
 // runAs times one run of argv over dir, mounted with o's rights (nil: the
 // sandbox user's).
 func runAs(b *testing.B, n *Backend, dir string, argv []string, o *sandbox.Owner) time.Duration {
+	return timeRun(b, n, sandbox.Spec{ID: "bench", Argv: argv, Dir: dir, DirOwner: o})
+}
+
+// timeRun times one run of spec (its environment, output and limits set
+// here) to its release; the run must exit 0.
+func timeRun(b *testing.B, n *Backend, spec sandbox.Spec) time.Duration {
 	t0 := time.Now()
-	p, err := n.Start(context.Background(), sandbox.Spec{ID: "bench", Argv: argv, Dir: dir, DirOwner: o,
-		Env: []string{"HOME=" + dir}, Stdout: io.Discard, Limits: benchLimits})
+	spec.Env, spec.Stdout, spec.Limits = []string{"HOME=" + spec.Dir}, io.Discard, benchLimits
+	p, err := n.Start(context.Background(), spec)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -224,18 +230,9 @@ func BenchmarkCaptureCold(b *testing.B) {
 
 // runServed times one run of argv over dir whose sockets e serves.
 func runServed(b *testing.B, n *Backend, dir string, argv []string, e *echoEgress) time.Duration {
-	t0 := time.Now()
-	p, err := n.Start(context.Background(), sandbox.Spec{ID: "bench", Argv: argv, Dir: dir, Egress: e,
-		Env: []string{"HOME=" + dir}, Stdout: io.Discard, Limits: benchLimits})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if ex, err := p.Wait(); err != nil || ex.Code != 0 {
-		b.Fatal(ex, err)
-	}
-	_ = p.Release(time.Second)
+	d := timeRun(b, n, sandbox.Spec{ID: "bench", Argv: argv, Dir: dir, Egress: e})
 	if e.served() != 1 {
 		b.Fatalf("%d captures served", e.served())
 	}
-	return time.Since(t0)
+	return d
 }
