@@ -12,7 +12,29 @@ const (
 	ReasonLimit       = "limit"
 	ReasonUnreachable = "upstream unreachable"
 	ReasonHostHeader  = "host header mismatch"
+	// ReasonLookup: the program looked up a name the policy does not
+	// allow (the entry's Port is 0: no connection was possible).
+	ReasonLookup = "name lookup refused"
 )
+
+// maxLookupEntries bounds the audit entries of refused name lookups, so a
+// program that looks up endless names cannot grow its run's result.
+const maxLookupEntries = 64
+
+// lookupDenied records that the program looked up name and was refused:
+// once per name, for at most maxLookupEntries names per run.
+func (b *Binding) lookupDenied(name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d := dest{host: name}
+	if b.audit[d] == nil {
+		if b.lookups >= maxLookupEntries {
+			return
+		}
+		b.lookups++
+	}
+	b.entryLocked(d).Reason = ReasonLookup
+}
 
 // admit checks the binding's limits for a new connection to an allowed
 // destination and counts it against the run's total.

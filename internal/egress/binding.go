@@ -31,6 +31,7 @@ type Binding struct {
 	closed   bool
 	total    int   // connections admitted over the run
 	bytes    int64 // bytes sent plus received over the run
+	lookups  int   // audit entries of refused name lookups (lookupDenied)
 	audit    map[dest]*Entry
 	wg       sync.WaitGroup
 }

@@ -94,6 +94,9 @@ func (b *Binding) answer(q *dns.Msg) *dns.Msg {
 	}
 	name := strings.TrimSuffix(strings.ToLower(question.Name), ".")
 	if _, err := netip.ParseAddr(name); err == nil || !b.Policy().namesHost(name) {
+		if err != nil && name != "" {
+			b.lookupDenied(name)
+		}
 		r.Rcode = dns.RcodeNameError
 		return r
 	}

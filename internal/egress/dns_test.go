@@ -69,6 +69,16 @@ func TestDNSStub(t *testing.T) {
 			t.Errorf("%s %s over %s (-want +got):\n%s", dns.TypeToString[tt.qtype], tt.name, tt.network, diff)
 		}
 	}
+	var refused []Entry
+	for _, e := range b.Record() {
+		if e.Reason == ReasonLookup {
+			refused = append(refused, e)
+		}
+	}
+	want := []Entry{{Host: "denied.test", Reason: ReasonLookup}, {Host: "test", Reason: ReasonLookup}}
+	if diff := cmp.Diff(want, refused); diff != "" {
+		t.Errorf("refused lookups in the audit (-want +got):\n%s", diff)
+	}
 	b.SetPolicy(Policy{})
 	if rcode, _ := lookup(t, c, "udp", "tls.test", dns.TypeA); rcode != dns.RcodeNameError {
 		t.Errorf("after SetPolicy(none), A tls.test rcode = %s, want NXDOMAIN", dns.RcodeToString[rcode])
@@ -167,6 +177,27 @@ func TestTransparentDest(t *testing.T) {
 		got, ok := b.transparentDest(netip.MustParseAddrPort(tt.local))
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("transparentDest(%s) = %v, %v; want %v, %v", tt.local, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// TestDNSLookupAuditBounded: refused lookups are audited once per name,
+// and a program looking up endless names adds at most maxLookupEntries.
+func TestDNSLookupAuditBounded(t *testing.T) {
+	u := startUpstreams(t)
+	_, b, c := serve(t, u.config(t), Policy{})
+	for i := range maxLookupEntries + 20 {
+		name := fmt.Sprintf("n%d.exfil.test", i)
+		lookup(t, c, "udp", name, dns.TypeA)
+		lookup(t, c, "udp", name, dns.TypeA)
+	}
+	got := b.Record()
+	if len(got) != maxLookupEntries {
+		t.Fatalf("%d audit entries after %d distinct refused names, want %d", len(got), maxLookupEntries+20, maxLookupEntries)
+	}
+	for _, e := range got {
+		if e.Reason != ReasonLookup || e.Port != 0 || e.Connections != 0 || e.Allowed {
+			t.Errorf("entry %+v: want a refused lookup without connections", e)
 		}
 	}
 }
