@@ -16,6 +16,7 @@ import (
 
 	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/capture"
 )
 
 // A cold run with a network capture starts behind a gate: the container's
@@ -235,20 +236,10 @@ func (c *Backend) captureCold(p *proc.HostProc, g *gate, name string, spec sandb
 	if err != nil {
 		return err
 	}
-	capture, err := captureIn(pid, c.opts.CaptureSpec)
+	sockets, err := captureIn(pid, c.opts.CaptureSpec)
 	if err != nil {
 		return err
 	}
-	handOver(capture, spec.Egress)
+	capture.Hand(spec.Egress, sockets)
 	return g.release()
-}
-
-// handOver gives a sandbox's capture to its run's egress, or closes it when
-// the run has none: its program's connections are then refused at once.
-func handOver(capture *sandbox.Capture, e sandbox.Egress) {
-	if e != nil {
-		e.Serve(capture)
-		return
-	}
-	_ = capture.Close()
 }

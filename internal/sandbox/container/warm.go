@@ -22,6 +22,7 @@ import (
 
 	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/capture"
 	"github.com/codexec/codexec/internal/sandbox/helper"
 	"github.com/codexec/codexec/internal/sandbox/warm"
 )
@@ -374,10 +375,8 @@ func (c *Backend) startWarm(spec sandbox.Spec, req warm.Request, r *ctRunner) (*
 		c.runners.DestroyLater(r)
 		return nil, err
 	}
-	if r.capture != nil {
-		handOver(r.capture, spec.Egress)
-		r.capture = nil
-	}
+	capture.Hand(spec.Egress, r.capture)
+	r.capture = nil
 	name := r.name
 	var killed atomic.Bool
 	hooks := c.hooks(name, spec, &killed)
