@@ -216,8 +216,14 @@ func trimNL(b []byte) []byte {
 	return b
 }
 
-// CgroupInfo describes the cgroup setup the backend uses.
-func (n *Backend) CgroupInfo() cgroup.Info { return n.cg }
+// CgroupInfo describes the cgroup setup the backend uses: Version 0 when
+// it has none (without root and without a delegated cgroup).
+func (n *Backend) CgroupInfo() cgroup.Info {
+	if n.noCgroup {
+		return cgroup.Info{}
+	}
+	return n.cg
+}
 
 // Name returns "namespace".
 func (*Backend) Name() string { return "namespace" }
