@@ -136,9 +136,10 @@ func localRoots(home string) []string {
 func namespaceOptions(cfg config.Config, env HostEnv, langs *runtime.Set, capture *sandbox.CaptureSpec, prewarm []sandbox.Spec) namespace.Options {
 	mask := append(forbidden(env), internalDirs(cfg)...)
 	return namespace.Options{OwnedRoot: cfg.SandboxDir, Mask: mask, ReadOnly: interpreterPrefixes(langs),
-		Pool:        poolOptions(cfg),
-		Prewarm:     prewarm,
-		CaptureSpec: capture}
+		Pool:         poolOptions(cfg),
+		Prewarm:      prewarm,
+		CaptureSpec:  capture,
+		CgroupParent: cfg.CgroupParent}
 }
 
 // interpreterPrefixes returns, for every interpreter outside /usr, the

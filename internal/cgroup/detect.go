@@ -341,7 +341,9 @@ func (h host) canMoveInto(p string) error {
 }
 
 // writable reports whether this process may write the file at p.
-func writable(p string) bool { return unix.Faccessat(unix.AT_FDCWD, p, unix.W_OK, unix.AT_EACCESS) == nil }
+func writable(p string) bool {
+	return unix.Faccessat(unix.AT_FDCWD, p, unix.W_OK, unix.AT_EACCESS) == nil
+}
 
 // delegationTop is where enabling the controllers starts (see Info.top).
 func (i Info) delegationTop() string {

@@ -125,7 +125,7 @@ func newBackend(o Options) (*Backend, error) {
 		return nil, err
 	}
 	proc.SweepDeadRunsOnce()
-	n := &Backend{opts: o, cg: cgroup.Detect(), ids: idmap.New(o.Exe, o.UID, o.GID), files: files, placeholders: placeholders}
+	n := &Backend{opts: o, cg: cgroup.DetectIn(o.CgroupParent), ids: idmap.New(o.Exe, o.UID, o.GID), files: files, placeholders: placeholders}
 	n.groups = cgroup.NewPool(n.cg, keptGroups)
 	n.launchers = &launcherPool{n: n}
 	n.runners.Pool = warm.NewPool(o.Pool, n.startRunner)
