@@ -27,10 +27,9 @@ import (
 // way a codexec run as that user does.
 
 const (
-	delegateEnv       = "CODEXEC_CGROUP_TEST_DELEGATED"
-	delegateParentEnv = delegateEnv + "_PARENT"
-	delegateDenyEnv   = delegateEnv + "_DENIED"
-	testAccountName   = "codexec-cgtest"
+	delegateEnv     = "CODEXEC_CGROUP_TEST_DELEGATED"
+	delegateArgEnv  = delegateEnv + "_ARG"
+	testAccountName = "codexec-cgtest"
 )
 
 // delegatedReport is what the "use" step saw, as the test account.
@@ -40,6 +39,7 @@ type delegatedReport struct {
 	Info         string
 	PinFrozen    bool
 	MaxPids      int   // most processes seen in the group
+	Peak         int64 // pids.peak: most processes the group held (-1: no such file)
 	ForkRefusals int64 // pids.events "max": forks the limit refused
 	EmptyAfter   bool  // the group was empty after Kill
 	Kept, Reused bool  // the pool kept the group and gave it out again
@@ -73,10 +73,17 @@ func TestDelegatedV1(t *testing.T) {
 		t.Fatalf("as %s (uid %d): %s (%s)", testAccountName, r.UID, r.Error, r.Info)
 	}
 	t.Logf("as %s: %+v", testAccountName, r)
-	want := delegatedReport{UID: uid, Usable: true, Info: r.Info, PinFrozen: true, MaxPids: 4, ForkRefusals: r.ForkRefusals,
+	peak := int64(4) // the limit, reached before the refused forks
+	if r.Peak == -1 {
+		peak = -1 // a kernel without pids.peak
+	}
+	want := delegatedReport{UID: uid, Usable: true, Info: r.Info, PinFrozen: true, MaxPids: r.MaxPids, Peak: peak, ForkRefusals: r.ForkRefusals,
 		EmptyAfter: true, Kept: true, Reused: true, DeniedReason: r.DeniedReason}
 	if d := cmp.Diff(want, r); d != "" {
 		t.Errorf("as %s (-want +got):\n%s", testAccountName, d)
+	}
+	if r.MaxPids < 1 || r.MaxPids > 4 {
+		t.Errorf("the group held up to %d processes, want 1 to 4 (its limit)", r.MaxPids)
 	}
 	if r.ForkRefusals < 1 {
 		t.Errorf("pids.events counts %d refused forks, want some (8 forks under a limit of 4)", r.ForkRefusals)
@@ -220,11 +227,12 @@ func readableCopy(t *testing.T) string {
 	return exe
 }
 
-// asAccount runs step of this test binary as uid (its group too).
-func asAccount(exe string, uid int, step, parent, denied string) *exec.Cmd {
+// asAccount runs step of this test binary as uid (its group too), with
+// arguments arg1 and arg2 (see delegatedStep).
+func asAccount(exe string, uid int, step, arg1, arg2 string) *exec.Cmd {
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Dir = filepath.Dir(exe)
-	cmd.Env = []string{"PATH=/usr/bin:/bin", delegateEnv + "=" + step, delegateParentEnv + "=" + parent, delegateDenyEnv + "=" + denied}
+	cmd.Env = []string{"PATH=/usr/bin:/bin", delegateEnv + "=" + step, delegateArgEnv + "1=" + arg1, delegateArgEnv + "2=" + arg2}
 	cmd.Stderr = os.Stderr
 	u, _ := user.LookupId(strconv.Itoa(uid))
 	gid, _ := strconv.Atoi(u.Gid)
@@ -233,17 +241,23 @@ func asAccount(exe string, uid int, step, parent, denied string) *exec.Cmd {
 }
 
 // delegatedStep runs a step as the test account; it prints what it saw.
+// Its first argument is the parent; the second, of "use", a parent it
+// cannot write, and of "move" the parent, the first being where the v2
+// hierarchy is mounted.
 func delegatedStep(step string) {
-	parent := os.Getenv(delegateParentEnv)
+	parent, arg2 := os.Getenv(delegateArgEnv+"1"), os.Getenv(delegateArgEnv+"2")
 	var v any
 	switch step {
 	case "use":
-		v = useDelegated(parent, os.Getenv(delegateDenyEnv))
+		v = useDelegated(parent, arg2)
 	case "hold":
 		holdDelegated(parent)
 		return
 	case "sweep":
 		v = Sweep(DetectIn(parent))
+	case "move":
+		moveDelegated(parent, arg2)
+		return
 	}
 	b, _ := json.Marshal(v)
 	fmt.Println(string(b))
@@ -306,9 +320,13 @@ func forkPastLimit(g *Group, r *delegatedReport) error {
 	_, _ = in.Write([]byte("go\n"))
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		r.MaxPids = max(r.MaxPids, len(g.Pids()))
-		if r.ForkRefusals = g.readKey(pidsIdx, "pids.events", "max"); r.ForkRefusals > 0 && r.MaxPids >= 4 {
+		if r.ForkRefusals = g.readKey(pidsIdx, "pids.events", "max"); r.ForkRefusals > 0 {
 			break
 		}
+	}
+	r.Peak = -1
+	if _, err := g.get(pidsIdx, "pids.peak"); err == nil {
+		r.Peak = g.readInt(pidsIdx, "pids.peak")
 	}
 	if err := g.Kill(); err != nil {
 		return err
@@ -338,4 +356,109 @@ func holdDelegated(parent string) {
 	}
 	fmt.Printf("ready %d\n", sleeper.Process.Pid)
 	_, _ = io.Copy(io.Discard, os.Stdin)
+}
+
+// moveReport is what the "move" step saw: canMoveInto's verdict and the
+// kernel's on moving a process into a group below the parent.
+type moveReport struct {
+	Check  string // canMoveInto's error, "" when it allows the move
+	Kernel string // the write to cgroup.procs' error, "" when it worked
+}
+
+// TestDelegatedV2Move: on a cgroup v2 hierarchy (the unified one on a
+// hybrid host: controllers are not needed for this), the test account may
+// move processes into a group of a directory delegated to it only once it
+// runs inside that directory, as canMoveInto predicts.
+func TestDelegatedV2Move(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("delegating a cgroup to a test account needs root")
+	}
+	mnt := ""
+	for _, m := range []string{Root, filepath.Join(Root, "unified")} {
+		if _, err := os.Stat(filepath.Join(m, "cgroup.procs")); err == nil {
+			mnt = m
+			break
+		}
+	}
+	if mnt == "" {
+		t.Skip("no cgroup v2 hierarchy mounted")
+	}
+	uid, gid := testAccount(t)
+	top := "/codexec-test-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(treeSeq.Add(1), 10)
+	for _, d := range []string{"server", "runs"} {
+		if err := os.MkdirAll(filepath.Join(mnt, top, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { removeTree(filepath.Join(mnt, top)) })
+	if err := chownTree(filepath.Join(mnt, top), uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	cmd := asAccount(readableCopy(t), uid, "move", mnt, top+"/runs")
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := bufio.NewScanner(out)
+	var outside, inside moveReport
+	readReport(t, lines, &outside)
+	if err := write(filepath.Join(mnt, top, "server"), "cgroup.procs", strconv.Itoa(cmd.Process.Pid)); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = in.Write([]byte("moved\n"))
+	readReport(t, lines, &inside)
+	if !strings.Contains(outside.Check, "meet at /,") || outside.Kernel == "" {
+		t.Errorf("outside the delegated directory: check %q, kernel %q; want both to refuse", outside.Check, outside.Kernel)
+	}
+	t.Logf("outside: %+v; inside: %+v", outside, inside)
+	if inside != (moveReport{}) {
+		t.Errorf("inside the delegated directory: %+v, want both to allow the move", inside)
+	}
+}
+
+func readReport(t *testing.T, lines *bufio.Scanner, r *moveReport) {
+	t.Helper()
+	if !lines.Scan() {
+		t.Fatalf("the move step said nothing (%v)", lines.Err())
+	}
+	if err := json.Unmarshal(lines.Bytes(), r); err != nil {
+		t.Fatalf("the move step said %q: %v", lines.Bytes(), err)
+	}
+}
+
+// moveDelegated reports a move into a new group below parent in the v2
+// hierarchy mounted at mnt, then again once told it was moved itself.
+func moveDelegated(mnt, parent string) {
+	for i := 0; i < 2; i++ {
+		b, _ := json.Marshal(tryMove(mnt, parent, i))
+		fmt.Println(string(b))
+		if i == 0 {
+			_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+		}
+	}
+}
+
+func tryMove(mnt, parent string, n int) (r moveReport) {
+	self, _ := os.ReadFile("/proc/self/cgroup")
+	if err := (host{root: mnt, self: string(self), uid: os.Geteuid()}).canMoveInto(parent); err != nil {
+		r.Check = err.Error()
+	}
+	g := filepath.Join(mnt, parent, "g-"+strconv.Itoa(n))
+	if err := os.Mkdir(g, 0o755); err != nil {
+		r.Kernel = err.Error()
+		return r
+	}
+	defer func() { _ = rmdirRetry(g, time.Now().Add(5*time.Second)) }()
+	sleeper := exec.Command("sleep", "30")
+	if err := sleeper.Start(); err != nil {
+		r.Kernel = err.Error()
+		return r
+	}
+	defer func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() }()
+	if err := write(g, "cgroup.procs", strconv.Itoa(sleeper.Process.Pid)); err != nil {
+		r.Kernel = err.Error()
+	}
+	return r
 }
