@@ -11,7 +11,9 @@
 // Groups live in a directory of the server that made them, named after it
 // and locked while it runs (owner.go), so that a starting server's Sweep
 // removes what dead servers left and nothing of a live one, whatever pid
-// namespaces the two are in.
+// namespaces the two are in. A server run as root keeps these directories
+// in a default place (Detect); one run as a normal user, below a parent
+// delegated to that user (DetectIn, detect.go).
 package cgroup
 
 import (

@@ -277,10 +277,10 @@ func commonAncestor(a, b string) string {
 // process may move processes into them.
 func (h host) probe(info Info) error {
 	for _, b := range info.bases {
-		if err := makeBase(info, b); err != nil {
+		if err := h.makeBase(info, b); err != nil {
 			return err
 		}
-		if err := probeGroup(b, info.Version == 2); err != nil {
+		if err := h.probeGroup(b, info.Version == 2); err != nil {
 			return err
 		}
 	}
@@ -292,9 +292,9 @@ func (h host) probe(info Info) error {
 
 // makeBase makes the directory b holding codexec's groups; on v2 it
 // enables the controllers from info's top down to it.
-func makeBase(info Info, b string) error {
+func (h host) makeBase(info Info, b string) error {
 	if err := os.MkdirAll(b, 0o755); err != nil {
-		return fmt.Errorf("cannot make %s: %w; ask an operator to delegate it to uid %d (%s)", b, err, os.Geteuid(), delegationHelp)
+		return fmt.Errorf("cannot make %s: %w; ask an operator to delegate it to uid %d (%s)", b, err, h.uid, delegationHelp)
 	}
 	if info.Version == 2 {
 		return enableDown(info.delegationTop(), b)
@@ -304,10 +304,10 @@ func makeBase(info Info, b string) error {
 
 // probeGroup makes and removes a group in b; on v2 the group must have
 // the controllers.
-func probeGroup(b string, v2 bool) (retErr error) {
+func (h host) probeGroup(b string, v2 bool) (retErr error) {
 	p := filepath.Join(b, "probe-"+strconv.Itoa(os.Getpid()))
 	if err := os.Mkdir(p, 0o755); err != nil {
-		return fmt.Errorf("cannot make a group in %s: %w; ask an operator to delegate it to uid %d (%s)", b, err, os.Geteuid(), delegationHelp)
+		return fmt.Errorf("cannot make a group in %s: %w; ask an operator to delegate it to uid %d (%s)", b, err, h.uid, delegationHelp)
 	}
 	defer func() {
 		if err := syscall.Rmdir(p); err != nil && retErr == nil {
