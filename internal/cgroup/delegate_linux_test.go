@@ -47,6 +47,7 @@ type delegatedReport struct {
 	DeniedUsable bool  // a parent the account cannot write
 	DeniedReason string
 	Error        string
+	UserNS       string // the step's user namespace (/proc/self/ns/user)
 }
 
 // TestDelegatedV1 runs codexec's group handling as a normal user in a
@@ -64,11 +65,28 @@ func TestDelegatedV1(t *testing.T) {
 		}
 		t.Cleanup(func() { removeTree(dir) })
 	}
-	out, err := asAccount(exe, uid, "use", parent, denied).Output()
-	var r delegatedReport
-	if jerr := json.Unmarshal(out, &r); jerr != nil {
-		t.Fatalf("the step as %s said %q (%v, %v)", testAccountName, out, err, jerr)
+	for _, userns := range []bool{false, true} {
+		t.Run(fmt.Sprintf("userns=%v", userns), func(t *testing.T) {
+			cmd := asAccount(exe, uid, "use", parent, denied)
+			if userns {
+				inUserNamespace(cmd, uid)
+			}
+			out, err := cmd.Output()
+			var r delegatedReport
+			if jerr := json.Unmarshal(out, &r); jerr != nil {
+				t.Fatalf("the step as %s said %q (%v, %v)", testAccountName, out, err, jerr)
+			}
+			if own, _ := os.Readlink("/proc/self/ns/user"); (r.UserNS != own) != userns {
+				t.Errorf("the step ran in user namespace %s, this test in %s; want another one: %v", r.UserNS, own, userns)
+			}
+			checkUse(t, r, uid, parent, denied)
+		})
 	}
+}
+
+// checkUse checks what the "use" step saw.
+func checkUse(t *testing.T, r delegatedReport, uid int, parent, denied string) {
+	t.Helper()
 	if r.Error != "" {
 		t.Fatalf("as %s (uid %d): %s (%s)", testAccountName, r.UID, r.Error, r.Info)
 	}
@@ -78,7 +96,7 @@ func TestDelegatedV1(t *testing.T) {
 		peak = -1 // a kernel without pids.peak
 	}
 	want := delegatedReport{UID: uid, Usable: true, Info: r.Info, PinFrozen: true, MaxPids: r.MaxPids, Peak: peak, ForkRefusals: r.ForkRefusals,
-		EmptyAfter: true, Kept: true, Reused: true, DeniedReason: r.DeniedReason}
+		EmptyAfter: true, Kept: true, Reused: true, DeniedReason: r.DeniedReason, UserNS: r.UserNS}
 	if d := cmp.Diff(want, r); d != "" {
 		t.Errorf("as %s (-want +got):\n%s", testAccountName, d)
 	}
@@ -240,6 +258,16 @@ func asAccount(exe string, uid int, step, arg1, arg2 string) *exec.Cmd {
 	return cmd
 }
 
+// inUserNamespace makes cmd start in a user namespace of its own that maps
+// uid (and its group) to itself, as codexec run as a user does.
+func inUserNamespace(cmd *exec.Cmd, uid int) {
+	c := cmd.SysProcAttr.Credential
+	c.NoSetGroups = true // a user namespace's process may not set groups
+	cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWUSER
+	cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+	cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: int(c.Gid), HostID: int(c.Gid), Size: 1}}
+}
+
 // delegatedStep runs a step as the test account; it prints what it saw.
 // Its first argument is the parent; the second, of "use", a parent it
 // cannot write, and of "move" the parent, the first being where the v2
@@ -268,6 +296,7 @@ func delegatedStep(step string) {
 // takes it again, and removes everything.
 func useDelegated(parent, denied string) (r delegatedReport) {
 	r.UID = os.Getuid()
+	r.UserNS, _ = os.Readlink("/proc/self/ns/user")
 	info := DetectIn(parent)
 	r.Usable, r.Info = info.Usable(), info.String()
 	fail := func(err error) delegatedReport { r.Error = err.Error(); return r }
