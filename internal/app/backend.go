@@ -158,10 +158,11 @@ func newNamespace(ctx context.Context, cfg config.Config, env HostEnv, langs *ru
 func namespaceOptions(cfg config.Config, env HostEnv, langs *runtime.Set, capture *sandbox.CaptureSpec, prewarm []sandbox.Spec) namespace.Options {
 	mask := append(forbidden(env), internalDirs(cfg)...)
 	return namespace.Options{OwnedRoot: cfg.SandboxDir, Mask: mask, ReadOnly: interpreterPrefixes(langs),
-		Pool:        poolOptions(cfg),
-		Prewarm:     prewarm,
-		CaptureSpec: capture,
-		Rootless:    env.Rootless}
+		Pool:         poolOptions(cfg),
+		Prewarm:      prewarm,
+		CaptureSpec:  capture,
+		CgroupParent: cfg.CgroupParent,
+		Rootless:     env.Rootless}
 }
 
 // interpreterPrefixes returns, for every interpreter outside /usr, the
