@@ -1,0 +1,26 @@
+package engine
+
+import "github.com/codexec/codexec/internal/sandbox"
+
+// limitsOf is which of spec's limits hold and how, as the backend says
+// (nil when it does not: a result then claims nothing). diskBytes is the
+// size of the bounded disk the run's workspace and /tmp (spec.TmpDir) are
+// on, 0 for none: that disk, not the backend, bounds what the run writes.
+func (e *Engine) limitsOf(spec sandbox.Spec, diskBytes int64) *sandbox.Enforcement {
+	enf, ok := sandbox.EnforcedBy(e.backend, spec)
+	if !ok {
+		return nil
+	}
+	if diskBytes > 0 {
+		enf.Disk = sandbox.DiskImage(diskBytes)
+	}
+	return &enf
+}
+
+// diskBytes is the size of a bounded disk, 0 for none.
+func (w *Workspace) diskBytes() int64 {
+	if w.disk == nil {
+		return 0
+	}
+	return w.disk.Limit()
+}
