@@ -204,6 +204,7 @@ func Doctor(ctx context.Context, cfg config.Config, env HostEnv, w io.Writer, re
 	langs := runtime.Discover(ctx, runtime.Overrides(cfg.Interpreters), env.Path)
 	fmt.Fprintf(w, "configured mode: %s\n", cfg.SandboxMode)
 	fmt.Fprintln(w, "subprocess: available (NO isolation: host filesystem, network, no resource limits)")
+	doctorLimits(w, cfg, &subprocess.Backend{})
 	nsErr := doctorNamespace(ctx, cfg, env, langs, w)
 	ctErr := doctorContainer(ctx, cfg, env, langs, w)
 	doctorDisks(cfg, w)
@@ -250,6 +251,7 @@ func doctorNamespace(ctx context.Context, cfg config.Config, env HostEnv, langs 
 		cg = "no cgroup this user may use: memory, processes and file size are limited per process (resource limits), CPU only by the time limit; docs/sandbox.md says how to delegate one"
 	}
 	fmt.Fprintf(w, "namespace: available %s (bubblewrap, user/pid/net/ipc/uts/mount namespaces, seccomp, Landlock where the kernel has it, %s)\n", as, cg)
+	doctorLimits(w, cfg, b)
 	doctorWarm(cfg, langs, b, w, runtime.Python, runtime.Node, runtime.Bash)
 	return b.Close()
 }
@@ -301,6 +303,7 @@ func doctorContainer(ctx context.Context, cfg config.Config, env HostEnv, langs 
 		return err
 	}
 	fmt.Fprintf(w, "docker: available (%s, image %s, network %s)\n", cfg.DockerCLI, cfg.DockerImage, cfg.DockerNetwork)
+	doctorLimits(w, cfg, c)
 	if cfg.SandboxMode == config.ModeDocker {
 		doctorWarm(cfg, langs, c, w, runtime.Python, runtime.Node)
 	}
