@@ -39,6 +39,10 @@ const (
 	EnforcedCgroup    = "cgroup"
 	EnforcedRlimit    = "rlimit per process"
 	EnforcedContainer = "container"
+	// EnforcedRlimitSandbox ("rlimit per sandbox", pids only): a process
+	// count limit set inside the run's own user namespace, where the
+	// kernel counts the run's processes together.
+	EnforcedRlimitSandbox = "rlimit per sandbox"
 )
 
 // Unenforced is an Enforcement that holds no limit at all.
