@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/sandbox"
 )
 
@@ -43,13 +44,15 @@ func (c *Backend) probeHeld(ctx context.Context) heldLimits {
 	if c.podman() {
 		format = "{{.Host.CgroupControllers}}"
 	}
-	out, err := combinedTracked(exec.CommandContext(ctx, c.cli, "info", "--format", format))
-	if err != nil {
+	var out, errOut limitedBuffer
+	cmd := exec.CommandContext(ctx, c.cli, "info", "--format", format)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := proc.RunTracked(cmd); err != nil {
 		slog.Warn("docker mode: the container engine did not say which resource limits it applies; results report none",
-			"cli", c.opts.CLI, "err", err, "output", strings.TrimSpace(out))
+			"cli", c.opts.CLI, "err", err, "output", strings.TrimSpace(string(errOut.b)))
 		return heldLimits{}
 	}
-	return parseHeld(out, c.podman())
+	return parseHeld(string(out.b), c.podman())
 }
 
 // parseHeld reads `info`'s answer: podman's list of cgroup controllers it
