@@ -248,7 +248,7 @@ func doctorNamespace(ctx context.Context, cfg config.Config, env HostEnv, langs 
 	}
 	cg := b.CgroupInfo().String()
 	if b.CgroupInfo().Version == 0 {
-		cg = "no cgroup this user may use: memory, processes and file size are limited per process (resource limits), CPU only by the time limit; docs/sandbox.md says how to delegate one"
+		cg = "no cgroup this user may use: memory and file size are limited per process and the process count per sandbox (resource limits), CPU only by the time limit; docs/sandbox.md says how to delegate one"
 	}
 	fmt.Fprintf(w, "namespace: available %s (bubblewrap, user/pid/net/ipc/uts/mount namespaces, seccomp, Landlock where the kernel has it, %s)\n", as, cg)
 	doctorLimits(w, cfg, b)
