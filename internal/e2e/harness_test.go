@@ -120,7 +120,7 @@ func launch(t testing.TB, rootless bool, dir string, opts *mcp.ClientOptions, en
 		}
 	}
 	if acct != nil {
-		data = acct.asAccount(t, cmd)
+		data = acct.asAccount(t, cmd, env)
 	}
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr

@@ -51,7 +51,7 @@ func startHTTP(t testing.TB, addr string, env ...string) *httpServer {
 		cmd.Env = append(cmd.Env, "CODEXEC_SANDBOX_MODE="+mode)
 	}
 	if acct != nil {
-		data = acct.asAccount(t, cmd)
+		data = acct.asAccount(t, cmd, env)
 	}
 	s := &httpServer{t: t, Cmd: cmd, DataDir: data, Stderr: &syncBuffer{}, exited: make(chan error, 1)}
 	cmd.Stderr = s.Stderr
