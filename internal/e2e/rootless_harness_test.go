@@ -373,3 +373,15 @@ func (a *testAccount) doctor(t testing.TB, env ...string) (string, error) {
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
+
+// skipWithoutCgroup skips t in the rootless pass when no cgroup is
+// delegated to the account: what t checks (why) is enforced or measured
+// by a cgroup, which a normal user's codexec does not have then; it has
+// per-process limits instead, which the rootless tests check. The pass
+// with CODEXEC_TEST_ROOTLESS_CGROUP=1 runs t.
+func skipWithoutCgroup(t testing.TB, why string) {
+	t.Helper()
+	if rootlessMode() && !rootlessCgroupWanted() {
+		t.Skipf("rootless without a delegated cgroup: %s needs a cgroup (CODEXEC_TEST_ROOTLESS_CGROUP=1 runs this)", why)
+	}
+}
