@@ -47,8 +47,11 @@ func modeAvailable(t testing.TB, mode string, env ...string) string {
 type hostileCase struct {
 	name         string
 	isolatedOnly bool
-	args         func(h *hostileFixture) map[string]any
-	check        func(t *testing.T, h *hostileFixture, r execResult)
+	// rootOnly, when set, is what enforces the limit the case checks:
+	// the rootless pass skips it where the server lacks that (skipWithout).
+	rootOnly *rootOnlyLimit
+	args     func(h *hostileFixture) map[string]any
+	check    func(t *testing.T, h *hostileFixture, r execResult)
 }
 
 // hostileFixture is host state the attacks target.
@@ -146,6 +149,9 @@ func runHostile(t *testing.T, mode string, env []string) {
 			if c.isolatedOnly && mode == "subprocess" {
 				t.Skip("subprocess mode does not confine this (SECURITY.md); running it would be unsafe or only show the documented gap")
 			}
+			if c.rootOnly != nil {
+				skipWithout(t, *c.rootOnly, c.name)
+			}
 			r, res := s.exec(c.args(h))
 			if res.IsError {
 				t.Fatalf("tool error: %s", text(res))
@@ -195,6 +201,8 @@ func newFixture(t *testing.T, s *server, workDir string) *hostileFixture {
 	return h
 }
 
+func limitBy(l rootOnlyLimit) *rootOnlyLimit { return &l }
+
 func py(code string) func(*hostileFixture) map[string]any {
 	return func(*hostileFixture) map[string]any {
 		return map[string]any{"language": "python", "code": code, "timeout": 10}
@@ -216,7 +224,7 @@ func hostileCases() []hostileCase {
 					"code": "import os\nn=0\nwhile True:\n    try:\n        os.fork(); n+=1\n    except OSError:\n        pass"}
 			},
 			check: func(t *testing.T, _ *hostileFixture, r execResult) { notSuccess(t, r) }},
-		{name: "memory_bomb", isolatedOnly: true,
+		{name: "memory_bomb", isolatedOnly: true, rootOnly: limitBy(byCgroup), // the OOM kill and its report
 			args: py("a=[]\nwhile True:\n    a.append(bytearray(8<<20))"),
 			check: func(t *testing.T, _ *hostileFixture, r execResult) {
 				notSuccess(t, r)
@@ -232,7 +240,7 @@ func hostileCases() []hostileCase {
 					t.Fatalf("want ENOSPC from the size-limited /tmp: %+v", r)
 				}
 			}},
-		{name: "disk_fill_workspace_2GB", args: py(write2GB),
+		{name: "disk_fill_workspace_2GB", rootOnly: limitBy(byBoundedDisk), args: py(write2GB),
 			check: func(t *testing.T, h *hostileFixture, r execResult) {
 				if h.mode == "subprocess" {
 					checkFileSizeLimit(t, r, 32<<20)
@@ -240,7 +248,7 @@ func hostileCases() []hostileCase {
 				}
 				checkDiskFull(t, h, r, "written", 32<<20)
 			}},
-		{name: "inode_flood", isolatedOnly: true, args: py(inodeFlood),
+		{name: "inode_flood", isolatedOnly: true, rootOnly: limitBy(byBoundedDisk), args: py(inodeFlood),
 			check: func(t *testing.T, h *hostileFixture, r execResult) { checkDiskFull(t, h, r, "files", 32<<20/8192) }},
 		{name: "output_1GB",
 			args: py("import sys\nb='x'*(1<<20)\nfor _ in range(1024):\n    sys.stdout.write(b)"),

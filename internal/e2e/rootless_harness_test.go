@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -169,23 +170,16 @@ func (a *testAccount) Command(name string, args ...string) *exec.Cmd {
 // The working directory stays cmd.Dir when set (the account must be able
 // to enter it), else the data directory's parent.
 //
-// Directories the test itself set (testEnv: CODEXEC_DATA_DIR,
-// CODEXEC_SANDBOX_DIR, CODEXEC_LOG_DIR, CODEXEC_WRITABLE_ROOTS, and the
-// working directory) are lent to the account instead (lend): they stay
-// where the test expects them.
+// Paths the test itself set in testEnv are lent to the account (lendEnv):
+// they stay where the test expects them; the working directory is made
+// reachable.
 func (a *testAccount) asAccount(t testing.TB, cmd *exec.Cmd, testEnv []string) string {
 	t.Helper()
 	data := envValue(testEnv, "CODEXEC_DATA_DIR")
 	if data == "" {
 		data = a.Dir(t)
 	}
-	for _, key := range []string{"CODEXEC_DATA_DIR", "CODEXEC_SANDBOX_DIR", "CODEXEC_LOG_DIR", "CODEXEC_WRITABLE_ROOTS"} {
-		for _, p := range strings.Split(envValue(testEnv, key), ",") {
-			if p != "" {
-				a.lend(t, p)
-			}
-		}
-	}
+	a.lendEnv(t, testEnv)
 	cmd.Path = a.Binary()
 	cmd.Args[0] = cmd.Path
 	cmd.SysProcAttr = a.Credential()
@@ -211,6 +205,33 @@ func (a *testAccount) asAccount(t testing.TB, cmd *exec.Cmd, testEnv []string) s
 	}
 	cmd.Env = overrideEnv(cmd.Env, env...)
 	return data
+}
+
+// ownDirSettings are the settings naming a directory the server writes in
+// (made when missing); CODEXEC_WRITABLE_ROOTS is a comma-separated list.
+var ownDirSettings = []string{"CODEXEC_DATA_DIR", "CODEXEC_SANDBOX_DIR", "CODEXEC_LOG_DIR", "TMPDIR", "CODEXEC_WRITABLE_ROOTS"}
+
+// lendEnv lends the account what a test's server settings name below the
+// temporary directory, as an operator gives a service account its
+// directories and configuration files: the directories of ownDirSettings
+// (made when missing), and any other setting whose value is an existing
+// file or directory there (tokens, credentials, CA files).
+func (a *testAccount) lendEnv(t testing.TB, testEnv []string) {
+	t.Helper()
+	for _, kv := range testEnv {
+		key, val, _ := strings.Cut(kv, "=")
+		if slices.Contains(ownDirSettings, key) {
+			for _, p := range strings.Split(val, ",") {
+				if p != "" {
+					a.lend(t, p)
+				}
+			}
+			continue
+		}
+		if _, err := os.Stat(val); err == nil && filepath.IsAbs(val) {
+			a.lend(t, val)
+		}
+	}
 }
 
 // lend gives the account a directory a test made for its server below the
@@ -374,14 +395,34 @@ func (a *testAccount) doctor(t testing.TB, env ...string) (string, error) {
 	return string(out), err
 }
 
-// skipWithoutCgroup skips t in the rootless pass when no cgroup is
-// delegated to the account: what t checks (why) is enforced or measured
-// by a cgroup, which a normal user's codexec does not have then; it has
-// per-process limits instead, which the rootless tests check. The pass
-// with CODEXEC_TEST_ROOTLESS_CGROUP=1 runs t.
-func skipWithoutCgroup(t testing.TB, why string) {
+// rootOnlyLimit is a way root mode enforces or measures a limit that a
+// rootless server may lack.
+type rootOnlyLimit int
+
+const (
+	// byCgroup: OOM kills and their report, cgroup counters (memory peak),
+	// CPU quota. A rootless server has a cgroup only when one is delegated
+	// to its account (CODEXEC_TEST_ROOTLESS_CGROUP=1 here).
+	byCgroup rootOnlyLimit = iota
+	// byBoundedDisk: the workspace's loop-mounted disk (ENOSPC at the
+	// limit, inode limit). Loop devices and mounts on the host need root;
+	// a rootless server bounds file sizes (RLIMIT_FSIZE) and /tmp instead.
+	byBoundedDisk
+)
+
+// skipWithout skips t in the rootless pass where the server lacks what
+// enforces the limit t checks (why): the assertion holds only with it, and
+// is not loosened. The rootless tests check the per-process limits a
+// rootless server has instead.
+func skipWithout(t testing.TB, by rootOnlyLimit, why string) {
 	t.Helper()
-	if rootlessMode() && !rootlessCgroupWanted() {
-		t.Skipf("rootless without a delegated cgroup: %s needs a cgroup (CODEXEC_TEST_ROOTLESS_CGROUP=1 runs this)", why)
+	if !rootlessMode() {
+		return
+	}
+	switch {
+	case by == byCgroup && !rootlessCgroupWanted():
+		t.Skipf("rootless without a delegated cgroup: %s needs a cgroup (the pass with CODEXEC_TEST_ROOTLESS_CGROUP=1 runs this)", why)
+	case by == byBoundedDisk:
+		t.Skipf("rootless: %s needs a bounded workspace disk, which only a root server can mount", why)
 	}
 }

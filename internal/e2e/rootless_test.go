@@ -367,3 +367,73 @@ func TestRootlessDoctor(t *testing.T) {
 		t.Errorf("doctor claims cgroup controllers with no cgroup delegated to %s: %q", a.Name, line)
 	}
 }
+
+// rootlessLimitsEnv are small limits for TestRootlessLimits.
+var rootlessLimitsEnv = []string{"CODEXEC_MEMORY_LIMIT=128m", "CODEXEC_PIDS_LIMIT=64", "CODEXEC_DISK_LIMIT=32m"}
+
+// fillFiles is python that writes 1 MiB files into dir until an error (or
+// 100 files) and prints how many and the errno.
+func fillFiles(dir string) string {
+	return fmt.Sprintf("import os\nn = 0\ntry:\n    while n < 100:\n        open(os.path.join(%q, 'f%%d' %% n), 'wb').write(b'x' * (1 << 20))\n"+
+		"        n += 1\n    print('wrote all', n)\nexcept OSError as e:\n    print('stopped', n, e.errno)\n", dir)
+}
+
+// TestRootlessLimits: without a cgroup, a rootless server still stops a
+// memory bomb, a fork bomb, a file larger than the disk limit and a /tmp
+// or /dev/shm fill, with per-process limits and size-capped tmpfs, and
+// keeps answering.
+func TestRootlessLimits(t *testing.T) {
+	_, s := rootlessServer(t, rootlessLimitsEnv...)
+	cases := []struct {
+		name  string
+		code  string
+		check func(t *testing.T, r execResult)
+	}{
+		{"memory_bomb", "a = []\nwhile True:\n    a.append(bytearray(8 << 20))", func(t *testing.T, r execResult) {
+			if r.Status == "success" || r.TimedOut {
+				t.Errorf("a memory bomb was not stopped by the memory limit: %+v", r)
+			}
+		}},
+		{"fork_bomb", "import os, time\nn = 0\ntry:\n    while n < 1000:\n        if os.fork() == 0:\n            time.sleep(30)\n" +
+			"            os._exit(0)\n        n += 1\n    print('forked all', n)\nexcept OSError as e:\n    print('stopped', n, e.errno)\n",
+			func(t *testing.T, r execResult) {
+				var n, errno int
+				if _, err := fmt.Sscanf(r.Stdout, "stopped %d %d", &n, &errno); err != nil || n > 64 {
+					t.Errorf("want fork to fail within the 64 processes limit: %+v", r)
+				}
+			}},
+		{"file_size", "f = open('big', 'wb')\nn = 0\ntry:\n    while n < 64:\n        f.write(b'x' * (1 << 20)); f.flush(); n += 1\n" +
+			"    print('wrote all')\nexcept OSError as e:\n    print('stopped', n, e.errno)\n",
+			func(t *testing.T, r execResult) {
+				var n, errno int
+				if _, err := fmt.Sscanf(r.Stdout, "stopped %d %d", &n, &errno); err != nil || n > 32 || errno != int(syscall.EFBIG) && errno != int(syscall.ENOSPC) {
+					t.Errorf("want a 64 MiB file stopped at the 32 MiB disk limit: %+v", r)
+				}
+			}},
+		{"tmp_fill", fillFiles("/tmp"), func(t *testing.T, r execResult) { checkFilled(t, r) }},
+		{"shm_fill", fillFiles("/dev/shm"), func(t *testing.T, r execResult) { checkFilled(t, r) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, res := s.exec(map[string]any{"language": "python", "code": c.code, "timeout": 20})
+			if res.IsError {
+				t.Fatalf("tool error: %s", text(res))
+			}
+			t.Logf("%s: %s %q", r.Status, strings.TrimSpace(r.Stdout), deref(r.ErrorMessage))
+			c.check(t, r)
+			if after, _ := s.exec(map[string]any{"language": "python", "code": "print(1)"}); after.Stdout != "1\n" {
+				t.Fatalf("the server did not answer the next call: %+v", after)
+			}
+		})
+	}
+}
+
+// checkFilled wants a fillFiles run stopped by a full file system within
+// the 32 MiB limit.
+func checkFilled(t *testing.T, r execResult) {
+	t.Helper()
+	var n, errno int
+	if _, err := fmt.Sscanf(r.Stdout, "stopped %d %d", &n, &errno); err != nil || n > 32 || errno != int(syscall.ENOSPC) {
+		t.Errorf("want ENOSPC within 32 MiB of 1 MiB files: %+v", r)
+	}
+}
