@@ -120,6 +120,7 @@ func launch(t testing.TB, rootless bool, dir string, opts *mcp.ClientOptions, en
 		}
 	}
 	if acct != nil {
+		acct.reach(t, data) // the test's temporary directories, as a user's are to the server they start
 		data = acct.asAccount(t, cmd, env)
 	}
 	stderr := &syncBuffer{}

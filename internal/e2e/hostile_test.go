@@ -136,8 +136,9 @@ func runHostile(t *testing.T, mode string, env []string) {
 	// The working_dir cases need a directory sandboxed code may write: an
 	// operator's writable root that the sandbox user may write by its own
 	// permissions.
+	ownerUID, ownerGID := sandboxOwner(t)
 	workDir := t.TempDir()
-	if err := os.Chown(workDir, 65534, 65534); err != nil {
+	if err := os.Chown(workDir, ownerUID, ownerGID); err != nil {
 		t.Fatal(err)
 	}
 	env = append(append([]string{"CODEXEC_SANDBOX_MODE=" + mode, "CODEXEC_WRITABLE_ROOTS=" + workDir}, hostileEnv...), env...)

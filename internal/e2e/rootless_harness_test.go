@@ -207,31 +207,42 @@ func (a *testAccount) asAccount(t testing.TB, cmd *exec.Cmd, testEnv []string) s
 	return data
 }
 
-// ownDirSettings are the settings naming a directory the server writes in
-// (made when missing); CODEXEC_WRITABLE_ROOTS is a comma-separated list.
-var ownDirSettings = []string{"CODEXEC_DATA_DIR", "CODEXEC_SANDBOX_DIR", "CODEXEC_LOG_DIR", "TMPDIR", "CODEXEC_WRITABLE_ROOTS"}
+// ownDirSettings are the settings naming a directory of the server's own
+// (made when missing).
+var ownDirSettings = []string{"CODEXEC_DATA_DIR", "CODEXEC_SANDBOX_DIR", "CODEXEC_LOG_DIR", "TMPDIR"}
 
 // lendEnv lends the account what a test's server settings name below the
 // temporary directory, as an operator gives a service account its
 // directories and configuration files: the directories of ownDirSettings
-// (made when missing), and any other setting whose value is an existing
-// file or directory there (tokens, credentials, CA files).
+// (made when missing), and any other setting whose value is a regular
+// file there (tokens, credentials, CA files). Callers' directories
+// (CODEXEC_WRITABLE_ROOTS, working_dir) keep their owners: who owns them is
+// what a test checks; a test wanting one the sandbox user can write makes
+// it with sandboxOwner.
 func (a *testAccount) lendEnv(t testing.TB, testEnv []string) {
 	t.Helper()
 	for _, kv := range testEnv {
 		key, val, _ := strings.Cut(kv, "=")
 		if slices.Contains(ownDirSettings, key) {
-			for _, p := range strings.Split(val, ",") {
-				if p != "" {
-					a.lend(t, p)
-				}
-			}
+			a.lend(t, val)
 			continue
 		}
-		if _, err := os.Stat(val); err == nil && filepath.IsAbs(val) {
+		if st, err := os.Stat(val); err == nil && st.Mode().IsRegular() && filepath.IsAbs(val) {
 			a.lend(t, val)
 		}
 	}
+}
+
+// sandboxOwner is the host uid and gid that sandboxed code writes files
+// as: the unprivileged sandbox user (65534) of a root server, the account
+// in the rootless pass (whose programs map to it).
+func sandboxOwner(t testing.TB) (uid, gid int) {
+	t.Helper()
+	if rootlessMode() {
+		a := rootlessAccount(t)
+		return a.UID, a.GID
+	}
+	return 65534, 65534
 }
 
 // lend gives the account a directory a test made for its server below the
