@@ -437,3 +437,54 @@ func checkFilled(t *testing.T, r execResult) {
 		t.Errorf("want ENOSPC within 32 MiB of 1 MiB files: %+v", r)
 	}
 }
+
+// delegatedCgroupProcs counts the processes in the groups below the
+// delegated cgroup (the memory hierarchy on v1, the one tree on v2; not
+// the v2 leaf the servers themselves start in).
+func delegatedCgroupProcs(t *testing.T, parent string) int {
+	t.Helper()
+	root := filepath.Join(cgroupRoot, "memory", parent)
+	if _, err := os.Stat(filepath.Join(cgroupRoot, "cgroup.controllers")); err == nil {
+		root = filepath.Join(cgroupRoot, parent)
+	}
+	n := 0
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "cgroup.procs" || filepath.Dir(p) == root ||
+			filepath.Base(filepath.Dir(p)) == delegatedV2Leaf {
+			return nil
+		}
+		b, _ := os.ReadFile(p)
+		n += len(strings.Fields(string(b)))
+		return nil
+	})
+	return n
+}
+
+// TestRootlessDelegatedCgroup: with a cgroup delegated to the account
+// (CODEXEC_CGROUP_PARENT), a rootless server places its runs in groups
+// below it and a memory bomb is killed and reported as in root mode.
+func TestRootlessDelegatedCgroup(t *testing.T) {
+	if !rootlessCgroupWanted() {
+		t.Skip("needs a cgroup delegated to the account: run with CODEXEC_TEST_ROOTLESS_CGROUP=1")
+	}
+	a, s := rootlessServer(t, "CODEXEC_MEMORY_LIMIT=128m")
+	parent, err := delegatedCgroup(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range delegateDirs {
+		if owner := ownerOf(t, d); owner != a.UID {
+			t.Fatalf("delegated %s is owned by %d, want %d", d, owner, a.UID)
+		}
+	}
+	t.Logf("delegated %v", delegateDirs)
+	sess := s.startSession("python")
+	defer s.call("close_session", map[string]any{"session_id": sess.SessionID})
+	if n := delegatedCgroupProcs(t, parent); n == 0 {
+		t.Errorf("no process of the server's runs is in a group below the delegated %s", parent)
+	}
+	r, _ := s.exec(map[string]any{"language": "python", "code": "a = []\nwhile True:\n    a.append(bytearray(8 << 20))", "timeout": 20})
+	if r.Status == "success" || !strings.Contains(deref(r.ErrorMessage), "memory limit 128 MiB exceeded") {
+		t.Errorf("memory bomb under a delegated cgroup: want the OOM kill reported, got %s %q", r.Status, deref(r.ErrorMessage))
+	}
+}
