@@ -244,7 +244,11 @@ func doctorNamespace(ctx context.Context, cfg config.Config, env HostEnv, langs 
 	if env.Rootless {
 		as = fmt.Sprintf("without root, as uid %d in a user namespace of codexec's own; programs run as that user, mapped to an unprivileged id inside", os.Getuid())
 	}
-	fmt.Fprintf(w, "namespace: available %s (bubblewrap, user/pid/net/ipc/uts/mount namespaces, seccomp, Landlock where the kernel has it, %s)\n", as, b.CgroupInfo())
+	cg := b.CgroupInfo().String()
+	if b.CgroupInfo().Version == 0 {
+		cg = "no cgroup this user may use: memory, processes and file size are limited per process (resource limits), CPU only by the time limit; docs/sandbox.md says how to delegate one"
+	}
+	fmt.Fprintf(w, "namespace: available %s (bubblewrap, user/pid/net/ipc/uts/mount namespaces, seccomp, Landlock where the kernel has it, %s)\n", as, cg)
 	doctorWarm(cfg, langs, b, w, runtime.Python, runtime.Node, runtime.Bash)
 	return b.Close()
 }
