@@ -437,3 +437,14 @@ func skipWithout(t testing.TB, by rootOnlyLimit, why string) {
 		t.Skipf("rootless: %s needs a bounded workspace disk, which only a root server can mount", why)
 	}
 }
+
+// removeRootlessState removes, at the end of the test binary, what the
+// rootless harness made: the delegated cgroup and the scratch directory
+// with the account's copy of the binary. The account stays.
+func removeRootlessState() error {
+	err := removeDelegatedCgroup()
+	if account != nil {
+		err = errors.Join(err, os.RemoveAll(account.scratch))
+	}
+	return err
+}
