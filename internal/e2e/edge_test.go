@@ -46,10 +46,13 @@ type edgeCase struct {
 	args         func(f *edgeFixture) map[string]any
 	refused      string
 	check        func(t *testing.T, s *server, f *edgeFixture, res *mcp.CallToolResult)
+	// rootOnly, when set, is what the case needs that only a root server
+	// has: the rootless pass skips it without (skipWithout).
+	rootOnly *rootOnlyLimit
 }
 
 func TestEdgeAttacks(t *testing.T) {
-	sameInEveryMode(t, "pins its sandbox modes")
+	pinsNamespaceMode(t, "pins its sandbox modes")
 	if os.Geteuid() != 0 {
 		t.Skip("the edge attacks need a root server (as deployed) to mean anything")
 	}
@@ -81,6 +84,9 @@ func TestEdgeAttacks(t *testing.T) {
 				t.Run(c.name, func(t *testing.T) {
 					if c.isolatedOnly && !f.isolated {
 						t.Skip("subprocess mode runs code with the server's rights (SECURITY.md)")
+					}
+					if c.rootOnly != nil {
+						skipWithout(t, *c.rootOnly, c.name)
 					}
 					res := s.call(c.tool, c.args(f))
 					if c.refused != "" {
@@ -198,7 +204,7 @@ func edgeCases() []edgeCase {
 		refusedDir("data_dir", "data", "codexec's own data"),
 		refusedDir("log_dir", "logs", "codexec's own data"),
 		// Bounded disks exist in isolated modes only.
-		{name: "disks_dir", isolatedOnly: true, tool: "execute_code", args: code("disks", "echo RAN"), refused: "codexec's own data"},
+		{name: "disks_dir", isolatedOnly: true, rootOnly: limitBy(byBoundedDisk), tool: "execute_code", args: code("disks", "echo RAN"), refused: "codexec's own data"},
 		refusedDir("other_session_workspace", "otherws", "codexec's own data"),
 		refusedDir("root_dir", "/", "whole host"),
 		refusedDir("etc", "/etc", "forbidden"),

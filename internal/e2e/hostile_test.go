@@ -20,9 +20,17 @@ var hostileEnv = []string{
 }
 
 // modeAvailable runs `codexec doctor` for mode and returns why it cannot
-// run here ("" when it can).
+// run here ("" when it can); in rootless mode as the test account, who
+// runs the servers.
 func modeAvailable(t testing.TB, mode string, env ...string) string {
 	t.Helper()
+	if rootlessMode() {
+		out, err := rootlessAccount(t).doctor(t, append([]string{"CODEXEC_SANDBOX_MODE=" + mode}, env...)...)
+		if err != nil {
+			return strings.TrimSpace(out)
+		}
+		return ""
+	}
 	cmd := exec.Command(binary(t), "doctor")
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 		"CODEXEC_DATA_DIR=" + t.TempDir(), "CODEXEC_SANDBOX_MODE=" + mode}, env...)
@@ -39,8 +47,11 @@ func modeAvailable(t testing.TB, mode string, env ...string) string {
 type hostileCase struct {
 	name         string
 	isolatedOnly bool
-	args         func(h *hostileFixture) map[string]any
-	check        func(t *testing.T, h *hostileFixture, r execResult)
+	// rootOnly, when set, is what enforces the limit the case checks:
+	// the rootless pass skips it where the server lacks that (skipWithout).
+	rootOnly *rootOnlyLimit
+	args     func(h *hostileFixture) map[string]any
+	check    func(t *testing.T, h *hostileFixture, r execResult)
 }
 
 // hostileFixture is host state the attacks target.
@@ -57,7 +68,7 @@ type hostileFixture struct {
 }
 
 func TestHostile(t *testing.T) {
-	sameInEveryMode(t, "pins its sandbox modes")
+	pinsNamespaceMode(t, "pins its sandbox modes")
 	for _, m := range withForkVariant(sandboxModes(t)) {
 		t.Run(m.label(), func(t *testing.T) {
 			if why := modeAvailable(t, m.name, m.env...); why != "" {
@@ -102,8 +113,14 @@ func (m sandboxMode) label() string {
 }
 
 // sandboxModes lists the modes to test. Docker mode uses the local test
-// image with python and node (dockerTestEnv).
+// image with python and node (dockerTestEnv). In rootless mode only
+// namespace mode, run by the test account: the subprocess and docker
+// passes cover the others, and rootless docker is a different engine set-up.
 func sandboxModes(t *testing.T) []sandboxMode {
+	if rootlessMode() {
+		t.Log("rootless pass: namespace mode only, run by the test account " + rootlessAccountName)
+		return []sandboxMode{{name: "namespace"}}
+	}
 	env, why := dockerTestEnv(t, "node")
 	if why != "" {
 		t.Log(why)
@@ -119,8 +136,9 @@ func runHostile(t *testing.T, mode string, env []string) {
 	// The working_dir cases need a directory sandboxed code may write: an
 	// operator's writable root that the sandbox user may write by its own
 	// permissions.
+	ownerUID, ownerGID := sandboxOwner(t)
 	workDir := t.TempDir()
-	if err := os.Chown(workDir, 65534, 65534); err != nil {
+	if err := os.Chown(workDir, ownerUID, ownerGID); err != nil {
 		t.Fatal(err)
 	}
 	env = append(append([]string{"CODEXEC_SANDBOX_MODE=" + mode, "CODEXEC_WRITABLE_ROOTS=" + workDir}, hostileEnv...), env...)
@@ -131,6 +149,9 @@ func runHostile(t *testing.T, mode string, env []string) {
 		t.Run(c.name, func(t *testing.T) {
 			if c.isolatedOnly && mode == "subprocess" {
 				t.Skip("subprocess mode does not confine this (SECURITY.md); running it would be unsafe or only show the documented gap")
+			}
+			if c.rootOnly != nil {
+				skipWithout(t, *c.rootOnly, c.name)
 			}
 			r, res := s.exec(c.args(h))
 			if res.IsError {
@@ -181,6 +202,8 @@ func newFixture(t *testing.T, s *server, workDir string) *hostileFixture {
 	return h
 }
 
+func limitBy(l rootOnlyLimit) *rootOnlyLimit { return &l }
+
 func py(code string) func(*hostileFixture) map[string]any {
 	return func(*hostileFixture) map[string]any {
 		return map[string]any{"language": "python", "code": code, "timeout": 10}
@@ -202,7 +225,7 @@ func hostileCases() []hostileCase {
 					"code": "import os\nn=0\nwhile True:\n    try:\n        os.fork(); n+=1\n    except OSError:\n        pass"}
 			},
 			check: func(t *testing.T, _ *hostileFixture, r execResult) { notSuccess(t, r) }},
-		{name: "memory_bomb", isolatedOnly: true,
+		{name: "memory_bomb", isolatedOnly: true, rootOnly: limitBy(byCgroup), // the OOM kill and its report
 			args: py("a=[]\nwhile True:\n    a.append(bytearray(8<<20))"),
 			check: func(t *testing.T, _ *hostileFixture, r execResult) {
 				notSuccess(t, r)
@@ -218,7 +241,7 @@ func hostileCases() []hostileCase {
 					t.Fatalf("want ENOSPC from the size-limited /tmp: %+v", r)
 				}
 			}},
-		{name: "disk_fill_workspace_2GB", args: py(write2GB),
+		{name: "disk_fill_workspace_2GB", rootOnly: limitBy(byBoundedDisk), args: py(write2GB),
 			check: func(t *testing.T, h *hostileFixture, r execResult) {
 				if h.mode == "subprocess" {
 					checkFileSizeLimit(t, r, 32<<20)
@@ -226,7 +249,7 @@ func hostileCases() []hostileCase {
 				}
 				checkDiskFull(t, h, r, "written", 32<<20)
 			}},
-		{name: "inode_flood", isolatedOnly: true, args: py(inodeFlood),
+		{name: "inode_flood", isolatedOnly: true, rootOnly: limitBy(byBoundedDisk), args: py(inodeFlood),
 			check: func(t *testing.T, h *hostileFixture, r execResult) { checkDiskFull(t, h, r, "files", 32<<20/8192) }},
 		{name: "output_1GB",
 			args: py("import sys\nb='x'*(1<<20)\nfor _ in range(1024):\n    sys.stdout.write(b)"),
