@@ -178,8 +178,8 @@ func (b *bwrapArgs) buildArgs(spec sandbox.Spec) error {
 	b.add("--seccomp", b.fd(sc), "--chdir", dir, "--")
 	if !b.n.opts.NoLandlock {
 		b.add(landlockInitPath, helper.LandlockCommand)
-		if b.n.noCgroup {
-			b.add(helper.RlimitsOption, rlimits(spec.Limits))
+		if r := b.n.rlimits(spec.Limits); r != "" {
+			b.add(helper.RlimitsOption, r)
 		}
 		switch {
 		case b.exec:

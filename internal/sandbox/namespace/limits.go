@@ -5,10 +5,11 @@ package namespace
 import "github.com/codexec/codexec/internal/sandbox"
 
 // Enforced says how spec's limits hold (sandbox.Enforcer): by the run's
-// cgroup; without one (rootless.go), memory and file size by resource
-// limits per process and the process count by one per sandbox, all set by
-// the Landlock step or a forked child (none without the step), CPU by
-// nothing but the time limit. /tmp is a tmpfs of the disk limit unless
+// cgroup; without one (rootless.go), memory by resource limits per process
+// and the process count by one per sandbox, CPU by nothing but the time
+// limit. Without root, each file's size is limited too (no bounded disk
+// holds the workspace). The resource limits are set by the Landlock step
+// or a forked child (none without the step). /tmp is a tmpfs of the disk limit unless
 // the caller gave a TmpDir, whose disk is the caller's to report.
 func (n *Backend) Enforced(spec sandbox.Spec) sandbox.Enforcement {
 	l := spec.Limits
@@ -16,19 +17,19 @@ func (n *Backend) Enforced(spec sandbox.Spec) sandbox.Enforcement {
 	if spec.TmpDir != "" {
 		tmp = sandbox.EnforcedNone
 	}
-	if !n.noCgroup {
-		return sandbox.Enforcement{Memory: sandbox.Mechanism(l.MemoryBytes, sandbox.EnforcedCgroup),
-			Pids: sandbox.Mechanism(l.Pids, sandbox.EnforcedCgroup), CPU: sandbox.Mechanism(l.CPUs, sandbox.EnforcedCgroup), Disk: tmp}
-	}
-	if n.opts.NoLandlock {
-		return sandbox.Enforcement{Memory: sandbox.EnforcedNone, Pids: sandbox.EnforcedNone, CPU: sandbox.EnforcedNone, Disk: tmp}
-	}
 	disk := tmp
-	if l.DiskBytes > 0 {
+	if n.opts.Rootless && !n.opts.NoLandlock && l.DiskBytes > 0 {
 		disk = sandbox.FileSizeRlimit(l.DiskBytes)
 		if spec.TmpDir == "" {
 			disk = tmp + ", " + disk
 		}
+	}
+	if !n.noCgroup {
+		return sandbox.Enforcement{Memory: sandbox.Mechanism(l.MemoryBytes, sandbox.EnforcedCgroup),
+			Pids: sandbox.Mechanism(l.Pids, sandbox.EnforcedCgroup), CPU: sandbox.Mechanism(l.CPUs, sandbox.EnforcedCgroup), Disk: disk}
+	}
+	if n.opts.NoLandlock {
+		return sandbox.Enforcement{Memory: sandbox.EnforcedNone, Pids: sandbox.EnforcedNone, CPU: sandbox.EnforcedNone, Disk: tmp}
 	}
 	return sandbox.Enforcement{Memory: sandbox.Mechanism(l.MemoryBytes, sandbox.EnforcedRlimit),
 		Pids: sandbox.Mechanism(l.Pids, sandbox.EnforcedRlimitSandbox), CPU: sandbox.EnforcedNone, Disk: disk}

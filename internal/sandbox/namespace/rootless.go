@@ -37,11 +37,18 @@ func (n *Backend) newGroup(name string, l sandbox.Limits) (*cgroup.Group, error)
 	return cgroup.New(n.cg, name, cgroup.Limits{MemoryBytes: l.MemoryBytes, CPUs: l.CPUs, Pids: l.Pids})
 }
 
-// rlimits is the Landlock step's RlimitsOption value for l: memory per
-// process, processes in the sandbox, and the largest file (the disk
-// limit).
-func rlimits(l sandbox.Limits) string {
-	return helper.Rlimits(l.MemoryBytes, int64(l.Pids), l.DiskBytes)
+// rlimits is the RlimitsOption value for a run with limits l ("" for
+// none): without root, the largest file is the disk limit (no bounded disk
+// holds the workspace), and without a cgroup memory is limited per process
+// and the process count per sandbox too.
+func (n *Backend) rlimits(l sandbox.Limits) string {
+	switch {
+	case n.noCgroup:
+		return helper.Rlimits(l.MemoryBytes, int64(l.Pids), l.DiskBytes)
+	case n.opts.Rootless && l.DiskBytes > 0:
+		return helper.Rlimits(0, 0, l.DiskBytes)
+	}
+	return ""
 }
 
 // signalRun sends sig to a run's processes but bwrap (pid leader): those of
@@ -139,14 +146,8 @@ func (r *nsRunner) kill() {
 	}
 }
 
-// childRlimits is a zygote child's resource limits argument: the run's,
-// where no cgroup holds it; "" otherwise.
-func (n *Backend) childRlimits(spec sandbox.Spec) string {
-	if !n.noCgroup {
-		return ""
-	}
-	return rlimits(spec.Limits)
-}
+// childRlimits is a zygote child's resource limits argument (rlimits).
+func (n *Backend) childRlimits(spec sandbox.Spec) string { return n.rlimits(spec.Limits) }
 
 // forkedSignal is a forked run's signal hook without a cgroup: SIGKILL to
 // its program, pid 1 of its pid namespace (which ends the namespace),
