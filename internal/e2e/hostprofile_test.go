@@ -1,0 +1,246 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/codexec/codexec/internal/cgroup"
+)
+
+// hostProfile is what this host charges for the work an isolated run adds
+// to a bare interpreter spawn, printed next to the Targets rows: their
+// ratios hold on hosts like the one measured, not everywhere. A run forked
+// from a warm interpreter faults in the pages it writes, so where a fresh
+// page costs more (nested virtualization, memory ballooning) the forked
+// runs lose more of their lead over a bare spawn than start-up work does;
+// fewer CPUs or a busier machine cut throughput for both alike.
+type hostProfile struct {
+	cpus        int
+	cpuModel    string
+	kernel      string
+	cgroup      string
+	thp         string
+	root        bool
+	spawns      []spawnCost
+	pageFault   time.Duration // per 4 KiB page, first touch of a fresh anonymous mapping
+	forkHeap    time.Duration // fork+exit of a python with forkHeapMiB touched
+	forkNoHeap  time.Duration // the same python without that heap
+	loadAtStart string
+	busy        float64 // share of the machine's CPU time busy while profiling
+}
+
+// spawnCost is the median wall time of one bare command.
+type spawnCost struct {
+	key, name string // key: the program's base name, for metrics
+	median    time.Duration
+}
+
+// faultMiB and forkHeapMiB size the page-fault and fork probes.
+const (
+	faultMiB    = 64
+	forkHeapMiB = 100
+)
+
+// measureHostProfile takes the host's profile; spawns is how many times
+// each bare command runs.
+func measureHostProfile(tb testing.TB, spawns int) hostProfile {
+	p := hostProfile{
+		cpus: runtime.NumCPU(), cpuModel: cpuModel(), kernel: kernelRelease(),
+		cgroup: cgroupLayout(), thp: bracketed(readTrim("/sys/kernel/mm/transparent_hugepage/enabled")),
+		root: os.Geteuid() == 0, loadAtStart: loadAvg(),
+	}
+	b0, i0 := busyMs(), idleMs()
+	for _, argv := range bareCommands() {
+		p.spawns = append(p.spawns, spawnCost{filepath.Base(argv[0]), strings.Join(argv, " "), spawnMedian(tb, spawns, argv...)})
+	}
+	p.pageFault = pageFaultCost(tb, faultMiB, 5)
+	p.forkHeap = forkExitCost(tb, forkHeapMiB, 21)
+	p.forkNoHeap = forkExitCost(tb, 0, 21)
+	p.busy = busyShare(b0, i0)
+	return p
+}
+
+// bareCommands are the interpreter start-ups the rows compare against, each
+// doing nothing (/usr/bin/python3: python3 on PATH may be a slower shim).
+func bareCommands() [][]string {
+	cmds := [][]string{{"/usr/bin/python3", "-c", "pass"}, {"/usr/bin/bash", "-c", "true"}}
+	if node, err := exec.LookPath("node"); err == nil {
+		cmds = append(cmds, []string{node, "-e", "0"})
+	}
+	return cmds
+}
+
+// timeBare runs argv once, fails tb unless its trimmed output is want, and
+// returns its wall time (fork, exec, interpreter start-up and exit).
+func timeBare(tb testing.TB, want string, argv ...string) time.Duration {
+	tb.Helper()
+	t0 := time.Now()
+	out, err := exec.Command(argv[0], argv[1:]...).Output()
+	d := time.Since(t0)
+	if err != nil || strings.TrimSpace(string(out)) != want {
+		tb.Fatalf("bare %v: %v %q", argv, err, out)
+	}
+	return d
+}
+
+func spawnMedian(tb testing.TB, n int, argv ...string) time.Duration {
+	ds := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		ds = append(ds, timeBare(tb, "", argv...))
+	}
+	return medianOf(ds)
+}
+
+// pageFaultCost maps mib MiB of fresh anonymous memory rounds times, writes
+// one byte to each page (each write a page fault that zeroes a new page),
+// and returns the median time per page. Huge pages are declined so that a
+// fault is one 4 KiB page on every host, as a forked run's faults are.
+func pageFaultCost(tb testing.TB, mib, rounds int) time.Duration {
+	size, page := mib<<20, os.Getpagesize()
+	var per []time.Duration
+	for r := 0; r < rounds; r++ {
+		mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		if err != nil {
+			tb.Fatalf("mmap %d MiB: %v", mib, err)
+		}
+		_ = unix.Madvise(mem, unix.MADV_NOHUGEPAGE)
+		t0 := time.Now()
+		for i := 0; i < size; i += page {
+			mem[i] = 1
+		}
+		per = append(per, time.Since(t0)/time.Duration(size/page))
+		_ = unix.Munmap(mem)
+	}
+	return medianOf(per)
+}
+
+// forkProbe forks a child that exits at once, n times, from a python that
+// first writes heapMiB MiB of heap (argv[1], argv[2]), and prints the
+// median wall time of fork + exit + wait in µs: the kernel copies the page
+// tables of the heap into the child and tears them down at its exit.
+const forkProbe = `import os, sys, time
+heap = b"x" * (int(sys.argv[1]) << 20)
+ts = []
+for _ in range(int(sys.argv[2])):
+    t = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    ts.append(time.perf_counter() - t)
+ts.sort()
+print(int(ts[len(ts) // 2] * 1e6))
+`
+
+func forkExitCost(tb testing.TB, heapMiB, n int) time.Duration {
+	out, err := exec.Command("/usr/bin/python3", "-c", forkProbe, strconv.Itoa(heapMiB), strconv.Itoa(n)).Output()
+	us, perr := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil || perr != nil {
+		tb.Fatalf("fork probe (%d MiB heap): %v %v %q", heapMiB, err, perr, out)
+	}
+	return time.Duration(us) * time.Microsecond
+}
+
+// log prints the profile as the rows' preamble.
+func (p hostProfile) log(tb testing.TB) {
+	tb.Logf("host %d CPUs (%s), kernel %s, %s, transparent huge pages %s, root %v, load %s, CPUs %.0f%% busy while profiling (one of them by the profile)",
+		p.cpus, p.cpuModel, p.kernel, p.cgroup, p.thp, p.root, p.loadAtStart, 100*p.busy)
+	for _, s := range p.spawns {
+		tb.Logf("host bare %-22s p50 %7.2f ms", s.name, ms(s.median))
+	}
+	tb.Logf("host page fault (fresh anonymous page, %d MiB touched) %.3f µs a page", faultMiB, us(p.pageFault))
+	tb.Logf("host fork+exit of a python with %d MiB touched heap %.2f ms (without it %.2f ms)",
+		forkHeapMiB, ms(p.forkHeap), ms(p.forkNoHeap))
+}
+
+// report adds the profile's figures to the benchmark's metrics.
+func (p hostProfile) report(b *testing.B) {
+	b.ReportMetric(float64(p.cpus), "host-cpus")
+	b.ReportMetric(us(p.pageFault), "host-fault-µs/page")
+	b.ReportMetric(ms(p.forkHeap), "host-fork100MiB-ms")
+	for _, s := range p.spawns {
+		b.ReportMetric(ms(s.median), "host-bare-"+s.key+"-ms")
+	}
+}
+
+func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
+
+// loadAvg is /proc/loadavg's 1, 5 and 15 minute averages.
+func loadAvg() string {
+	f := strings.Fields(readTrim("/proc/loadavg"))
+	return strings.Join(f[:min(3, len(f))], " ")
+}
+
+// idleMs is the machine's idle CPU time so far, in ms (/proc/stat: idle,
+// iowait), the complement of busyMs.
+func idleMs() float64 {
+	f := strings.Fields(strings.SplitN(readTrim("/proc/stat"), "\n", 2)[0])
+	var sum float64
+	for _, i := range []int{4, 5} {
+		if i < len(f) {
+			v, _ := strconv.ParseFloat(f[i], 64)
+			sum += v * 10
+		}
+	}
+	return sum
+}
+
+// busyShare is the share of CPU time the machine spent busy since busy0
+// and idle0 were read.
+func busyShare(busy0, idle0 float64) float64 {
+	b, i := busyMs()-busy0, idleMs()-idle0
+	if b+i <= 0 {
+		return 0
+	}
+	return b / (b + i)
+}
+
+func kernelRelease() string { return readTrim("/proc/sys/kernel/osrelease") }
+
+func cpuModel() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "model unknown"
+}
+
+// cgroupLayout names the cgroup version codexec would use, and "hybrid"
+// when a v1 host also mounts the unified hierarchy.
+func cgroupLayout() string {
+	info := cgroup.Detect()
+	if _, err := os.Stat(cgroup.Root + "/unified/cgroup.procs"); err == nil && info.Version == 1 {
+		return "cgroup v1 (hybrid)"
+	}
+	if info.Version == 0 {
+		return "no cgroup"
+	}
+	return "cgroup v" + strconv.Itoa(info.Version)
+}
+
+func readTrim(path string) string {
+	b, _ := os.ReadFile(path)
+	return strings.TrimSpace(string(b))
+}
+
+// bracketed is the selected word of a sysfs choice list ("always [madvise]
+// never" → "madvise"), or s itself.
+func bracketed(s string) string {
+	if i, j := strings.IndexByte(s, '['), strings.IndexByte(s, ']'); i >= 0 && j > i {
+		return s[i+1 : j]
+	}
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
