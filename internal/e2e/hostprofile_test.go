@@ -30,7 +30,8 @@ type hostProfile struct {
 	thp         string
 	root        bool
 	spawns      []spawnCost
-	pageFault   time.Duration // per 4 KiB page, first touch of a fresh anonymous mapping
+	faultWall   time.Duration // per 4 KiB page, first touch of a fresh anonymous mapping
+	faultCPU    time.Duration // the same in CPU time
 	forkHeap    time.Duration // fork+exit of a python with forkHeapMiB touched
 	forkNoHeap  time.Duration // the same python without that heap
 	loadAtStart string
@@ -61,7 +62,7 @@ func measureHostProfile(tb testing.TB, spawns int) hostProfile {
 	for _, argv := range bareCommands() {
 		p.spawns = append(p.spawns, spawnCost{filepath.Base(argv[0]), strings.Join(argv, " "), spawnMedian(tb, spawns, argv...)})
 	}
-	p.pageFault = pageFaultCost(tb, faultMiB, 5)
+	p.faultWall, p.faultCPU = pageFaultCost(tb, faultMiB, 5)
 	p.forkHeap = forkExitCost(tb, forkHeapMiB, 21)
 	p.forkNoHeap = forkExitCost(tb, 0, 21)
 	p.busy = busyShare(b0, i0)
@@ -101,25 +102,44 @@ func spawnMedian(tb testing.TB, n int, argv ...string) time.Duration {
 
 // pageFaultCost maps mib MiB of fresh anonymous memory rounds times, writes
 // one byte to each page (each write a page fault that zeroes a new page),
-// and returns the median time per page. Huge pages are declined so that a
-// fault is one 4 KiB page on every host, as a forked run's faults are.
-func pageFaultCost(tb testing.TB, mib, rounds int) time.Duration {
-	size, page := mib<<20, os.Getpagesize()
-	var per []time.Duration
+// and returns the median wall and CPU time (this thread's) per page. Huge
+// pages are declined so that a fault is one 4 KiB page on every host, as a
+// forked run's faults are. CPU time stays right on a busy machine, where
+// wall time also counts waits for a CPU.
+func pageFaultCost(tb testing.TB, mib, rounds int) (wall, cpu time.Duration) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var walls, cpus []time.Duration
 	for r := 0; r < rounds; r++ {
-		mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		mem, err := unix.Mmap(-1, 0, mib<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 		if err != nil {
 			tb.Fatalf("mmap %d MiB: %v", mib, err)
 		}
 		_ = unix.Madvise(mem, unix.MADV_NOHUGEPAGE)
-		t0 := time.Now()
-		for i := 0; i < size; i += page {
-			mem[i] = 1
-		}
-		per = append(per, time.Since(t0)/time.Duration(size/page))
+		w, c := touchPages(mem)
+		walls, cpus = append(walls, w), append(cpus, c)
 		_ = unix.Munmap(mem)
 	}
-	return medianOf(per)
+	return medianOf(walls), medianOf(cpus)
+}
+
+// touchPages writes to each page of mem once; returns wall and thread CPU
+// time per page.
+func touchPages(mem []byte) (wall, cpu time.Duration) {
+	page := os.Getpagesize()
+	c0, t0 := threadCPU(), time.Now()
+	for i := 0; i < len(mem); i += page {
+		mem[i] = 1
+	}
+	n := time.Duration(len(mem) / page)
+	return time.Since(t0) / n, (threadCPU() - c0) / n
+}
+
+// threadCPU is the calling OS thread's user + system time.
+func threadCPU() time.Duration {
+	var ru unix.Rusage
+	_ = unix.Getrusage(unix.RUSAGE_THREAD, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // forkProbe forks a child that exits at once, n times, from a python that
@@ -156,7 +176,8 @@ func (p hostProfile) log(tb testing.TB) {
 	for _, s := range p.spawns {
 		tb.Logf("host bare %-22s p50 %7.2f ms", s.name, ms(s.median))
 	}
-	tb.Logf("host page fault (fresh anonymous page, %d MiB touched) %.3f µs a page", faultMiB, us(p.pageFault))
+	tb.Logf("host page fault (first write to a fresh anonymous page, %d MiB) %.3f µs of CPU a page (wall %.3f µs)",
+		faultMiB, us(p.faultCPU), us(p.faultWall))
 	tb.Logf("host fork+exit of a python with %d MiB touched heap %.2f ms (without it %.2f ms)",
 		forkHeapMiB, ms(p.forkHeap), ms(p.forkNoHeap))
 }
@@ -164,7 +185,7 @@ func (p hostProfile) log(tb testing.TB) {
 // report adds the profile's figures to the benchmark's metrics.
 func (p hostProfile) report(b *testing.B) {
 	b.ReportMetric(float64(p.cpus), "host-cpus")
-	b.ReportMetric(us(p.pageFault), "host-fault-µs/page")
+	b.ReportMetric(us(p.faultCPU), "host-fault-cpu-µs/page")
 	b.ReportMetric(ms(p.forkHeap), "host-fork100MiB-ms")
 	for _, s := range p.spawns {
 		b.ReportMetric(ms(s.median), "host-bare-"+s.key+"-ms")
