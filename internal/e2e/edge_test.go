@@ -49,7 +49,7 @@ type edgeCase struct {
 }
 
 func TestEdgeAttacks(t *testing.T) {
-	sameInEveryMode(t, "pins its sandbox modes")
+	pinsNamespaceMode(t, "pins its sandbox modes")
 	if os.Geteuid() != 0 {
 		t.Skip("the edge attacks need a root server (as deployed) to mean anything")
 	}

@@ -385,7 +385,7 @@ func TestEgressSubprocessHostNetwork(t *testing.T) {
 // (CODEXEC_PRINCIPAL_EGRESS_ALLOW) is narrower than the server's: alice
 // may ask for api only, bob (not listed) for anything in the server's.
 func TestEgressPrincipalCeilings(t *testing.T) {
-	sameInEveryMode(t, "pins namespace mode where the host has it (subprocess otherwise)")
+	pinsNamespaceMode(t, "pins namespace mode where the host has it (subprocess otherwise)")
 	mode := "namespace"
 	if modeAvailable(t, mode) != "" {
 		mode = "subprocess" // the ceilings still hold; the counters part skips

@@ -100,7 +100,7 @@ func reversed(b []byte) []byte {
 // (staged upload, artifact by execution_id and resources/read) and for a
 // session, in every sandbox mode the host supports.
 func TestFilesRoundTripAllModes(t *testing.T) {
-	sameInEveryMode(t, "pins its sandbox modes")
+	pinsNamespaceMode(t, "pins its sandbox modes")
 	for _, m := range sandboxModes(t) {
 		t.Run(m.name, func(t *testing.T) {
 			if why := modeAvailable(t, m.name, m.env...); why != "" {

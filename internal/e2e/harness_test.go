@@ -88,8 +88,20 @@ func startIn(t testing.TB, dir string, env ...string) *server {
 }
 
 // startWith is startIn with client options (e.g. a progress handler).
+// In rootless mode (CODEXEC_TEST_SANDBOX_MODE=rootless) the server runs as
+// the test account (see startRootless).
 func startWith(t testing.TB, dir string, opts *mcp.ClientOptions, env ...string) *server {
 	t.Helper()
+	return launch(t, rootlessMode(), dir, opts, env...)
+}
+
+// launch starts a stdio server; rootless runs it as the test account.
+func launch(t testing.TB, rootless bool, dir string, opts *mcp.ClientOptions, env ...string) *server {
+	t.Helper()
+	var acct *testAccount
+	if rootless {
+		acct = rootlessAccount(t) // skips before anything is made where it cannot be used
+	}
 	data := t.TempDir()
 	cmd := exec.Command(binary(t), "serve")
 	cmd.Dir = dir
@@ -97,7 +109,7 @@ func startWith(t testing.TB, dir string, opts *mcp.ClientOptions, env ...string)
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8",
 		"CODEXEC_DATA_DIR=" + data, "LOG_LEVEL=debug", "CODEXEC_CPU_PROFILE=" + os.Getenv("CODEXEC_TEST_CPU_PROFILE"),
 	}, env...)
-	if mode := os.Getenv("CODEXEC_TEST_SANDBOX_MODE"); mode != "" && !hasKey(env, "CODEXEC_SANDBOX_MODE") {
+	if mode := serverMode(); mode != "" && !hasKey(env, "CODEXEC_SANDBOX_MODE") {
 		cmd.Env = append(cmd.Env, "CODEXEC_SANDBOX_MODE="+mode)
 		if mode == "docker" && !hasKey(env, "CODEXEC_DOCKER_IMAGE") {
 			denv, why := dockerTestEnv(t, "node")
@@ -106,6 +118,9 @@ func startWith(t testing.TB, dir string, opts *mcp.ClientOptions, env ...string)
 			}
 			cmd.Env = append(cmd.Env, denv...)
 		}
+	}
+	if acct != nil {
+		data = acct.asAccount(t, cmd)
 	}
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
@@ -140,6 +155,18 @@ func sameInEveryMode(t testing.TB, why string) {
 	t.Helper()
 	if os.Getenv(modeDependentOnlyEnv) != "" {
 		t.Skipf("same in every sandbox mode (%s): the first end-to-end pass runs it", why)
+	}
+}
+
+// pinsNamespaceMode marks a test whose servers pin namespace mode (or
+// every mode sandboxModes lists): the subprocess pass skips it as
+// sameInEveryMode does, the rootless pass runs it, since there the
+// harness starts those servers as the test account and the pinned
+// namespace mode is the rootless sandbox.
+func pinsNamespaceMode(t testing.TB, why string) {
+	t.Helper()
+	if !rootlessMode() {
+		sameInEveryMode(t, why)
 	}
 }
 

@@ -63,7 +63,7 @@ func overwriteCheckpoint(t *testing.T, data, id, cmd string) {
 // the host outside it (the server's data dir, /etc, /root, a host
 // directory); with a checkpoint key the altered checkpoint is refused.
 func TestHostileCheckpointUnpickle(t *testing.T) {
-	sameInEveryMode(t, "pins namespace mode")
+	pinsNamespaceMode(t, "pins namespace mode")
 	if why := modeAvailable(t, "namespace"); why != "" {
 		t.Skip("needs namespace mode: ", why)
 	}

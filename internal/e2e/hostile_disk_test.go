@@ -116,7 +116,7 @@ func hostBytes(t *testing.T, dir string) int64 {
 // more than the limit; the session keeps working, and closing it gives the
 // bytes back.
 func TestHostileDiskSession(t *testing.T) {
-	sameInEveryMode(t, "pins its sandbox modes")
+	pinsNamespaceMode(t, "pins its sandbox modes")
 	for _, m := range sandboxModes(t) {
 		if m.name == "subprocess" {
 			continue

@@ -37,14 +37,21 @@ func startHTTP(t testing.TB, addr string, env ...string) *httpServer {
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
+	var acct *testAccount
+	if rootlessMode() {
+		acct = rootlessAccount(t)
+	}
 	data := t.TempDir()
 	cmd := exec.Command(binary(t), "serve", "--http", addr)
 	cmd.Env = append([]string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8",
 		"CODEXEC_DATA_DIR=" + data, "LOG_LEVEL=debug",
 	}, env...)
-	if mode := os.Getenv("CODEXEC_TEST_SANDBOX_MODE"); mode != "" && !hasKey(env, "CODEXEC_SANDBOX_MODE") {
+	if mode := serverMode(); mode != "" && !hasKey(env, "CODEXEC_SANDBOX_MODE") {
 		cmd.Env = append(cmd.Env, "CODEXEC_SANDBOX_MODE="+mode)
+	}
+	if acct != nil {
+		data = acct.asAccount(t, cmd)
 	}
 	s := &httpServer{t: t, Cmd: cmd, DataDir: data, Stderr: &syncBuffer{}, exited: make(chan error, 1)}
 	cmd.Stderr = s.Stderr

@@ -71,7 +71,7 @@ var fdsProbes = map[string]string{
 // It also checks the second runs were actually served warm and that their
 // cgroup counters are their own.
 func TestIsolationPairs(t *testing.T) {
-	sameInEveryMode(t, "pins its sandbox modes")
+	pinsNamespaceMode(t, "pins its sandbox modes")
 	for _, m := range withForkVariant(sandboxModes(t)) {
 		if m.name == "subprocess" {
 			continue // no isolation to prove

@@ -20,7 +20,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv("CODEXEC_E2E_UPSTREAM") == "flaky" {
 		os.Exit(runFlaky())
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if err := removeDelegatedCgroup(); err != nil {
+		fmt.Fprintln(os.Stderr, "removing the cgroup delegated to the rootless test account:", err)
+	}
+	os.Exit(code)
 }
 
 type flakyPid struct {
