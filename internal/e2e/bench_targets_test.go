@@ -24,6 +24,9 @@ import (
 //	P2  send_to_session x += 1 p50 vs a raw pipe round trip to the driver
 //	P3  one-shot python runs/s at concurrency 8 vs bare spawns at 8
 //	P3c machine CPU per P3 run vs per bare spawn, user/sys (/proc/stat)
+//	P1r, P1rb, P2r, P3r  the rootless namespace sandbox (a server run by a
+//	    normal account) next to root namespace mode and bare spawns, in
+//	    namespace mode (bench_rootless_test.go)
 //	P1w, P3w  P1 and P3 with CODEXEC_POOL_FORK=off (namespace mode: each
 //	    runner a new sandbox and interpreter instead of a fork), P3wc its CPU
 //	P4  server idle RSS, idle python session RSS (process tree)
@@ -91,6 +94,9 @@ func measureTargets(tb testing.TB, n targetSizes) hostProfile {
 	report("P3", p, bp, "runs/s")
 	p, bp = s.burstP90(max(n.p1/20, 1), time.Second)
 	report("P1burst", p, bp, "ms")
+	if mode == "namespace" && !rootlessMode() {
+		measureRootless(tb, s, n)
+	}
 	if mode == "namespace" {
 		// The same with runners that start their own sandbox and
 		// interpreter instead of being forked from a zygote.
