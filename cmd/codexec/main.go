@@ -110,6 +110,9 @@ func runServer(cmd string, cfg config.Config, home string, repairACLs bool) int 
 		defer stopProfile()
 	}
 	proc.CloseOnExecInherited()
+	if code, done := rootlessStep(ctx, cfg, &env); done {
+		return code
+	}
 	if cmd == "doctor" {
 		return app.Doctor(ctx, cfg, env, os.Stdout, repairACLs)
 	}

@@ -45,6 +45,12 @@ type HostEnv struct {
 	// Environ is codexec's whole environment ("K=V"), used only to expand
 	// ${VAR} in upstream server settings; never passed to sandboxed code.
 	Environ []string
+	// Rootless: this server runs without root in a user namespace of its
+	// own (package rootless), where the namespace sandbox works as the
+	// user. NoRootless, for a server without root outside one, says why
+	// it is not in one (nil when it is root).
+	Rootless   bool
+	NoRootless error
 }
 
 // Serve runs the MCP server on stdio (or Streamable HTTP when

@@ -23,9 +23,13 @@ import (
 
 const subprocessWarning = "code runs as a plain host process with full filesystem and network access and no resource limits (see SECURITY.md)"
 
-// SelectBackend returns the sandbox backend for cfg.SandboxMode. auto prefers
-// namespace and falls back to subprocess with a loud warning; an explicit
-// mode that cannot run here is an error naming the reason. langs may be nil
+// SelectBackend returns the sandbox backend for cfg.SandboxMode. auto takes
+// the first that works of namespace (as root, or without root in the
+// server's own user namespace), docker (when a container engine answers
+// and has the image; not from inside that user namespace, where the
+// engine would see a fake root) and subprocess, which it takes with a loud
+// warning; an explicit mode that cannot run here is an error naming the
+// reason. langs may be nil
 // (then interpreters outside /usr are not made visible to namespace mode).
 // prewarm are runs whose warm runners namespace mode starts at once;
 // capture (nil: none) are the sockets every isolated sandbox gets for the
@@ -36,7 +40,7 @@ func SelectBackend(ctx context.Context, cfg config.Config, env HostEnv, langs *r
 		slog.Warn("SANDBOX MODE subprocess: " + subprocessWarning)
 		return subprocess.New(poolOptions(cfg)), nil
 	case config.ModeNamespace:
-		b, err := namespace.New(ctx, namespaceOptions(cfg, env, langs, capture, prewarm))
+		b, err := newNamespace(ctx, cfg, env, langs, capture, prewarm)
 		if err != nil {
 			return nil, fmt.Errorf("CODEXEC_SANDBOX_MODE=namespace cannot run on this host: %w (run `codexec doctor`)", err)
 		}
@@ -48,9 +52,17 @@ func SelectBackend(ctx context.Context, cfg config.Config, env HostEnv, langs *r
 		}
 		return b, nil
 	case config.ModeAuto:
-		b, err := namespace.New(ctx, namespaceOptions(cfg, env, langs, capture, prewarm))
+		b, err := newNamespace(ctx, cfg, env, langs, capture, prewarm)
 		if err == nil {
 			return b, nil
+		}
+		if !env.Rootless {
+			ct, cerr := container.New(ctx, containerOptions(cfg, env, capture))
+			if cerr == nil {
+				slog.Warn("sandbox mode auto chose docker: the namespace sandbox is unavailable (" + err.Error() + ")")
+				return ct, nil
+			}
+			err = fmt.Errorf("%w; docker mode: %v", err, cerr)
 		}
 		slog.Warn("!!! SANDBOX MODE auto FELL BACK TO subprocess: the namespace sandbox is unavailable (" + err.Error() + "); " + subprocessWarning + "; run `codexec doctor`")
 		return subprocess.New(poolOptions(cfg)), nil
@@ -133,12 +145,23 @@ func localRoots(home string) []string {
 	return out
 }
 
+// newNamespace is the namespace backend, or why it cannot run: as root, or
+// without root inside the server's own user namespace; a server without
+// root outside one says why it is not (env.NoRootless).
+func newNamespace(ctx context.Context, cfg config.Config, env HostEnv, langs *runtime.Set, capture *sandbox.CaptureSpec, prewarm []sandbox.Spec) (*namespace.Backend, error) {
+	if env.NoRootless != nil {
+		return nil, fmt.Errorf("codexec runs without root and cannot use the namespace sandbox as this user: %w", env.NoRootless)
+	}
+	return namespace.New(ctx, namespaceOptions(cfg, env, langs, capture, prewarm))
+}
+
 func namespaceOptions(cfg config.Config, env HostEnv, langs *runtime.Set, capture *sandbox.CaptureSpec, prewarm []sandbox.Spec) namespace.Options {
 	mask := append(forbidden(env), internalDirs(cfg)...)
 	return namespace.Options{OwnedRoot: cfg.SandboxDir, Mask: mask, ReadOnly: interpreterPrefixes(langs),
 		Pool:        poolOptions(cfg),
 		Prewarm:     prewarm,
-		CaptureSpec: capture}
+		CaptureSpec: capture,
+		Rootless:    env.Rootless}
 }
 
 // interpreterPrefixes returns, for every interpreter outside /usr, the
@@ -192,13 +215,18 @@ func Doctor(ctx context.Context, cfg config.Config, env HostEnv, w io.Writer, re
 	case config.ModeDocker:
 		err = ctErr
 	case config.ModeAuto:
-		if nsErr != nil {
-			fmt.Fprintln(w, "WARNING: auto mode will FALL BACK TO subprocess: "+subprocessWarning)
-		} else {
+		switch {
+		case nsErr == nil && env.Rootless:
+			fmt.Fprintln(w, "auto mode will use: namespace (without root)")
+		case nsErr == nil:
 			fmt.Fprintln(w, "auto mode will use: namespace")
+		case ctErr == nil:
+			fmt.Fprintln(w, "auto mode will use: docker (the namespace sandbox is unavailable)")
+		default:
+			fmt.Fprintln(w, "WARNING: auto mode will FALL BACK TO subprocess: "+subprocessWarning)
 		}
 	}
-	doctorEgress(cfg, w, cfg.SandboxMode == config.ModeSubprocess || (cfg.SandboxMode == config.ModeAuto && nsErr != nil))
+	doctorEgress(cfg, w, cfg.SandboxMode == config.ModeSubprocess || (cfg.SandboxMode == config.ModeAuto && nsErr != nil && ctErr != nil))
 	if err != nil {
 		fmt.Fprintf(w, "error: configured mode %s cannot run: %v\n", cfg.SandboxMode, err)
 		return 1
@@ -207,12 +235,16 @@ func Doctor(ctx context.Context, cfg config.Config, env HostEnv, w io.Writer, re
 }
 
 func doctorNamespace(ctx context.Context, cfg config.Config, env HostEnv, langs *runtime.Set, w io.Writer) error {
-	b, err := namespace.New(ctx, namespaceOptions(cfg, env, langs, nil, nil))
+	b, err := newNamespace(ctx, cfg, env, langs, nil, nil)
 	if err != nil {
 		fmt.Fprintf(w, "namespace: UNAVAILABLE: %v\n", err)
 		return err
 	}
-	fmt.Fprintf(w, "namespace: available (bubblewrap, user/pid/net/ipc/uts/mount namespaces, seccomp, Landlock where the kernel has it, %s)\n", b.CgroupInfo())
+	as := "as root"
+	if env.Rootless {
+		as = fmt.Sprintf("without root, as uid %d in a user namespace of codexec's own; programs run as that user, mapped to an unprivileged id inside", os.Getuid())
+	}
+	fmt.Fprintf(w, "namespace: available %s (bubblewrap, user/pid/net/ipc/uts/mount namespaces, seccomp, Landlock where the kernel has it, %s)\n", as, b.CgroupInfo())
 	doctorWarm(cfg, langs, b, w, runtime.Python, runtime.Node, runtime.Bash)
 	return b.Close()
 }
@@ -254,6 +286,10 @@ func awaitWarm(b warmBackend, kind string, t0 time.Time) string {
 }
 
 func doctorContainer(ctx context.Context, cfg config.Config, env HostEnv, langs *runtime.Set, w io.Writer) error {
+	if env.Rootless {
+		fmt.Fprintln(w, "docker: not checked (this doctor runs in codexec's own user namespace, where auto mode needs no container engine; CODEXEC_SANDBOX_MODE=docker codexec doctor checks it)")
+		return errors.New("not checked")
+	}
 	c, err := container.New(ctx, containerOptions(cfg, env, nil))
 	if err != nil {
 		printContainerUnavailable(w, err)

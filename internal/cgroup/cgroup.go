@@ -107,7 +107,10 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// Group is one run's control group.
+// Group is one run's control group. A nil *Group is a run without one
+// (codexec without root and without a delegated cgroup): every method is a
+// no-op that reports nothing (no pids, no peak, no OOM kill), and killing
+// the run is the caller's business (its pid namespace).
 type Group struct {
 	v2   bool
 	dirs []string // v1: one per controller (see v1Controllers); v2: one
@@ -145,6 +148,9 @@ func New(info Info, name string, l Limits) (*Group, error) {
 
 // ProcsFiles lists the cgroup.procs files a process must be written to.
 func (g *Group) ProcsFiles() []string {
+	if g == nil {
+		return nil
+	}
 	out := make([]string, len(g.dirs))
 	for i, d := range g.dirs {
 		out[i] = filepath.Join(d, "cgroup.procs")
@@ -155,6 +161,9 @@ func (g *Group) ProcsFiles() []string {
 // Pids lists the processes in the group (none when no directory was made:
 // a New that failed at its first mkdir destroys such a group).
 func (g *Group) Pids() []int {
+	if g == nil {
+		return nil
+	}
 	if len(g.dirs) == 0 {
 		return nil
 	}
@@ -163,6 +172,9 @@ func (g *Group) Pids() []int {
 
 // Signal sends sig to every process in the group except those in skip.
 func (g *Group) Signal(sig syscall.Signal, skip ...int) {
+	if g == nil {
+		return
+	}
 	for _, pid := range g.Pids() {
 		if !containsInt(skip, pid) {
 			_ = syscall.Kill(pid, sig)
@@ -183,6 +195,9 @@ func containsInt(list []int, n int) bool {
 // while it runs: v2 uses cgroup.kill; v1 freezes the group first so nothing
 // can fork between listing and killing.
 func (g *Group) Kill() error {
+	if g == nil {
+		return nil
+	}
 	_, err := g.kill()
 	return err
 }
@@ -207,6 +222,9 @@ func (g *Group) kill() (empty bool, err error) {
 // OOMKilled reports whether the kernel's OOM killer killed a process of the
 // group because of its memory limit.
 func (g *Group) OOMKilled() bool {
+	if g == nil {
+		return false
+	}
 	return g.oomKills() > g.oomBase
 }
 
@@ -221,6 +239,9 @@ func (g *Group) oomKills() int64 {
 
 // MemoryPeak returns the peak memory use in bytes, or 0 if unknown.
 func (g *Group) MemoryPeak() int64 {
+	if g == nil {
+		return 0
+	}
 	file := "memory.max_usage_in_bytes"
 	if g.v2 {
 		file = "memory.peak"
@@ -236,6 +257,9 @@ func (g *Group) MemoryPeak() int64 {
 // rather than freezing and killing the group again, and kills anew what is
 // still there after that (a process that placed itself in the group late).
 func (g *Group) Drain() time.Time {
+	if g == nil {
+		return time.Time{}
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for pause := 100 * time.Microsecond; ; pause = min(2*pause, 2*time.Millisecond) {
 		if len(g.Pids()) == 0 || time.Now().After(deadline) {
@@ -258,6 +282,9 @@ const killAgainAfter = 20 * time.Millisecond
 // Destroy kills what is left, waits (up to 5 s) for the group to empty and
 // removes it, or gives it back to its Pool.
 func (g *Group) Destroy() error {
+	if g == nil {
+		return nil
+	}
 	if g.moved.Load() {
 		return nil // its directories are another Group's now
 	}
@@ -328,6 +355,9 @@ func (g *Group) readInt(i int, file string) int64 {
 // starting them never takes CPU from running code, and get the default when
 // a run takes them.
 func (g *Group) SetCPUWeight(shares int) error {
+	if g == nil {
+		return nil
+	}
 	if g.v2 {
 		return g.set(0, "cpu.weight", strconv.Itoa(max(1, min(10000, shares*100/1024))))
 	}
@@ -339,6 +369,9 @@ func (g *Group) SetCPUWeight(shares int) error {
 
 // MemoryCurrent returns the group's current memory use in bytes, or 0.
 func (g *Group) MemoryCurrent() int64 {
+	if g == nil {
+		return 0
+	}
 	file := "memory.usage_in_bytes"
 	if g.v2 {
 		file = "memory.current"

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // The hidden sub-commands (verbs) of the helper. cmd/codexec and
@@ -82,6 +83,19 @@ func Dispatch(args []string) (code int, ok bool) {
 // onto POINT there, close them all, and only then drop its privileges and
 // execute bwrap. NS and K index the extra descriptors (fd 3 + index).
 const RootOption = "--root"
+
+// RlimitsOption is the first option of LandlockCommand where no cgroup
+// limits the run (a server without root and without a delegated cgroup):
+// `--rlimits DATA,NPROC,FSIZE` sets those resource limits (0: leave it)
+// before anything else. Set inside the sandbox, the process count is
+// counted in the sandbox's own user namespace: the sandbox's processes
+// only, not the user's others.
+const RlimitsOption = "--rlimits"
+
+// Rlimits encodes the values of RlimitsOption.
+func Rlimits(data, nproc, fsize int64) string {
+	return strconv.FormatInt(data, 10) + "," + strconv.FormatInt(nproc, 10) + "," + strconv.FormatInt(fsize, 10)
+}
 
 // KeepCtl is the option of LandlockCommand that keeps descriptor 3 (a warm
 // runner's control socket) open for the program.

@@ -98,18 +98,13 @@ var server int
 // profile of concurrent runs on a VM. The caller must exec from this thread
 // (the other threads run only the Go runtime until then).
 func dropPrivileges(uid, gid int) error {
-	for _, c := range []struct {
-		name    string
-		nr      uintptr
-		a, b, d uintptr
-	}{
-		{"setgroups", unix.SYS_SETGROUPS, 0, 0, 0},
-		{"setresgid", unix.SYS_SETRESGID, uintptr(gid), uintptr(gid), uintptr(gid)},
-		{"setresuid", unix.SYS_SETRESUID, uintptr(uid), uintptr(uid), uintptr(uid)},
-	} {
-		if _, _, errno := unix.RawSyscall(c.nr, c.a, c.b, c.d); errno != 0 {
-			return fmt.Errorf("%s: %w", c.name, errno)
-		}
+	if err := setIDs(uid, gid); err != nil {
+		return err
+	}
+	// A rootless server holds capabilities in its own user namespace as
+	// ambient ones; bubblewrap refuses to start with any (and needs none).
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && err != unix.EINVAL {
+		return fmt.Errorf("drop ambient capabilities: %w", err)
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
@@ -122,6 +117,30 @@ func dropPrivileges(uid, gid int) error {
 	}
 	if unix.Getppid() != server {
 		return errors.New("the server ended while the sandbox was starting")
+	}
+	return nil
+}
+
+// setIDs makes the calling thread uid/gid with no supplementary groups.
+// A server without root (package rootless) passes its own ids: it cannot
+// change them, and its sandboxes run as its user, mapped to an
+// unprivileged id inside their own user namespace.
+func setIDs(uid, gid int) error {
+	if uid == unix.Getuid() && gid == unix.Getgid() && uid != 0 {
+		return nil
+	}
+	for _, c := range []struct {
+		name    string
+		nr      uintptr
+		a, b, d uintptr
+	}{
+		{"setgroups", unix.SYS_SETGROUPS, 0, 0, 0},
+		{"setresgid", unix.SYS_SETRESGID, uintptr(gid), uintptr(gid), uintptr(gid)},
+		{"setresuid", unix.SYS_SETRESUID, uintptr(uid), uintptr(uid), uintptr(uid)},
+	} {
+		if _, _, errno := unix.RawSyscall(c.nr, c.a, c.b, c.d); errno != 0 {
+			return fmt.Errorf("%s: %w", c.name, errno)
+		}
 	}
 	return nil
 }

@@ -21,6 +21,13 @@ func RunLandlock(args []string) int {
 	// same thread, so pin the goroutine to it.
 	runtime.LockOSThread()
 	first, runner := uint(3), false
+	if len(args) > 1 && args[0] == RlimitsOption {
+		if err := setRlimits(args[1]); err != nil {
+			fmt.Fprintln(os.Stderr, "codexec sandbox-landlock:", err)
+			return 126
+		}
+		args = args[2:]
+	}
 	if len(args) > 0 && (args[0] == KeepCtl || args[0] == RunnerOption) {
 		first, runner, args = 4, args[0] == RunnerOption, args[1:]
 	}

@@ -178,6 +178,9 @@ func (b *bwrapArgs) buildArgs(spec sandbox.Spec) error {
 	b.add("--seccomp", b.fd(sc), "--chdir", dir, "--")
 	if !b.n.opts.NoLandlock {
 		b.add(landlockInitPath, helper.LandlockCommand)
+		if b.n.noCgroup {
+			b.add(helper.RlimitsOption, rlimits(spec.Limits))
+		}
 		switch {
 		case b.exec:
 			b.add(helper.RunnerOption)

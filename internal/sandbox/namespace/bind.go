@@ -53,8 +53,8 @@ func (n *Backend) bindWorkspace(r *nsRunner, spec sandbox.Spec, ro bool) error {
 		// Inodes created in the sandbox's file systems must belong to an id
 		// its user namespace maps: the sandbox user's. Mounting needs
 		// CAP_SYS_ADMIN, which a changed fsuid keeps.
-		_ = unix.Setfsgid(n.opts.GID)
-		_ = unix.Setfsuid(n.opts.UID)
+		_ = unix.Setfsgid(n.hostGID)
+		_ = unix.Setfsuid(n.hostUID)
 		place, scratch := placeWorkspace, filepath.Dir(warmDir)
 		if r.forked {
 			// A forked runner's /tmp and workspace root are its own tmpfs;

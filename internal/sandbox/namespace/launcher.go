@@ -121,7 +121,7 @@ func discardLaunchers(ws []*launcher) {
 
 // newLauncher starts one pooled launcher in a new cgroup.
 func (n *Backend) newLauncher(lim sandbox.Limits, name string) (*launcher, error) {
-	cg, err := cgroup.New(n.cg, name, cgroup.Limits{MemoryBytes: lim.MemoryBytes, CPUs: lim.CPUs, Pids: lim.Pids})
+	cg, err := n.newGroup(name, lim)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +135,7 @@ func (n *Backend) newLauncher(lim sandbox.Limits, name string) (*launcher, error
 	_ = unix.SetNonblock(fds[0], true)
 	ctl, child := os.NewFile(uintptr(fds[0]), "ctl"), os.NewFile(uintptr(fds[1]), "ctl-child")
 	defer child.Close()
-	args := []string{helper.InitCommand, "--pooled", strconv.Itoa(n.opts.UID), strconv.Itoa(n.opts.GID)}
+	args := []string{helper.InitCommand, "--pooled", strconv.Itoa(n.hostUID), strconv.Itoa(n.hostGID)}
 	cmd := exec.Command(n.opts.Exe, append(args, cg.ProcsFiles()...)...)
 	cmd.Args[0] = "codexec"
 	cmd.Env = []string{}

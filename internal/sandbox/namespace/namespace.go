@@ -65,6 +65,15 @@ type Backend struct {
 	// placeholders the template's points for them (capture.go).
 	files        []captureFile
 	placeholders []string
+	// hostUID and hostGID are who programs are on the host: opts.UID and
+	// GID as root; the server's own user without root (opts.Rootless),
+	// mapped to opts.UID inside each sandbox's user namespace.
+	hostUID, hostGID int
+	// noCgroup: no cgroup can be made (without root and without a
+	// delegated one). Runs then get nil groups, per-process resource
+	// limits (the Landlock step's RlimitsOption) and die with their pid
+	// namespace's init; runs are not forked from zygotes.
+	noCgroup bool
 }
 
 // keptGroups bounds the emptied cgroups kept for reuse: about as many as
@@ -111,8 +120,8 @@ func newBackend(o Options) (*Backend, error) {
 	if o.GID == 0 {
 		o.GID = 65534
 	}
-	if os.Geteuid() != 0 {
-		return nil, errors.New("the namespace sandbox needs codexec to run as root (to create cgroups and drop to an unprivileged uid)")
+	if os.Geteuid() != 0 && !o.Rootless {
+		return nil, errors.New("the namespace sandbox needs codexec to run as root, or without root in a user namespace of its own (codexec does that itself when started by a normal user where user namespaces are allowed)")
 	}
 	if err := userNamespacesEnabled(); err != nil {
 		return nil, err
@@ -125,24 +134,35 @@ func newBackend(o Options) (*Backend, error) {
 		return nil, err
 	}
 	proc.SweepDeadRunsOnce()
-	n := &Backend{opts: o, cg: cgroup.Detect(), ids: idmap.New(o.Exe, o.UID, o.GID), files: files, placeholders: placeholders}
+	n := &Backend{opts: o, cg: cgroup.Detect(), ids: idmap.New(o.Exe, o.UID, o.GID), files: files, placeholders: placeholders,
+		hostUID: o.UID, hostGID: o.GID}
+	if o.Rootless {
+		n.hostUID, n.hostGID = os.Getuid(), os.Getgid()
+		n.noCgroup = !n.cgroupsWork()
+	}
 	n.groups = cgroup.NewPool(n.cg, keptGroups)
 	n.launchers = &launcherPool{n: n}
 	n.runners.Pool = warm.NewPool(o.Pool, n.startRunner)
 	leftoverSweep.Do(func() {
+		if n.noCgroup {
+			staging.Sweep()
+			return
+		}
 		if k := cgroup.Sweep(n.cg); k.Removed > 0 || k.Spared > 0 {
 			slog.Info("removed cgroups left by codexec servers that are gone", "count", k.Removed,
 				"spared_with_processes", k.Spared)
 		}
 		staging.Sweep()
 	})
-	if !n.cg.Usable() {
+	if !n.cg.Usable() && !n.noCgroup {
 		return nil, fmt.Errorf("resource limits unavailable: %s", n.cg)
 	}
 	// Every sandbox joins a group beneath these before it runs anything: if
 	// the server dies, its watchdog kills what a parent-death signal missed.
 	for _, dir := range cgroup.OwnDirs(n.cg) {
-		proc.GuardCgroup(dir)
+		if !n.noCgroup {
+			proc.GuardCgroup(dir)
+		}
 	}
 	if n.seccomp, err = seccomp.Program(); err != nil {
 		return nil, err
@@ -206,7 +226,7 @@ func (*Backend) Name() string { return "namespace" }
 func (*Backend) Isolated() bool { return true }
 
 // User is the unprivileged host user programs run as.
-func (n *Backend) User() confine.Identity { return confine.As(n.opts.UID, n.opts.GID) }
+func (n *Backend) User() confine.Identity { return confine.As(n.hostUID, n.hostGID) }
 
 // Start starts spec in a fresh sandbox. spec.Network is refused; with a
 // CaptureSpec, spec.Egress serves the sandbox's sockets (capture.go). A warm
@@ -280,7 +300,7 @@ func (n *Backend) startCold(spec sandbox.Spec) (*proc.HostProc, error) {
 
 // startFresh starts spec with a new cgroup and launcher (no pool).
 func (n *Backend) startFresh(spec sandbox.Spec, name string) (*proc.HostProc, error) {
-	cg, err := cgroup.New(n.cg, name, cgroup.Limits{MemoryBytes: spec.Limits.MemoryBytes, CPUs: spec.Limits.CPUs, Pids: spec.Limits.Pids})
+	cg, err := n.newGroup(name, spec.Limits)
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +333,7 @@ func (n *Backend) start(spec sandbox.Spec, name string, cg *cgroup.Group, w *lau
 	if spec.Background {
 		_ = cg.SetCPUWeight(2)
 	}
-	if err := sandbox.HandOverWorkspace(spec, n.opts.OwnedRoot, n.opts.UID, n.opts.GID); err != nil {
+	if err := sandbox.HandOverWorkspace(spec, n.opts.OwnedRoot, n.hostUID, n.hostGID); err != nil {
 		return nil, err
 	}
 	st, err := staging.New(name, n.tmpl != nil)
@@ -372,7 +392,7 @@ func (n *Backend) runHooks(cg *cgroup.Group, st *staging.Stage, pp **proc.HostPr
 			}
 			// Not to bwrap itself: it would die and take the program with it
 			// before the program could handle the signal.
-			cg.Signal(sig, (*pp).Pid())
+			signalRun(cg, (*pp).Pid(), sig)
 			return nil
 		},
 		AfterWait: func(e *sandbox.Exit) { namespaceExit(e, cg) },
@@ -398,7 +418,7 @@ func (n *Backend) runHooks(cg *cgroup.Group, st *staging.Stage, pp **proc.HostPr
 // CPU weight restored, output attached, then the run handed over. On error
 // the runner is destroyed in the background and the caller starts cold.
 func (n *Backend) startWarm(spec sandbox.Spec, req warm.Request, r *nsRunner) (*proc.HostProc, error) {
-	err := sandbox.HandOverWorkspace(spec, n.opts.OwnedRoot, n.opts.UID, n.opts.GID)
+	err := sandbox.HandOverWorkspace(spec, n.opts.OwnedRoot, n.hostUID, n.hostGID)
 	if err == nil {
 		err = n.bindWorkspace(r, spec, sandbox.WorkspaceReadOnly(spec, n.opts.OwnedRoot))
 	}
@@ -467,7 +487,7 @@ func (n *Backend) newRunner(req warm.Request) (*nsRunner, error) {
 	}
 	name := "warm-" + strconv.FormatInt(runSeq.Add(1), 10)
 	spec := req.Base
-	cg, err := cgroup.New(n.cg, name, cgroup.Limits{MemoryBytes: spec.Limits.MemoryBytes, CPUs: spec.Limits.CPUs, Pids: spec.Limits.Pids})
+	cg, err := n.newGroup(name, spec.Limits)
 	if err != nil {
 		return nil, err
 	}
@@ -501,7 +521,7 @@ func (n *Backend) coldCmd(spec sandbox.Spec, cg *cgroup.Group, bwrapArgv []strin
 	if plan != "" {
 		args = append(args, helper.RootOption, plan)
 	}
-	args = append(args, strconv.Itoa(n.opts.UID), strconv.Itoa(n.opts.GID))
+	args = append(args, strconv.Itoa(n.hostUID), strconv.Itoa(n.hostGID))
 	args = append(append(args, cg.ProcsFiles()...), "--")
 	cmd := exec.Command(n.opts.Exe, append(args, bwrapArgv...)...)
 	cmd.Args[0] = "codexec"

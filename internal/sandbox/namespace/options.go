@@ -26,8 +26,15 @@ type Options struct {
 	// faster — else the running executable itself).
 	Exe string
 	// UID and GID are the unprivileged host ids programs run as
-	// (default 65534, "nobody").
+	// (default 65534, "nobody"); with Rootless, the ids programs have
+	// inside their sandbox, mapped to the server's user outside.
 	UID, GID int
+	// Rootless: the server runs without root, as a normal user, in a user
+	// and mount namespace of its own (package rootless). Programs then run
+	// as that user on the host; workspaces are not handed over; a
+	// directory with another account's rights (Spec.DirOwner) is refused;
+	// without a usable cgroup, limits are per-process resource limits.
+	Rootless bool
 	// OwnedRoot is the directory holding workspaces codexec created itself;
 	// workspaces below it are chowned to UID. Other workspaces (a caller's
 	// working_dir) are never changed: they are mounted read-only unless

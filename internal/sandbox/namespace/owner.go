@@ -20,6 +20,9 @@ import (
 // CheckOwnerMount makes (and drops) an idmapped clone of dir for o: what
 // a run over dir will need, checked before it starts.
 func (n *Backend) CheckOwnerMount(dir string, o sandbox.Owner) error {
+	if n.opts.Rootless {
+		return n.ownDir(o)
+	}
 	f, err := n.ids.Clone(dir, o, true)
 	if err != nil {
 		return err
@@ -30,7 +33,10 @@ func (n *Backend) CheckOwnerMount(dir string, o sandbox.Owner) error {
 // stageWorkspace stages spec's workspace for a cold run and returns the
 // path bwrap binds.
 func (b *bwrapArgs) stageWorkspace(spec sandbox.Spec, ro bool) (string, error) {
-	if spec.DirOwner == nil {
+	if spec.DirOwner == nil || b.n.opts.Rootless {
+		if err := b.n.ownDirOf(spec); err != nil {
+			return "", err
+		}
 		return b.stage.Bind(spec.Dir)
 	}
 	f, err := b.n.ids.Clone(spec.Dir, *spec.DirOwner, ro)
@@ -43,7 +49,10 @@ func (b *bwrapArgs) stageWorkspace(spec sandbox.Spec, ro bool) (string, error) {
 // cloneWorkspace returns a detached clone of spec's workspace for a warm
 // runner (a descriptor the caller closes).
 func (n *Backend) cloneWorkspace(spec sandbox.Spec, ro bool) (int, error) {
-	if spec.DirOwner == nil {
+	if spec.DirOwner == nil || n.opts.Rootless {
+		if err := n.ownDirOf(spec); err != nil {
+			return -1, err
+		}
 		return warm.CloneTree(spec.Dir, ro)
 	}
 	f, err := n.ids.Clone(spec.Dir, *spec.DirOwner, ro)
@@ -66,5 +75,5 @@ func (n *Backend) reachUID(spec sandbox.Spec) int {
 	if spec.DirOwner != nil {
 		return spec.DirOwner.UID
 	}
-	return n.opts.UID
+	return n.hostUID
 }

@@ -21,7 +21,7 @@ func (n *Backend) probe(ctx context.Context) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if err := os.Chown(dir, n.opts.UID, n.opts.GID); err != nil {
+	if err := os.Chown(dir, n.hostUID, n.hostGID); err != nil {
 		return err
 	}
 	var out, errb limitedBuffer

@@ -121,6 +121,10 @@ func (r *nsRunner) destroyProcess() {
 // the outer bwrap (pid bwrap; 0 if none), which in template mode is a
 // private copy of the template.
 func sandboxMountNS(cg *cgroup.Group, bwrap int) (*os.File, error) {
+	pids := cg.Pids()
+	if cg == nil {
+		pids = descendants(bwrap)
+	}
 	self, err := warm.HostMountNS()
 	if err != nil {
 		return nil, err
@@ -129,7 +133,7 @@ func sandboxMountNS(cg *cgroup.Group, bwrap int) (*os.File, error) {
 	if bwrap > 0 {
 		outer, _ = os.Readlink("/proc/" + strconv.Itoa(bwrap) + "/ns/mnt")
 	}
-	for _, pid := range cg.Pids() {
+	for _, pid := range pids {
 		p := "/proc/" + strconv.Itoa(pid) + "/ns/mnt"
 		if ns, err := os.Readlink(p); err == nil && ns != self && ns != outer {
 			return os.Open(p)

@@ -93,10 +93,11 @@ type zygote struct {
 const zygoteReady = 20 * time.Second
 
 // forkEnabled reports whether runs can be forked from zygotes: the setting,
-// and Landlock with scoping, which keeps children from writing the file
-// systems they share.
+// Landlock with scoping, which keeps children from writing the file
+// systems they share, and cgroups, through which a child is found and
+// killed.
 func (n *Backend) forkEnabled() bool {
-	return n.opts.Pool.Fork && !n.opts.NoLandlock && helper.LandlockABI() >= 6
+	return n.opts.Pool.Fork && !n.opts.NoLandlock && helper.LandlockABI() >= 6 && !n.noCgroup
 }
 
 // zygoteRoot is the directory each child covers with a private tmpfs to hold

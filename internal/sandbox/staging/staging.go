@@ -48,11 +48,8 @@ func Acquire() error {
 		staging.refs++
 		return nil
 	}
-	dir := "/run/codexec-" + strconv.Itoa(os.Getpid())
-	if err := os.MkdirAll(dir, 0o711); err != nil {
-		return err
-	}
-	if err := os.Chmod(dir, 0o711); err != nil {
+	dir, err := makeRoot()
+	if err != nil {
 		return err
 	}
 	// Empty directories and files only (mount points): nr_inodes bounds it.
@@ -66,6 +63,29 @@ func Acquire() error {
 	}
 	staging.root, staging.refs = dir, 1
 	return nil
+}
+
+// rootParents are where a staging root may be made, first usable first:
+// /run, or where a server without root (package rootless) can write, the
+// temp directory. Either way the root is a tmpfs mounted in the server's
+// own mount namespace.
+var rootParents = []string{"/run/codexec-", filepath.Join(os.TempDir(), "codexec-staging-")}
+
+// makeRoot makes this server's staging root directory, mode 0711.
+func makeRoot() (string, error) {
+	var errs []error
+	for _, p := range rootParents {
+		dir := p + strconv.Itoa(os.Getpid())
+		err := os.MkdirAll(dir, 0o711)
+		if err == nil {
+			err = os.Chmod(dir, 0o711)
+		}
+		if err == nil {
+			return dir, nil
+		}
+		errs = append(errs, err)
+	}
+	return "", errors.Join(errs...)
 }
 
 // Release drops a reference taken by Acquire; the last one unmounts and
@@ -91,11 +111,19 @@ func Root() (string, error) {
 }
 
 // Sweep unmounts and removes staging roots of codexec servers that are
-// gone (/run/codexec-<pid>).
+// gone (/run/codexec-<pid>, or in the temp directory).
 func Sweep() {
-	roots, _ := filepath.Glob("/run/codexec-*")
+	for _, p := range rootParents {
+		sweepUnder(p)
+	}
+}
+
+// sweepUnder removes the staging roots named prefix+pid of servers that
+// are gone.
+func sweepUnder(prefix string) {
+	roots, _ := filepath.Glob(prefix + "*")
 	for _, r := range roots {
-		pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(r), "codexec-"))
+		pid, err := strconv.Atoi(strings.TrimPrefix(r, prefix))
 		if err != nil || pid == os.Getpid() || unix.Kill(pid, 0) != unix.ESRCH {
 			continue
 		}

@@ -1,0 +1,64 @@
+package rootless
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// innerEnv marks the re-executed server and carries the host ids it runs
+// as ("UID:GID"). It is removed from the environment at once, so nothing
+// the server starts inherits it.
+const innerEnv = "CODEXEC_ROOTLESS_INNER"
+
+// IDs are the host user and group the rootless server runs as.
+type IDs struct{ UID, GID int }
+
+// inside is read once, before anything else reads the environment.
+var inside, insideOK = readInner()
+
+func readInner() (IDs, bool) {
+	v, ok := os.LookupEnv(innerEnv)
+	if !ok {
+		return IDs{}, false
+	}
+	_ = os.Unsetenv(innerEnv)
+	u, g, ok := strings.Cut(v, ":")
+	uid, err1 := strconv.Atoi(u)
+	gid, err2 := strconv.Atoi(g)
+	if !ok || err1 != nil || err2 != nil || uid != os.Getuid() {
+		return IDs{}, false
+	}
+	return IDs{UID: uid, GID: gid}, true
+}
+
+// Inside reports whether this process is the server re-executed in its own
+// user namespace, and the ids it runs as.
+func Inside() (IDs, bool) { return inside, insideOK }
+
+// sysctls that switch unprivileged user namespaces off, with the value
+// that does and the fix to print.
+var sysctls = []struct{ file, bad, fix string }{
+	{"/proc/sys/user/max_user_namespaces", "0", "sysctl -w user.max_user_namespaces=15000"},
+	{"/proc/sys/kernel/unprivileged_userns_clone", "0", "sysctl -w kernel.unprivileged_userns_clone=1"},
+	{"/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1",
+		"allow bubblewrap and codexec to make user namespaces with an AppArmor profile (see docs/sandbox.md), or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"},
+}
+
+// ErrRestricted means the host switches unprivileged user namespaces off;
+// its text names the setting and the fix.
+var ErrRestricted = errors.New("unprivileged user namespaces are disabled")
+
+// userNamespaces reports whether the host lets normal users make user
+// namespaces, reading the sysctls at root (tests pass a directory).
+func userNamespaces(root string) error {
+	for _, s := range sysctls {
+		b, err := os.ReadFile(root + s.file)
+		if err == nil && strings.TrimSpace(string(b)) == s.bad {
+			return fmt.Errorf("%w (%s = %s); fix: %s", ErrRestricted, s.file, s.bad, s.fix)
+		}
+	}
+	return nil
+}
