@@ -32,8 +32,8 @@ type hostProfile struct {
 	spawns      []spawnCost
 	faultWall   time.Duration // per 4 KiB page, first touch of a fresh anonymous mapping
 	faultCPU    time.Duration // the same in CPU time
-	forkHeap    time.Duration // fork+exit of a python with forkHeapMiB touched
-	forkNoHeap  time.Duration // the same python without that heap
+	forkHeap    forkCost      // fork+exit of a python with forkHeapMiB touched
+	forkNoHeap  forkCost      // the same python without that heap
 	loadAtStart string
 	busy        float64 // share of the machine's CPU time busy while profiling
 }
@@ -143,13 +143,18 @@ func threadCPU() time.Duration {
 }
 
 // forkProbe forks a child that exits at once, n times, from a python that
-// first writes heapMiB MiB of heap (argv[1], argv[2]), and prints the
-// median wall time of fork + exit + wait in µs: the kernel copies the page
-// tables of the heap into the child and tears them down at its exit.
-const forkProbe = `import os, sys, time
+// first writes heapMiB MiB of heap (argv[1], argv[2]): the kernel copies
+// the heap's page tables into the child and tears them down at its exit.
+// It prints the median wall time of fork + exit + wait and the mean CPU
+// time of both processes per fork (getrusage), in µs.
+const forkProbe = `import os, resource as r, sys, time
 heap = b"x" * (int(sys.argv[1]) << 20)
-ts = []
-for _ in range(int(sys.argv[2])):
+n = int(sys.argv[2])
+def cpu():
+    a, b = r.getrusage(r.RUSAGE_SELF), r.getrusage(r.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+ts, c0 = [], cpu()
+for _ in range(n):
     t = time.perf_counter()
     pid = os.fork()
     if pid == 0:
@@ -157,16 +162,24 @@ for _ in range(int(sys.argv[2])):
     os.waitpid(pid, 0)
     ts.append(time.perf_counter() - t)
 ts.sort()
-print(int(ts[len(ts) // 2] * 1e6))
+print(int(ts[len(ts) // 2] * 1e6), int((cpu() - c0) / n * 1e6))
 `
 
-func forkExitCost(tb testing.TB, heapMiB, n int) time.Duration {
+// forkCost is forkProbe's result: wall and CPU time per fork+exit.
+type forkCost struct{ wall, cpu time.Duration }
+
+func forkExitCost(tb testing.TB, heapMiB, n int) forkCost {
 	out, err := exec.Command("/usr/bin/python3", "-c", forkProbe, strconv.Itoa(heapMiB), strconv.Itoa(n)).Output()
-	us, perr := strconv.Atoi(strings.TrimSpace(string(out)))
-	if err != nil || perr != nil {
-		tb.Fatalf("fork probe (%d MiB heap): %v %v %q", heapMiB, err, perr, out)
+	f := strings.Fields(string(out))
+	if err != nil || len(f) != 2 {
+		tb.Fatalf("fork probe (%d MiB heap): %v %q", heapMiB, err, out)
 	}
-	return time.Duration(us) * time.Microsecond
+	wall, err1 := strconv.Atoi(f[0])
+	cpu, err2 := strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil {
+		tb.Fatalf("fork probe (%d MiB heap) printed %q", heapMiB, out)
+	}
+	return forkCost{time.Duration(wall) * time.Microsecond, time.Duration(cpu) * time.Microsecond}
 }
 
 // log prints the profile as the rows' preamble.
@@ -178,15 +191,15 @@ func (p hostProfile) log(tb testing.TB) {
 	}
 	tb.Logf("host page fault (first write to a fresh anonymous page, %d MiB) %.3f µs of CPU a page (wall %.3f µs)",
 		faultMiB, us(p.faultCPU), us(p.faultWall))
-	tb.Logf("host fork+exit of a python with %d MiB touched heap %.2f ms (without it %.2f ms)",
-		forkHeapMiB, ms(p.forkHeap), ms(p.forkNoHeap))
+	tb.Logf("host fork+exit of a python with %d MiB touched heap %.2f ms of CPU (wall %.2f ms); without it %.2f ms (wall %.2f ms)",
+		forkHeapMiB, ms(p.forkHeap.cpu), ms(p.forkHeap.wall), ms(p.forkNoHeap.cpu), ms(p.forkNoHeap.wall))
 }
 
 // report adds the profile's figures to the benchmark's metrics.
 func (p hostProfile) report(b *testing.B) {
 	b.ReportMetric(float64(p.cpus), "host-cpus")
 	b.ReportMetric(us(p.faultCPU), "host-fault-cpu-µs/page")
-	b.ReportMetric(ms(p.forkHeap), "host-fork100MiB-ms")
+	b.ReportMetric(ms(p.forkHeap.cpu), "host-fork100MiB-cpu-ms")
 	for _, s := range p.spawns {
 		b.ReportMetric(ms(s.median), "host-bare-"+s.key+"-ms")
 	}
