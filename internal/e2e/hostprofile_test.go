@@ -15,13 +15,15 @@ import (
 	"github.com/codexec/codexec/internal/cgroup"
 )
 
-// hostProfile is what this host charges for the work an isolated run adds
-// to a bare interpreter spawn, printed next to the Targets rows: their
-// ratios hold on hosts like the one measured, not everywhere. A run forked
-// from a warm interpreter faults in the pages it writes, so where a fresh
-// page costs more (nested virtualization, memory ballooning) the forked
-// runs lose more of their lead over a bare spawn than start-up work does;
-// fewer CPUs or a busier machine cut throughput for both alike.
+// hostProfile is what this host charges for the kinds of work an isolated
+// run and a bare interpreter spawn do, printed before the Targets rows:
+// their ratios hold on hosts like the one measured, not everywhere. A
+// forked run is mostly kernel work on page tables (faults, fork, exit),
+// a bare spawn mostly user-space start-up, so where a fault costs more
+// (a hypervisor that manages the guest's page tables, nested
+// virtualization) the forked runs lose their lead; CPU count and load
+// change how much of it throughput shows (docs/performance.md, "Why the
+// ratios depend on the host").
 type hostProfile struct {
 	cpus        int
 	cpuModel    string
