@@ -3,6 +3,7 @@
 # Safe to run repeatedly; skips work that is already done.
 set -euo pipefail
 pkgs=(bubblewrap podman runc uidmap python3 nodejs)
+pkgs+=(passwd) # useradd: the rootless end-to-end pass runs codexec as a normal account it creates
 pkgs+=(python3-pip) # install_package tests: pip --target against a local index
 pkgs+=(python3-requests) # egress tests: the HTTP client agents use most, through the proxy
 pkgs+=(e2fsprogs) # mkfs.ext4: bounded workspace disks (CODEXEC_DISK_LIMIT)

@@ -34,6 +34,7 @@ import (
 	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/packages"
 	"github.com/codexec/codexec/internal/proc"
+	"github.com/codexec/codexec/internal/rootless"
 	"github.com/codexec/codexec/internal/sandbox/helper"
 )
 
@@ -46,6 +47,9 @@ func run(args []string) int {
 	// codexec-sandbox is not installed next to it (package helper).
 	if code, ok := helper.Dispatch(args); ok {
 		return code
+	}
+	if len(args) == 1 && args[0] == rootless.ProbeCommand {
+		return rootless.RunProbe()
 	}
 	cmd := "serve"
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {

@@ -26,10 +26,10 @@ const subprocessWarning = "code runs as a plain host process with full filesyste
 // SelectBackend returns the sandbox backend for cfg.SandboxMode. auto takes
 // the first that works of namespace (as root, or without root in the
 // server's own user namespace), docker (when a container engine answers
-// and has the image; not from inside that user namespace, where the
-// engine would see a fake root) and subprocess, which it takes with a loud
-// warning; an explicit mode that cannot run here is an error naming the
-// reason. langs may be nil
+// and has the image) and subprocess, which it takes with a loud warning.
+// In the rootless server's user namespace the namespace sandbox is the
+// only choice (its checks passed before it was entered). An explicit mode
+// that cannot run here is an error naming the reason. langs may be nil
 // (then interpreters outside /usr are not made visible to namespace mode).
 // prewarm are runs whose warm runners namespace mode starts at once;
 // capture (nil: none) are the sockets every isolated sandbox gets for the
@@ -56,14 +56,18 @@ func SelectBackend(ctx context.Context, cfg config.Config, env HostEnv, langs *r
 		if err == nil {
 			return b, nil
 		}
-		if !env.Rootless {
-			ct, cerr := container.New(ctx, containerOptions(cfg, env, capture))
-			if cerr == nil {
-				slog.Warn("sandbox mode auto chose docker: the namespace sandbox is unavailable (" + err.Error() + ")")
-				return ct, nil
-			}
-			err = fmt.Errorf("%w; docker mode: %v", err, cerr)
+		if env.Rootless {
+			// The checks before the re-execution passed, so this is a fault,
+			// not a host without the sandbox; programs started here would
+			// also hold the server's capabilities in its namespace.
+			return nil, fmt.Errorf("the namespace sandbox failed in codexec's own user namespace: %w (run `codexec doctor`; CODEXEC_SANDBOX_MODE=subprocess runs code unsandboxed)", err)
 		}
+		ct, cerr := container.New(ctx, containerOptions(cfg, env, capture))
+		if cerr == nil {
+			slog.Warn("sandbox mode auto chose docker: the namespace sandbox is unavailable (" + err.Error() + ")")
+			return ct, nil
+		}
+		err = fmt.Errorf("%w; docker mode: %v", err, cerr)
 		slog.Warn("!!! SANDBOX MODE auto FELL BACK TO subprocess: the namespace sandbox is unavailable (" + err.Error() + "); " + subprocessWarning + "; run `codexec doctor`")
 		return subprocess.New(poolOptions(cfg)), nil
 	}
@@ -158,10 +162,11 @@ func newNamespace(ctx context.Context, cfg config.Config, env HostEnv, langs *ru
 func namespaceOptions(cfg config.Config, env HostEnv, langs *runtime.Set, capture *sandbox.CaptureSpec, prewarm []sandbox.Spec) namespace.Options {
 	mask := append(forbidden(env), internalDirs(cfg)...)
 	return namespace.Options{OwnedRoot: cfg.SandboxDir, Mask: mask, ReadOnly: interpreterPrefixes(langs),
-		Pool:        poolOptions(cfg),
-		Prewarm:     prewarm,
-		CaptureSpec: capture,
-		Rootless:    env.Rootless}
+		Pool:         poolOptions(cfg),
+		Prewarm:      prewarm,
+		CaptureSpec:  capture,
+		CgroupParent: cfg.CgroupParent,
+		Rootless:     env.Rootless}
 }
 
 // interpreterPrefixes returns, for every interpreter outside /usr, the
@@ -203,6 +208,7 @@ func Doctor(ctx context.Context, cfg config.Config, env HostEnv, w io.Writer, re
 	langs := runtime.Discover(ctx, runtime.Overrides(cfg.Interpreters), env.Path)
 	fmt.Fprintf(w, "configured mode: %s\n", cfg.SandboxMode)
 	fmt.Fprintln(w, "subprocess: available (NO isolation: host filesystem, network, no resource limits)")
+	doctorLimits(w, cfg, &subprocess.Backend{})
 	nsErr := doctorNamespace(ctx, cfg, env, langs, w)
 	ctErr := doctorContainer(ctx, cfg, env, langs, w)
 	doctorDisks(cfg, w)
@@ -244,7 +250,12 @@ func doctorNamespace(ctx context.Context, cfg config.Config, env HostEnv, langs 
 	if env.Rootless {
 		as = fmt.Sprintf("without root, as uid %d in a user namespace of codexec's own; programs run as that user, mapped to an unprivileged id inside", os.Getuid())
 	}
-	fmt.Fprintf(w, "namespace: available %s (bubblewrap, user/pid/net/ipc/uts/mount namespaces, seccomp, Landlock where the kernel has it, %s)\n", as, b.CgroupInfo())
+	cg := b.CgroupInfo().String()
+	if b.CgroupInfo().Version == 0 {
+		cg = "no cgroup this user may use: memory and file size are limited per process and the process count per sandbox (resource limits), CPU only by the time limit; docs/sandbox.md says how to delegate one"
+	}
+	fmt.Fprintf(w, "namespace: available %s (bubblewrap, user/pid/net/ipc/uts/mount namespaces, seccomp, Landlock where the kernel has it, %s)\n", as, cg)
+	doctorLimits(w, cfg, b)
 	doctorWarm(cfg, langs, b, w, runtime.Python, runtime.Node, runtime.Bash)
 	return b.Close()
 }
@@ -296,6 +307,7 @@ func doctorContainer(ctx context.Context, cfg config.Config, env HostEnv, langs 
 		return err
 	}
 	fmt.Fprintf(w, "docker: available (%s, image %s, network %s)\n", cfg.DockerCLI, cfg.DockerImage, cfg.DockerNetwork)
+	doctorLimits(w, cfg, c)
 	if cfg.SandboxMode == config.ModeDocker {
 		doctorWarm(cfg, langs, c, w, runtime.Python, runtime.Node)
 	}

@@ -70,7 +70,7 @@ func (p *pool) serve(id Identity) {
 // CAP_FOWNER and CAP_CHOWN from the thread's effective set, so permission
 // checks are the sandbox user's.
 func switchTo(id Identity) error {
-	if err := unix.Setgroups(nil); err != nil {
+	if err := unix.Setgroups(nil); err != nil && !ownGroups(id, err) {
 		return fmt.Errorf("confine: drop groups: %w", err)
 	}
 	_ = unix.Setfsgid(id.gid)
@@ -82,6 +82,15 @@ func switchTo(id Identity) error {
 		return fmt.Errorf("confine: cannot act as uid %d gid %d (the server is not root?)", id.uid, id.gid)
 	}
 	return dropEffectiveCaps()
+}
+
+// ownGroups reports whether a failed setgroups may be ignored: a server
+// without root, in a user namespace of its own (package rootless), acting
+// as its own user, where the kernel denies setgroups. Its programs keep
+// the user's groups as well, so acting with them is acting with the
+// program's rights.
+func ownGroups(id Identity, err error) bool {
+	return err == unix.EPERM && id.uid == unix.Getuid() && id.uid != 0
 }
 
 // dropEffectiveCaps empties the calling thread's effective capability set.

@@ -42,7 +42,7 @@ func callerDir(t *testing.T, parent, name string, uid int) string {
 
 // testMode is the sandbox mode the e2e servers run in.
 func testMode() string {
-	if m := os.Getenv("CODEXEC_TEST_SANDBOX_MODE"); m != "" && m != "auto" {
+	if m := serverMode(); m != "" && m != "auto" {
 		return m
 	}
 	return "namespace"

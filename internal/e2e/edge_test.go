@@ -46,6 +46,9 @@ type edgeCase struct {
 	args         func(f *edgeFixture) map[string]any
 	refused      string
 	check        func(t *testing.T, s *server, f *edgeFixture, res *mcp.CallToolResult)
+	// rootOnly, when set, is what the case needs that only a root server
+	// has: the rootless pass skips it without (skipWithout).
+	rootOnly *rootOnlyLimit
 }
 
 func TestEdgeAttacks(t *testing.T) {
@@ -81,6 +84,9 @@ func TestEdgeAttacks(t *testing.T) {
 				t.Run(c.name, func(t *testing.T) {
 					if c.isolatedOnly && !f.isolated {
 						t.Skip("subprocess mode runs code with the server's rights (SECURITY.md)")
+					}
+					if c.rootOnly != nil {
+						skipWithout(t, *c.rootOnly, c.name)
 					}
 					res := s.call(c.tool, c.args(f))
 					if c.refused != "" {
@@ -155,7 +161,7 @@ func edgeCases() []edgeCase {
 		// its own place, not listed by the operator): the code could not
 		// even read it, so the call is refused before anything runs.
 		{name: "read_up_by_rename_private", isolatedOnly: true, tool: "execute_code",
-			args: py("private", steal("secret.txt")), refused: "(owner uid 0, mode 0700) cannot be read by the sandbox user"},
+			args: py("private", steal("secret.txt")), refused: privateRefusal()},
 		{name: "read_up_by_rename_writable_root", isolatedOnly: true, tool: "execute_code",
 			args: py("rwopen", steal("root-secret")),
 			check: func(t *testing.T, s *server, f *edgeFixture, res *mcp.CallToolResult) {
@@ -198,7 +204,7 @@ func edgeCases() []edgeCase {
 		refusedDir("data_dir", "data", "codexec's own data"),
 		refusedDir("log_dir", "logs", "codexec's own data"),
 		// Bounded disks exist in isolated modes only.
-		{name: "disks_dir", isolatedOnly: true, tool: "execute_code", args: code("disks", "echo RAN"), refused: "codexec's own data"},
+		{name: "disks_dir", isolatedOnly: true, rootOnly: limitBy(byBoundedDisk), tool: "execute_code", args: code("disks", "echo RAN"), refused: "codexec's own data"},
 		refusedDir("other_session_workspace", "otherws", "codexec's own data"),
 		refusedDir("root_dir", "/", "whole host"),
 		refusedDir("etc", "/etc", "forbidden"),
@@ -399,4 +405,14 @@ func noDownload(t *testing.T, s *server, execID, name string) {
 	if rr, err := s.Session.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: uri}); err == nil {
 		t.Errorf("resources/read %s served %d contents", uri, len(rr.Contents))
 	}
+}
+
+// privateRefusal is how a refusal names a root-owned 0700 directory: a
+// rootless server, in a user namespace of its own, cannot tell root from
+// any other account that is not its user.
+func privateRefusal() string {
+	if rootlessMode() {
+		return "(owned by another account, mode 0700) cannot be read by the sandbox user"
+	}
+	return "(owner uid 0, mode 0700) cannot be read by the sandbox user"
 }

@@ -103,7 +103,7 @@ func fidelityWarmKind(lang string) string {
 const fidelityStdin = "line one\nline two\n"
 
 func TestFidelityBattery(t *testing.T) {
-	mode := os.Getenv("CODEXEC_TEST_SANDBOX_MODE")
+	mode := serverMode()
 	if mode == "" || mode == "auto" {
 		mode = "namespace"
 	}

@@ -120,7 +120,8 @@ func launch(t testing.TB, rootless bool, dir string, opts *mcp.ClientOptions, en
 		}
 	}
 	if acct != nil {
-		data = acct.asAccount(t, cmd)
+		acct.reach(t, data) // the test's temporary directories, as a user's are to the server they start
+		data = acct.asAccount(t, cmd, env)
 	}
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr

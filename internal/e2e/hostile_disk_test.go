@@ -125,6 +125,7 @@ func TestHostileDiskSession(t *testing.T) {
 			if why := modeAvailable(t, m.name, m.env...); why != "" {
 				t.Skipf("%s mode unavailable on this host:\n%s", m.name, why)
 			}
+			skipWithout(t, byBoundedDisk, "a session's disk limit on its workspace")
 			env := append(append([]string{"CODEXEC_SANDBOX_MODE=" + m.name}, hostileEnv...), m.env...)
 			s := start(t, env...)
 			disks := filepath.Join(s.DataDir, "sandbox", ".disks")

@@ -47,8 +47,11 @@ func modeAvailable(t testing.TB, mode string, env ...string) string {
 type hostileCase struct {
 	name         string
 	isolatedOnly bool
-	args         func(h *hostileFixture) map[string]any
-	check        func(t *testing.T, h *hostileFixture, r execResult)
+	// rootOnly, when set, is what enforces the limit the case checks:
+	// the rootless pass skips it where the server lacks that (skipWithout).
+	rootOnly *rootOnlyLimit
+	args     func(h *hostileFixture) map[string]any
+	check    func(t *testing.T, h *hostileFixture, r execResult)
 }
 
 // hostileFixture is host state the attacks target.
@@ -133,8 +136,9 @@ func runHostile(t *testing.T, mode string, env []string) {
 	// The working_dir cases need a directory sandboxed code may write: an
 	// operator's writable root that the sandbox user may write by its own
 	// permissions.
+	ownerUID, ownerGID := sandboxOwner(t)
 	workDir := t.TempDir()
-	if err := os.Chown(workDir, 65534, 65534); err != nil {
+	if err := os.Chown(workDir, ownerUID, ownerGID); err != nil {
 		t.Fatal(err)
 	}
 	env = append(append([]string{"CODEXEC_SANDBOX_MODE=" + mode, "CODEXEC_WRITABLE_ROOTS=" + workDir}, hostileEnv...), env...)
@@ -145,6 +149,9 @@ func runHostile(t *testing.T, mode string, env []string) {
 		t.Run(c.name, func(t *testing.T) {
 			if c.isolatedOnly && mode == "subprocess" {
 				t.Skip("subprocess mode does not confine this (SECURITY.md); running it would be unsafe or only show the documented gap")
+			}
+			if c.rootOnly != nil {
+				skipWithout(t, *c.rootOnly, c.name)
 			}
 			r, res := s.exec(c.args(h))
 			if res.IsError {
@@ -195,6 +202,8 @@ func newFixture(t *testing.T, s *server, workDir string) *hostileFixture {
 	return h
 }
 
+func limitBy(l rootOnlyLimit) *rootOnlyLimit { return &l }
+
 func py(code string) func(*hostileFixture) map[string]any {
 	return func(*hostileFixture) map[string]any {
 		return map[string]any{"language": "python", "code": code, "timeout": 10}
@@ -216,7 +225,7 @@ func hostileCases() []hostileCase {
 					"code": "import os\nn=0\nwhile True:\n    try:\n        os.fork(); n+=1\n    except OSError:\n        pass"}
 			},
 			check: func(t *testing.T, _ *hostileFixture, r execResult) { notSuccess(t, r) }},
-		{name: "memory_bomb", isolatedOnly: true,
+		{name: "memory_bomb", isolatedOnly: true, rootOnly: limitBy(byCgroup), // the OOM kill and its report
 			args: py("a=[]\nwhile True:\n    a.append(bytearray(8<<20))"),
 			check: func(t *testing.T, _ *hostileFixture, r execResult) {
 				notSuccess(t, r)
@@ -228,11 +237,14 @@ func hostileCases() []hostileCase {
 			args: py("f=open('/tmp/fill','wb')\nfor _ in range(1024):\n    f.write(b'x'*(1<<20))\nf.flush()"),
 			check: func(t *testing.T, _ *hostileFixture, r execResult) {
 				notSuccess(t, r)
-				if !strings.Contains(r.Stderr, "No space left") {
+				// Without root or a cgroup, a file size limit as large as
+				// /tmp holds each file too: the one file stops there first.
+				perFile := rootlessMode() && !rootlessCgroupWanted() && strings.Contains(r.Stderr, "File too large")
+				if !strings.Contains(r.Stderr, "No space left") && !perFile {
 					t.Fatalf("want ENOSPC from the size-limited /tmp: %+v", r)
 				}
 			}},
-		{name: "disk_fill_workspace_2GB", args: py(write2GB),
+		{name: "disk_fill_workspace_2GB", rootOnly: limitBy(byBoundedDisk), args: py(write2GB),
 			check: func(t *testing.T, h *hostileFixture, r execResult) {
 				if h.mode == "subprocess" {
 					checkFileSizeLimit(t, r, 32<<20)
@@ -240,7 +252,7 @@ func hostileCases() []hostileCase {
 				}
 				checkDiskFull(t, h, r, "written", 32<<20)
 			}},
-		{name: "inode_flood", isolatedOnly: true, args: py(inodeFlood),
+		{name: "inode_flood", isolatedOnly: true, rootOnly: limitBy(byBoundedDisk), args: py(inodeFlood),
 			check: func(t *testing.T, h *hostileFixture, r execResult) { checkDiskFull(t, h, r, "files", 32<<20/8192) }},
 		{name: "output_1GB",
 			args: py("import sys\nb='x'*(1<<20)\nfor _ in range(1024):\n    sys.stdout.write(b)"),

@@ -51,7 +51,8 @@ func startHTTP(t testing.TB, addr string, env ...string) *httpServer {
 		cmd.Env = append(cmd.Env, "CODEXEC_SANDBOX_MODE="+mode)
 	}
 	if acct != nil {
-		data = acct.asAccount(t, cmd)
+		acct.reach(t, data) // the test's temporary directories, as a user's are to the server they start
+		data = acct.asAccount(t, cmd, env)
 	}
 	s := &httpServer{t: t, Cmd: cmd, DataDir: data, Stderr: &syncBuffer{}, exited: make(chan error, 1)}
 	cmd.Stderr = s.Stderr

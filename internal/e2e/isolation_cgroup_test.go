@@ -15,6 +15,7 @@ const cgroupProbe = "import sys\nprint([l for l in open('/proc/self/cgroup').rea
 // probes run until one is placed in the first run's group (proof that
 // groups are reused), each exiting non-zero so the OOM check is made.
 func TestReusedCgroupCounters(t *testing.T) {
+	skipWithout(t, byCgroup, "reusing cgroups and their OOM and peak counters")
 	if why := modeAvailable(t, "namespace"); why != "" {
 		t.Skipf("namespace mode unavailable here: %s", why)
 	}

@@ -1,12 +1,15 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -166,15 +169,24 @@ func (a *testAccount) Command(name string, args ...string) *exec.Cmd {
 // environment pins a mode, and the delegated cgroup when one is wanted.
 // The working directory stays cmd.Dir when set (the account must be able
 // to enter it), else the data directory's parent.
-func (a *testAccount) asAccount(t testing.TB, cmd *exec.Cmd) string {
+//
+// Paths the test itself set in testEnv are lent to the account (lendEnv):
+// they stay where the test expects them; the working directory is made
+// reachable.
+func (a *testAccount) asAccount(t testing.TB, cmd *exec.Cmd, testEnv []string) string {
 	t.Helper()
-	data := a.Dir(t)
+	data := envValue(testEnv, "CODEXEC_DATA_DIR")
+	if data == "" {
+		data = a.Dir(t)
+	}
+	a.lendEnv(t, testEnv)
 	cmd.Path = a.Binary()
 	cmd.Args[0] = cmd.Path
 	cmd.SysProcAttr = a.Credential()
 	if cmd.Dir == "" {
 		cmd.Dir = filepath.Dir(data)
 	}
+	a.reach(t, cmd.Dir)
 	env := []string{"HOME=" + a.Home, "USER=" + a.Name, "LOGNAME=" + a.Name, "CODEXEC_DATA_DIR=" + data}
 	if !hasKey(cmd.Env, "CODEXEC_SANDBOX_MODE") || envValue(cmd.Env, "CODEXEC_SANDBOX_MODE") == "rootless" {
 		env = append(env, "CODEXEC_SANDBOX_MODE=namespace")
@@ -193,6 +205,89 @@ func (a *testAccount) asAccount(t testing.TB, cmd *exec.Cmd) string {
 	}
 	cmd.Env = overrideEnv(cmd.Env, env...)
 	return data
+}
+
+// ownDirSettings are the settings naming a directory of the server's own
+// (made when missing).
+var ownDirSettings = []string{"CODEXEC_DATA_DIR", "CODEXEC_SANDBOX_DIR", "CODEXEC_LOG_DIR", "TMPDIR"}
+
+// lendEnv lends the account what a test's server settings name below the
+// temporary directory, as an operator gives a service account its
+// directories and configuration files: the directories of ownDirSettings
+// (made when missing), and any other setting whose value is a regular
+// file there (tokens, credentials, CA files). Callers' directories
+// (CODEXEC_WRITABLE_ROOTS, working_dir) keep their owners: who owns them is
+// what a test checks; a test wanting one the sandbox user can write makes
+// it with sandboxOwner.
+func (a *testAccount) lendEnv(t testing.TB, testEnv []string) {
+	t.Helper()
+	for _, kv := range testEnv {
+		key, val, _ := strings.Cut(kv, "=")
+		if slices.Contains(ownDirSettings, key) {
+			a.lend(t, val)
+			continue
+		}
+		if st, err := os.Stat(val); err == nil && st.Mode().IsRegular() && filepath.IsAbs(val) {
+			a.lend(t, val)
+		}
+	}
+}
+
+// sandboxOwner is the host uid and gid that sandboxed code writes files
+// as: the unprivileged sandbox user (65534) of a root server, the account
+// in the rootless pass (whose programs map to it).
+func sandboxOwner(t testing.TB) (uid, gid int) {
+	t.Helper()
+	if rootlessMode() {
+		a := rootlessAccount(t)
+		return a.UID, a.GID
+	}
+	return 65534, 65534
+}
+
+// lend gives the account a directory a test made for its server below the
+// temporary directory: created if missing, everything in it chowned to the
+// account (the server writes there as its owner would), and its ancestors
+// made traversable (reach). Paths elsewhere are left alone: the harness
+// never changes a system directory.
+func (a *testAccount) lend(t testing.TB, dir string) {
+	t.Helper()
+	if !belowTemp(dir) {
+		return
+	}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := chownTree(dir, a.UID, a.GID); err != nil {
+		t.Fatal(err)
+	}
+	a.reach(t, filepath.Dir(dir))
+}
+
+// reach lets the account traverse to dir: each ancestor below the
+// temporary directory (t.TempDir's 0700 parent among them) gets the
+// others' search bit, nothing more (no listing, no writing).
+func (a *testAccount) reach(t testing.TB, dir string) {
+	t.Helper()
+	for d := filepath.Clean(dir); belowTemp(d); d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm()&0o001 == 0 {
+			if err := os.Chmod(d, st.Mode().Perm()|0o001); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// belowTemp says whether p lies strictly below the temporary directory.
+func belowTemp(p string) bool {
+	rel, err := filepath.Rel(os.TempDir(), filepath.Clean(p))
+	return err == nil && rel != "." && !strings.HasPrefix(rel, "..")
 }
 
 // overrideEnv returns env with each "K=V" of set replacing every earlier
@@ -239,9 +334,21 @@ func startRootless(t testing.TB, env ...string) *server {
 
 // rootlessUnavailable says why this host cannot run a rootless namespace
 // sandbox ("" when it can): it asks `codexec doctor`, run as the account.
+// Asked once per test binary.
 func rootlessUnavailable(t testing.TB) string {
 	t.Helper()
 	a := rootlessAccount(t)
+	rootlessProbeOnce.Do(func() { rootlessProbe = probeRootless(t, a) })
+	return rootlessProbe
+}
+
+var (
+	rootlessProbeOnce sync.Once
+	rootlessProbe     string
+)
+
+func probeRootless(t testing.TB, a *testAccount) string {
+	t.Helper()
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		return "bubblewrap is not installed (apt-get install bubblewrap)"
 	}
@@ -253,9 +360,40 @@ func rootlessUnavailable(t testing.TB) string {
 	}
 	out, err := a.doctor(t, "CODEXEC_SANDBOX_MODE=namespace")
 	if err != nil {
-		return fmt.Sprintf("`codexec doctor` as %s says namespace mode cannot run: %v\n%s", a.Name, err, out)
+		return fmt.Sprintf("%s%v: `codexec doctor` as %s says %s", doctorSays, err, a.Name, doctorLine(out, "namespace:"))
 	}
 	return ""
+}
+
+// doctorSays starts a rootlessUnavailable reason that is codexec's own
+// verdict, not a missing host feature.
+const doctorSays = "doctor: "
+
+// doctorLine is the first line of doctor's output that starts with prefix
+// (the whole output when none does).
+func doctorLine(out, prefix string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return l
+		}
+	}
+	return out
+}
+
+// skipUnlessRootless skips t where this host cannot run a rootless
+// namespace sandbox. In the rootless pass (which asked for one) codexec's
+// own refusal fails the test instead: there it is a regression, not a
+// host limit.
+func skipUnlessRootless(t testing.TB) {
+	t.Helper()
+	why := rootlessUnavailable(t)
+	switch {
+	case why == "":
+	case rootlessMode() && strings.HasPrefix(why, doctorSays):
+		t.Fatalf("CODEXEC_TEST_SANDBOX_MODE=rootless, but rootless namespace mode is unavailable: %s", why)
+	default:
+		t.Skip("rootless namespace mode unavailable: " + why)
+	}
 }
 
 // doctor runs `codexec doctor` as the account with a data directory it
@@ -266,4 +404,47 @@ func (a *testAccount) doctor(t testing.TB, env ...string) (string, error) {
 	cmd.Env = append(append(cmd.Env, "CODEXEC_DATA_DIR="+a.Dir(t)), env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// rootOnlyLimit is a way root mode enforces or measures a limit that a
+// rootless server may lack.
+type rootOnlyLimit int
+
+const (
+	// byCgroup: OOM kills and their report, cgroup counters (memory peak),
+	// CPU quota. A rootless server has a cgroup only when one is delegated
+	// to its account (CODEXEC_TEST_ROOTLESS_CGROUP=1 here).
+	byCgroup rootOnlyLimit = iota
+	// byBoundedDisk: the workspace's loop-mounted disk (ENOSPC at the
+	// limit, inode limit). Loop devices and mounts on the host need root;
+	// a rootless server bounds file sizes (RLIMIT_FSIZE) and /tmp instead.
+	byBoundedDisk
+)
+
+// skipWithout skips t in the rootless pass where the server lacks what
+// enforces the limit t checks (why): the assertion holds only with it, and
+// is not loosened. The rootless tests check the per-process limits a
+// rootless server has instead.
+func skipWithout(t testing.TB, by rootOnlyLimit, why string) {
+	t.Helper()
+	if !rootlessMode() {
+		return
+	}
+	switch {
+	case by == byCgroup && !rootlessCgroupWanted():
+		t.Skipf("rootless without a delegated cgroup: %s needs a cgroup (the pass with CODEXEC_TEST_ROOTLESS_CGROUP=1 runs this)", why)
+	case by == byBoundedDisk:
+		t.Skipf("rootless: %s needs a bounded workspace disk, which only a root server can mount", why)
+	}
+}
+
+// removeRootlessState removes, at the end of the test binary, what the
+// rootless harness made: the delegated cgroup and the scratch directory
+// with the account's copy of the binary. The account stays.
+func removeRootlessState() error {
+	err := removeDelegatedCgroup()
+	if account != nil {
+		err = errors.Join(err, os.RemoveAll(account.scratch))
+	}
+	return err
 }

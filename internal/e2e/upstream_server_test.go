@@ -21,8 +21,8 @@ func TestMain(m *testing.M) {
 		os.Exit(runFlaky())
 	}
 	code := m.Run()
-	if err := removeDelegatedCgroup(); err != nil {
-		fmt.Fprintln(os.Stderr, "removing the cgroup delegated to the rootless test account:", err)
+	if err := removeRootlessState(); err != nil {
+		fmt.Fprintln(os.Stderr, "cleaning up after the rootless test account:", err)
 	}
 	os.Exit(code)
 }

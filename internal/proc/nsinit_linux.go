@@ -133,3 +133,24 @@ func (l *NamespaceInit) Wrap(signal func(syscall.Signal) error) func(syscall.Sig
 		return err
 	}
 }
+
+// Kill sends SIGKILL to the init, which ends every process of its pid
+// namespace.
+func (l *NamespaceInit) Kill() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pidfd >= 0 {
+		_ = unix.PidfdSendSignal(l.pidfd, unix.SIGKILL, nil, 0)
+	}
+}
+
+// Pid is the init's pid (0 for a nil NamespaceInit).
+func (l *NamespaceInit) Pid() int {
+	if l == nil {
+		return 0
+	}
+	return l.pid
+}

@@ -29,3 +29,9 @@ func (l *NamespaceInit) ExitSignal(sig syscall.Signal) syscall.Signal { return s
 func (l *NamespaceInit) Wrap(signal func(syscall.Signal) error) func(syscall.Signal) error {
 	return signal
 }
+
+// Kill does nothing.
+func (l *NamespaceInit) Kill() {}
+
+// Pid is 0.
+func (l *NamespaceInit) Pid() int { return 0 }

@@ -43,9 +43,17 @@ func Inside() (IDs, bool) { return inside, insideOK }
 var sysctls = []struct{ file, bad, fix string }{
 	{"/proc/sys/user/max_user_namespaces", "0", "sysctl -w user.max_user_namespaces=15000"},
 	{"/proc/sys/kernel/unprivileged_userns_clone", "0", "sysctl -w kernel.unprivileged_userns_clone=1"},
-	{"/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1",
+	{appArmorSysctl, "1",
 		"allow bubblewrap and codexec to make user namespaces with an AppArmor profile (see docs/sandbox.md), or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"},
 }
+
+// appArmorSysctl is Ubuntu's switch (23.10 and later) confining
+// unprivileged user namespaces to programs an AppArmor profile allows.
+const appArmorSysctl = "/proc/sys/kernel/apparmor_restrict_unprivileged_userns"
+
+// errAppArmor marks ErrRestricted by appArmorSysctl: profiles may still
+// allow the programs codexec needs.
+var errAppArmor = fmt.Errorf("%w by AppArmor", ErrRestricted)
 
 // ErrRestricted means the host switches unprivileged user namespaces off;
 // its text names the setting and the fix.
@@ -57,8 +65,40 @@ func userNamespaces(root string) error {
 	for _, s := range sysctls {
 		b, err := os.ReadFile(root + s.file)
 		if err == nil && strings.TrimSpace(string(b)) == s.bad {
-			return fmt.Errorf("%w (%s = %s); fix: %s", ErrRestricted, s.file, s.bad, s.fix)
+			base := ErrRestricted
+			if s.file == appArmorSysctl {
+				base = errAppArmor
+			}
+			return fmt.Errorf("%w (%s = %s); fix: %s", base, s.file, s.bad, s.fix)
 		}
 	}
 	return nil
+}
+
+// overflowUID is the id the kernel shows for owners a user namespace does
+// not map (/proc/sys/kernel/overflowuid, 65534 unless changed).
+var overflowUID = readOverflowUID()
+
+func readOverflowUID() int {
+	b, err := os.ReadFile("/proc/sys/kernel/overflowuid")
+	if n, perr := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && perr == nil {
+		return n
+	}
+	return 65534
+}
+
+// Unmapped reports whether uid, as this process sees a file's owner, is
+// the stand-in for an account its user namespace does not map: inside
+// (Inside), files of every account but the user show as that id, so it
+// names no one.
+func Unmapped(uid int) bool { return insideOK && uid == overflowUID }
+
+// OwnerText describes a file owner uid for users: "owner uid N", or, for
+// an owner the server cannot name from its user namespace, "owned by
+// another account".
+func OwnerText(uid int) string {
+	if Unmapped(uid) {
+		return "owned by another account"
+	}
+	return "owner uid " + strconv.Itoa(uid)
 }

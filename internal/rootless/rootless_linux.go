@@ -27,9 +27,24 @@ var caps = []uintptr{unix.CAP_CHOWN, unix.CAP_DAC_OVERRIDE, unix.CAP_DAC_READ_SE
 // root: user namespaces allowed, and bubblewrap able to make its
 // namespaces. The error names what failed and the fix.
 func Probe(ctx context.Context) error {
-	if err := userNamespaces(""); err != nil {
+	restricted := userNamespaces("")
+	if restricted != nil && !errors.Is(restricted, errAppArmor) {
+		return restricted
+	}
+	// Under Ubuntu's AppArmor restriction, profiles may allow bwrap and
+	// codexec: only trying tells.
+	if err := probe(ctx); err != nil {
+		if restricted != nil {
+			return fmt.Errorf("%w (%v)", restricted, err)
+		}
 		return err
 	}
+	return nil
+}
+
+// probe tries what the rootless server needs: bwrap building a sandbox as
+// this user, and this binary mounting in a user namespace of its own.
+func probe(ctx context.Context) error {
 	bwrap := "/usr/bin/bwrap"
 	if _, err := os.Stat(bwrap); err != nil {
 		if bwrap, err = exec.LookPath("bwrap"); err != nil {
@@ -45,7 +60,50 @@ func Probe(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("bubblewrap cannot make a sandbox as this user: %v: %s", err, strings.TrimSpace(string(out)))
 	}
+	return probeSelf(ctx)
+}
+
+// ProbeCommand is the hidden command the binary runs as in a user and
+// mount namespace of its own to show it can mount there (RunProbe).
+const ProbeCommand = "sandbox-userns-probe"
+
+// probeSelf runs ProbeCommand as Reexec would start the server.
+func probeSelf(ctx context.Context) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, ProbeCommand)
+	cmd.Env = []string{}
+	cmd.SysProcAttr = namespaceAttr(os.Getuid(), os.Getgid())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("codexec cannot mount in a user namespace of its own: %v: %s", err, strings.TrimSpace(string(out)))
+	}
 	return nil
+}
+
+// RunProbe is ProbeCommand's body: mount a tmpfs on the temp directory
+// (in this namespace only, gone with it). It returns the exit status.
+func RunProbe() int {
+	if err := unix.Mount("codexec-probe", os.TempDir(), "tmpfs", 0, "size=4k"); err != nil {
+		fmt.Fprintln(os.Stderr, "mount:", err)
+		return 1
+	}
+	return 0
+}
+
+// namespaceAttr starts a child in a new user and mount namespace owned
+// by uid/gid, keeping those ids, with caps as ambient capabilities.
+func namespaceAttr(uid, gid int) *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+		AmbientCaps: caps,
+		Pdeathsig:   syscall.SIGKILL,
+	}
 }
 
 // Reexec runs this binary again with args, in a new user and mount
@@ -66,13 +124,7 @@ func Reexec(args []string) (int, error) {
 	cmd.Args[0] = os.Args[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), innerEnv+"="+strconv.Itoa(uid)+":"+strconv.Itoa(gid))
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
-		UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
-		GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
-		AmbientCaps: caps,
-		Pdeathsig:   syscall.SIGKILL,
-	}
+	cmd.SysProcAttr = namespaceAttr(uid, gid)
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)

@@ -14,3 +14,9 @@ func Probe(context.Context) error { return errLinux }
 
 // Reexec is not available on this system.
 func Reexec([]string) (int, error) { return 0, errLinux }
+
+// ProbeCommand is the hidden command of the Linux probe.
+const ProbeCommand = "sandbox-userns-probe"
+
+// RunProbe fails off Linux.
+func RunProbe() int { return 1 }

@@ -117,13 +117,23 @@ func sendSockets(conn int, tag byte, fds []int) error {
 // tag and exactly want descriptors from conn (whose descriptor must be
 // non-blocking, so that timeout holds) and returns them as files, close-on-exec.
 func ReceiveSockets(conn *os.File, tag byte, want int, timeout time.Duration) ([]*os.File, error) {
+	files, _, err := ReceiveSocketsFrom(conn, tag, want, timeout)
+	return files, err
+}
+
+// ReceiveSocketsFrom is ReceiveSockets that also returns the sender's pid,
+// in this process's pid namespace, where conn passes credentials
+// (SO_PASSCRED set before the message was sent); 0 where it does not.
+func ReceiveSocketsFrom(conn *os.File, tag byte, want int, timeout time.Duration) ([]*os.File, int, error) {
 	rc, err := conn.SyscallConn()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	_ = conn.SetReadDeadline(time.Now().Add(timeout))
 	defer conn.SetReadDeadline(time.Time{})
-	buf, oob := make([]byte, 1), make([]byte, unix.CmsgSpace(4*(want+1)))
+	// Room for the credentials too: the kernel puts them first, and a
+	// buffer without room for them would cut the descriptors off.
+	buf, oob := make([]byte, 1), make([]byte, unix.CmsgSpace(4*(want+1))+unix.CmsgSpace(unix.SizeofUcred))
 	var n, oobn int
 	var rerr error
 	err = rc.Read(func(fd uintptr) bool {
@@ -131,9 +141,9 @@ func ReceiveSockets(conn *os.File, tag byte, want int, timeout time.Duration) ([
 		return rerr != unix.EAGAIN
 	})
 	if err = errors.Join(err, rerr); err != nil {
-		return nil, fmt.Errorf("receive the captured sockets: %w", err)
+		return nil, 0, fmt.Errorf("receive the captured sockets: %w", err)
 	}
-	fds, err := parseRights(oob[:oobn])
+	fds, pid, err := parseRights(oob[:oobn])
 	if err == nil && (n != 1 || buf[0] != tag) {
 		err = fmt.Errorf("expected %q, read %q", tag, buf[:n])
 	}
@@ -142,29 +152,33 @@ func ReceiveSockets(conn *os.File, tag byte, want int, timeout time.Duration) ([
 	}
 	if err != nil {
 		closeFds(fds)
-		return nil, fmt.Errorf("receive the captured sockets: %w", err)
+		return nil, 0, fmt.Errorf("receive the captured sockets: %w", err)
 	}
 	files := make([]*os.File, len(fds))
 	for i, fd := range fds {
 		files[i] = os.NewFile(uintptr(fd), "captured-socket")
 	}
-	return files, nil
+	return files, pid, nil
 }
 
-// parseRights returns every descriptor in the control messages oob.
-func parseRights(oob []byte) ([]int, error) {
+// parseRights returns every descriptor in the control messages oob, and
+// the sender's pid if they carry credentials (else 0).
+func parseRights(oob []byte) (fds []int, pid int, err error) {
 	msgs, err := unix.ParseSocketControlMessage(oob)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	var fds []int
 	for i := range msgs {
+		if cred, err := unix.ParseUnixCredentials(&msgs[i]); err == nil {
+			pid = int(cred.Pid)
+			continue
+		}
 		got, err := unix.ParseUnixRights(&msgs[i])
 		if err == nil {
 			fds = append(fds, got...)
 		}
 	}
-	return fds, nil
+	return fds, pid, nil
 }
 
 func closeFds(fds []int) {

@@ -117,11 +117,20 @@ func fillSystem(root string) error {
 		}
 	}
 	if err := unix.Mount("proc", root+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return fmt.Errorf("template /proc: %w", err)
+		// A server without root (package rootless) may not mount a proc
+		// of the host's pid namespace, only bind it. bwrap reads its own
+		// entries there; sandboxes get a fresh /proc of their own.
+		if berr := unix.Mount("/proc", root+"/proc", "", unix.MS_BIND|unix.MS_REC, ""); berr != nil {
+			return fmt.Errorf("template /proc: %w (bind: %v)", err, berr)
+		}
 	}
 	// Not read-only: bwrap binds /dev/null and the like from it for --dev.
 	if err := unix.Mount("/dev", root+"/dev", "", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("template /dev: %w", err)
+		// Without root, /dev's own mounts (pts, shm) are locked to it: only
+		// the whole tree may be bound.
+		if berr := unix.Mount("/dev", root+"/dev", "", unix.MS_BIND|unix.MS_REC, ""); berr != nil {
+			return fmt.Errorf("template /dev: %w (recursive bind: %v)", err, berr)
+		}
 	}
 	return nil
 }

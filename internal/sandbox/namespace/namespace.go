@@ -71,8 +71,9 @@ type Backend struct {
 	hostUID, hostGID int
 	// noCgroup: no cgroup can be made (without root and without a
 	// delegated one). Runs then get nil groups, per-process resource
-	// limits (the Landlock step's RlimitsOption) and die with their pid
-	// namespace's init; runs are not forked from zygotes.
+	// limits (the Landlock step's RlimitsOption, or the zygote child's)
+	// and die with their pid namespace's init; a forked child is known by
+	// the pid its "R" came from (rootless.go).
 	noCgroup bool
 }
 
@@ -134,11 +135,15 @@ func newBackend(o Options) (*Backend, error) {
 		return nil, err
 	}
 	proc.SweepDeadRunsOnce()
-	n := &Backend{opts: o, cg: cgroup.Detect(), ids: idmap.New(o.Exe, o.UID, o.GID), files: files, placeholders: placeholders,
+	n := &Backend{opts: o, cg: cgroup.DetectIn(o.CgroupParent), ids: idmap.New(o.Exe, o.UID, o.GID), files: files, placeholders: placeholders,
 		hostUID: o.UID, hostGID: o.GID}
 	if o.Rootless {
+		// DetectIn proved a delegated cgroup writable, or says why not.
 		n.hostUID, n.hostGID = os.Getuid(), os.Getgid()
-		n.noCgroup = !n.cgroupsWork()
+		n.noCgroup = !n.cg.Usable()
+		if n.noCgroup {
+			slog.Info("no cgroup this user may use: runs are limited per process", "reason", n.cg.String())
+		}
 	}
 	n.groups = cgroup.NewPool(n.cg, keptGroups)
 	n.launchers = &launcherPool{n: n}
@@ -216,8 +221,14 @@ func trimNL(b []byte) []byte {
 	return b
 }
 
-// CgroupInfo describes the cgroup setup the backend uses.
-func (n *Backend) CgroupInfo() cgroup.Info { return n.cg }
+// CgroupInfo describes the cgroup setup the backend uses: Version 0 when
+// it has none (without root and without a delegated cgroup).
+func (n *Backend) CgroupInfo() cgroup.Info {
+	if n.noCgroup {
+		return cgroup.Info{}
+	}
+	return n.cg
+}
 
 // Name returns "namespace".
 func (*Backend) Name() string { return "namespace" }
@@ -432,6 +443,9 @@ func (n *Backend) startWarm(spec sandbox.Spec, req warm.Request, r *nsRunner) (*
 	var p *proc.HostProc
 	hooks := n.runHooks(r.cg, r.st, &p)
 	if r.lead != nil {
+		if r.cg == nil {
+			hooks.Signal = forkedSignal(r.lead, hooks.Signal)
+		}
 		hooks.Signal = r.lead.Wrap(hooks.Signal)
 	}
 	// Python runners report their status themselves, and exec runners
@@ -445,7 +459,7 @@ func (n *Backend) startWarm(spec sandbox.Spec, req warm.Request, r *nsRunner) (*
 			n.runners.DestroyLater(r)
 			return nil, err
 		}
-		e, hooks = warm.NewEarly(&r.Stub, hooks, &n.runners.Cleanups, func() { _ = r.cg.Kill() })
+		e, hooks = warm.NewEarly(&r.Stub, hooks, &n.runners.Cleanups, r.kill)
 	}
 	p = proc.Adopt(r.Cmd, r.Wait, r.Stdin, stdout, stderr, spec.Stdin, spec.Stdout, spec.Stderr, hooks)
 	switch {

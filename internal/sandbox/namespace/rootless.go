@@ -9,7 +9,10 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/codexec/codexec/internal/cgroup"
+	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/sandbox/helper"
 )
@@ -20,22 +23,10 @@ import (
 //     groups): limits are the Landlock step's resource limits, a run's
 //     processes are found as bwrap's descendants and killed with its pid
 //     namespace (bwrap dies, so does the namespace's init, so does
-//     everything in it), and runs are not forked;
+//     everything in it); a forked child is known by the pid the kernel
+//     names as the sender of its "R" (SO_PASSCRED);
 //   - a caller's directory gets the user's rights, its own: one owned by
 //     another account is refused.
-
-// cgroupsWork reports whether this server can make, fill and remove
-// cgroups (as root, or under a cgroup delegated to its user).
-func (n *Backend) cgroupsWork() bool {
-	if !n.cg.Usable() {
-		return false
-	}
-	g, err := cgroup.New(n.cg, "probe-"+strconv.FormatInt(runSeq.Add(1), 10), cgroup.Limits{Pids: 16})
-	if err != nil {
-		return false
-	}
-	return g.Destroy() == nil
-}
 
 // newGroup makes a run's cgroup with l, or none (nil, no error) where the
 // backend has no cgroups.
@@ -108,4 +99,68 @@ func (n *Backend) ownDir(o sandbox.Owner) error {
 	}
 	return fmt.Errorf("codexec runs without root as uid %d, so code can use a directory only with that user's rights; "+
 		"this one belongs to uid %d (run codexec as root, or use a directory of uid %d)", n.hostUID, o.UID, n.hostUID)
+}
+
+// passCredentials makes messages to conn carry their sender's credentials
+// (pid, in this process's pid namespace; see helper.ReceiveSocketsFrom).
+func passCredentials(conn *os.File) error {
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PASSCRED, 1)
+	}); err != nil {
+		return err
+	}
+	return serr
+}
+
+// killPid kills a forked child known only by pid (cg nil), which ends its
+// pid namespace with it.
+func killPid(cg *cgroup.Group, pid int) {
+	if cg == nil && pid > 0 {
+		_ = unix.Kill(pid, unix.SIGKILL)
+	}
+}
+
+// kill ends every process of the runner: through its cgroup, or without
+// one through its pid namespace, whose init dies (a forked runner's
+// program; bwrap's, which dies with bwrap).
+func (r *nsRunner) kill() {
+	if r.cg != nil {
+		_ = r.cg.Kill()
+		return
+	}
+	r.lead.Kill()
+	if r.Cmd != nil && r.Cmd.Process != nil {
+		_ = r.Cmd.Process.Kill()
+	}
+}
+
+// childRlimits is a zygote child's resource limits argument: the run's,
+// where no cgroup holds it; "" otherwise.
+func (n *Backend) childRlimits(spec sandbox.Spec) string {
+	if !n.noCgroup {
+		return ""
+	}
+	return rlimits(spec.Limits)
+}
+
+// forkedSignal is a forked run's signal hook without a cgroup: SIGKILL to
+// its program, pid 1 of its pid namespace (which ends the namespace),
+// other signals to it and every process below it; then base.
+func forkedSignal(lead *proc.NamespaceInit, base func(syscall.Signal) error) func(syscall.Signal) error {
+	return func(sig syscall.Signal) error {
+		if sig == syscall.SIGKILL {
+			lead.Kill()
+		} else if pid := lead.Pid(); pid > 0 {
+			_ = syscall.Kill(pid, sig)
+			for _, p := range descendants(pid) {
+				_ = syscall.Kill(p, sig)
+			}
+		}
+		return base(sig)
+	}
 }

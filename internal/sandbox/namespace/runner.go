@@ -43,7 +43,7 @@ func (r *nsRunner) takeCapture() *sandbox.Capture {
 
 func (r *nsRunner) Destroy() {
 	r.CloseFiles()
-	_ = r.cg.Kill()
+	r.kill()
 	_ = r.Wait()
 	_ = r.cg.Destroy()
 	_ = r.st.Release()
@@ -112,7 +112,7 @@ func (n *Backend) startRunnerInit(cmd *exec.Cmd) (func() error, *sandbox.Capture
 // its cgroup (for start-up failures, where the caller removes it).
 func (r *nsRunner) destroyProcess() {
 	r.CloseFiles()
-	_ = r.cg.Kill()
+	r.kill()
 	_ = r.Wait()
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/codexec/codexec/internal/cgroup"
 	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/capture"
 	"github.com/codexec/codexec/internal/sandbox/helper"
 	"github.com/codexec/codexec/internal/sandbox/staging"
 	"github.com/codexec/codexec/internal/sandbox/warm"
@@ -79,6 +80,9 @@ var (
 // zygote is one python fork-server. Fork requests are serialised by mu.
 type zygote struct {
 	wait func() error
+	// proc is the zygote's sandbox-init (bwrap once started): without a
+	// cgroup, killing it ends the zygote's pid namespace.
+	proc *os.Process
 	ctl  *os.File
 	cg   *cgroup.Group
 	st   *staging.Stage
@@ -93,11 +97,10 @@ type zygote struct {
 const zygoteReady = 20 * time.Second
 
 // forkEnabled reports whether runs can be forked from zygotes: the setting,
-// Landlock with scoping, which keeps children from writing the file
-// systems they share, and cgroups, through which a child is found and
-// killed.
+// and Landlock with scoping, which keeps children from writing the file
+// systems they share.
 func (n *Backend) forkEnabled() bool {
-	return n.opts.Pool.Fork && !n.opts.NoLandlock && helper.LandlockABI() >= 6 && !n.noCgroup
+	return n.opts.Pool.Fork && !n.opts.NoLandlock && helper.LandlockABI() >= 6
 }
 
 // zygoteRoot is the directory each child covers with a private tmpfs to hold
@@ -178,7 +181,7 @@ func (n *Backend) startZygote(req warm.Request) (z *zygote, retErr error) {
 		z.socks = &socks
 	}
 	var err error
-	if z.cg, err = cgroup.New(n.cg, name, cgroup.Limits{MemoryBytes: spec.Limits.MemoryBytes}); err != nil {
+	if z.cg, err = n.newGroup(name, sandbox.Limits{MemoryBytes: spec.Limits.MemoryBytes}); err != nil {
 		return nil, err
 	}
 	if z.st, err = staging.New(name, n.tmpl != nil); err != nil {
@@ -209,7 +212,7 @@ func (n *Backend) startZygote(req warm.Request) (z *zygote, retErr error) {
 	if err != nil {
 		return nil, err
 	}
-	z.wait = wait
+	z.wait, z.proc = wait, cmd.Process
 	b.CloseFiles()
 	return z, z.AwaitReady()
 }
@@ -218,7 +221,8 @@ func (n *Backend) startZygote(req warm.Request) (z *zygote, retErr error) {
 // zygote's -c program and its arguments (seccomp descriptor, /tmp size,
 // workspace root, capset's syscall number, ids, clone's syscall number,
 // /dev/shm size, the sockets each child makes (helper.Sockets.String; ""
-// for none), the stub's definitions).
+// for none), each child's resource limits (childRlimits), the stub's
+// definitions).
 func zygoteArgv(spec sandbox.Spec, b *bwrapArgs, n *Backend, socks *helper.Sockets) []string {
 	argv := append([]string{}, spec.Argv[:len(spec.Argv)-1]...) // drop the runner stub
 	disk := spec.Limits.DiskBytes
@@ -227,7 +231,7 @@ func zygoteArgv(spec sandbox.Spec, b *bwrapArgs, n *Backend, socks *helper.Socke
 	}
 	return append(argv, zygoteBoot, b.seccompFd, strconv.FormatInt(disk, 10), b.zygoteRoot,
 		strconv.Itoa(unix.SYS_CAPSET), strconv.Itoa(n.opts.UID), strconv.Itoa(n.opts.GID),
-		strconv.Itoa(unix.SYS_CLONE), strconv.FormatInt(shmSize(spec), 10), childSockets(socks), zygoteDefs)
+		strconv.Itoa(unix.SYS_CLONE), strconv.FormatInt(shmSize(spec), 10), childSockets(socks), n.childRlimits(spec), zygoteDefs)
 }
 
 // childSockets is a zygote child's sockets argument: "" for loopback only.
@@ -286,6 +290,9 @@ func (z *zygote) stop() {
 		_ = z.ctl.Close()
 	}
 	_ = z.cg.Kill()
+	if z.cg == nil && z.proc != nil {
+		_ = z.proc.Kill()
+	}
 	if z.wait != nil {
 		_ = z.wait()
 	}
@@ -315,9 +322,11 @@ func (n *Backend) forkRunner(req warm.Request) (*nsRunner, error) {
 	}
 	name := "fork-" + strconv.FormatInt(runSeq.Add(1), 10)
 	l := req.Base.Limits
-	cg, err := n.groups.New(name, cgroup.Limits{MemoryBytes: l.MemoryBytes, CPUs: l.CPUs, Pids: l.Pids})
-	if err != nil {
-		return nil, err
+	var cg *cgroup.Group
+	if !n.noCgroup {
+		if cg, err = n.groups.New(name, cgroup.Limits{MemoryBytes: l.MemoryBytes, CPUs: l.CPUs, Pids: l.Pids}); err != nil {
+			return nil, err
+		}
 	}
 	r, err := forkInto(z, cg)
 	if err != nil {
@@ -344,41 +353,75 @@ func forkInto(z *zygote, cg *cgroup.Group) (*nsRunner, error) {
 		}
 		files = append(files, os.NewFile(uintptr(fd), p))
 	}
-	err = z.fork(files)
+	if cg == nil {
+		// No cgroup to find the child in: it is the sender of its "R",
+		// which the kernel names (SO_PASSCRED), as a host pid.
+		err = passCredentials(rp.R.Ctl)
+	}
+	if err == nil {
+		err = z.fork(files)
+	}
 	closeAll(files[4:])
 	rp.CloseChild()
 	r := &nsRunner{Stub: rp.R, cg: cg, forked: true}
 	r.Wait = r.forkedWait
-	switch {
-	case err != nil:
-	case z.socks != nil:
-		r.capture, err = receiveCapture(r.Ctl, helper.ReadyTag, *z.socks)
-	default:
-		err = r.AwaitReady()
+	pid := 0
+	if err == nil {
+		pid, err = r.awaitForked(z.socks)
 	}
 	if err == nil {
-		r.mntns, err = sandboxMountNS(cg, 0)
-	}
-	if err == nil {
-		r.lead, err = openLeader(cg)
+		r.mntns, r.lead, err = openForked(cg, pid)
 	}
 	if err != nil {
 		r.CloseFiles()
 		_ = cg.Kill()
+		killPid(cg, pid)
 		return nil, err
 	}
 	r.Mem = cg.MemoryCurrent()
 	return r, nil
 }
 
-// openLeader opens the program of a forked runner that said "R": the only
-// process in its run cgroup, pid 1 of its pid namespace.
-func openLeader(cg *cgroup.Group) (*proc.NamespaceInit, error) {
-	pids := cg.Pids()
-	if len(pids) != 1 {
-		return nil, fmt.Errorf("forked runner: want one process in its cgroup, found %d", len(pids))
+// awaitForked waits for a forked child's "R" (with its sockets, if the
+// zygote makes some) and returns the child's host pid if the control
+// socket passes credentials (0 if not).
+func (r *nsRunner) awaitForked(socks *helper.Sockets) (int, error) {
+	want := helper.Sockets{}
+	if socks != nil {
+		want = *socks
 	}
-	return proc.OpenNamespaceInit(pids[0])
+	files, pid, err := helper.ReceiveSocketsFrom(r.Ctl, helper.ReadyTag, len(want.List()), captureConnTimeout)
+	if err != nil || socks == nil {
+		return pid, err
+	}
+	r.capture, err = capture.Wrap(want, files)
+	return pid, err
+}
+
+// openForked opens a forked child's mount namespace and its program: the
+// only process in its run cgroup, or without one the pid its "R" came
+// from; pid 1 of its own pid namespace either way.
+func openForked(cg *cgroup.Group, pid int) (*os.File, *proc.NamespaceInit, error) {
+	if cg != nil {
+		pids := cg.Pids()
+		if len(pids) != 1 {
+			return nil, nil, fmt.Errorf("forked runner: want one process in its cgroup, found %d", len(pids))
+		}
+		pid = pids[0]
+	}
+	if pid <= 0 {
+		return nil, nil, errors.New("forked runner: the child's pid is unknown")
+	}
+	mntns, err := os.Open("/proc/" + strconv.Itoa(pid) + "/ns/mnt")
+	if err != nil {
+		return nil, nil, err
+	}
+	lead, err := proc.OpenNamespaceInit(pid)
+	if err != nil {
+		_ = mntns.Close()
+		return nil, nil, err
+	}
+	return mntns, lead, nil
 }
 
 func closeAll(files []*os.File) {

@@ -47,6 +47,10 @@ def __codexec_zygote():
     nr_capset, uid, gid = int(argv[3]), int(argv[4]), int(argv[5])
     nr_clone, shm_size = int(argv[6]), int(argv[7])
     capture = parse_sockets(argv[8])
+    # Resource limits where no cgroup holds the run (RlimitsOption's
+    # "DATA,NPROC,FSIZE"; "" for none), set in the child's own user
+    # namespace, which is what the process count is counted in.
+    rlimits = [(res, int(v)) for res, v in zip((2, 6, 1), argv[9].split(",")) if int(v) > 0] if argv[9] else []
     if "threading" in sys.modules:
         # Children are cloned without python's after-fork handlers, which
         # threads would need.
@@ -229,6 +233,11 @@ def __codexec_zygote():
     seccomp_prog = ctypes.create_string_buffer(bpf, len(bpf))
     seccomp_fprog = struct.pack("HxxxxxxQ", len(bpf) // 8, ctypes.addressof(seccomp_prog))
 
+    def set_rlimits():
+        for res, n in rlimits:
+            lim = struct.pack("QQ", n, n)
+            check(libc.setrlimit(res, lim), "setrlimit")
+
     def drop_privileges():
         for cap in all_caps:
             prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP
@@ -244,6 +253,7 @@ def __codexec_zygote():
         mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
         landlock()
         drop_privileges()
+        set_rlimits()
         if sockets:
             ready_with(sockets)
         closerange(4, 1 << 30)
