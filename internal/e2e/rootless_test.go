@@ -306,6 +306,7 @@ func TestRootlessLoopback(t *testing.T) {
 // (working_dir below CODEXEC_WRITABLE_ROOTS; a session too) lands on the
 // host owned by the account that runs codexec, not by a sandbox id.
 func TestRootlessWritableRootOwner(t *testing.T) {
+	pinsNamespaceMode(t, "starts its server as the test account in namespace mode")
 	a := rootlessAccount(t)
 	root := a.Dir(t)
 	_, s := rootlessServer(t, "CODEXEC_WRITABLE_ROOTS="+root)
