@@ -102,3 +102,62 @@ func TestServerInfoVersion(t *testing.T) {
 		t.Errorf("serverInfo.version %q, codexec version %q", got, want)
 	}
 }
+
+// TestDoctorLimits: under each available mode doctor prints the limits a
+// default run there is held to and by what, as its results report them:
+// subprocess mode only its file size cap; docker mode the engine's limits
+// and the disk /tmp and the workspace are on (the disk image when the disk
+// line says workspaces are bounded, else the /tmp tmpfs); namespace mode,
+// run as root, cgroup limits.
+func TestDoctorLimits(t *testing.T) {
+	env := []string{"CODEXEC_POOL_SIZE=0", "CODEXEC_DISK_LIMIT=64m", "CODEXEC_SANDBOX_MODE=subprocess"}
+	image := "codexec-test-sandbox" // built by the end-to-end tests (scripts/sandbox-test-image.sh)
+	docker := exec.Command("podman", "image", "exists", image).Run() == nil
+	if docker {
+		env = append(env, "CODEXEC_DOCKER_CLI=podman", "CODEXEC_DOCKER_IMAGE="+image)
+	}
+	out, errOut, code := runCLI(t, env, "doctor")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	limits := limitsLines(out)
+	if got, want := limits["subprocess"], "memory: none, pids: none, cpu: none, disk: rlimit file size 64 MiB"; got != want {
+		t.Errorf("subprocess limits %q, want %q\n%s", got, want, out)
+	}
+	disk := "disk image 64 MiB"
+	if strings.Contains(out, "disk limit: WORKSPACE UNBOUNDED") {
+		disk = "tmpfs 64 MiB"
+	}
+	if !docker {
+		t.Logf("docker mode's line not checked: podman or the image %s is missing here", image)
+	} else if got, want := limits["docker"], "memory: container, pids: container, cpu: container, disk: "+disk; os.Geteuid() == 0 && got != want {
+		t.Errorf("docker limits %q, want %q\n%s", got, want, out)
+	}
+	ns, ok := limits["namespace"]
+	switch {
+	case !ok:
+		t.Logf("namespace mode unavailable here: its line not checked")
+	case strings.HasPrefix(ns, "not reported"):
+		t.Logf("namespace mode does not report its limits yet: %q", ns)
+	case os.Geteuid() == 0 && !strings.HasPrefix(ns, "memory: cgroup, pids: cgroup, cpu: cgroup, disk: "):
+		t.Errorf("namespace limits as root %q, want cgroup for memory, pids and cpu\n%s", ns, out)
+	}
+}
+
+// limitsLines maps each mode of doctor's report to its "  limits: " line.
+func limitsLines(out string) map[string]string {
+	m := map[string]string{}
+	mode := ""
+	for _, l := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(l, "  limits: "); ok && mode != "" {
+			m[mode] = v
+			continue
+		}
+		if name, _, ok := strings.Cut(l, ": available"); ok && !strings.HasPrefix(l, " ") {
+			mode = name
+		} else if !strings.HasPrefix(l, " ") {
+			mode = ""
+		}
+	}
+	return m
+}

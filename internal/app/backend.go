@@ -158,10 +158,11 @@ func newNamespace(ctx context.Context, cfg config.Config, env HostEnv, langs *ru
 func namespaceOptions(cfg config.Config, env HostEnv, langs *runtime.Set, capture *sandbox.CaptureSpec, prewarm []sandbox.Spec) namespace.Options {
 	mask := append(forbidden(env), internalDirs(cfg)...)
 	return namespace.Options{OwnedRoot: cfg.SandboxDir, Mask: mask, ReadOnly: interpreterPrefixes(langs),
-		Pool:        poolOptions(cfg),
-		Prewarm:     prewarm,
-		CaptureSpec: capture,
-		Rootless:    env.Rootless}
+		Pool:         poolOptions(cfg),
+		Prewarm:      prewarm,
+		CaptureSpec:  capture,
+		CgroupParent: cfg.CgroupParent,
+		Rootless:     env.Rootless}
 }
 
 // interpreterPrefixes returns, for every interpreter outside /usr, the
@@ -203,6 +204,7 @@ func Doctor(ctx context.Context, cfg config.Config, env HostEnv, w io.Writer, re
 	langs := runtime.Discover(ctx, runtime.Overrides(cfg.Interpreters), env.Path)
 	fmt.Fprintf(w, "configured mode: %s\n", cfg.SandboxMode)
 	fmt.Fprintln(w, "subprocess: available (NO isolation: host filesystem, network, no resource limits)")
+	doctorLimits(w, cfg, &subprocess.Backend{})
 	nsErr := doctorNamespace(ctx, cfg, env, langs, w)
 	ctErr := doctorContainer(ctx, cfg, env, langs, w)
 	doctorDisks(cfg, w)
@@ -246,9 +248,10 @@ func doctorNamespace(ctx context.Context, cfg config.Config, env HostEnv, langs 
 	}
 	cg := b.CgroupInfo().String()
 	if b.CgroupInfo().Version == 0 {
-		cg = "no cgroup this user may use: memory, processes and file size are limited per process (resource limits), CPU only by the time limit; docs/sandbox.md says how to delegate one"
+		cg = "no cgroup this user may use: memory and file size are limited per process and the process count per sandbox (resource limits), CPU only by the time limit; docs/sandbox.md says how to delegate one"
 	}
 	fmt.Fprintf(w, "namespace: available %s (bubblewrap, user/pid/net/ipc/uts/mount namespaces, seccomp, Landlock where the kernel has it, %s)\n", as, cg)
+	doctorLimits(w, cfg, b)
 	doctorWarm(cfg, langs, b, w, runtime.Python, runtime.Node, runtime.Bash)
 	return b.Close()
 }
@@ -300,6 +303,7 @@ func doctorContainer(ctx context.Context, cfg config.Config, env HostEnv, langs 
 		return err
 	}
 	fmt.Fprintf(w, "docker: available (%s, image %s, network %s)\n", cfg.DockerCLI, cfg.DockerImage, cfg.DockerNetwork)
+	doctorLimits(w, cfg, c)
 	if cfg.SandboxMode == config.ModeDocker {
 		doctorWarm(cfg, langs, c, w, runtime.Python, runtime.Node)
 	}

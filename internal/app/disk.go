@@ -54,20 +54,27 @@ func warnUnbounded(err error) {
 // doctorDisks tries one bounded disk and reports whether the disk limit
 // covers workspaces.
 func doctorDisks(cfg config.Config, w io.Writer) {
-	s, err := diskbound.New(diskbound.Options{Dir: disksDir(cfg), Bytes: cfg.DiskLimitBytes})
-	if err == nil {
-		var d *diskbound.Disk
-		if d, err = s.Scratch(); err == nil {
-			err = d.Release()
-		}
-		err = joinErr(err, s.Close())
-	}
+	inodes, err := probeDisks(cfg)
 	if err != nil {
 		fmt.Fprintf(w, "disk limit: WORKSPACE UNBOUNDED in namespace/docker modes (only /tmp, a tmpfs, is limited): %v\n", err)
 		return
 	}
 	fmt.Fprintf(w, "disk limit: %d MiB and %d inodes per run or session, workspace and /tmp together (loop-mounted ext4); subprocess mode: file size only\n",
-		cfg.DiskLimitBytes>>20, s.Inodes())
+		cfg.DiskLimitBytes>>20, inodes)
+}
+
+// probeDisks makes and releases one bounded disk, as runs would get, and
+// returns its inode count, or why runs get none.
+func probeDisks(cfg config.Config) (inodes int64, err error) {
+	s, err := diskbound.New(diskbound.Options{Dir: disksDir(cfg), Bytes: cfg.DiskLimitBytes})
+	if err != nil {
+		return 0, err
+	}
+	var d *diskbound.Disk
+	if d, err = s.Scratch(); err == nil {
+		err = d.Release()
+	}
+	return s.Inodes(), joinErr(err, s.Close())
 }
 
 func joinErr(a, b error) error {

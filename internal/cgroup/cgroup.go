@@ -11,13 +11,14 @@
 // Groups live in a directory of the server that made them, named after it
 // and locked while it runs (owner.go), so that a starting server's Sweep
 // removes what dead servers left and nothing of a live one, whatever pid
-// namespaces the two are in.
+// namespaces the two are in. A server run as root keeps these directories
+// in a default place (Detect); one run as a normal user, below a parent
+// delegated to that user (DetectIn, detect.go).
 package cgroup
 
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -30,72 +31,16 @@ import (
 // Root is where cgroup file systems are mounted.
 const Root = "/sys/fs/cgroup"
 
-// parent is the directory below each hierarchy that holds codexec's groups.
-const parent = "codexec"
+// groupsDir is the directory below each hierarchy (v1: below the server's
+// own group) that holds codexec's groups when no parent is configured, and
+// below the user's systemd manager when codexec runs as a user (detect.go).
+const groupsDir = "codexec"
 
 // Limits are a group's resource limits; zero means unlimited.
 type Limits struct {
 	MemoryBytes int64
 	CPUs        float64
 	Pids        int
-}
-
-// Info describes the host's cgroup setup.
-type Info struct {
-	// Version is 1 or 2 (0 when no usable cgroup hierarchy was found).
-	Version int
-	// Controllers lists the usable controllers codexec needs
-	// (memory, pids, cpu, and freezer on v1).
-	Controllers []string
-	// Missing lists needed controllers that are absent.
-	Missing []string
-}
-
-// Usable reports whether limits and group kill are possible.
-func (i Info) Usable() bool { return i.Version != 0 && len(i.Missing) == 0 }
-
-func (i Info) String() string {
-	if i.Version == 0 {
-		return "no cgroup hierarchy found"
-	}
-	s := fmt.Sprintf("cgroup v%d, controllers: %s", i.Version, strings.Join(i.Controllers, " "))
-	if len(i.Missing) > 0 {
-		s += "; missing: " + strings.Join(i.Missing, " ")
-	}
-	return s
-}
-
-// Detect inspects /sys/fs/cgroup. A unified (v2-only) host is v2; a legacy or
-// hybrid host whose v1 hierarchies carry the controllers is v1.
-func Detect() Info {
-	if b, err := os.ReadFile(filepath.Join(Root, "cgroup.controllers")); err == nil {
-		return detectV2(string(b))
-	}
-	info := Info{Version: 1}
-	for _, c := range v1Controllers {
-		if _, err := os.Stat(filepath.Join(Root, c, "cgroup.procs")); err == nil {
-			info.Controllers = append(info.Controllers, c)
-		} else {
-			info.Missing = append(info.Missing, c)
-		}
-	}
-	if len(info.Controllers) == 0 {
-		return Info{}
-	}
-	return info
-}
-
-func detectV2(controllers string) Info {
-	info := Info{Version: 2}
-	have := strings.Fields(controllers)
-	for _, c := range v2Controllers {
-		if contains(have, c) {
-			info.Controllers = append(info.Controllers, c)
-		} else {
-			info.Missing = append(info.Missing, c)
-		}
-	}
-	return info
 }
 
 func contains(list []string, s string) bool {
@@ -141,9 +86,9 @@ func New(info Info, name string, l Limits) (*Group, error) {
 		return nil, fmt.Errorf("cgroup: %s", info)
 	}
 	if info.Version == 2 {
-		return newV2(name, l)
+		return newV2(info, name, l)
 	}
-	return newV1(name, l)
+	return newV1(parents(info), name, l)
 }
 
 // ProcsFiles lists the cgroup.procs files a process must be written to.

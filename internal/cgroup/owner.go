@@ -17,7 +17,7 @@ import (
 //
 //	/sys/fs/cgroup/codexec/<pid>-<start>-<boot>-<pidns>.server/<group>
 //
-// The name says which server made the groups in any pid namespace, and the
+// or, for a server given a parent (Info.Parent), the same below it. The name says which server made the groups in any pid namespace, and the
 // server holds a lock (flock) on its directory in the first hierarchy (v2:
 // the only one; v1: memory) from the moment it makes it until it exits: the
 // kernel drops the lock with the process, so another server, in whatever pid

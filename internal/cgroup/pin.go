@@ -2,7 +2,6 @@ package cgroup
 
 import (
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"syscall"
 )
@@ -24,16 +23,17 @@ var pin struct {
 	off bool
 }
 
-// acquirePin counts a new v1 group and creates the frozen pin with the first.
-// A pin that cannot be made only costs speed.
-func acquirePin() {
+// acquirePin counts a new v1 group and creates the frozen pin with the first,
+// below base in the freezer hierarchy. A pin that cannot be made only costs
+// speed.
+func acquirePin(base string) {
 	pin.mu.Lock()
 	defer pin.mu.Unlock()
 	pin.refs++
 	if pin.refs > 1 || pin.off {
 		return
 	}
-	dir, err := groupDir(filepath.Join(Root, "freezer", ownPath("freezer"), parent), "pin", false, nil)
+	dir, err := groupDir(base, "pin", false, nil)
 	if err != nil {
 		slog.Debug("cgroup: freezer pin", "err", err)
 		return

@@ -56,14 +56,19 @@ func Sweep(info Info) Swept {
 }
 
 // parents lists the directories holding codexec's groups, the one holding
-// the servers' locks first.
+// the servers' locks first (v1: in the order of v1Controllers). By default
+// they are the directory groupsDir below the root (v2) or below the
+// server's own group in each hierarchy (v1).
 func parents(info Info) []string {
+	if info.bases != nil {
+		return info.bases
+	}
 	if info.Version == 2 {
-		return []string{filepath.Join(Root, parent)}
+		return []string{filepath.Join(Root, groupsDir)}
 	}
 	var out []string
 	for _, c := range v1Controllers {
-		out = append(out, filepath.Join(Root, c, ownPath(c), parent))
+		out = append(out, filepath.Join(Root, c, ownPath(c), groupsDir))
 	}
 	return out
 }

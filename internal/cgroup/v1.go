@@ -22,11 +22,12 @@ const (
 	frzIdx
 )
 
-func newV1(name string, l Limits) (*Group, error) {
+// newV1 makes the group in bases (one per v1Controllers).
+func newV1(bases []string, name string, l Limits) (*Group, error) {
 	g := &Group{}
-	for i, c := range v1Controllers {
+	for i, base := range bases {
 		// The first (memory) holds the server's lock.
-		dir, err := groupDir(filepath.Join(Root, c, ownPath(c), parent), name, i == 0, nil)
+		dir, err := groupDir(base, name, i == 0, nil)
 		if err != nil {
 			_ = g.Destroy()
 			return nil, err
@@ -34,7 +35,7 @@ func newV1(name string, l Limits) (*Group, error) {
 		g.dirs = append(g.dirs, dir)
 	}
 	g.pinned = true
-	acquirePin()
+	acquirePin(bases[frzIdx])
 	err := g.openDirs()
 	if err == nil {
 		err = g.limitV1(l)
@@ -112,8 +113,7 @@ func (g *Group) killV1() (complete bool, err error) {
 // read once: a server is placed in its cgroups before it starts (by its
 // service manager or container runtime), not moved while it runs.
 func ownPath(c string) string {
-	own.once.Do(func() { own.cgroup, _ = os.ReadFile("/proc/self/cgroup") })
-	for _, line := range strings.Split(string(own.cgroup), "\n") {
+	for _, line := range strings.Split(string(ownCgroupFile()), "\n") {
 		f := strings.SplitN(line, ":", 3)
 		if len(f) == 3 && contains(strings.Split(f[1], ","), c) {
 			return f[2]
@@ -122,7 +122,13 @@ func ownPath(c string) string {
 	return "/"
 }
 
-// own caches what ownPath and hasMemsw read once per process.
+// ownCgroupFile returns this process's /proc/self/cgroup, read once.
+func ownCgroupFile() []byte {
+	own.once.Do(func() { own.cgroup, _ = os.ReadFile("/proc/self/cgroup") })
+	return own.cgroup
+}
+
+// own caches what ownCgroupFile and hasMemsw read once per process.
 var own struct {
 	once   sync.Once
 	cgroup []byte

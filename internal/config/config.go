@@ -12,7 +12,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -68,6 +70,9 @@ type Config struct {
 	CPULimit         float64
 	PidsLimit        int
 	DiskLimitBytes   int64
+	// CgroupParent is the cgroup path below which the namespace backend
+	// makes its groups (empty: the default; see package cgroup DetectIn).
+	CgroupParent string
 
 	// Warm runners (namespace mode): ready runners per kind, the most a
 	// kind grows to in bursts, idle expiry, memory cap of all ready runners.
@@ -334,8 +339,20 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("%s must be an absolute path (or start with ~/), got %q", d.name, d.v))
 		}
 	}
-	errs = append(errs, c.Remote.validate(), validateStore(c.Store), c.Blob.validate(), c.validateReplica(), c.validateCheckpoint(), c.validateEgress())
+	errs = append(errs, validateCgroupParent(c.CgroupParent), c.Remote.validate(), validateStore(c.Store), c.Blob.validate(), c.validateReplica(), c.validateCheckpoint(), c.validateEgress())
 	return errors.Join(errs...)
+}
+
+// validateCgroupParent accepts an empty or absolute, clean cgroup path
+// below a hierarchy's root.
+func validateCgroupParent(p string) error {
+	if p == "" {
+		return nil
+	}
+	if !strings.HasPrefix(p, "/") || path.Clean(p) != p || p == "/" || slices.Contains(strings.Split(p, "/"), "..") {
+		return fmt.Errorf("CODEXEC_CGROUP_PARENT must be an absolute, clean cgroup path below the root of the hierarchy (such as /codexec-alice, which on cgroup v1 means /sys/fs/cgroup/<controller>/codexec-alice), got %q", p)
+	}
+	return nil
 }
 
 // Defaults returns the configuration with every default applied and the data

@@ -68,12 +68,24 @@ func TestInvalidNamesVariable(t *testing.T) {
 		{map[string]string{"CODEXEC_ARTIFACT_TTL": "9223372036854775807"}, "CODEXEC_ARTIFACT_TTL"},
 		{map[string]string{"CODEXEC_PRINCIPAL_ROOTS": "alice"}, "CODEXEC_PRINCIPAL_ROOTS"},
 		{map[string]string{"CODEXEC_PRINCIPAL_ROOTS": "alice=relative"}, "CODEXEC_PRINCIPAL_ROOTS"},
+		{map[string]string{"CODEXEC_CGROUP_PARENT": "codexec-alice"}, "CODEXEC_CGROUP_PARENT"},
+		{map[string]string{"CODEXEC_CGROUP_PARENT": "/"}, "CODEXEC_CGROUP_PARENT"},
+		{map[string]string{"CODEXEC_CGROUP_PARENT": "/a/../b"}, "CODEXEC_CGROUP_PARENT"},
+		{map[string]string{"CODEXEC_CGROUP_PARENT": "/a/"}, "CODEXEC_CGROUP_PARENT"},
 	}
 	for _, c := range cases {
 		_, err := load(t, nil, c.env)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v does not name %s", c.env, err, c.want)
 		}
+	}
+}
+
+// A cgroup parent is kept as given, flag over environment.
+func TestCgroupParent(t *testing.T) {
+	c, err := load(t, []string{"--cgroup-parent", "/user.slice/user-1000.slice/user@1000.service/codexec"}, map[string]string{"CODEXEC_CGROUP_PARENT": "/codexec-alice"})
+	if err != nil || c.CgroupParent != "/user.slice/user-1000.slice/user@1000.service/codexec" {
+		t.Errorf("CgroupParent = %q (%v)", c.CgroupParent, err)
 	}
 }
 

@@ -34,6 +34,9 @@ type execResult struct {
 	SessionID     *string  `json:"session_id"`
 	// WorkingDirNote says how the code could use a caller's working_dir.
 	WorkingDirNote string `json:"working_dir_note"`
+	// Limits is which resource limits held and by what (memory, pids,
+	// cpu, disk).
+	Limits map[string]string `json:"limits"`
 }
 
 func (s *server) exec(args map[string]any) (execResult, *mcp.CallToolResult) {

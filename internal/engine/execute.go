@@ -104,21 +104,25 @@ type Channel interface {
 // Result is the outcome of one execution. It is also the structured output
 // of the execute_code tool.
 type Result struct {
-	Success       bool     `json:"success" jsonschema:"true when the program ran and exited with status 0"`
-	ExecutionID   string   `json:"execution_id" jsonschema:"id of this execution in the execution log (exec_…)"`
-	SessionID     *string  `json:"session_id,omitempty" jsonschema:"session the code ran in, if any"`
-	Language      string   `json:"language" jsonschema:"canonical language: python, node, typescript or bash"`
-	Stdout        string   `json:"stdout" jsonschema:"standard output (head+tail truncated when too long)"`
-	Stderr        string   `json:"stderr" jsonschema:"standard error (head+tail truncated when too long)"`
-	ExitCode      *int     `json:"exit_code" jsonschema:"exit status; null when the program was killed (timeout, signal, memory limit) or never started"`
-	DurationMs    int64    `json:"duration_ms" jsonschema:"wall time in milliseconds"`
-	ExecutionTime float64  `json:"execution_time" jsonschema:"wall time in seconds, to the millisecond"`
-	Status        string   `json:"status" jsonschema:"success | execution_error | timeout | setup_error | cancelled"`
-	ErrorMessage  *string  `json:"error_message" jsonschema:"why the status is not success; null on success"`
-	TimedOut      bool     `json:"timed_out" jsonschema:"true when the timeout stopped the program"`
-	Truncated     bool     `json:"truncated" jsonschema:"true when stdout or stderr was truncated"`
-	OOMKilled     bool     `json:"oom_killed,omitempty" jsonschema:"true when the memory limit killed the program"`
-	Artifacts     []string `json:"artifacts" jsonschema:"files created or modified in the working directory"`
+	Success       bool    `json:"success" jsonschema:"true when the program ran and exited with status 0"`
+	ExecutionID   string  `json:"execution_id" jsonschema:"id of this execution in the execution log (exec_…)"`
+	SessionID     *string `json:"session_id,omitempty" jsonschema:"session the code ran in, if any"`
+	Language      string  `json:"language" jsonschema:"canonical language: python, node, typescript or bash"`
+	Stdout        string  `json:"stdout" jsonschema:"standard output (head+tail truncated when too long)"`
+	Stderr        string  `json:"stderr" jsonschema:"standard error (head+tail truncated when too long)"`
+	ExitCode      *int    `json:"exit_code" jsonschema:"exit status; null when the program was killed (timeout, signal, memory limit) or never started"`
+	DurationMs    int64   `json:"duration_ms" jsonschema:"wall time in milliseconds"`
+	ExecutionTime float64 `json:"execution_time" jsonschema:"wall time in seconds, to the millisecond"`
+	Status        string  `json:"status" jsonschema:"success | execution_error | timeout | setup_error | cancelled"`
+	ErrorMessage  *string `json:"error_message" jsonschema:"why the status is not success; null on success"`
+	TimedOut      bool    `json:"timed_out" jsonschema:"true when the timeout stopped the program"`
+	Truncated     bool    `json:"truncated" jsonschema:"true when stdout or stderr was truncated"`
+	OOMKilled     bool    `json:"oom_killed,omitempty" jsonschema:"true when the memory limit killed the program"`
+	// Limits is which resource limits held for the run and by what
+	// (sandbox.Enforcement); absent when nothing ran or the sandbox does
+	// not say.
+	Limits    *sandbox.Enforcement `json:"limits,omitempty" jsonschema:"the resource limits that held for this run and how: cgroup, rlimit per process, container, a tmpfs or disk image size, or none"`
+	Artifacts []string             `json:"artifacts" jsonschema:"files created or modified in the working directory"`
 	// SandboxMode is the server's sandbox mode, the same for every run: the
 	// execution log records it, results do not repeat it.
 	SandboxMode string `json:"-"`
@@ -332,7 +336,7 @@ func (e *Engine) codeSpec(id, lang string, argv []string, progDir string, ws *Wo
 	dir := ws.Dir.Path
 	spec := processSpec{ID: id, Argv: argv, Dir: dir, DirWritable: req.dirWritable, DirOwner: req.dirOwner, Env: runEnv(e.opts, lang, dir),
 		Stdin: stdinReader(req.Stdin), Timeout: req.Timeout, ProgramDir: progDir, Warm: warmKind(lang),
-		OnStdout: req.Observe.For("stdout"), OnStderr: req.Observe.For("stderr"), TmpDir: ws.tmpDir(),
+		OnStdout: req.Observe.For("stdout"), OnStderr: req.Observe.For("stderr"), TmpDir: ws.tmpDir(), DiskBytes: ws.diskBytes(),
 		Background: req.Background}
 	if req.Cold {
 		spec.Warm = ""
@@ -411,6 +415,7 @@ func fillOutcome(res Result, oc outcome, timeout time.Duration, memLimit int64) 
 	res.Stdout, res.Stderr, res.Truncated = oc.Stdout, oc.Stderr, oc.Truncated
 	res.DurationMs = oc.Duration.Milliseconds()
 	res.ExecutionTime = Seconds(oc.Duration)
+	res.Limits = oc.Limits
 	if oc.Exit.MemoryPeakBytes > 0 {
 		mb := float64(oc.Exit.MemoryPeakBytes) / (1 << 20)
 		res.MemoryPeakMB = &mb
@@ -472,7 +477,7 @@ func (e *Engine) logExecution(ctx context.Context, res Result, req Request, call
 		TimedOut: res.TimedOut, Truncated: res.Truncated, DurationMs: res.DurationMs, MemoryPeakMB: res.MemoryPeakMB,
 		SandboxMode: res.SandboxMode, WorkingDir: res.WorkingDir, Artifacts: res.Diff, Context: req.Context,
 		ExecutedAt: started.UTC(), Owner: tenant.From(ctx), Intent: req.Intent, ToolCalls: calls,
-		Background: startHook(ctx) != nil, NetworkMode: res.NetworkMode,
+		Background: startHook(ctx) != nil, NetworkMode: res.NetworkMode, Limits: res.Limits,
 	}
 	entry.Network = res.Network
 	if err := e.log.AppendExecution(entry); err != nil {

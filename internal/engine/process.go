@@ -57,7 +57,7 @@ func (e *Engine) RunProcess(ctx context.Context, req ProcessRequest) Result {
 	defer ws.Close()
 	res.WorkingDir = ws.Dir.Path
 	spec := processSpec{ID: id, Argv: req.Argv, Dir: ws.Dir.Path, DirWritable: req.Dir.Writable, DirOwner: dirOwner(req.Dir), Env: runEnv(e.opts, req.Lang, home),
-		Timeout: req.Timeout, Network: !e.backend.Isolated(), TmpDir: ws.tmpDir(),
+		Timeout: req.Timeout, Network: !e.backend.Isolated(), TmpDir: ws.tmpDir(), DiskBytes: ws.diskBytes(),
 		OnStdout: req.Log.Observe.For("stdout"), OnStderr: req.Log.Observe.For("stderr")}
 	if req.Stdin != nil {
 		spec.Stdin = strings.NewReader(*req.Stdin)
@@ -125,9 +125,10 @@ type StartRequest struct {
 	Network *Network
 }
 
-// StartProcess starts req and returns the running process; the caller
+// StartProcess starts req and returns the running process and which of
+// its limits hold and how (nil: the backend does not say); the caller
 // waits for it, kills and releases it.
-func (e *Engine) StartProcess(ctx context.Context, req StartRequest) (sandbox.Process, error) {
+func (e *Engine) StartProcess(ctx context.Context, req StartRequest) (sandbox.Process, *sandbox.Enforcement, error) {
 	ws := req.Workspace
 	env := prependPaths(runEnv(e.opts, req.Lang, ws.Dir.Path), req.SearchPath)
 	spec := sandboxSpec(e.opts, processSpec{ID: req.ID, Argv: req.Argv, Dir: ws.Dir.Path, DirWritable: ws.Dir.Writable, DirOwner: dirOwner(ws.Dir),
@@ -136,7 +137,11 @@ func (e *Engine) StartProcess(ctx context.Context, req StartRequest) (sandbox.Pr
 	if req.Network != nil {
 		spec.Egress, spec.Env = req.Network.n.egressOf(), append(spec.Env, req.Network.n.environ()...)
 	}
-	return e.backend.Start(ctx, spec)
+	p, err := e.backend.Start(ctx, spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, e.limitsOf(spec, ws.diskBytes()), nil
 }
 
 // prependPaths returns env with each "KEY=dir" of first as KEY=dir:old,

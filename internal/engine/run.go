@@ -39,6 +39,9 @@ type processSpec struct {
 	Egress sandbox.Egress
 	// TmpDir is exposed as /tmp by isolated backends (sandbox.Spec.TmpDir).
 	TmpDir string
+	// DiskBytes is the size of the bounded disk TmpDir (and an owned
+	// workspace) lie on, 0 for none: the run's reported disk limit.
+	DiskBytes int64
 	// WrapStdout, if set, sits between the program's stdout and the output
 	// sink (code mode's channel demultiplexes its frames there).
 	WrapStdout func(sink io.Writer) io.Writer
@@ -62,6 +65,9 @@ type outcome struct {
 	Duration       time.Duration
 	// StartErr is set when the program could not be started at all.
 	StartErr error
+	// Limits is which limits held for the run and how (nil: the backend
+	// does not say).
+	Limits *sandbox.Enforcement
 }
 
 // runProcess starts spec, enforces its timeout (SIGTERM to the whole run,
@@ -88,6 +94,7 @@ func (e *Engine) runProcess(ctx context.Context, spec processSpec) outcome {
 	}
 	started := time.Since(start)
 	oc := e.waitWithTimeout(ctx, proc, spec.Timeout)
+	oc.Limits = e.limitsOf(sspec, spec.DiskBytes)
 	oc.Duration = time.Since(start)
 	if err := proc.Release(2 * time.Second); err != nil {
 		slog.Warn("sandbox release failed", "id", spec.ID, "err", err)

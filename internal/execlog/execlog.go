@@ -33,6 +33,7 @@ import (
 
 	"github.com/codexec/codexec/internal/artifacts"
 	"github.com/codexec/codexec/internal/egress"
+	"github.com/codexec/codexec/internal/sandbox"
 )
 
 // Entry is one execution (type "execution"), one-shot or in a session.
@@ -79,6 +80,10 @@ type Entry struct {
 	// NetworkMode is "host" for a run that asked for network in a mode
 	// without isolation: it had the host's network, unfiltered.
 	NetworkMode string `json:"network_mode,omitempty"`
+	// Limits is which resource limits held for the run and by what
+	// (sandbox.Enforcement); absent in entries of runs that never started,
+	// were lost, or were written before it was recorded.
+	Limits *sandbox.Enforcement `json:"limits,omitempty"`
 }
 
 // ToolCall is one upstream tool call made by code-mode code.

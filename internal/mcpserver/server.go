@@ -91,8 +91,11 @@ const ModelSurfaceBudget = 13100 + 159 + 1096
 // 27,153. A run's network: the argument and host filters above (1,096)
 // and the audit (network, network_mode) in the five results that carry it
 // (execute_code's shape thrice, run_code, get_execution_log) added 2,790:
-// 29,943.
-const WireBudget = 26700 + 293 + 66 + 66 + 28 + 2790
+// 29,943. Which resource limits held for a run (limits: memory, pids, cpu,
+// disk, by mechanism) in the seven results that describe one (execute_code's
+// shape thrice, execute_command, execute_process, run_code,
+// get_execution_log) added 1,001: 30,944.
+const WireBudget = 26700 + 293 + 66 + 66 + 28 + 2790 + 1001
 
 // Version is the server version reported to clients (serverInfo.version
 // in initialize): the module version of this build, as `codexec version`

@@ -113,7 +113,8 @@ func (m *Manager) result(s *Session, oc driver.Outcome, timeout time.Duration, i
 	sid := s.ID
 	res := engine.Result{ExecutionID: id, SessionID: &sid, Language: s.Language,
 		Stdout: oc.Stdout, Stderr: oc.Stderr, Truncated: oc.Truncated, DurationMs: oc.Duration.Milliseconds(),
-		ExecutionTime: engine.Seconds(oc.Duration), SandboxMode: m.opts.SandboxMode, Artifacts: []string{}, WorkingDir: s.Workspace}
+		ExecutionTime: engine.Seconds(oc.Duration), SandboxMode: m.opts.SandboxMode, Artifacts: []string{}, WorkingDir: s.Workspace,
+		Limits: s.enforced()}
 	msg := ""
 	switch {
 	case oc.TimedOut && !oc.Lost:
@@ -208,7 +209,7 @@ func (m *Manager) logExec(s *Session, req ExecRequest, res engine.Result, starte
 	e := execlog.Entry{ExecutionID: res.ExecutionID, SessionID: &sid, Tool: req.Tool, Language: s.Language, Code: req.Code,
 		Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, Status: res.Status, TimedOut: res.TimedOut,
 		Truncated: res.Truncated, DurationMs: res.DurationMs, SandboxMode: res.SandboxMode, WorkingDir: s.Workspace,
-		Artifacts: res.Diff, Context: req.Call, ExecutedAt: started.UTC(), Owner: s.Owner, NetworkMode: res.NetworkMode}
+		Artifacts: res.Diff, Context: req.Call, ExecutedAt: started.UTC(), Owner: s.Owner, NetworkMode: res.NetworkMode, Limits: res.Limits}
 	e.Network = res.Network
 	if res.ErrorMessage != nil {
 		e.ErrorMessage = *res.ErrorMessage

@@ -378,8 +378,12 @@ func (m *Manager) startDriver(ctx context.Context, s *Session) error {
 		return err
 	}
 	launch := func(ctx context.Context, argv []string, stdin *os.File, stdout, stderr io.Writer) (sandbox.Process, error) {
-		return m.eng.StartProcess(ctx, engine.StartRequest{ID: s.storage, Argv: argv, Lang: s.Language, Workspace: s.ws,
+		p, limits, err := m.eng.StartProcess(ctx, engine.StartRequest{ID: s.storage, Argv: argv, Lang: s.Language, Workspace: s.ws,
 			SearchPath: searchPath, Mounts: mounts, Stdin: stdin, Stdout: stdout, Stderr: stderr, Network: m.bindNetwork(s)})
+		s.mu.Lock()
+		s.limits = limits
+		s.mu.Unlock()
+		return p, err
 	}
 	drv, err := driver.Start(ctx, s.Language, m.deps.Languages.Get(s.Language).Path, launch, func(c *driver.Conn) { m.onDeath(s, c) })
 	if err != nil {

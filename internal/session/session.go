@@ -10,6 +10,7 @@ import (
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/output"
+	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/sessionckpt"
 )
 
@@ -64,6 +65,9 @@ type Session struct {
 	// interpreter's binding (network.go).
 	policy egress.Policy
 	net    *engine.Network
+	// limits (guarded by mu) is which limits hold for the interpreter and
+	// how, as of its start (nil: the sandbox does not say).
+	limits *sandbox.Enforcement
 }
 
 // Package is one package installed into a session.
@@ -92,6 +96,14 @@ func (s *Session) touch(ran bool) {
 
 // isDead reports whether the interpreter has exited.
 func (s *Session) isDead() bool { return s.drv.IsDead() }
+
+// enforced is which limits hold for the interpreter and how (nil: the
+// sandbox does not say).
+func (s *Session) enforced() *sandbox.Enforcement {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.limits
+}
 
 // deathReason describes how the interpreter ended.
 func (s *Session) deathReason() string { return s.drv.DeathReason() }

@@ -15,6 +15,7 @@ import (
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/pathguard"
+	"github.com/codexec/codexec/internal/sandbox"
 )
 
 // Runner runs execute_command and execute_process requests on the engine's
@@ -94,6 +95,8 @@ type Result struct {
 	SandboxMode  string  `json:"sandbox_mode" yaml:"sandbox_mode" jsonschema:"isolation mode the command ran under"`
 	CwdNote      string  `json:"cwd_note,omitempty" yaml:"cwd_note,omitempty" jsonschema:"how the command could use the given cwd (read-only, or unconfined in subprocess mode)"`
 	LogError     string  `json:"log_error,omitempty" yaml:"log_error,omitempty" jsonschema:"set when this run could not be recorded in the execution log, and why"`
+	// Limits is engine.Result's: which resource limits held and how.
+	Limits *sandbox.Enforcement `json:"limits,omitempty" yaml:"limits,flow,omitempty" jsonschema:"the resource limits that held for this run and how: cgroup, rlimit per process, container, a tmpfs or disk image size, or none"`
 }
 
 // Command checks req.Command against the allowlist and the cwd rules, then
@@ -191,7 +194,7 @@ func fromEngine(res engine.Result) Result {
 	return Result{ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, Status: res.Status,
 		ErrorMessage: res.ErrorMessage, TimedOut: res.TimedOut, Truncated: res.Truncated, Cwd: res.WorkingDir,
 		DurationMs: res.DurationMs, ExecutionID: res.ExecutionID, SandboxMode: res.SandboxMode, LogError: res.LogError,
-		CwdNote: res.WorkingDirNote}
+		CwdNote: res.WorkingDirNote, Limits: res.Limits}
 }
 
 // lookPath finds file on pathEnv (absolute paths are used as given). It is

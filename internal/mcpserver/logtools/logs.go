@@ -17,6 +17,7 @@ import (
 	"github.com/codexec/codexec/internal/logindex"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/runtime"
+	"github.com/codexec/codexec/internal/sandbox"
 )
 
 // SearchLogsIn is search_execution_logs' input.
@@ -80,7 +81,10 @@ type GetLogOut struct {
 	ToolCalls         []execlog.ToolCall `json:"tool_calls,omitempty"` // code mode's upstream calls
 	Network           []egress.Entry     `json:"network,omitempty"`    // the run's network audit
 	NetworkMode       string             `json:"network_mode,omitempty"`
-	ExecutedAt        time.Time          `json:"executed_at"`
+	// Limits is which resource limits held for the run and how (absent
+	// for runs logged without it).
+	Limits     *sandbox.Enforcement `json:"limits,omitempty"`
+	ExecutedAt time.Time            `json:"executed_at"`
 }
 
 // History is what the logs toolset reads: the execution history, embedded
@@ -198,7 +202,7 @@ func (s *toolset) getLog(ctx context.Context, _ *mcp.CallToolRequest, in GetLogI
 		ArtifactsCreated: a.Created, ArtifactsModified: a.Modified, ArtifactsDeleted: a.Deleted,
 		SandboxMode: e.SandboxMode, WorkingDir: e.WorkingDir, AgentID: e.Context.AgentID, TraceID: e.Context.TraceID,
 		ChatID: e.Context.ChatID, Intent: e.Intent, ToolCalls: e.ToolCalls, ExecutedAt: e.ExecutedAt,
-		Network: e.Network, NetworkMode: e.NetworkMode}, nil
+		Network: e.Network, NetworkMode: e.NetworkMode, Limits: e.Limits}, nil
 }
 
 func nonNilDiff(d artifacts.Diff) artifacts.Diff {

@@ -15,6 +15,7 @@ import (
 	"github.com/codexec/codexec/internal/mcpserver/netarg"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/runtime"
+	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/session"
 )
 
@@ -75,6 +76,8 @@ type RunCodeOut struct {
 	Network       []egress.Entry `json:"network,omitempty"`
 	NetworkMode   string         `json:"network_mode,omitempty"`
 	LogError      string         `json:"log_error,omitempty" jsonschema:"set when this run could not be recorded in the execution log, and why"`
+	// Limits is engine.Result's: which resource limits held and how.
+	Limits *sandbox.Enforcement `json:"limits,omitempty" jsonschema:"the resource limits that held for this run and how: cgroup, rlimit per process, container, a tmpfs or disk image size, or none"`
 }
 
 // ContextIDIn names one context.
@@ -192,7 +195,7 @@ func (s *toolset) runCode(ctx context.Context, req *mcp.CallToolRequest, in RunC
 	}
 	out := RunCodeOut{Stdout: res.Stdout, Stderr: res.Stderr, Success: res.Success, ExecutionTime: res.ExecutionTime,
 		ExecutionID: res.ExecutionID, Status: res.Status, TimedOut: res.TimedOut, ErrorMessage: res.ErrorMessage,
-		LogError: res.LogError, Network: res.Network, NetworkMode: res.NetworkMode}
+		LogError: res.LogError, Network: res.Network, NetworkMode: res.NetworkMode, Limits: res.Limits}
 	return s.deps.Files.WithFiles(ctx, tool.JSONText(out), res), out, nil
 }
 

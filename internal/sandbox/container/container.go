@@ -43,6 +43,8 @@ type Backend struct {
 	// owners mounts callers' directories with their owner's rights
 	// (callerdir.go).
 	owners owners
+	// held is which run limits the engine applies (limits.go).
+	held heldLimits
 }
 
 // NewContainer checks that the CLI exists and the image is present locally;
@@ -72,6 +74,7 @@ func New(ctx context.Context, o Options) (*Backend, error) {
 	}
 	proc.SweepDeadRunsOnce()
 	c := &Backend{opts: o, cli: cli}
+	c.held = c.probeHeld(ctx)
 	c.sweepAtStart(ctx)
 	proc.GuardContainers(cli, labelInstance+"="+instance.Self())
 	sweepWarmRoots()
@@ -230,11 +233,7 @@ func (c *Backend) runArgs(spec sandbox.Spec, name, src, target string, cmd []str
 	if spec.TmpDir != "" {
 		a = append(a, "-v", spec.TmpDir+":/tmp:rw")
 	} else {
-		disk := l.DiskBytes
-		if disk <= 0 {
-			disk = 256 << 20
-		}
-		a = append(a, "--tmpfs", fmt.Sprintf("/tmp:rw,size=%d,mode=1777", disk))
+		a = append(a, "--tmpfs", fmt.Sprintf("/tmp:rw,size=%d,mode=1777", tmpfsBytes(l)))
 	}
 	if spec.ProgramDir != "" {
 		a = append(a, "-v", spec.ProgramDir+":"+sandbox.ProgramPath+":ro")

@@ -231,11 +231,7 @@ func (b *bwrapArgs) tmp(spec sandbox.Spec) error {
 		b.add("--bind", p, "/tmp")
 		return nil
 	}
-	disk := spec.Limits.DiskBytes
-	if disk <= 0 {
-		disk = 256 << 20
-	}
-	b.add("--size", strconv.FormatInt(disk, 10), "--perms", "1777", "--tmpfs", "/tmp")
+	b.add("--size", strconv.FormatInt(tmpBytes(spec), 10), "--perms", "1777", "--tmpfs", "/tmp")
 	return nil
 }
 

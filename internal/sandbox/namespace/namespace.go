@@ -135,11 +135,15 @@ func newBackend(o Options) (*Backend, error) {
 		return nil, err
 	}
 	proc.SweepDeadRunsOnce()
-	n := &Backend{opts: o, cg: cgroup.Detect(), ids: idmap.New(o.Exe, o.UID, o.GID), files: files, placeholders: placeholders,
+	n := &Backend{opts: o, cg: cgroup.DetectIn(o.CgroupParent), ids: idmap.New(o.Exe, o.UID, o.GID), files: files, placeholders: placeholders,
 		hostUID: o.UID, hostGID: o.GID}
 	if o.Rootless {
+		// DetectIn proved a delegated cgroup writable, or says why not.
 		n.hostUID, n.hostGID = os.Getuid(), os.Getgid()
-		n.noCgroup = !n.cgroupsWork()
+		n.noCgroup = !n.cg.Usable()
+		if n.noCgroup {
+			slog.Info("no cgroup this user may use: runs are limited per process", "reason", n.cg.String())
+		}
 	}
 	n.groups = cgroup.NewPool(n.cg, keptGroups)
 	n.launchers = &launcherPool{n: n}

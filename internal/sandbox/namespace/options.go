@@ -59,4 +59,8 @@ type Options struct {
 	// the sockets served. Nil or disabled: no network but loopback, at no
 	// cost, as without it.
 	CaptureSpec *sandbox.CaptureSpec
+	// CgroupParent is the cgroup path below which runs' groups are made
+	// (see cgroup.DetectIn): a subtree delegated to the server's user.
+	// Empty: the default for root, or the user's systemd-delegated subtree.
+	CgroupParent string
 }

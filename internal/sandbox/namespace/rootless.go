@@ -28,19 +28,6 @@ import (
 //   - a caller's directory gets the user's rights, its own: one owned by
 //     another account is refused.
 
-// cgroupsWork reports whether this server can make, fill and remove
-// cgroups (as root, or under a cgroup delegated to its user).
-func (n *Backend) cgroupsWork() bool {
-	if !n.cg.Usable() {
-		return false
-	}
-	g, err := cgroup.New(n.cg, "probe-"+strconv.FormatInt(runSeq.Add(1), 10), cgroup.Limits{Pids: 16})
-	if err != nil {
-		return false
-	}
-	return g.Destroy() == nil
-}
-
 // newGroup makes a run's cgroup with l, or none (nil, no error) where the
 // backend has no cgroups.
 func (n *Backend) newGroup(name string, l sandbox.Limits) (*cgroup.Group, error) {

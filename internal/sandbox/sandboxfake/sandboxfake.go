@@ -41,6 +41,8 @@ type Script func(spec sandbox.Spec) Outcome
 type Backend struct {
 	script   Script
 	isolated bool
+	// enforced scripts Enforced (nil: every limit is held by nothing).
+	enforced func(sandbox.Spec) sandbox.Enforcement
 
 	mu    sync.Mutex
 	specs []sandbox.Spec
@@ -51,6 +53,22 @@ type Backend struct {
 // backend differently: workspaces, notes).
 func New(script Script, isolated bool) *Backend {
 	return &Backend{script: script, isolated: isolated}
+}
+
+// WithEnforcement makes Enforced answer with enforced(spec), as a backend
+// whose mechanisms a test chooses; it returns b.
+func (b *Backend) WithEnforcement(enforced func(sandbox.Spec) sandbox.Enforcement) *Backend {
+	b.enforced = enforced
+	return b
+}
+
+// Enforced is the scripted Enforcement of spec (see WithEnforcement);
+// without one, sandbox.Unenforced: the fake runs nothing and holds no limit.
+func (b *Backend) Enforced(spec sandbox.Spec) sandbox.Enforcement {
+	if b.enforced == nil {
+		return sandbox.Unenforced
+	}
+	return b.enforced(spec)
 }
 
 // Echo is a Script for the common case: every run prints out and exits 0.

@@ -3,6 +3,7 @@ package subprocess
 import (
 	"strconv"
 
+	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/sandbox/helper"
 )
 
@@ -26,4 +27,15 @@ func fsizeArgv(argv []string, bytes int64) ([]string, error) {
 		return nil, err
 	}
 	return append([]string{exe, helper.FsizeCommand, strconv.FormatInt(bytes, 10), "--"}, argv...), nil
+}
+
+// Enforced reports what holds in subprocess mode: the file size cap
+// (spec.Limits.DiskBytes, per file, not a total) and no memory, process or
+// CPU limit at all.
+func (*Backend) Enforced(spec sandbox.Spec) sandbox.Enforcement {
+	e := sandbox.Unenforced
+	if spec.Limits.DiskBytes > 0 {
+		e.Disk = sandbox.FileSizeRlimit(spec.Limits.DiskBytes)
+	}
+	return e
 }

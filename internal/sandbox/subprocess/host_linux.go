@@ -1,6 +1,7 @@
 package subprocess
 
 import (
+	"fmt"
 	"log/slog"
 	"syscall"
 
@@ -20,15 +21,17 @@ func groupAttr() *syscall.SysProcAttr {
 }
 
 // limitFileSize caps the file size of the running process pid (warm
-// runners, see fsize.go). A failure is logged, not returned: the runner
-// still serves runs, as it did before it had a cap.
+// runners, see fsize.go). A runner whose cap could not be set must not
+// serve runs (results report the cap, Enforced): the error destroys it,
+// and runs start cold, capped through the helper.
 func limitFileSize(pid int, bytes int64) error {
 	if bytes <= 0 {
 		return nil
 	}
 	lim := unix.Rlimit{Cur: uint64(bytes), Max: uint64(bytes)}
 	if err := unix.Prlimit(pid, unix.RLIMIT_FSIZE, &lim, nil); err != nil {
-		slog.Warn("subprocess: could not set the file size limit", "pid", pid, "err", err)
+		slog.Warn("subprocess: could not set a warm runner's file size limit; runs start cold", "pid", pid, "err", err)
+		return fmt.Errorf("subprocess: cap the file size of warm runner %d: %w", pid, err)
 	}
 	return nil
 }

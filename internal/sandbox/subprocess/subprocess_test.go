@@ -125,6 +125,25 @@ func TestSubprocessFileSizeLimit(t *testing.T) {
 	}
 }
 
+// TestSubprocessEnforced: subprocess mode claims the file size cap (the
+// test above proves it holds) and nothing else, whatever limits are set.
+func TestSubprocessEnforced(t *testing.T) {
+	cases := []struct {
+		limits sandbox.Limits
+		want   sandbox.Enforcement
+	}{
+		{sandbox.Limits{MemoryBytes: 512 << 20, CPUs: 1, Pids: 64, DiskBytes: 256 << 20},
+			sandbox.Enforcement{Memory: "none", Pids: "none", CPU: "none", Disk: "rlimit file size 256 MiB"}},
+		{sandbox.Limits{MemoryBytes: 512 << 20}, sandbox.Unenforced},
+	}
+	for _, c := range cases {
+		got, ok := sandbox.EnforcedBy(New(sandbox.PoolOptions{}), sandbox.Spec{Limits: c.limits})
+		if !ok || got != c.want {
+			t.Errorf("limits %+v: Enforced = %+v, %t; want %+v", c.limits, got, ok, c.want)
+		}
+	}
+}
+
 // TestSubprocessWarm checks that runs served by subprocess warm runners
 // keep the semantics of cold ones (sandboxtest.WarmSemantics).
 func TestSubprocessWarm(t *testing.T) {
