@@ -26,10 +26,10 @@ const subprocessWarning = "code runs as a plain host process with full filesyste
 // SelectBackend returns the sandbox backend for cfg.SandboxMode. auto takes
 // the first that works of namespace (as root, or without root in the
 // server's own user namespace), docker (when a container engine answers
-// and has the image; not from inside that user namespace, where the
-// engine would see a fake root) and subprocess, which it takes with a loud
-// warning; an explicit mode that cannot run here is an error naming the
-// reason. langs may be nil
+// and has the image) and subprocess, which it takes with a loud warning.
+// In the rootless server's user namespace the namespace sandbox is the
+// only choice (its checks passed before it was entered). An explicit mode
+// that cannot run here is an error naming the reason. langs may be nil
 // (then interpreters outside /usr are not made visible to namespace mode).
 // prewarm are runs whose warm runners namespace mode starts at once;
 // capture (nil: none) are the sockets every isolated sandbox gets for the
@@ -56,14 +56,18 @@ func SelectBackend(ctx context.Context, cfg config.Config, env HostEnv, langs *r
 		if err == nil {
 			return b, nil
 		}
-		if !env.Rootless {
-			ct, cerr := container.New(ctx, containerOptions(cfg, env, capture))
-			if cerr == nil {
-				slog.Warn("sandbox mode auto chose docker: the namespace sandbox is unavailable (" + err.Error() + ")")
-				return ct, nil
-			}
-			err = fmt.Errorf("%w; docker mode: %v", err, cerr)
+		if env.Rootless {
+			// The checks before the re-execution passed, so this is a fault,
+			// not a host without the sandbox; programs started here would
+			// also hold the server's capabilities in its namespace.
+			return nil, fmt.Errorf("the namespace sandbox failed in codexec's own user namespace: %w (run `codexec doctor`; CODEXEC_SANDBOX_MODE=subprocess runs code unsandboxed)", err)
 		}
+		ct, cerr := container.New(ctx, containerOptions(cfg, env, capture))
+		if cerr == nil {
+			slog.Warn("sandbox mode auto chose docker: the namespace sandbox is unavailable (" + err.Error() + ")")
+			return ct, nil
+		}
+		err = fmt.Errorf("%w; docker mode: %v", err, cerr)
 		slog.Warn("!!! SANDBOX MODE auto FELL BACK TO subprocess: the namespace sandbox is unavailable (" + err.Error() + "); " + subprocessWarning + "; run `codexec doctor`")
 		return subprocess.New(poolOptions(cfg)), nil
 	}

@@ -161,7 +161,7 @@ func edgeCases() []edgeCase {
 		// its own place, not listed by the operator): the code could not
 		// even read it, so the call is refused before anything runs.
 		{name: "read_up_by_rename_private", isolatedOnly: true, tool: "execute_code",
-			args: py("private", steal("secret.txt")), refused: "(owner uid 0, mode 0700) cannot be read by the sandbox user"},
+			args: py("private", steal("secret.txt")), refused: privateRefusal()},
 		{name: "read_up_by_rename_writable_root", isolatedOnly: true, tool: "execute_code",
 			args: py("rwopen", steal("root-secret")),
 			check: func(t *testing.T, s *server, f *edgeFixture, res *mcp.CallToolResult) {
@@ -405,4 +405,14 @@ func noDownload(t *testing.T, s *server, execID, name string) {
 	if rr, err := s.Session.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: uri}); err == nil {
 		t.Errorf("resources/read %s served %d contents", uri, len(rr.Contents))
 	}
+}
+
+// privateRefusal is how a refusal names a root-owned 0700 directory: a
+// rootless server, in a user namespace of its own, cannot tell root from
+// any other account that is not its user.
+func privateRefusal() string {
+	if rootlessMode() {
+		return "(owned by another account, mode 0700) cannot be read by the sandbox user"
+	}
+	return "(owner uid 0, mode 0700) cannot be read by the sandbox user"
 }

@@ -95,9 +95,8 @@ func TestHostileCheckpointUnpickle(t *testing.T) {
 			_ = os.Remove(p)
 		}
 	}
-	// On the host the file it made belongs to the sandbox user (the
-	// account in the rootless pass, whose programs map to it).
-	ownerUID, _ := sandboxOwner(t)
+	// On the host the file it made belongs to the sandbox user (without
+	// root, the account codexec runs as).
 	var ws string
 	if err := filepath.Walk(filepath.Join(data, "sandbox"), func(p string, info os.FileInfo, err error) error {
 		if err == nil && info.Name() == "uid.txt" {
@@ -107,8 +106,9 @@ func TestHostileCheckpointUnpickle(t *testing.T) {
 	}); err != nil || ws == "" {
 		t.Fatalf("uid.txt not found in a workspace under %s", filepath.Join(data, "sandbox"))
 	}
-	if st, err := os.Stat(ws); err != nil || int(st.Sys().(*syscall.Stat_t).Uid) != ownerUID {
-		t.Errorf("%s: %v, owner %+v", ws, err, st.Sys())
+	owner, _ := sandboxOwner(t)
+	if st, err := os.Stat(ws); err != nil || int(st.Sys().(*syscall.Stat_t).Uid) != owner {
+		t.Errorf("%s: %v, owner %+v, want uid %d", ws, err, st.Sys(), owner)
 	}
 
 	// With a key, the same alteration is refused before any byte reaches an

@@ -13,6 +13,7 @@ import (
 
 	"github.com/codexec/codexec/internal/confine"
 	"github.com/codexec/codexec/internal/pathguard"
+	"github.com/codexec/codexec/internal/rootless"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/tenant"
 )
@@ -71,8 +72,8 @@ func (e *Engine) ownerRights(ctx context.Context, d pathguard.Dir) (pathguard.Di
 	if e.userCan(d.Path, e.backend.User(), unix.R_OK|unix.X_OK) {
 		return d, nil
 	}
-	return d, fmt.Errorf("%w: %s (owner uid %d, mode %04o) cannot be read by the sandbox user (uid %d), and %s",
-		ErrDirUnusable, d.Path, d.OwnerUID, fi.Mode().Perm(), sandboxUID, why)
+	return d, fmt.Errorf("%w: %s (%s, mode %04o) cannot be read by the sandbox user (uid %d), and %s",
+		ErrDirUnusable, d.Path, rootless.OwnerText(d.OwnerUID), fi.Mode().Perm(), sandboxUID, why)
 }
 
 // guardsAccount reports whether the credential directories of host uid's

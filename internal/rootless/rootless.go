@@ -62,3 +62,31 @@ func userNamespaces(root string) error {
 	}
 	return nil
 }
+
+// overflowUID is the id the kernel shows for owners a user namespace does
+// not map (/proc/sys/kernel/overflowuid, 65534 unless changed).
+var overflowUID = readOverflowUID()
+
+func readOverflowUID() int {
+	b, err := os.ReadFile("/proc/sys/kernel/overflowuid")
+	if n, perr := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && perr == nil {
+		return n
+	}
+	return 65534
+}
+
+// Unmapped reports whether uid, as this process sees a file's owner, is
+// the stand-in for an account its user namespace does not map: inside
+// (Inside), files of every account but the user show as that id, so it
+// names no one.
+func Unmapped(uid int) bool { return insideOK && uid == overflowUID }
+
+// OwnerText describes a file owner uid for users: "owner uid N", or, for
+// an owner the server cannot name from its user namespace, "owned by
+// another account".
+func OwnerText(uid int) string {
+	if Unmapped(uid) {
+		return "owned by another account"
+	}
+	return "owner uid " + strconv.Itoa(uid)
+}
