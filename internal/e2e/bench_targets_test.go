@@ -24,10 +24,16 @@ import (
 //	P2  send_to_session x += 1 p50 vs a raw pipe round trip to the driver
 //	P3  one-shot python runs/s at concurrency 8 vs bare spawns at 8
 //	P3c machine CPU per P3 run vs per bare spawn, user/sys (/proc/stat)
+//	P1r, P1rb, P2r, P3r  the rootless namespace sandbox (a server run by a
+//	    normal account) next to root namespace mode and bare spawns, in
+//	    namespace mode (bench_rootless_test.go)
 //	P1w, P3w  P1 and P3 with CODEXEC_POOL_FORK=off (namespace mode: each
 //	    runner a new sandbox and interpreter instead of a fork), P3wc its CPU
 //	P4  server idle RSS, idle python session RSS (process tree)
 //	P5  spawn → first execute_code result
+//	host  the host's profile first (bare spawns of python3, bash, node doing
+//	    nothing; the cost of a fresh page; fork+exit with a 100 MiB heap;
+//	    CPUs, kernel, cgroups, root, load): the ratios hold on hosts like it
 //	F1  10 MiB upload_file + download_file vs cp: over stdio in JSON (F1),
 //	    over stdio with transfer "url" (F1s), over HTTP with transfer "url"
 //	    (F1u); CPU per op user/sys (F1c, F1sc, F1uc)
@@ -39,22 +45,29 @@ import (
 // TestTargetsShort runs the same code with a handful of iterations as a
 // correctness check (no timing assertions).
 
-type targetSizes struct{ p1, p2, p3, p5 int }
+// targetSizes are the rows' iteration counts; spawns is the host profile's
+// spawns of each bare command.
+type targetSizes struct{ p1, p2, p3, p5, spawns int }
 
 func BenchmarkTargets(b *testing.B) {
+	var host hostProfile
 	for b.Loop() {
-		measureTargets(b, targetSizes{p1: 200, p2: 2000, p3: 400, p5: 5})
+		host = measureTargets(b, targetSizes{p1: 200, p2: 2000, p3: 400, p5: 5, spawns: 30})
 	}
+	host.report(b)
 }
 
 func TestTargetsShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts several servers")
 	}
-	measureTargets(t, targetSizes{p1: 3, p2: 3, p3: 16, p5: 1})
+	measureTargets(t, targetSizes{p1: 3, p2: 3, p3: 16, p5: 1, spawns: 3})
 }
 
-func measureTargets(tb testing.TB, n targetSizes) {
+// measureTargets logs the host profile and every row; returns the profile.
+func measureTargets(tb testing.TB, n targetSizes) hostProfile {
+	host := measureHostProfile(tb, n.spawns)
+	host.log(tb)
 	s := start(tb)
 	mode := s.sandboxMode(s.exec1("python", "print(1)").ExecutionID)
 	report := func(name string, got, base float64, unit string) {
@@ -81,6 +94,9 @@ func measureTargets(tb testing.TB, n targetSizes) {
 	report("P3", p, bp, "runs/s")
 	p, bp = s.burstP90(max(n.p1/20, 1), time.Second)
 	report("P1burst", p, bp, "ms")
+	if mode == "namespace" && !rootlessMode() {
+		measureRootless(tb, s, n)
+	}
 	if mode == "namespace" {
 		// The same with runners that start their own sandbox and
 		// interpreter instead of being forked from a zygote.
@@ -111,6 +127,8 @@ func measureTargets(tb testing.TB, n targetSizes) {
 	}
 	tb.Logf("P5   %-10s spawn → first result p50 %.1f ms (target 150)", mode, ms(percentile(cold, 50)))
 	measureF1(tb, mode, n.p5)
+	tb.Logf("host load at the end %s", loadAvg())
+	return host
 }
 
 func (s *server) exec1(lang, code string) execResult {
@@ -128,11 +146,7 @@ func (s *server) oneShotP50(n int, pause time.Duration, lang, code string, bare 
 	var got, base []time.Duration
 	for i := 0; i < n; i++ {
 		time.Sleep(pause)
-		t0 := time.Now()
-		if out, err := exec.Command(bare[0], bare[1:]...).Output(); err != nil || strings.TrimSpace(string(out)) != "1" {
-			s.t.Fatalf("bare %v: %v %q", bare, err, out)
-		}
-		base = append(base, time.Since(t0))
+		base = append(base, timeBare(s.t, "1", bare...))
 		time.Sleep(pause)
 		t1 := time.Now()
 		s.exec1(lang, code)

@@ -306,6 +306,7 @@ func TestRootlessLoopback(t *testing.T) {
 // (working_dir below CODEXEC_WRITABLE_ROOTS; a session too) lands on the
 // host owned by the account that runs codexec, not by a sandbox id.
 func TestRootlessWritableRootOwner(t *testing.T) {
+	pinsNamespaceMode(t, "starts its server as the test account in namespace mode")
 	a := rootlessAccount(t)
 	root := a.Dir(t)
 	_, s := rootlessServer(t, "CODEXEC_WRITABLE_ROOTS="+root)
@@ -378,12 +379,13 @@ func fillFiles(dir string) string {
 		"        n += 1\n    print('wrote all', n)\nexcept OSError as e:\n    print('stopped', n, e.errno)\n", dir)
 }
 
-// TestRootlessLimits: without a cgroup, a rootless server still stops a
-// memory bomb, a fork bomb, a file larger than the disk limit and a /tmp
-// or /dev/shm fill, with per-process limits and size-capped tmpfs, and
-// keeps answering.
+// TestRootlessLimits: without a cgroup (none delegated, even in the pass
+// that delegates one), a rootless server still stops a memory bomb, a fork
+// bomb, a file larger than the disk limit and a /tmp or /dev/shm fill,
+// with per-process limits and size-capped tmpfs, keeps answering, and no
+// result claims a cgroup.
 func TestRootlessLimits(t *testing.T) {
-	_, s := rootlessServer(t, rootlessLimitsEnv...)
+	_, s := rootlessServer(t, append([]string{"CODEXEC_CGROUP_PARENT="}, rootlessLimitsEnv...)...)
 	cases := []struct {
 		name  string
 		code  string
@@ -419,8 +421,13 @@ func TestRootlessLimits(t *testing.T) {
 			if res.IsError {
 				t.Fatalf("tool error: %s", text(res))
 			}
-			t.Logf("%s: %s %q", r.Status, strings.TrimSpace(r.Stdout), deref(r.ErrorMessage))
+			t.Logf("%s: %s %q limits %v", r.Status, strings.TrimSpace(r.Stdout), deref(r.ErrorMessage), r.Limits)
 			c.check(t, r)
+			for what, by := range r.Limits {
+				if strings.Contains(by, "cgroup") {
+					t.Errorf("the result says %s is limited by %q, but the server has no cgroup", what, by)
+				}
+			}
 			if after, _ := s.exec(map[string]any{"language": "python", "code": "print(1)"}); after.Stdout != "1\n" {
 				t.Fatalf("the server did not answer the next call: %+v", after)
 			}
