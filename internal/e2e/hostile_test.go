@@ -237,9 +237,9 @@ func hostileCases() []hostileCase {
 			args: py("f=open('/tmp/fill','wb')\nfor _ in range(1024):\n    f.write(b'x'*(1<<20))\nf.flush()"),
 			check: func(t *testing.T, _ *hostileFixture, r execResult) {
 				notSuccess(t, r)
-				// Without root or a cgroup, a file size limit as large as
-				// /tmp holds each file too: the one file stops there first.
-				perFile := rootlessMode() && !rootlessCgroupWanted() && strings.Contains(r.Stderr, "File too large")
+				// Without root, a file size limit as large as /tmp holds
+				// each file too: the one file stops there first.
+				perFile := rootlessMode() && strings.Contains(r.Stderr, "File too large")
 				if !strings.Contains(r.Stderr, "No space left") && !perFile {
 					t.Fatalf("want ENOSPC from the size-limited /tmp: %+v", r)
 				}
