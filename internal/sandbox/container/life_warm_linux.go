@@ -10,6 +10,9 @@ import (
 	"github.com/codexec/codexec/internal/sandbox"
 )
 
+// The lifetime of a warm container (life.go explains it): its first
+// process waits for the run's deadline on a FIFO the server holds open.
+
 // Names of a warm container's lifetime FIFOs in its runner directory.
 const (
 	deadlineFIFO = ".codexec-deadline"
@@ -17,7 +20,7 @@ const (
 )
 
 // warmEntry is the command of a warm container running cmd with the
-// redirections redirect (fd 5 is the container's stdin): see above. The
+// redirections redirect (fd 5 is the container's stdin): see life.go. The
 // runner's status crosses from the background job to the sentinel through
 // the exit FIFO. `timeout` passes SIGTERM and SIGINT on to the whole process
 // group: the job's shell traps SIGTERM and the sentinel ignores both, so that

@@ -7,6 +7,10 @@ import (
 	"github.com/codexec/codexec/internal/sandbox/warm"
 )
 
+// Which runs a warm container serves, and the backend's lifetime around
+// its pool. The container runners themselves are Linux only
+// (warm_linux.go); elsewhere New starts no pool and every run is cold.
+
 // warmRequest returns the warm request serving spec, if a container runner
 // can: python `-c` and node `-e` programs. As in namespace mode (warm.Parse), a warm run
 // keeps the runner's own size-limited tmpfs /tmp instead of spec.TmpDir.
