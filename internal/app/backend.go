@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"time"
@@ -149,10 +150,18 @@ func localRoots(home string) []string {
 	return out
 }
 
+// errNamespaceNeedsLinux is why the namespace sandbox is unavailable on
+// other systems, whatever the user: it is made of Linux kernel features.
+var errNamespaceNeedsLinux = errors.New("needs Linux (its namespaces, cgroups, seccomp and Landlock); " +
+	"on this system auto mode uses docker mode when a container engine answers, else subprocess")
+
 // newNamespace is the namespace backend, or why it cannot run: as root, or
 // without root inside the server's own user namespace; a server without
 // root outside one says why it is not (env.NoRootless).
 func newNamespace(ctx context.Context, cfg config.Config, env HostEnv, langs *runtime.Set, capture *sandbox.CaptureSpec, prewarm []sandbox.Spec) (*namespace.Backend, error) {
+	if goruntime.GOOS != "linux" {
+		return nil, errNamespaceNeedsLinux
+	}
 	if env.NoRootless != nil {
 		return nil, fmt.Errorf("codexec runs without root and cannot use the namespace sandbox as this user: %w", env.NoRootless)
 	}
@@ -308,6 +317,10 @@ func doctorContainer(ctx context.Context, cfg config.Config, env HostEnv, langs 
 	}
 	fmt.Fprintf(w, "docker: available (%s, image %s, network %s)\n", cfg.DockerCLI, cfg.DockerImage, cfg.DockerNetwork)
 	doctorLimits(w, cfg, c)
+	if lack := container.Unsupported(); lack != "" {
+		fmt.Fprintf(w, "  on this system docker mode runs each program in a container started for it; %s\n", lack)
+		return c.Close()
+	}
 	if cfg.SandboxMode == config.ModeDocker {
 		doctorWarm(cfg, langs, c, w, runtime.Python, runtime.Node)
 	}

@@ -1,14 +1,14 @@
-//go:build linux
-
 package container
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,6 +59,7 @@ func New(ctx context.Context, o Options) (*Backend, error) {
 	if o.UID == 0 {
 		o.UID = 65534
 	}
+	o, notes := adaptTo(runtime.GOOS, o)
 	if err := checkCapture(o); err != nil {
 		return nil, err
 	}
@@ -71,6 +72,9 @@ func New(ctx context.Context, o Options) (*Backend, error) {
 	cmd := exec.CommandContext(ctx, cli, "image", "inspect", "--format", "{{.Id}}", o.Image)
 	if out, err := combinedTracked(cmd); err != nil {
 		return nil, inspectError(o.CLI, o.Image, err, out)
+	}
+	for _, n := range notes {
+		slog.Info(n)
 	}
 	proc.SweepDeadRunsOnce()
 	c := &Backend{opts: o, cli: cli}
@@ -121,9 +125,11 @@ func (c *Backend) Start(_ context.Context, spec sandbox.Spec) (sandbox.Process, 
 	if spec.Network {
 		return nil, errors.New("sandbox: the container backend does not grant host networking")
 	}
+	if err := refusal(runtime.GOOS, spec); err != nil {
+		return nil, err
+	}
 	if req, ok := c.warmRequest(spec); ok {
-		return c.runners.Pool.Serve(req, func(r warm.Runner) (*proc.HostProc, error) { return c.startWarm(spec, req, r.(*ctRunner)) },
-			func() (*proc.HostProc, error) { return c.startCold(spec) })
+		return c.serveWarm(spec, req)
 	}
 	return warm.AsProcess(c.startCold(spec))
 }
@@ -145,7 +151,7 @@ func (c *Backend) startCold(spec sandbox.Spec) (*proc.HostProc, error) {
 	}
 	cmd := exec.Command(c.cli, c.runArgs(spec, name, src, c.target(spec), ctCmd, extra...)...)
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = cliSysProcAttr()
 	var killed atomic.Bool
 	hooks := c.hooks(name, spec, &killed)
 	rm := hooks.Cleanup
@@ -162,8 +168,12 @@ func (c *Backend) startCold(spec sandbox.Spec) (*proc.HostProc, error) {
 	return p, nil
 }
 
-// grantWorkspace hands codexec's own workspace to the container user.
+// grantWorkspace hands codexec's own workspace to the container user,
+// where the server does (handsOver).
 func (c *Backend) grantWorkspace(spec sandbox.Spec) error {
+	if !handsOver(runtime.GOOS, os.Geteuid()) {
+		return nil
+	}
 	return sandbox.HandOverWorkspace(spec, c.opts.OwnedRoot, c.opts.UID, c.opts.UID)
 }
 

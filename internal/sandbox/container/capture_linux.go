@@ -1,5 +1,3 @@
-//go:build linux
-
 package container
 
 import (
@@ -154,48 +152,4 @@ func listenCapture(cs *sandbox.CaptureSpec) (_ *sandbox.Capture, retErr error) {
 // route out either, and the DNS stub answers A records only).
 func listenTCP(addr netip.Addr, port int) (net.Listener, error) {
 	return net.ListenTCP("tcp4", net.TCPAddrFromAddrPort(netip.AddrPortFrom(addr, uint16(port))))
-}
-
-// checkCapture refuses options whose CaptureSpec cannot be honoured: a
-// container network other than none (the program would reach it beside
-// the capture), a server that is not root (it cannot enter a container's
-// network namespace), or ports that collide or are out of range.
-func checkCapture(o Options) error {
-	cs := o.CaptureSpec
-	if !cs.Enabled() {
-		return nil
-	}
-	if o.Network != "none" {
-		return fmt.Errorf("egress needs the container network none, not %q: unset CODEXEC_DOCKER_NETWORK (runs reach the network through the egress proxy)", o.Network)
-	}
-	if os.Geteuid() != 0 {
-		return errors.New("egress in docker mode needs the server to run as root beside a rootful engine (it makes the proxy's sockets inside each container's network namespace); run the server as root or leave CODEXEC_EGRESS_ALLOW empty")
-	}
-	seen := map[int]string{}
-	claim := func(port int, what string) error {
-		if port < 1 || port > 65535 {
-			return fmt.Errorf("egress capture: %s port %d is out of range (1-65535)", what, port)
-		}
-		if prev, dup := seen[port]; dup {
-			return fmt.Errorf("egress capture: port %d is asked for twice (%s and %s)", port, prev, what)
-		}
-		seen[port] = what
-		return nil
-	}
-	if cs.ProxyPort > 0 {
-		if err := claim(cs.ProxyPort, "proxy"); err != nil {
-			return err
-		}
-	}
-	if cs.DNS {
-		if err := claim(53, "DNS"); err != nil {
-			return err
-		}
-	}
-	for _, p := range cs.Ports {
-		if err := claim(p, "captured"); err != nil {
-			return err
-		}
-	}
-	return nil
 }
