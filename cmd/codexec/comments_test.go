@@ -15,7 +15,7 @@ import (
 var goFileInComment = regexp.MustCompile(`[A-Za-z0-9_./-]*[A-Za-z0-9_]\.go\b`)
 
 // TestCommentsNameExistingFiles: a comment that names a Go file ("see
-// life.go", "(container/warm_node.go)") names one that exists, so a reader
+// life.go", "(container/warm_node_linux.go)") names one that exists, so a reader
 // sent there finds it after files are renamed or split.
 func TestCommentsNameExistingFiles(t *testing.T) {
 	root := "../.."

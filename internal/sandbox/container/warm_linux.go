@@ -43,7 +43,7 @@ import (
 // Entering the container's mount namespace needs the server to be root
 // beside a rootful engine; where it cannot (rootless engines) the runner is
 // destroyed and runs start cold. Node runners use FIFOs instead of the
-// socket (warm_node.go).
+// socket (warm_node_linux.go).
 
 // serveWarm runs spec, which req describes, in a ready container runner,
 // or cold when none is ready.

@@ -122,7 +122,7 @@
 // capabilities, no_new_privs, seccomp) before running the code.
 // The zygote reaps it (one pidfd per child) and reports its wait status.
 //
-// Node runners in containers (docker mode; container/warm_node.go). Node
+// Node runners in containers (docker mode; container/warm_node_linux.go). Node
 // cannot receive descriptors over a socket, so the parent makes five FIFOs
 // in the runner's directory and the container's shell opens them for node:
 // stdin (fd 0), stdout (1), stderr (2), the run message (3, EncodeRun) and
@@ -132,7 +132,7 @@
 // server end is written with the run's deadline at take time and whose
 // loss of writer (a dead server) ends the container.
 //
-// Container gate (docker mode with a captured network; container/gate.go):
+// Container gate (docker mode with a captured network; container/gate_linux.go):
 // a cold container's first process is a shell that writes "up\n" to the
 // FIFO "ready" and waits for "go\n" on the FIFO "go" (both in a directory
 // bound at /run/codexec-gate) before it execs the run's command; between
