@@ -128,7 +128,7 @@
 // stdin (fd 0), stdout (1), stderr (2), the run message (3, EncodeRun) and
 // "R"/"X<status>\n" (4).
 //
-// Warm container deadline (docker mode; container/life.go): a FIFO whose
+// Warm container deadline (docker mode; container/life_warm_linux.go): a FIFO whose
 // server end is written with the run's deadline at take time and whose
 // loss of writer (a dead server) ends the container.
 //
