@@ -32,6 +32,7 @@ import (
 	"github.com/codexec/codexec"
 	"github.com/codexec/codexec/internal/app"
 	"github.com/codexec/codexec/internal/config"
+	"github.com/codexec/codexec/internal/doctor"
 	"github.com/codexec/codexec/internal/packages"
 	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/rootless"
@@ -118,7 +119,7 @@ func runServer(cmd string, cfg config.Config, home string, repairACLs bool) int 
 		return code
 	}
 	if cmd == "doctor" {
-		return app.Doctor(ctx, cfg, env, os.Stdout, repairACLs)
+		return doctor.Run(ctx, cfg, env, os.Stdout, repairACLs)
 	}
 	if err := app.Serve(ctx, cfg, env); err != nil {
 		fmt.Fprintln(os.Stderr, "codexec:", err)

@@ -241,7 +241,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr 
 		return nil, err
 	}
 	a.buildRuns(cfg, store, &deps)
-	if deps.Upstreams, err = newUpstreams(cfg, env); err != nil {
+	if deps.Upstreams, err = NewUpstreams(cfg, env); err != nil {
 		return nil, err
 	}
 	a.upstreams = deps.Upstreams

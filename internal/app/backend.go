@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/pathguard"
@@ -22,7 +20,9 @@ import (
 	"github.com/codexec/codexec/internal/sandbox/subprocess"
 )
 
-const subprocessWarning = "code runs as a plain host process with full filesystem and network access and no resource limits (see SECURITY.md)"
+// SubprocessWarning is what subprocess mode lacks, as the server's log and
+// doctor both say it.
+const SubprocessWarning = "code runs as a plain host process with full filesystem and network access and no resource limits (see SECURITY.md)"
 
 // SelectBackend returns the sandbox backend for cfg.SandboxMode. auto takes
 // the first that works of namespace (as root, or without root in the
@@ -38,7 +38,7 @@ const subprocessWarning = "code runs as a plain host process with full filesyste
 func SelectBackend(ctx context.Context, cfg config.Config, env HostEnv, langs *runtime.Set, capture *sandbox.CaptureSpec, prewarm ...sandbox.Spec) (sandbox.Backend, error) {
 	switch cfg.SandboxMode {
 	case config.ModeSubprocess:
-		slog.Warn("SANDBOX MODE subprocess: " + subprocessWarning)
+		slog.Warn("SANDBOX MODE subprocess: " + SubprocessWarning)
 		return subprocess.New(poolOptions(cfg)), nil
 	case config.ModeNamespace:
 		b, err := newNamespace(ctx, cfg, env, langs, capture, prewarm)
@@ -69,7 +69,7 @@ func SelectBackend(ctx context.Context, cfg config.Config, env HostEnv, langs *r
 			return ct, nil
 		}
 		err = fmt.Errorf("%w; docker mode: %v", err, cerr)
-		slog.Warn("!!! SANDBOX MODE auto FELL BACK TO subprocess: the namespace sandbox is unavailable (" + err.Error() + "); " + subprocessWarning + "; run `codexec doctor`")
+		slog.Warn("!!! SANDBOX MODE auto FELL BACK TO subprocess: the namespace sandbox is unavailable (" + err.Error() + "); " + SubprocessWarning + "; run `codexec doctor`")
 		return subprocess.New(poolOptions(cfg)), nil
 	}
 	return nil, fmt.Errorf("unknown CODEXEC_SANDBOX_MODE %q", cfg.SandboxMode)
@@ -209,135 +209,14 @@ func containerOptions(cfg config.Config, env HostEnv, capture *sandbox.CaptureSp
 		Pool: poolOptions(cfg), OwnedRoot: cfg.SandboxDir, Mask: append(forbidden(env), internalDirs(cfg)...), CaptureSpec: capture}
 }
 
-// Doctor prints which sandbox modes work on this host and why not, and
-// returns a non-zero exit code when the configured mode cannot run. It also
-// reports ACL grants earlier versions left on host directories, and with
-// repairACLs removes the ones codexec made.
-func Doctor(ctx context.Context, cfg config.Config, env HostEnv, w io.Writer, repairACLs bool) int {
-	langs := runtime.Discover(ctx, runtime.Overrides(cfg.Interpreters), env.Path)
-	fmt.Fprintf(w, "configured mode: %s\n", cfg.SandboxMode)
-	fmt.Fprintln(w, "subprocess: available (NO isolation: host filesystem, network, no resource limits)")
-	doctorLimits(w, cfg, &subprocess.Backend{})
-	nsErr := doctorNamespace(ctx, cfg, env, langs, w)
-	ctErr := doctorContainer(ctx, cfg, env, langs, w)
-	doctorDisks(cfg, w)
-	doctorUpstreams(ctx, cfg, env, w)
-	doctorACLs(cfg, env, w, repairACLs)
-	var err error
-	switch cfg.SandboxMode {
-	case config.ModeNamespace:
-		err = nsErr
-	case config.ModeDocker:
-		err = ctErr
-	case config.ModeAuto:
-		switch {
-		case nsErr == nil && env.Rootless:
-			fmt.Fprintln(w, "auto mode will use: namespace (without root)")
-		case nsErr == nil:
-			fmt.Fprintln(w, "auto mode will use: namespace")
-		case ctErr == nil:
-			fmt.Fprintln(w, "auto mode will use: docker (the namespace sandbox is unavailable)")
-		default:
-			fmt.Fprintln(w, "WARNING: auto mode will FALL BACK TO subprocess: "+subprocessWarning)
-		}
-	}
-	doctorEgress(cfg, w, cfg.SandboxMode == config.ModeSubprocess || (cfg.SandboxMode == config.ModeAuto && nsErr != nil && ctErr != nil))
-	if err != nil {
-		fmt.Fprintf(w, "error: configured mode %s cannot run: %v\n", cfg.SandboxMode, err)
-		return 1
-	}
-	return 0
+// NamespaceBackend is the namespace backend as doctor checks it (no
+// egress sockets, no warm runners started), or why it cannot run here.
+func NamespaceBackend(ctx context.Context, cfg config.Config, env HostEnv, langs *runtime.Set) (*namespace.Backend, error) {
+	return newNamespace(ctx, cfg, env, langs, nil, nil)
 }
 
-func doctorNamespace(ctx context.Context, cfg config.Config, env HostEnv, langs *runtime.Set, w io.Writer) error {
-	b, err := newNamespace(ctx, cfg, env, langs, nil, nil)
-	if err != nil {
-		fmt.Fprintf(w, "namespace: UNAVAILABLE: %v\n", err)
-		return err
-	}
-	as := "as root"
-	if env.Rootless {
-		as = fmt.Sprintf("without root, as uid %d in a user namespace of codexec's own; programs run as that user, mapped to an unprivileged id inside", os.Getuid())
-	}
-	cg := b.CgroupInfo().String()
-	if b.CgroupInfo().Version == 0 {
-		cg = "no cgroup this user may use: memory and file size are limited per process and the process count per sandbox (resource limits), CPU only by the time limit; docs/sandbox.md says how to delegate one"
-	}
-	fmt.Fprintf(w, "namespace: available %s (bubblewrap, user/pid/net/ipc/uts/mount namespaces, seccomp, Landlock where the kernel has it, %s)\n", as, cg)
-	doctorLimits(w, cfg, b)
-	doctorWarm(cfg, langs, b, w, runtime.Python, runtime.Node, runtime.Bash)
-	return b.Close()
-}
-
-// warmBackend is a backend that keeps warm runners.
-type warmBackend interface {
-	Prewarm(sandbox.Spec)
-	AwaitWarm(kind string, d time.Duration) (sandbox.PoolStat, bool)
-}
-
-// doctorWarm prints the warm runner settings and starts one runner for
-// each of the languages to show that they work, how long one takes and what
-// it holds.
-func doctorWarm(cfg config.Config, langs *runtime.Set, b warmBackend, w io.Writer, warmLangs ...string) {
-	fmt.Fprintf(w, "warm runners: %d per language (CODEXEC_POOL_SIZE), idle expiry %s, memory cap %d MiB\n",
-		cfg.PoolSize, cfg.PoolIdle, cfg.PoolMemoryBytes>>20)
-	if cfg.PoolSize == 0 {
-		return
-	}
-	for _, l := range []struct{ lang, kind, flag string }{{runtime.Python, sandbox.WarmPython, "-c"}, {runtime.Node, sandbox.WarmNode, "-e"},
-		{runtime.Bash, sandbox.WarmBash, "-c"}} {
-		in := langs.Get(l.lang)
-		if in.Err != nil || !slices.Contains(warmLangs, l.lang) {
-			continue
-		}
-		t0 := time.Now()
-		b.Prewarm(sandbox.Spec{Argv: []string{in.Path, l.flag, ""}, Env: []string{"PATH=/usr/bin:/bin"}, Warm: l.kind,
-			Limits: sandbox.Limits{MemoryBytes: cfg.MemoryLimitBytes, CPUs: cfg.CPULimit, Pids: cfg.PidsLimit, DiskBytes: cfg.DiskLimitBytes}})
-		fmt.Fprintf(w, "  %s: %s\n", l.kind, awaitWarm(b, l.kind, t0))
-	}
-}
-
-func awaitWarm(b warmBackend, kind string, t0 time.Time) string {
-	s, ok := b.AwaitWarm(kind, 20*time.Second)
-	if !ok {
-		return "NO runner became ready within 20 s (runs start cold; see the server log)"
-	}
-	return fmt.Sprintf("runner ready in %d ms, holding %.1f MiB", time.Since(t0).Milliseconds(), float64(s.MemoryBytes)/(1<<20))
-}
-
-func doctorContainer(ctx context.Context, cfg config.Config, env HostEnv, langs *runtime.Set, w io.Writer) error {
-	if env.Rootless {
-		fmt.Fprintln(w, "docker: not checked (this doctor runs in codexec's own user namespace, where auto mode needs no container engine; CODEXEC_SANDBOX_MODE=docker codexec doctor checks it)")
-		return errors.New("not checked")
-	}
-	c, err := container.New(ctx, containerOptions(cfg, env, nil))
-	if err != nil {
-		printContainerUnavailable(w, err)
-		return err
-	}
-	fmt.Fprintf(w, "docker: available (%s, image %s, network %s)\n", cfg.DockerCLI, cfg.DockerImage, cfg.DockerNetwork)
-	doctorLimits(w, cfg, c)
-	if lack := container.Unsupported(); lack != "" {
-		fmt.Fprintf(w, "  on this system docker mode runs each program in a container started for it; %s\n", lack)
-		return c.Close()
-	}
-	if cfg.SandboxMode == config.ModeDocker {
-		doctorWarm(cfg, langs, c, w, runtime.Python, runtime.Node)
-	}
-	return c.Close()
-}
-
-// printContainerUnavailable says why docker mode cannot run; for a missing
-// image, the exact commands that build it (also where the binary was
-// installed without the source tree).
-func printContainerUnavailable(w io.Writer, err error) {
-	var missing *container.ImageError
-	if !errors.As(err, &missing) {
-		fmt.Fprintf(w, "docker: UNAVAILABLE: %v\n", err)
-		return
-	}
-	fmt.Fprintf(w, "docker: UNAVAILABLE: %s\n", missing.Missing())
-	fmt.Fprintf(w, "  build the image where Dockerfile.sandbox is (codexec's source tree):\n    %s\n", missing.BuildCommand())
-	fmt.Fprintf(w, "  or anywhere, from the copy inside this binary:\n    codexec doctor --print-dockerfile > Dockerfile.sandbox && %s\n",
-		missing.BuildCommand())
+// ContainerBackend is the docker backend as doctor checks it (no egress
+// sockets), or why it cannot run here.
+func ContainerBackend(ctx context.Context, cfg config.Config, env HostEnv) (*container.Backend, error) {
+	return container.New(ctx, containerOptions(cfg, env, nil))
 }

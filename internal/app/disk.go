@@ -2,8 +2,6 @@ package app
 
 import (
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"path/filepath"
 
@@ -51,21 +49,9 @@ func warnUnbounded(err error) {
 		"); a run can fill the file system holding CODEXEC_SANDBOX_DIR; run `codexec doctor`")
 }
 
-// doctorDisks tries one bounded disk and reports whether the disk limit
-// covers workspaces.
-func doctorDisks(cfg config.Config, w io.Writer) {
-	inodes, err := probeDisks(cfg)
-	if err != nil {
-		fmt.Fprintf(w, "disk limit: WORKSPACE UNBOUNDED in namespace/docker modes (only /tmp, a tmpfs, is limited): %v\n", err)
-		return
-	}
-	fmt.Fprintf(w, "disk limit: %d MiB and %d inodes per run or session, workspace and /tmp together (loop-mounted ext4); subprocess mode: file size only\n",
-		cfg.DiskLimitBytes>>20, inodes)
-}
-
-// probeDisks makes and releases one bounded disk, as runs would get, and
+// ProbeDisks makes and releases one bounded disk, as runs would get, and
 // returns its inode count, or why runs get none.
-func probeDisks(cfg config.Config) (inodes int64, err error) {
+func ProbeDisks(cfg config.Config) (inodes int64, err error) {
 	s, err := diskbound.New(diskbound.Options{Dir: disksDir(cfg), Bytes: cfg.DiskLimitBytes})
 	if err != nil {
 		return 0, err

@@ -2,7 +2,6 @@ package app
 
 import (
 	"fmt"
-	"io"
 	"path/filepath"
 
 	"github.com/codexec/codexec/internal/config"
@@ -15,7 +14,7 @@ import (
 // interception CA and the files placed in sandboxes live under the data
 // directory.
 func buildEgress(cfg config.Config) (*egress.Service, error) {
-	ec, err := egressConfig(cfg)
+	ec, err := EgressConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -26,8 +25,8 @@ func buildEgress(cfg config.Config) (*egress.Service, error) {
 	return svc, nil
 }
 
-// egressConfig is cfg's egress settings as package egress takes them.
-func egressConfig(cfg config.Config) (egress.Config, error) {
+// EgressConfig is cfg's egress settings as package egress takes them.
+func EgressConfig(cfg config.Config) (egress.Config, error) {
 	e := cfg.Egress
 	ec := egress.Config{Ceiling: egress.Policy{Allow: e.Allow}, DefaultCeiling: e.Default == config.EgressDefaultCeiling,
 		Pins: e.Pins, CAFile: e.CAFile, StateDir: filepath.Join(cfg.DataDir, "egress")}
@@ -45,34 +44,4 @@ func egressConfig(cfg config.Config) (egress.Config, error) {
 		ec.Credentials = creds
 	}
 	return ec, nil
-}
-
-// doctorEgress prints the network configuration: the ceiling, the
-// default, how many pins and credentials (never their values), the extra
-// CA file, and in a mode without isolation that runs have the host's
-// network whatever it says.
-func doctorEgress(cfg config.Config, w io.Writer, hostNetwork bool) {
-	e := cfg.Egress
-	if len(e.Allow) == 0 {
-		fmt.Fprintln(w, "egress: off (CODEXEC_EGRESS_ALLOW is empty): runs in namespace and docker mode have no network")
-	} else {
-		fmt.Fprintf(w, "egress: ceiling %s; runs without a network argument get %s; %d principal ceiling(s), %d pin(s)\n",
-			egress.Policy{Allow: e.Allow}, e.Default, len(e.Principals), len(e.Pins))
-		doctorEgressFiles(cfg, w)
-	}
-	if hostNetwork {
-		fmt.Fprintln(w, "egress: WARNING: subprocess mode: every run has the HOST's network; CODEXEC_EGRESS_ALLOW and network.allow filter nothing there")
-	}
-}
-
-// doctorEgressFiles checks the credentials and CA files as the start does.
-func doctorEgressFiles(cfg config.Config, w io.Writer) {
-	if ec, err := egressConfig(cfg); err != nil {
-		fmt.Fprintf(w, "egress: ERROR: %v\n", err)
-	} else if ec.Credentials != nil {
-		fmt.Fprintf(w, "egress: %d credential(s) from %s (values not shown)\n", len(ec.Credentials), cfg.Egress.Credentials)
-	}
-	if cfg.Egress.CAFile != "" {
-		fmt.Fprintf(w, "egress: extra CAs for upstream TLS from %s\n", cfg.Egress.CAFile)
-	}
 }

@@ -3,9 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/codexec/codexec/internal/config"
@@ -17,10 +15,10 @@ import (
 // besides its own "env" (the set MCP clients conventionally pass).
 var upstreamEnv = []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "TMPDIR"}
 
-// newUpstreams builds the code-mode upstream manager, or nil when no
+// NewUpstreams builds the code-mode upstream manager, or nil when no
 // upstreams file is configured. A file that cannot be read or a bad policy
 // is an error; a bad server only marks that server failed.
-func newUpstreams(cfg config.Config, env HostEnv) (*upstream.Manager, error) {
+func NewUpstreams(cfg config.Config, env HostEnv) (*upstream.Manager, error) {
 	if cfg.CodeMode.Upstreams == "" {
 		return nil, nil
 	}
@@ -55,31 +53,5 @@ func logUpstreams(ctx context.Context, m *upstream.Manager) {
 		} else {
 			slog.Warn("upstream unavailable", "server", s.Name, "transport", s.Transport, "status", s.Status, "err", s.Error)
 		}
-	}
-}
-
-// doctorUpstreams connects to every configured upstream and prints its
-// state. Upstream problems are reported, never fatal.
-func doctorUpstreams(ctx context.Context, cfg config.Config, env HostEnv, w io.Writer) {
-	m, err := newUpstreams(cfg, env)
-	if err != nil {
-		fmt.Fprintf(w, "upstreams: ERROR: %v\n", err)
-		return
-	}
-	if m == nil {
-		fmt.Fprintln(w, "upstreams: none configured (CODEXEC_UPSTREAMS)")
-		return
-	}
-	defer m.Close()
-	m.Start()
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	m.Wait(ctx)
-	for _, s := range m.States() {
-		line := fmt.Sprintf("upstream %s (%s): %s, %d tools", s.Name, s.Transport, s.Status, s.Tools)
-		if s.Error != "" {
-			line += ": " + strings.ReplaceAll(s.Error, "\n", " ")
-		}
-		fmt.Fprintln(w, line)
 	}
 }

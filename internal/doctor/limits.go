@@ -1,26 +1,27 @@
-package app
+package doctor
 
 import (
 	"fmt"
 	"io"
 
+	"github.com/codexec/codexec/internal/app"
 	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/sandbox"
 )
 
-// doctorLimits prints, under a mode's line, which limits hold for a
+// printLimits prints, under a mode's line, which limits hold for a
 // default run in that mode and how, exactly as its results will report
 // them (engine.Limits): with the bounded disk runs would get in an isolated
 // mode when one can be made here.
-func doctorLimits(w io.Writer, cfg config.Config, b sandbox.Backend) {
+func printLimits(w io.Writer, cfg config.Config, b sandbox.Backend) {
 	if _, ok := b.(sandbox.Enforcer); !ok {
 		fmt.Fprintln(w, "  limits: not reported by this mode (its results carry no limits)")
 		return
 	}
 	var diskBytes int64
 	if b.Isolated() {
-		if _, err := probeDisks(cfg); err == nil {
+		if _, err := app.ProbeDisks(cfg); err == nil {
 			diskBytes = cfg.DiskLimitBytes
 		}
 	}

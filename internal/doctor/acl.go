@@ -1,10 +1,11 @@
-package app
+package doctor
 
 import (
 	"fmt"
 	"io"
 	"slices"
 
+	"github.com/codexec/codexec/internal/app"
 	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/hostacl"
 )
@@ -29,7 +30,7 @@ type aclRoot struct {
 // depth, and the places a working_dir most often pointed at, examined
 // shallowly (the grant was made on the directory itself and inherited by
 // directories created in it later).
-func aclRoots(cfg config.Config, env HostEnv) []aclRoot {
+func aclRoots(cfg config.Config, env app.HostEnv) []aclRoot {
 	var out []aclRoot
 	deep := append(append([]string{cfg.DataDir}, cfg.WritableRoots...), cfg.AllowedCwdRoots...)
 	for _, p := range deep {
@@ -43,9 +44,9 @@ func aclRoots(cfg config.Config, env HostEnv) []aclRoot {
 	return out
 }
 
-// doctorACLs reports (and with repair removes) ACL entries that earlier
+// checkACLs reports (and with repair removes) ACL entries that earlier
 // versions gave the sandbox user on host directories.
-func doctorACLs(cfg config.Config, env HostEnv, w io.Writer, repair bool) {
+func checkACLs(cfg config.Config, env app.HostEnv, w io.Writer, repair bool) {
 	var found []hostacl.Finding
 	complete := true
 	for _, r := range aclRoots(cfg, env) {
