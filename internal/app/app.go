@@ -19,9 +19,11 @@ import (
 	"github.com/codexec/codexec/internal/egress"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/inflight"
 	"github.com/codexec/codexec/internal/mcpserver"
 	"github.com/codexec/codexec/internal/output"
+	"github.com/codexec/codexec/internal/packages"
 	"github.com/codexec/codexec/internal/pgstore"
 	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/quota"
@@ -124,6 +126,7 @@ func (a *App) Close() {
 // Build assembles the server without serving it, running the start-up
 // health check. When it fails it first undoes what it did: everything it
 // started is closed again (warm runners, cgroups, disks, sessions, logs).
+// Each step registers its closers as soon as it started something.
 func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr error) {
 	a := &App{}
 	defer func() {
@@ -131,36 +134,77 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr 
 			a.Close()
 		}
 	}()
-	// The log directory is not among them: a log that cannot be written
-	// degrades the server (warnLogUnwritable) instead of stopping it.
-	for _, d := range []string{cfg.DataDir, cfg.SandboxDir, cfg.ScriptsDir} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("create %s: %w", d, err)
-		}
-	}
-	privateDirs(internalDirs(cfg))
-	langs := runtime.Discover(ctx, runtime.Overrides(cfg.Interpreters), env.Path)
-	a.langs = langs
-	opts := engineOptions(cfg, env)
-	if err := addGlobalPackages(&opts, cfg.PackagesDir); err != nil {
+	if err := makeDirs(cfg); err != nil {
 		return nil, err
 	}
-	store, err := a.buildFiles(ctx, cfg, &opts)
+	opts, store, err := a.buildRunSetup(ctx, cfg, env)
 	if err != nil {
 		return nil, err
 	}
 	if a.egress, err = buildEgress(cfg); err != nil {
 		return nil, err
 	}
-	// python's first warm runner starts with the backend, beside its
-	// start-up probe, so the first python run after a start finds it warm.
-	var first []sandbox.Spec
-	if spec, ok := engine.PrewarmSpec(opts, langs, runtime.Python); ok {
-		first = append(first, spec)
+	if err := a.buildBackend(ctx, cfg, env, &opts); err != nil {
+		return nil, err
 	}
-	backend, err := SelectBackend(ctx, cfg, env, langs, a.egress.Capture(), first...)
+	if err := a.buildLog(ctx, cfg); err != nil {
+		return nil, err
+	}
+	a.buildReplicas(cfg)
+	a.recoverAndJournal(cfg, &opts)
+	if err := a.buildEngine(ctx, cfg, env, opts); err != nil {
+		return nil, err
+	}
+	installer, err := newInstaller(cfg, env, a.langs)
 	if err != nil {
 		return nil, err
+	}
+	if err := a.buildSessions(ctx, cfg, opts); err != nil {
+		return nil, err
+	}
+	if err := a.buildServer(ctx, cfg, env, serverParts{store: store, installer: installer}); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// makeDirs creates codexec's own directories. The log directory is not
+// among them: a log that cannot be written degrades the server
+// (warnLogUnwritable) instead of stopping it.
+func makeDirs(cfg config.Config) error {
+	for _, d := range []string{cfg.DataDir, cfg.SandboxDir, cfg.ScriptsDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	privateDirs(internalDirs(cfg))
+	return nil
+}
+
+// buildRunSetup finds the interpreters and makes the engine's options:
+// the global packages and the file store runs get.
+func (a *App) buildRunSetup(ctx context.Context, cfg config.Config, env HostEnv) (engine.Options, files.Store, error) {
+	a.langs = runtime.Discover(ctx, runtime.Overrides(cfg.Interpreters), env.Path)
+	opts := engineOptions(cfg, env)
+	if err := addGlobalPackages(&opts, cfg.PackagesDir); err != nil {
+		return opts, nil, err
+	}
+	store, err := a.buildFiles(ctx, cfg, &opts)
+	return opts, store, err
+}
+
+// buildBackend selects the sandbox backend and opens the bounded disks
+// for it (opts.Disks). python's first warm runner starts with the backend,
+// beside its start-up probe, so the first python run after a start finds
+// it warm.
+func (a *App) buildBackend(ctx context.Context, cfg config.Config, env HostEnv, opts *engine.Options) error {
+	var first []sandbox.Spec
+	if spec, ok := engine.PrewarmSpec(*opts, a.langs, runtime.Python); ok {
+		first = append(first, spec)
+	}
+	backend, err := SelectBackend(ctx, cfg, env, a.langs, a.egress.Capture(), first...)
+	if err != nil {
+		return err
 	}
 	a.backend = backend
 	if c, ok := backend.(io.Closer); ok {
@@ -171,24 +215,32 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr 
 		a.closers = append(a.closers, func() { _ = disks.Close() })
 	}
 	opts.Disks = disks
+	return nil
+}
+
+// buildLog opens the execution log (an unwritable one degrades the server
+// with a warning) and the shared store CODEXEC_STORE names.
+func (a *App) buildLog(ctx context.Context, cfg config.Config) error {
 	logger, err := execlog.New(cfg.LogDir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	a.logger = logger
 	a.closers = append(a.closers, func() { _ = logger.Close() })
 	if err := logger.Probe(); err != nil {
 		warnLogUnwritable(err)
 	}
-	if err := a.openStore(ctx, cfg, logger); err != nil {
-		return nil, err
-	}
-	a.buildReplicas(cfg)
-	// What killed servers left open is closed before this one records its
-	// own work, and after the backend killed what their runs left running
-	// and openDisks detached their bounded disks (from their workspaces).
-	recoverLeftovers(journalDir(cfg.LogDir), logger, cfg.SandboxDir)
+	return a.openStore(ctx, cfg, logger)
+}
+
+// recoverAndJournal closes what killed servers left open, before this one
+// records its own work and after the backend killed what their runs left
+// running and openDisks detached their bounded disks (from their
+// workspaces); then it opens this server's in-flight journal (opts.Journal).
+func (a *App) recoverAndJournal(cfg config.Config, opts *engine.Options) {
+	recoverLeftovers(journalDir(cfg.LogDir), a.logger, cfg.SandboxDir)
 	removeStaleTemps(cfg.ScriptsDir, journalDir(cfg.LogDir))
+	var err error
 	if opts.Journal, err = inflight.Open(journalDir(cfg.LogDir)); err != nil {
 		// Like the log itself, an unwritable journal degrades the server:
 		// it serves, but a kill leaves its runs unreported as lost.
@@ -197,52 +249,83 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr 
 	}
 	// Closed (removed) last: a clean shutdown has ended every run and
 	// session by then.
-	a.closers = append(a.closers, func() { _ = opts.Journal.Close() })
-	guard := newGuard(cfg, env)
-	a.Engine, err = engine.New(opts, engine.Deps{Backend: backend, Languages: langs, Guard: guard, Log: logger, Egress: a.egress})
+	journal := opts.Journal
+	a.closers = append(a.closers, func() { _ = journal.Close() })
+}
+
+// buildEngine makes the engine, starts the warm runners for the first
+// runs (python first, ahead of the health probes) and the health check.
+func (a *App) buildEngine(ctx context.Context, cfg config.Config, env HostEnv, opts engine.Options) error {
+	var err error
+	a.Engine, err = engine.New(opts, engine.Deps{Backend: a.backend, Languages: a.langs, Guard: newGuard(cfg, env), Log: a.logger, Egress: a.egress})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	a.closers = append(a.closers, a.Engine.Close) // before disks and backend close
-	// Warm runners for the first runs start now, python first, ahead of
-	// the health probes.
 	a.Engine.Prewarm(runtime.Python, runtime.Node)
 	a.startHealthCheck(ctx, cfg.HealthCheck == config.HealthStartup)
-	installer, err := newInstaller(cfg, env, langs)
-	if err != nil {
-		return nil, err
-	}
-	sdeps := session.Deps{Engine: a.Engine, Languages: langs, Log: logger, Journal: opts.Journal, Egress: a.egress}
+	return nil
+}
+
+// buildSessions makes the session Manager, with the replicas' claims and
+// the checkpoint store when configured.
+func (a *App) buildSessions(ctx context.Context, cfg config.Config, opts engine.Options) error {
+	sdeps := session.Deps{Engine: a.Engine, Languages: a.langs, Log: a.logger, Journal: opts.Journal, Egress: a.egress}
 	if a.replicas != nil {
 		sdeps.Claims = a.replicas
 	}
 	ckpts, ckptOpts, err := a.buildCheckpoints(ctx, cfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	sdeps.Checkpoints = ckpts
 	sessions := session.NewManager(sdeps,
 		session.Options{MaxSessions: cfg.MaxSessions, IdleTimeout: cfg.SessionIdleTimeout, KillGrace: cfg.KillGrace,
 			MaxPerPrincipal: cfg.MaxSessionsPerPrincipal, DefaultTimeout: opts.DefaultTimeout, Output: opts.Output,
-			PackagesDir: filepath.Join(opts.SandboxDir, ".packages"), SandboxMode: backend.Name(), Checkpoints: ckptOpts})
+			PackagesDir: filepath.Join(opts.SandboxDir, ".packages"), SandboxMode: a.backend.Name(), Checkpoints: ckptOpts})
 	a.closers = append(a.closers, sessions.Close)
 	a.sessions = sessions
-	deps := mcpserver.Deps{Config: cfg, Engine: a.Engine, Sessions: sessions, Packages: installer, SessionPackages: sessions,
-		Isolated: backend.Isolated(), Shell: shellOptions(cfg, env, backend, langs), ExecLog: logger, Egress: a.egress}
+	return nil
+}
+
+// serverParts are the parts Build made earlier that only the MCP server
+// takes.
+type serverParts struct {
+	store     files.Store
+	installer *packages.Installer
+}
+
+// buildServer gathers the MCP server's dependencies (limiter, files,
+// transfers, history, runs, upstreams) and makes the server.
+func (a *App) buildServer(ctx context.Context, cfg config.Config, env HostEnv, p serverParts) error {
+	deps := mcpserver.Deps{Config: cfg, Engine: a.Engine, Sessions: a.sessions, Packages: p.installer, SessionPackages: a.sessions,
+		Isolated: a.backend.Isolated(), Shell: shellOptions(cfg, env, a.backend, a.langs), ExecLog: a.logger, Egress: a.egress}
 	if l := quota.NewLocal(cfg.MaxConcurrent, cfg.QueueWait); l != nil {
 		deps.Limiter = l
 	}
-	deps.Files = store
+	deps.Files = p.store
 	deps.Transfers = a.buildTransfers(cfg.Remote)
 	if a.replicas != nil {
 		deps.Replicas = a.replicas
 	}
 	if err := a.buildHistory(ctx, cfg, &deps); err != nil {
-		return nil, err
+		return err
 	}
-	a.buildRuns(cfg, store, &deps)
+	a.buildRuns(cfg, p.store, &deps)
+	if err := a.startUpstreams(ctx, cfg, env, &deps); err != nil {
+		return err
+	}
+	var err error
+	a.Server, err = mcpserver.New(deps)
+	return err
+}
+
+// startUpstreams connects code mode's upstream servers, if any
+// (deps.Upstreams), logging their state once the first attempts ended.
+func (a *App) startUpstreams(ctx context.Context, cfg config.Config, env HostEnv, deps *mcpserver.Deps) error {
+	var err error
 	if deps.Upstreams, err = NewUpstreams(cfg, env); err != nil {
-		return nil, err
+		return err
 	}
 	a.upstreams = deps.Upstreams
 	if deps.Upstreams != nil {
@@ -250,11 +333,7 @@ func Build(ctx context.Context, cfg config.Config, env HostEnv) (_ *App, retErr 
 		a.closers = append(a.closers, deps.Upstreams.Close)
 		go logUpstreams(ctx, deps.Upstreams)
 	}
-	a.Server, err = mcpserver.New(deps)
-	if err != nil {
-		return nil, err
-	}
-	return a, nil
+	return nil
 }
 
 func engineOptions(cfg config.Config, env HostEnv) engine.Options {
