@@ -27,6 +27,7 @@ import (
 	"github.com/codexec/codexec/internal/pgstore"
 	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/quota"
+	"github.com/codexec/codexec/internal/recovery"
 	"github.com/codexec/codexec/internal/replicas"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
@@ -233,15 +234,14 @@ func (a *App) buildLog(ctx context.Context, cfg config.Config) error {
 	return a.openStore(ctx, cfg, logger)
 }
 
-// recoverAndJournal closes what killed servers left open, before this one
-// records its own work and after the backend killed what their runs left
-// running and openDisks detached their bounded disks (from their
-// workspaces); then it opens this server's in-flight journal (opts.Journal).
+// recoverAndJournal closes what killed servers left open (package
+// recovery), before this one records its own work and after the backend
+// killed what their runs left running and openDisks detached their bounded
+// disks; then it opens this server's in-flight journal (opts.Journal).
 func (a *App) recoverAndJournal(cfg config.Config, opts *engine.Options) {
-	recoverLeftovers(journalDir(cfg.LogDir), a.logger, cfg.SandboxDir)
-	removeStaleTemps(cfg.ScriptsDir, journalDir(cfg.LogDir))
+	recovery.Run(cfg.LogDir, cfg.ScriptsDir, cfg.SandboxDir, a.logger)
 	var err error
-	if opts.Journal, err = inflight.Open(journalDir(cfg.LogDir)); err != nil {
+	if opts.Journal, err = inflight.Open(recovery.JournalDir(cfg.LogDir)); err != nil {
 		// Like the log itself, an unwritable journal degrades the server:
 		// it serves, but a kill leaves its runs unreported as lost.
 		slog.Error("in-flight journal unavailable: serving anyway; runs in flight if this server is killed will not be logged as lost", "err", err)

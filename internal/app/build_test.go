@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/codexec/codexec/internal/config"
+	"github.com/codexec/codexec/internal/recovery"
 )
 
 // TestBuildRollsBack makes Build fail late, after the backend started warm
@@ -48,7 +49,7 @@ func TestBuildRollsBack(t *testing.T) {
 			if left := eventually(func() []string { return processesIn(dir) }); len(left) > 0 {
 				t.Errorf("processes left running: %v", left)
 			}
-			if left, _ := os.ReadDir(journalDir(cfg.LogDir)); len(left) > 0 {
+			if left, _ := os.ReadDir(recovery.JournalDir(cfg.LogDir)); len(left) > 0 {
 				t.Errorf("in-flight journal left behind: %v", left)
 			}
 			n := 0

@@ -1,4 +1,9 @@
-package app
+// Package recovery closes, at a server's start, what servers that are gone
+// (killed, crashed) left open: from their in-flight journals it logs their
+// runs in flight as lost and their live sessions as ended, removes the
+// directories they made, and removes the temporary files interrupted
+// script writes left behind.
+package recovery
 
 import (
 	"encoding/json"
@@ -14,18 +19,28 @@ import (
 	"github.com/codexec/codexec/internal/session"
 )
 
-// journalDir holds the servers' in-flight journals, beside the execution
+// Run closes what dead servers left open (CloseLeftovers) and removes the
+// stale temporary files of the script library (RemoveStaleTemps). It runs
+// before this server records its own work, once the backend killed what
+// the dead servers' runs left running and their bounded disks were
+// detached from their workspaces.
+func Run(logDir, scriptsDir, sandboxDir string, log *execlog.Logger) {
+	CloseLeftovers(JournalDir(logDir), log, sandboxDir)
+	RemoveStaleTemps(scriptsDir, JournalDir(logDir))
+}
+
+// JournalDir holds the servers' in-flight journals, beside the execution
 // log (a directory of its own: the log index reads every *.jsonl of the log
 // directory).
-func journalDir(logDir string) string { return filepath.Join(logDir, "inflight") }
+func JournalDir(logDir string) string { return filepath.Join(logDir, "inflight") }
 
-// recoverLeftovers closes what servers that are gone (killed, crashed) left
+// CloseLeftovers closes what servers that are gone (killed, crashed) left
 // open, from their in-flight journals: their runs in flight are logged as
 // lost, their live sessions as ended (server_restart), and the directories
 // they made for them under sandboxDir are removed. It runs once the backend
 // has killed what those runs left running, and reads nothing but the dead
 // servers' journals.
-func recoverLeftovers(dir string, log *execlog.Logger, sandboxDir string) {
+func CloseLeftovers(dir string, log *execlog.Logger, sandboxDir string) {
 	lefts, err := inflight.Leftovers(dir)
 	if err != nil {
 		slog.Warn("reading the in-flight journals of earlier servers", "err", err)
@@ -51,9 +66,9 @@ func recoverLeftovers(dir string, log *execlog.Logger, sandboxDir string) {
 // directory (its write may be in progress); with none, all are stale.
 const staleTempAge = time.Minute
 
-// removeStaleTemps removes the temporary files interrupted atomic writes
+// RemoveStaleTemps removes the temporary files interrupted atomic writes
 // left in the script library.
-func removeStaleTemps(scriptsDir, journals string) {
+func RemoveStaleTemps(scriptsDir, journals string) {
 	age := staleTempAge
 	if !inflight.OthersAlive(journals) {
 		age = 0

@@ -1,4 +1,4 @@
-package app
+package recovery
 
 import (
 	"bufio"
@@ -36,17 +36,17 @@ func logLines(t *testing.T, path string) []map[string]any {
 	return out
 }
 
-// TestRecoverLeftovers plays a server that is killed with a one-shot run and
+// TestCloseLeftovers plays a server that is killed with a one-shot run and
 // a session run in flight, a live session and directories, and checks what
 // the next start logs and removes.
-func TestRecoverLeftovers(t *testing.T) {
+func TestCloseLeftovers(t *testing.T) {
 	logDir, sandboxDir, outside := t.TempDir(), t.TempDir(), t.TempDir()
 	lg, err := execlog.New(logDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lg.Close()
-	j, err := inflight.Open(journalDir(logDir))
+	j, err := inflight.Open(JournalDir(logDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,12 +77,12 @@ func TestRecoverLeftovers(t *testing.T) {
 	}
 	dead := instance.Of(gone.Process.Pid)
 	_ = gone.Wait()
-	self := filepath.Join(journalDir(logDir), instance.Self()+".journal")
-	if err := os.Rename(self, filepath.Join(journalDir(logDir), dead+".journal")); err != nil {
+	self := filepath.Join(JournalDir(logDir), instance.Self()+".journal")
+	if err := os.Rename(self, filepath.Join(JournalDir(logDir), dead+".journal")); err != nil {
 		t.Fatal(err)
 	}
 
-	recoverLeftovers(journalDir(logDir), lg, sandboxDir)
+	CloseLeftovers(JournalDir(logDir), lg, sandboxDir)
 
 	type line struct{ Type, ID, Status, Reason string }
 	pick := func(m map[string]any) line {
@@ -116,7 +116,7 @@ func TestRecoverLeftovers(t *testing.T) {
 	if _, err := os.Stat(outside); err != nil {
 		t.Errorf("a directory outside the sandbox dir was removed: %v", err)
 	}
-	if ents, _ := os.ReadDir(journalDir(logDir)); len(ents) != 0 {
+	if ents, _ := os.ReadDir(JournalDir(logDir)); len(ents) != 0 {
 		t.Errorf("journal left after recovery: %v", ents)
 	}
 }
