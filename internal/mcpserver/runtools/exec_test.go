@@ -9,7 +9,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/engine"
+	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/mcpserver/filetools"
 	"github.com/codexec/codexec/internal/mcpserver/runtools"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
@@ -19,7 +21,7 @@ import (
 	"github.com/codexec/codexec/internal/sandbox/sandboxfake"
 )
 
-// connect serves execute_code over an engine on the fake backend and
+// connect serves execute_code and the files toolset over an engine on the fake backend and
 // returns a client session talking to it through the SDK's in-memory
 // transports: the whole adapter path (argument decoding, the handler, the
 // result's rendering and schema check) runs, and nothing is executed.
@@ -36,8 +38,16 @@ func connect(t *testing.T, script sandboxfake.Script) (*mcp.ClientSession, *sand
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Close)
+	store, err := files.NewDirStore(t.TempDir(), files.DirOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	fs := filetools.New(filetools.Deps{Config: config.Config{MaxUploadBytes: 1 << 20}, Files: store})
 	srv := mcp.NewServer(&mcp.Implementation{Name: "runtools-test", Version: "0"}, nil)
-	runtools.RegisterExec(tool.NewRegistrar(srv), runtools.Deps{Engine: e, Files: filetools.New(filetools.Deps{}), Isolated: true})
+	r := tool.NewRegistrar(srv)
+	runtools.RegisterExec(r, runtools.Deps{Engine: e, Files: fs, Isolated: true})
+	fs.Register(r)
 	return clientOf(t, srv), b
 }
 
