@@ -198,7 +198,7 @@ type StartRequest struct {
 func (m *Manager) Start(ctx context.Context, req StartRequest) (info Info, retErr error) {
 	lang, err := runtime.Normalize(req.Language)
 	if err != nil || (lang != runtime.Python && lang != runtime.Node) {
-		return Info{}, errcode.New(errcode.InvalidLanguage, "sessions support python and node/javascript, not %q", req.Language)
+		return Info{}, errcode.New(errcode.InvalidParams, "sessions support python and node/javascript, not %q", req.Language)
 	}
 	if err := m.eng.LanguageError(lang); err != nil {
 		return Info{}, errcode.New(errcode.InvalidParams, "%s is unavailable on this server: %w", lang, err)

@@ -69,7 +69,6 @@ func TestSessionToolsRefuse(t *testing.T) {
 		{"send to an unknown session", "send_to_session", map[string]any{"session_id": "sess_none", "code": "1"}, "SESSION_NOT_FOUND"},
 		{"close an unknown session", "close_session", map[string]any{"session_id": "sess_none"}, "SESSION_NOT_FOUND"},
 		{"context in an unsupported language", "create_context", map[string]any{"language": "ruby", "name": "a"}, "INVALID_LANGUAGE"},
-		{"session in an unsupported language", "start_session", map[string]any{"language": "ruby"}, "INVALID_LANGUAGE"},
 		{"context with a bad name", "create_context", map[string]any{"language": "python", "name": "a b/c"}, "INVALID_CONTEXT_NAME"},
 		{"run in an unknown context", "run_code", map[string]any{"context_id": "nothing", "code": "1"}, "CONTEXT_NOT_FOUND"},
 		{"send without code", "send_to_session", map[string]any{"session_id": "sess_none"}, "INVALID_PARAMS"},
