@@ -78,6 +78,9 @@ func makeRoot() (string, error) {
 		dir := p + strconv.Itoa(os.Getpid())
 		err := os.MkdirAll(dir, 0o711)
 		if err == nil {
+			err = ownDir(dir)
+		}
+		if err == nil {
 			err = os.Chmod(dir, 0o711)
 		}
 		if err == nil {
@@ -86,6 +89,20 @@ func makeRoot() (string, error) {
 		errs = append(errs, err)
 	}
 	return "", errors.Join(errs...)
+}
+
+// ownDir refuses a staging root that is not a real directory of this
+// server's user: in the shared temp directory another account could have
+// made the name first, or a link there.
+func ownDir(dir string) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%s is not a directory of uid %d (made by another account?)", dir, os.Geteuid())
+	}
+	return nil
 }
 
 // Release drops a reference taken by Acquire; the last one unmounts and
