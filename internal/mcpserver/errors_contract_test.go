@@ -3,8 +3,6 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,9 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/codexec/codexec/internal/app"
-	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
+	"github.com/codexec/codexec/internal/mcpserver/tooltest"
 )
 
 // contractCall is one failing call of a tool and the code it must get.
@@ -100,20 +97,8 @@ var contractRows = map[string]contractRow{
 // invalid argument and one the tool refuses, and checks that each failure
 // has the one shape of docs/errors.md. A tool without a row fails the test.
 func TestErrorContract(t *testing.T) {
-	dir := t.TempDir()
-	cfg := config.Defaults(dir)
-	cfg.SandboxMode = config.ModeSubprocess
-	up := filepath.Join(dir, "upstreams.json")
-	if err := os.WriteFile(up, []byte(`{"mcpServers":{"idle":{"command":"true"}}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg.CodeMode.Upstreams = up
-	a, err := app.Build(context.Background(), cfg, app.HostEnv{Home: dir, Path: os.Getenv("PATH"), Cwd: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	cs := connectClient(t, a.Server.MCP())
+	s := newFakeServer(t, fakeOptions{upstreams: true})
+	cs := tooltest.Connect(t, s.MCP())
 	ctx := context.Background()
 	list, err := cs.ListTools(ctx, nil)
 	if err != nil {
@@ -196,37 +181,12 @@ func checkErrorShape(t *testing.T, kind string, tl *mcp.Tool, res *mcp.CallToolR
 	}
 }
 
-// connectClient connects a go-sdk client to srv over in-memory transports.
-func connectClient(t *testing.T, srv *mcp.Server) *mcp.ClientSession {
-	t.Helper()
-	ct, st := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
-}
-
 // TestShutdownRefusalShape: a call that arrives after Shutdown began is
 // refused as SERVER_NOT_READY in the tool's own error shape (execute_code's
 // setup_error result for execute_code).
 func TestShutdownRefusalShape(t *testing.T) {
-	dir := t.TempDir()
-	cfg := config.Defaults(dir)
-	cfg.SandboxMode = config.ModeSubprocess
-	a, err := app.Build(context.Background(), cfg, app.HostEnv{Home: dir, Path: os.Getenv("PATH"), Cwd: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	cs := connectClient(t, a.Server.MCP())
+	s := newFakeServer(t, fakeOptions{})
+	cs := tooltest.Connect(t, s.MCP())
 	ctx := context.Background()
 	list, err := cs.ListTools(ctx, nil)
 	if err != nil {
@@ -236,7 +196,7 @@ func TestShutdownRefusalShape(t *testing.T) {
 	for _, tl := range list.Tools {
 		tools[tl.Name] = tl
 	}
-	a.Server.Shutdown(ctx, 0)
+	s.Shutdown(ctx, 0)
 	for name, args := range map[string]any{
 		"execute_code":  map[string]any{"language": "python", "code": "print(1)"},
 		"list_sessions": map[string]any{},

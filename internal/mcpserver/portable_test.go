@@ -1,18 +1,14 @@
 package mcpserver_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/codexec/codexec/internal/app"
 	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/mcpserver"
 )
@@ -29,22 +25,9 @@ import (
 //   - every schema has a type, or is anyOf/oneOf of schemas that do;
 //   - every object schema has "properties".
 func TestToolSchemasPortable(t *testing.T) {
-	dir := t.TempDir()
-	upstreams := filepath.Join(dir, "upstreams.json")
-	if err := os.WriteFile(upstreams, []byte(`{"mcpServers": {}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Defaults(dir)
-	cfg.SandboxMode = config.ModeSubprocess
-	cfg.Toolsets = mcpserver.Toolsets
-	cfg.CodeMode.Upstreams = upstreams
-	a, err := app.Build(context.Background(), cfg, app.HostEnv{Home: dir, Path: os.Getenv("PATH"), Cwd: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	s := newFakeServer(t, fakeOptions{upstreams: true, tweak: func(c *config.Config) { c.Toolsets = mcpserver.Toolsets }})
 	var tools []map[string]any
-	if err := json.Unmarshal(listTools(t, a.Server), &tools); err != nil {
+	if err := json.Unmarshal(listTools(t, s.Server), &tools); err != nil {
 		t.Fatal(err)
 	}
 	var names []string

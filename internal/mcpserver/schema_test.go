@@ -11,8 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/codexec/codexec/internal/app"
-	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/mcpserver"
 )
 
@@ -22,15 +20,9 @@ var update = flag.Bool("update", false, "rewrite testdata/tools.json")
 // compares names, annotations and schemas with testdata/tools.json, so a
 // schema change shows up in review. Run with -update to accept a change.
 func TestToolSchemasSnapshot(t *testing.T) {
-	dir := t.TempDir()
-	cfg := config.Defaults(dir)
-	cfg.SandboxMode = config.ModeSubprocess // annotations must not depend on the host
-	a, err := app.Build(context.Background(), cfg, app.HostEnv{Home: dir, Path: os.Getenv("PATH"), Cwd: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	got := listTools(t, a.Server)
+	// Annotations must not depend on the host: the fake server reports what
+	// subprocess mode does.
+	got := listTools(t, newFakeServer(t, fakeOptions{}).Server)
 	path := filepath.Join("testdata", "tools.json")
 	if *update {
 		if err := os.WriteFile(path, got, 0o644); err != nil {
@@ -51,16 +43,8 @@ func TestToolSchemasSnapshot(t *testing.T) {
 // tool without its output schema), mcpserver.WireBudget for all of it
 // (compact JSON of the tools array, every toolset on).
 func TestToolSurfaceBudget(t *testing.T) {
-	dir := t.TempDir()
-	cfg := config.Defaults(dir)
-	cfg.SandboxMode = config.ModeSubprocess
-	a, err := app.Build(context.Background(), cfg, app.HostEnv{Home: dir, Path: os.Getenv("PATH"), Cwd: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
 	var tools []map[string]json.RawMessage
-	if err := json.Unmarshal(listTools(t, a.Server), &tools); err != nil {
+	if err := json.Unmarshal(listTools(t, newFakeServer(t, fakeOptions{}).Server), &tools); err != nil {
 		t.Fatal(err)
 	}
 	wire, model := 2, 2 // the array's brackets
