@@ -1,20 +1,16 @@
 package mcpserver_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/codexec/codexec/internal/app"
-	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/mcpserver"
 )
 
@@ -51,15 +47,8 @@ func post(t *testing.T, method, url, sessionID, body string) (int, string, int) 
 // so with it the only one an initialize is refused with 429 and -32000
 // naming the setting, until the stream ends; a DELETE frees the slot.
 func TestHTTPSessionCap(t *testing.T) {
-	dir := t.TempDir()
-	cfg := config.Defaults(dir)
-	cfg.SandboxMode = config.ModeSubprocess
-	a, err := app.Build(context.Background(), cfg, app.HostEnv{Home: dir, Path: os.Getenv("PATH"), Cwd: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Close)
-	srv := httptest.NewServer(a.Server.HTTPHandler(mcpserver.HTTPOptions{MaxSessionsPerPrincipal: 1}))
+	s := newFakeServer(t, fakeOptions{})
+	srv := httptest.NewServer(s.HTTPHandler(mcpserver.HTTPOptions{MaxSessionsPerPrincipal: 1}))
 	t.Cleanup(srv.Close)
 
 	type step struct{ Status, Code int }
@@ -72,7 +61,7 @@ func TestHTTPSessionCap(t *testing.T) {
 	do("POST", "", `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 	first := do("POST", "", initBody)
 	second := do("POST", "", initBody)
-	if n := a.Server.LiveSessions(); n != 1 {
+	if n := s.LiveSessions(); n != 1 {
 		t.Errorf("%d MCP sessions live after the second initialize closed the first, want 1", n)
 	}
 	do("POST", first, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,10 @@ import (
 
 	"github.com/codexec/codexec/internal/app"
 	"github.com/codexec/codexec/internal/config"
+	"github.com/codexec/codexec/internal/mcpserver"
+	"github.com/codexec/codexec/internal/mcpserver/tooltest"
+	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/sandbox/sandboxfake"
 	"github.com/codexec/codexec/internal/tenant"
 )
 
@@ -23,13 +28,19 @@ import (
 // own tenancy middleware and stores are what is tested.
 type tenants struct {
 	t          *testing.T
-	a          *app.App
+	srv        *mcpserver.Server
 	mu         sync.Mutex
 	principals map[*mcp.ServerSession]string
 }
 
+// newTenants is tenants over the whole app in subprocess mode: for the
+// tests whose point is state kept by real interpreters (sessions). Without
+// python3 on PATH they skip.
 func newTenants(t *testing.T, tweak func(*config.Config)) *tenants {
 	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("needs python3 on PATH: this test keeps state in real interpreter sessions")
+	}
 	dir := t.TempDir()
 	cfg := config.Defaults(dir)
 	cfg.SandboxMode = config.ModeSubprocess
@@ -42,8 +53,20 @@ func newTenants(t *testing.T, tweak func(*config.Config)) *tenants {
 		t.Fatal(err)
 	}
 	t.Cleanup(a.Close)
-	ts := &tenants{t: t, a: a, principals: map[*mcp.ServerSession]string{}}
-	a.Server.MCP().AddReceivingMiddleware(ts.stamp)
+	return stampTenants(t, a.Server)
+}
+
+// fakeTenants is tenants over a fakeServer (nothing runs).
+func fakeTenants(t *testing.T, o fakeOptions) (*tenants, *fakeServer) {
+	t.Helper()
+	s := newFakeServer(t, o)
+	return stampTenants(t, s.Server), s
+}
+
+// stampTenants makes srv's clients act as the principals client names.
+func stampTenants(t *testing.T, srv *mcpserver.Server) *tenants {
+	ts := &tenants{t: t, srv: srv, principals: map[*mcp.ServerSession]string{}}
+	srv.MCP().AddReceivingMiddleware(ts.stamp)
 	return ts
 }
 
@@ -71,7 +94,7 @@ func (ts *tenants) clientWith(principal string, opts *mcp.ClientOptions) *caller
 	ts.t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
-	ss, err := ts.a.Server.MCP().Connect(ctx, st, nil)
+	ss, err := ts.srv.MCP().Connect(ctx, st, nil)
 	if err != nil {
 		ts.t.Fatal(err)
 	}
@@ -244,8 +267,8 @@ func TestPrincipalsAreIsolated(t *testing.T) {
 // library root (libraries from before tenants still work) while another
 // principal's live below .tenants/.
 func TestLocalKeepsLegacyLayout(t *testing.T) {
-	var root string
-	ts := newTenants(t, func(c *config.Config) { root = c.ScriptsDir })
+	ts, s := fakeTenants(t, fakeOptions{})
+	root := s.cfg.ScriptsDir
 	ts.client("").ok("save_script", map[string]any{"name": "mine", "language": "bash", "code": "echo"})
 	ts.client("carol").ok("save_script", map[string]any{"name": "theirs", "language": "bash", "code": "echo"})
 	if _, err := os.Stat(root + "/mine/script.sh"); err != nil {
@@ -275,10 +298,10 @@ func TestSessionQuotaPerPrincipal(t *testing.T) {
 // concurrent execution waits CODEXEC_QUEUE_WAIT_MS and then gets a busy
 // error, while another principal runs at once.
 func TestExecutionQuotaBusy(t *testing.T) {
-	// The queue wait must outlast a cancelled run's teardown on a loaded
-	// machine: the last call below queues behind it.
-	const wait = 1500 * time.Millisecond
-	ts := newTenants(t, func(c *config.Config) { c.MaxConcurrent, c.QueueWait = 1, wait })
+	// The queue wait must outlast a cancelled run's teardown: the last call
+	// below queues behind it.
+	const wait = 500 * time.Millisecond
+	ts, _ := fakeTenants(t, fakeOptions{script: echoes, tweak: func(c *config.Config) { c.MaxConcurrent, c.QueueWait = 1, wait }})
 	up := make(chan struct{}, 1)
 	alice := ts.clientWith("alice", &mcp.ClientOptions{ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
 		select {
@@ -322,4 +345,21 @@ func TestExecutionQuotaBusy(t *testing.T) {
 	if got := alice.ok("execute_code", map[string]any{"language": "bash", "code": "echo again"})["stdout"]; got != "again\n" {
 		t.Errorf("alice's run after the cancel printed %q", got)
 	}
+}
+
+// echoes is a script that answers a bash program as its echo lines would
+// (each prints its words), and runs until cancelled when the program
+// sleeps: enough of bash for the quota tests, with nothing executed.
+func echoes(spec sandbox.Spec) sandboxfake.Outcome {
+	var o sandboxfake.Outcome
+	for _, cmd := range strings.FieldsFunc(tooltest.Program(spec), func(r rune) bool { return r == '\n' || r == ';' }) {
+		cmd = strings.TrimSpace(cmd)
+		if words, ok := strings.CutPrefix(cmd, "echo "); ok {
+			o.Stdout += words + "\n"
+		}
+		if strings.HasPrefix(cmd, "sleep ") {
+			o.Duration = time.Hour
+		}
+	}
+	return o
 }

@@ -10,6 +10,9 @@ package tooltest
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +22,7 @@ import (
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runtime"
+	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/sandbox/sandboxfake"
 )
 
@@ -149,4 +153,27 @@ func FailureOf(res *mcp.CallToolResult) Failure {
 	}
 	_ = json.Unmarshal([]byte(Text(res)), &obj)
 	return Failure{IsError: res.IsError, Code: obj.Code, Message: obj.Error}
+}
+
+// Program is the source a run was started with, as a script sees it in
+// its spec: the code of an interpreter's -c argument, or else the files of
+// the program directory its arguments name (sandbox.ProgramPath), joined.
+// Scripts use it to answer by the code a call sent; it is "" for a run
+// with neither.
+func Program(spec sandbox.Spec) string {
+	if i := slices.Index(spec.Argv, "-c"); i >= 0 && i+1 < len(spec.Argv) {
+		return spec.Argv[i+1]
+	}
+	var b strings.Builder
+	for _, arg := range spec.Argv {
+		rel, ok := strings.CutPrefix(arg, sandbox.ProgramPath+"/")
+		if !ok || spec.ProgramDir == "" {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(spec.ProgramDir, filepath.FromSlash(rel)))
+		if err == nil {
+			b.Write(data)
+		}
+	}
+	return b.String()
 }
