@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -60,8 +61,11 @@ func serveLogs(t *testing.T, dbPath string) *history {
 }
 
 // run executes code through the engine, which logs it, and returns its id.
+// Runs start at least 2 ms apart: the log keeps start times to the
+// millisecond, and "newest first" orders by them.
 func (h *history) run(t *testing.T, lang, code string) string {
 	t.Helper()
+	time.Sleep(2 * time.Millisecond)
 	res, err := h.engine.Execute(context.Background(), engine.Request{Language: lang, Code: code, Tool: "execute_code"})
 	if err != nil {
 		t.Fatal(err)
