@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/mcpserver"
+	"github.com/codexec/codexec/internal/mcpserver/tooltest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/tools.json")
@@ -82,21 +82,10 @@ func toolName(raw json.RawMessage) string {
 	return v.Name
 }
 
+// listTools is s's tools/list as a client reads it, indented JSON.
 func listTools(t *testing.T, s *mcpserver.Server) []byte {
 	t.Helper()
-	ct, st := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := s.MCP().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	res, err := cs.ListTools(ctx, nil)
+	res, err := tooltest.Connect(t, s.MCP()).ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

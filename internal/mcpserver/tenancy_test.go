@@ -132,7 +132,7 @@ func (c *caller) ok(tool string, args map[string]any) map[string]any {
 	c.t.Helper()
 	res := c.call(tool, args)
 	if res.IsError {
-		c.t.Fatalf("%s %s: tool error %s", c.name, tool, textOf(res))
+		c.t.Fatalf("%s %s: tool error %s", c.name, tool, tooltest.Text(res))
 	}
 	b, _ := json.Marshal(res.StructuredContent)
 	var out map[string]any
@@ -145,19 +145,9 @@ func (c *caller) refused(tool string, args map[string]any) string {
 	c.t.Helper()
 	res := c.call(tool, args)
 	if !res.IsError {
-		c.t.Errorf("%s %s %v: not refused: %s", c.name, tool, args, textOf(res))
+		c.t.Errorf("%s %s %v: not refused: %s", c.name, tool, args, tooltest.Text(res))
 	}
-	return textOf(res)
-}
-
-func textOf(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
+	return tooltest.Text(res)
 }
 
 // TestPrincipalsAreIsolated: what alice creates, bob (another token) and the

@@ -18,6 +18,7 @@ import (
 	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/mcpserver"
 	"github.com/codexec/codexec/internal/mcpserver/packagetools"
+	"github.com/codexec/codexec/internal/mcpserver/tooltest"
 	"github.com/codexec/codexec/internal/packages"
 	"github.com/codexec/codexec/internal/packages/packagestest"
 )
@@ -62,7 +63,7 @@ func TestInstallPackageIntoSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := connectForPackages(t, srv, nil)
+	cs := tooltest.Connect(t, srv.MCP())
 	call := func(args map[string]any) *mcp.CallToolResult {
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "install_package", Arguments: args})
 		if err != nil {
@@ -97,23 +98,6 @@ func TestInstallPackageIntoSession(t *testing.T) {
 	}
 }
 
-func connectForPackages(t *testing.T, srv *mcpserver.Server, opts *mcp.ClientOptions) *mcp.ClientSession {
-	t.Helper()
-	ct, st := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := srv.MCP().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
-}
-
 // TestInstallPackageStreamsProgress: with a progressToken the installer's
 // output arrives as notifications/progress, adding up to install_output.
 func TestInstallPackageStreamsProgress(t *testing.T) {
@@ -135,7 +119,7 @@ func TestInstallPackageStreamsProgress(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var streamed strings.Builder
-	cs := connectForPackages(t, srv, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+	cs := tooltest.ConnectWith(t, srv.MCP(), &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 		mu.Lock()
 		defer mu.Unlock()
 		if r.Params.ProgressToken == "inst" {

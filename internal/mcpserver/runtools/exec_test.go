@@ -2,7 +2,6 @@ package runtools_test
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -10,13 +9,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/config"
-	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/mcpserver/filetools"
 	"github.com/codexec/codexec/internal/mcpserver/runtools"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
-	"github.com/codexec/codexec/internal/output"
-	"github.com/codexec/codexec/internal/runtime"
+	"github.com/codexec/codexec/internal/mcpserver/tooltest"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/sandbox/sandboxfake"
 )
@@ -27,17 +24,7 @@ import (
 // result's rendering and schema check) runs, and nothing is executed.
 func connect(t *testing.T, script sandboxfake.Script) (*mcp.ClientSession, *sandboxfake.Backend) {
 	t.Helper()
-	b := sandboxfake.New(script, true)
-	langs := runtime.Fixed(map[string]string{runtime.Python: "/usr/bin/python3", runtime.Node: "/usr/bin/node", runtime.Bash: "/bin/bash"})
-	e, err := engine.New(engine.Options{
-		SandboxDir: t.TempDir(), DefaultTimeout: 5 * time.Second, MaxTimeout: time.Minute,
-		KillGrace: 50 * time.Millisecond, Output: output.Limits{Max: 1000, Head: 400, Tail: 400},
-		BaseEnv: []string{"PATH=/usr/bin:/bin"},
-	}, engine.Deps{Backend: b, Languages: langs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
+	e, b := tooltest.FakeEngine(t, script, true)
 	store, err := files.NewDirStore(t.TempDir(), files.DirOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -48,25 +35,7 @@ func connect(t *testing.T, script sandboxfake.Script) (*mcp.ClientSession, *sand
 	r := tool.NewRegistrar(srv)
 	runtools.RegisterExec(r, runtools.Deps{Engine: e, Files: fs, Isolated: true})
 	fs.Register(r)
-	return clientOf(t, srv), b
-}
-
-// clientOf connects an in-memory client to srv for the test's duration.
-func clientOf(t *testing.T, srv *mcp.Server) *mcp.ClientSession {
-	t.Helper()
-	ct, st := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "0"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
+	return tooltest.Connect(t, srv), b
 }
 
 // execOut is the part of execute_code's structured result these tests pin.
@@ -121,38 +90,16 @@ func TestExecuteCodeThroughMCP(t *testing.T) {
 				t.Fatalf("call: %v", err)
 			}
 			if res.IsError != tc.wantError {
-				t.Errorf("isError %v, want %v; content %s", res.IsError, tc.wantError, text(res))
+				t.Errorf("isError %v, want %v; content %s", res.IsError, tc.wantError, tooltest.Text(res))
 			}
 			var got execOut
-			if err := remarshal(res.StructuredContent, &got); err != nil {
-				t.Fatalf("structured content: %v", err)
-			}
+			tooltest.Decode(t, res, &got)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("result (-want +got)\n%s\ncontent %s", diff, text(res))
+				t.Errorf("result (-want +got)\n%s\ncontent %s", diff, tooltest.Text(res))
 			}
 			if n := len(b.Specs()); n != tc.wantRuns {
 				t.Errorf("%d runs started, want %d", n, tc.wantRuns)
 			}
 		})
 	}
-}
-
-// remarshal decodes v (a decoded JSON value) into dst.
-func remarshal(v any, dst any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, dst)
-}
-
-// text is a result's text content, for failure messages.
-func text(res *mcp.CallToolResult) string {
-	var s string
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			s += tc.Text
-		}
-	}
-	return s
 }

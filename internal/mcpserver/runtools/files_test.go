@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codexec/codexec/internal/mcpserver/tooltest"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/sandbox/sandboxfake"
 )
@@ -29,13 +30,13 @@ func TestStagedUploadReachesTheRun(t *testing.T) {
 	ctx := context.Background()
 	up, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "upload_file", Arguments: map[string]any{"path": "input.csv", "content": "a,b\n1,2\n"}})
 	if err != nil || up.IsError {
-		t.Fatalf("upload_file: %v %s", err, text(up))
+		t.Fatalf("upload_file: %v %s", err, tooltest.Text(up))
 	}
 	var staged struct {
 		UploadID string `json:"upload_id"`
 	}
-	if err := remarshal(up.StructuredContent, &staged); err != nil || staged.UploadID == "" {
-		t.Fatalf("upload_file gave no upload_id (%v): %s", err, text(up))
+	if tooltest.Decode(t, up, &staged); staged.UploadID == "" {
+		t.Fatalf("upload_file gave no upload_id: %s", tooltest.Text(up))
 	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_code",
 		Arguments: map[string]any{"language": "bash", "code": "cat input.csv", "files": []string{staged.UploadID}}})
@@ -43,11 +44,9 @@ func TestStagedUploadReachesTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got execOut
-	if err := remarshal(res.StructuredContent, &got); err != nil {
-		t.Fatal(err)
-	}
+	tooltest.Decode(t, res, &got)
 	if got.Status != "success" || got.Stdout != "a,b\n1,2\n" {
-		t.Errorf("status %s stdout %q: want the uploaded file's content; content %s", got.Status, got.Stdout, text(res))
+		t.Errorf("status %s stdout %q: want the uploaded file's content; content %s", got.Status, got.Stdout, tooltest.Text(res))
 	}
 }
 
@@ -61,11 +60,9 @@ func TestUnknownUploadRunsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got execOut
-	if err := remarshal(res.StructuredContent, &got); err != nil {
-		t.Fatal(err)
-	}
+	tooltest.Decode(t, res, &got)
 	if !res.IsError || got.Code != "FILE_NOT_FOUND" {
-		t.Errorf("isError %v code %q: want FILE_NOT_FOUND; content %s", res.IsError, got.Code, text(res))
+		t.Errorf("isError %v code %q: want FILE_NOT_FOUND; content %s", res.IsError, got.Code, tooltest.Text(res))
 	}
 	if n := len(b.Specs()); n != 0 {
 		t.Errorf("%d runs started, want none", n)

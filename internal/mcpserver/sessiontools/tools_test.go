@@ -4,17 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/mcpserver/filetools"
 	"github.com/codexec/codexec/internal/mcpserver/sessiontools"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
-	"github.com/codexec/codexec/internal/output"
-	"github.com/codexec/codexec/internal/runtime"
+	"github.com/codexec/codexec/internal/mcpserver/tooltest"
 	"github.com/codexec/codexec/internal/sandbox/sandboxfake"
 	"github.com/codexec/codexec/internal/session"
 )
@@ -25,35 +22,15 @@ import (
 // answer before one would start: refusals and listings.
 func connect(t *testing.T) (*mcp.ClientSession, *sandboxfake.Backend) {
 	t.Helper()
-	b := sandboxfake.New(sandboxfake.Echo(""), true)
-	langs := runtime.Fixed(map[string]string{runtime.Python: "/usr/bin/python3", runtime.Node: "/usr/bin/node"})
-	e, err := engine.New(engine.Options{
-		SandboxDir: t.TempDir(), DefaultTimeout: 5 * time.Second, MaxTimeout: time.Minute,
-		KillGrace: 50 * time.Millisecond, Output: output.Limits{Max: 1000, Head: 400, Tail: 400},
-	}, engine.Deps{Backend: b, Languages: langs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	m := session.NewManager(session.Deps{Engine: e, Languages: langs}, session.Options{})
+	e, b := tooltest.FakeEngine(t, sandboxfake.Echo(""), true)
+	m := session.NewManager(session.Deps{Engine: e, Languages: tooltest.Languages()}, session.Options{})
 	t.Cleanup(m.Close)
 	srv := mcp.NewServer(&mcp.Implementation{Name: "sessiontools-test", Version: "0"}, nil)
 	r := tool.NewRegistrar(srv)
 	d := sessiontools.Deps{Sessions: m, Engine: e, Files: filetools.New(filetools.Deps{}), Isolated: true}
 	sessiontools.RegisterSessions(r, d)
 	sessiontools.RegisterContexts(r, d)
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "0"}, nil).Connect(context.Background(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs, b
+	return tooltest.Connect(t, srv), b
 }
 
 // TestSessionToolsRefuse: calls naming no live session, or a language
@@ -75,18 +52,9 @@ func TestSessionToolsRefuse(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs, b := connect(t)
-			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tc.tool, Arguments: tc.args})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got struct {
-				Code string `json:"code"`
-			}
-			if err := remarshal(res.StructuredContent, &got); err != nil {
-				t.Fatal(err)
-			}
-			if !res.IsError || got.Code != tc.wantCode {
-				t.Errorf("isError %v code %q, want %s; content %v", res.IsError, got.Code, tc.wantCode, res.Content)
+			got := tooltest.FailureOf(tooltest.Call(t, cs, tc.tool, tc.args))
+			if !got.IsError || got.Code != tc.wantCode {
+				t.Errorf("got %+v, want an isError %s", got, tc.wantCode)
 			}
 			if n := len(b.Specs()); n != 0 {
 				t.Errorf("%d runs started, want none", n)
@@ -111,13 +79,4 @@ func TestListSessionsEmpty(t *testing.T) {
 	if diff := cmp.Diff(`[]`, string(got["sessions"])); diff != "" {
 		t.Errorf("sessions (-want +got)\n%s\nwhole result %s", diff, b)
 	}
-}
-
-// remarshal decodes v (a decoded JSON value) into dst.
-func remarshal(v any, dst any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, dst)
 }
