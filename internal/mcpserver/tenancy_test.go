@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/mcpserver"
 	"github.com/codexec/codexec/internal/mcpserver/tooltest"
+	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/sandbox/sandboxfake"
 	"github.com/codexec/codexec/internal/tenant"
@@ -35,11 +35,11 @@ type tenants struct {
 
 // newTenants is tenants over the whole app in subprocess mode: for the
 // tests whose point is state kept by real interpreters (sessions). Without
-// python3 on PATH they skip.
+// a python3 (where the server looks for one) they skip.
 func newTenants(t *testing.T, tweak func(*config.Config)) *tenants {
 	t.Helper()
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("needs python3 on PATH: this test keeps state in real interpreter sessions")
+	if py := runtime.Discover(context.Background(), runtime.Overrides{}, os.Getenv("PATH")).Get(runtime.Python); py.Err != nil {
+		t.Skipf("needs a python3 (%v): this test keeps state in real interpreter sessions", py.Err)
 	}
 	dir := t.TempDir()
 	cfg := config.Defaults(dir)
