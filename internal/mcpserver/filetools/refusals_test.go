@@ -2,13 +2,18 @@ package filetools_test
 
 import (
 	"context"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codexec/codexec/internal/config"
+	"github.com/codexec/codexec/internal/files"
+	"github.com/codexec/codexec/internal/mcpserver/filetools"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/mcpserver/tooltest"
 )
@@ -86,5 +91,30 @@ func TestStagedUploadsAreSeparate(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"one", "two"}, got); diff != "" || ids[0] == ids[1] {
 		t.Errorf("uploads %v (-want +got)\n%s", ids, diff)
+	}
+}
+
+// TestBrokenStoreIsInternal: an upload the server cannot store (its store
+// directory was replaced by a file) is the server's failure, answered as
+// INTERNAL_ERROR, never blamed on the caller's arguments.
+func TestBrokenStoreIsInternal(t *testing.T) {
+	dir := t.TempDir()
+	store, err := files.NewDirStore(dir, files.DirOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "filetools-test", Version: "0"}, nil)
+	filetools.New(filetools.Deps{Config: config.Config{MaxUploadBytes: maxUpload}, Files: store}).Register(tool.NewRegistrar(srv))
+	cs := tooltest.Connect(t, srv)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := tooltest.FailureOf(tooltest.Call(t, cs, "upload_file", map[string]any{"path": "a.txt", "content": "x"}))
+	if !got.IsError || got.Code != tool.CodeInternal {
+		t.Errorf("got %+v, want an isError %s", got, tool.CodeInternal)
 	}
 }

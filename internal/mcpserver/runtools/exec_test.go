@@ -2,6 +2,8 @@ package runtools_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,5 +103,25 @@ func TestExecuteCodeThroughMCP(t *testing.T) {
 				t.Errorf("%d runs started, want %d", n, tc.wantRuns)
 			}
 		})
+	}
+}
+
+// TestStartFailureIsAResult: when the sandbox cannot start the program,
+// execute_code answers a normal result (isError false) with status
+// setup_error and the backend's reason, as for any run that did not
+// happen; no exit code is invented.
+func TestStartFailureIsAResult(t *testing.T) {
+	cs, b := connect(t, func(sandbox.Spec) sandboxfake.Outcome {
+		return sandboxfake.Outcome{StartErr: errors.New("clone: no more pids")}
+	})
+	res := tooltest.Call(t, cs, "execute_code", map[string]any{"language": "python", "code": "1"})
+	var got struct {
+		execOut
+		ErrorMessage string `json:"error_message"`
+	}
+	tooltest.Decode(t, res, &got)
+	want := []any{false, "setup_error", (*int)(nil), true, 1}
+	if diff := cmp.Diff(want, []any{res.IsError, got.Status, got.ExitCode, strings.Contains(got.ErrorMessage, "no more pids"), len(b.Specs())}); diff != "" {
+		t.Errorf("[isError status exit_code names-the-reason runs] (-want +got)\n%s\n%s", diff, tooltest.Text(res))
 	}
 }
