@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
@@ -25,9 +26,9 @@ import (
 
 // fakeServer is an mcpserver.Server over in-memory parts: an engine on the
 // fake sandbox backend (nothing runs, no interpreter is needed), a session
-// manager on it, a directory file store, a script library, an execution
-// log with its index, background runs and a package installer that is
-// never asked to install. It reports what subprocess mode reports (not
+// manager on it, a directory file store keeping the files runs create, a
+// script library, an execution log with its index, background runs and a
+// package installer that is never asked to install. It reports what subprocess mode reports (not
 // isolated), so tools/list is what a default server lists.
 type fakeServer struct {
 	*mcpserver.Server
@@ -62,8 +63,10 @@ func newFakeServer(t testing.TB, o fakeOptions) *fakeServer {
 	b := sandboxfake.New(o.script, false)
 	deps := mcpserver.Deps{Config: cfg, Isolated: b.Isolated(), Limiter: limiter(cfg)}
 	deps.ExecLog = openLog(t, cfg.LogDir)
-	deps.Engine = tooltest.EngineWith(t, engine.Deps{Backend: b, Languages: tooltest.Languages(), Log: deps.ExecLog}, fakeEngineOptions(cfg))
 	deps.Files = dirStore(t, filepath.Join(cfg.DataDir, "artifacts"))
+	opts := fakeEngineOptions(cfg)
+	opts.AfterRun = keepArtifacts(deps.Files)
+	deps.Engine = tooltest.EngineWith(t, engine.Deps{Backend: b, Languages: tooltest.Languages(), Log: deps.ExecLog}, opts)
 	deps.Sessions = newSessions(t, cfg, deps.Engine, deps.ExecLog)
 	deps.SessionPackages = deps.Sessions
 	deps.Packages = packages.New(packages.Options{GlobalRoot: cfg.PackagesDir, Env: []string{"PATH=/nonexistent"}})
@@ -91,6 +94,16 @@ func fakeEngineOptions(cfg config.Config) engine.Options {
 		SandboxDir: cfg.SandboxDir, DefaultTimeout: cfg.DefaultTimeout, MaxTimeout: cfg.MaxTimeout, KillGrace: cfg.KillGrace,
 		Output:  output.Limits{Max: cfg.MaxOutputChars, Head: cfg.TruncationHead, Tail: cfg.TruncationTail},
 		BaseEnv: []string{"PATH=/usr/bin:/bin"},
+	}
+}
+
+// keepArtifacts keeps the files each logged run created in store, under
+// its execution id, as the server does.
+func keepArtifacts(store files.Store) func(context.Context, *files.Root, *engine.Result) {
+	return func(ctx context.Context, root *files.Root, res *engine.Result) {
+		if len(res.Artifacts) > 0 {
+			_, _ = store.Keep(ctx, res.ExecutionID, root, res.Artifacts)
+		}
 	}
 }
 

@@ -150,6 +150,23 @@ func (c *caller) refused(tool string, args map[string]any) string {
 	return tooltest.Text(res)
 }
 
+// sameAsUnknown checks that c's call of tool naming another principal's id
+// (argument key, with extra arguments) is refused word for word as the
+// same call naming ghost, an id that never existed: ids are no oracle.
+func (c *caller) sameAsUnknown(tool, key, id, ghost string, extra map[string]any) {
+	c.t.Helper()
+	args := map[string]any{key: id}
+	ghostArgs := map[string]any{key: ghost}
+	for k, v := range extra {
+		args[k], ghostArgs[k] = v, v
+	}
+	got := c.refused(tool, args)
+	want := strings.ReplaceAll(c.refused(tool, ghostArgs), ghost, id)
+	if got != want {
+		c.t.Errorf("%s on another's %s differs from an unknown id:\n got %s\nwant %s", tool, id, got, want)
+	}
+}
+
 // TestPrincipalsAreIsolated: what alice creates, bob (another token) and the
 // local stdio principal can neither use, list, stop nor search — and the
 // refusal is word for word the one for an id that never existed, so ids are
@@ -171,16 +188,7 @@ func TestPrincipalsAreIsolated(t *testing.T) {
 			other.t = t
 			sameAsUnknown := func(tool, key, id, ghost string, extra map[string]any) {
 				t.Helper()
-				args := map[string]any{key: id}
-				ghostArgs := map[string]any{key: ghost}
-				for k, v := range extra {
-					args[k], ghostArgs[k] = v, v
-				}
-				got := other.refused(tool, args)
-				want := strings.ReplaceAll(other.refused(tool, ghostArgs), ghost, id)
-				if got != want {
-					t.Errorf("%s on another's %s differs from an unknown id:\n got %s\nwant %s", tool, id, got, want)
-				}
+				other.sameAsUnknown(tool, key, id, ghost, extra)
 			}
 			ghostSess := "sess_" + strings.Repeat("0", len(sid)-len("sess_"))
 			sameAsUnknown("send_to_session", "session_id", sid, ghostSess, map[string]any{"code": "print(secret)"})
