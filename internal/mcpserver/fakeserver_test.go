@@ -115,6 +115,7 @@ func limiter(cfg config.Config) quota.Limiter {
 	return nil
 }
 
+// openLog opens the execution log in dir until the test ends.
 func openLog(t testing.TB, dir string) *execlog.Logger {
 	t.Helper()
 	l, err := execlog.New(dir)
@@ -137,6 +138,7 @@ func logIndex(t testing.TB, log *execlog.Logger) *logindex.Index {
 	return idx
 }
 
+// dirStore is a directory file store in dir until the test ends.
 func dirStore(t testing.TB, dir string) files.Store {
 	t.Helper()
 	s, err := files.NewDirStore(dir, files.DirOptions{})
@@ -166,6 +168,7 @@ func newSessions(t testing.TB, cfg config.Config, e *engine.Engine, log *execlog
 	return m
 }
 
+// scriptRunner runs the script library in dir on e.
 func scriptRunner(t testing.TB, dir string, e *engine.Engine) *scripts.Runner {
 	t.Helper()
 	store, err := scripts.Open(dir)
