@@ -28,8 +28,9 @@ import (
 // fake sandbox backend (nothing runs, no interpreter is needed), a session
 // manager on it, a directory file store keeping the files runs create, a
 // script library, an execution log with its index, background runs and a
-// package installer that is never asked to install. It reports what subprocess mode reports (not
-// isolated), so tools/list is what a default server lists.
+// package installer that is never asked to install. It reports what
+// subprocess mode reports (not isolated), so tools/list is what a default
+// server lists.
 type fakeServer struct {
 	*mcpserver.Server
 	backend *sandboxfake.Backend
