@@ -2,6 +2,6 @@ package mcpserver
 
 import "github.com/codexec/codexec/internal/mcpserver/tool"
 
-// ResultChecks is how the registrar treats each tool's results (for
-// result_checks_test.go).
-func (s *Server) ResultChecks() map[string]tool.ResultCheck { return s.reg.ResultChecks() }
+// Results are each tool's result type and output schema (for
+// results_fit_test.go).
+func (s *Server) Results() map[string]tool.Result { return s.reg.Results() }

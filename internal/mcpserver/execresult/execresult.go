@@ -67,9 +67,9 @@ func clean(r engine.Result) bool {
 }
 
 // OutputSchema is execute_code's output schema: engine.Result's, with
-// logs nullable. A code-mode result always carries logs ([] when none)
-// through a pointer to the slice, which the schema must admit as null for
-// Fits to prove every result fits without a per-call check.
+// logs nullable. A code-mode result carries logs ([] when none) through a
+// pointer to the slice; a pointer to a nil slice marshals as null, which
+// the schema admits rather than fail that result.
 func OutputSchema() *jsonschema.Schema {
 	s := tool.OutputSchema[engine.Result]()
 	s.Properties["logs"] = &jsonschema.Schema{AnyOf: []*jsonschema.Schema{s.Properties["logs"], {Type: "null"}}}

@@ -42,30 +42,30 @@ type Registrar struct {
 	// optional are each tool's optional arguments, which may be sent as
 	// null (nullargs.go); written while tools are added, read after.
 	optional map[string]map[string]bool
-	// checks says, per tool, whether its results are checked against its
-	// output schema (fits.go); written while tools are added.
-	checks map[string]ResultCheck
+	// results are each tool's handler result type and output schema;
+	// written while tools are added.
+	results map[string]Result
 }
 
-// ResultCheck is how Add treats one tool's results: Out is the handler's
-// result type, Schema its output schema (nil: none) and Checked whether
-// each result is validated against it, which is when Fits could not prove
-// that every value of Out fits.
-type ResultCheck struct {
-	Out     reflect.Type
-	Schema  any
-	Checked bool
+// Result is one tool's result as Add registered it: Out is the handler's
+// result type and Schema the output schema every result is checked
+// against (nil: none).
+type Result struct {
+	Out    reflect.Type
+	Schema any
 }
 
-// ResultChecks returns, by tool name, how Add treats each tool's results
-// (for the tests that hold Fits to its word).
-func (r *Registrar) ResultChecks() map[string]ResultCheck { return maps.Clone(r.checks) }
+// Results returns, by tool name, each tool's result type and output
+// schema (for the test that fills result types with random values and
+// checks them against their schemas, so a mismatch fails a test rather
+// than a client's call).
+func (r *Registrar) Results() map[string]Result { return maps.Clone(r.results) }
 
 // NewRegistrar returns the Registrar of srv, and adds to srv the middleware
 // that lets a client send an optional argument as null (nullargs.go).
 func NewRegistrar(srv *mcp.Server) *Registrar {
 	r := &Registrar{srv: srv, errShape: map[string]errShape{}, optional: map[string]map[string]bool{},
-		checks: map[string]ResultCheck{}}
+		results: map[string]Result{}}
 	srv.AddReceivingMiddleware(r.dropNullArgs)
 	return r
 }
@@ -95,9 +95,8 @@ func (r *Registrar) ErrorResultFor(name string, err error) *mcp.CallToolResult {
 // and validates the arguments itself (args.go) instead of leaving it to
 // mcp.AddTool, so an invalid argument gets the one error shape with a
 // message in plain words; the handler's result is checked against the
-// output schema as the SDK would (unless Fits proves, once here, that no
-// value of Out can fail it: fits.go), and its error becomes the call's
-// isError result (errors.go).
+// output schema on every call, as the SDK's own AddTool does, and its
+// error becomes the call's isError result (errors.go).
 //
 // Every tool returns its result as structured content, so every tool has
 // an output schema: t.OutputSchema when set, else Out's (OutputSchema:
@@ -130,12 +129,7 @@ func Add[In, Out any](r *Registrar, t *mcp.Tool, h func(context.Context, *mcp.Ca
 	shaper, _ := any(zero).(FailureShaper)
 	es := errShape{shaper: shaper, schema: outSchema}
 	r.errShape[t.Name] = es
-	check := outSchema
-	s, ok := t.OutputSchema.(*jsonschema.Schema)
-	if ok && Fits(reflect.TypeFor[Out](), s) {
-		check = nil
-	}
-	r.checks[t.Name] = ResultCheck{Out: reflect.TypeFor[Out](), Schema: t.OutputSchema, Checked: check != nil}
+	r.results[t.Name] = Result{Out: reflect.TypeFor[Out](), Schema: t.OutputSchema}
 	r.srv.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var args In
 		if err := decodeArgs(req.Params.Arguments, in, &args); err != nil {
@@ -145,7 +139,7 @@ func Add[In, Out any](r *Registrar, t *mcp.Tool, h func(context.Context, *mcp.Ca
 		if err != nil {
 			return es.result(Classify(err)), nil
 		}
-		return success(res, out, check), nil
+		return success(res, out, outSchema), nil
 	})
 }
 
