@@ -1,17 +1,14 @@
 package mcpserver_test
 
 import (
-	"context"
 	"encoding/json"
 	"math/rand/v2"
-	"os"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/codexec/codexec/internal/app"
 	"github.com/codexec/codexec/internal/config"
 	"github.com/codexec/codexec/internal/mcpserver"
 )
@@ -23,16 +20,7 @@ import (
 // result on every call, so a mismatch would reach a client as an error;
 // this finds it first.
 func TestResultsFitSchemas(t *testing.T) {
-	dir := t.TempDir()
-	cfg := config.Defaults(dir)
-	cfg.SandboxMode = config.ModeSubprocess
-	cfg.Toolsets = mcpserver.Toolsets
-	a, err := app.Build(context.Background(), cfg, app.HostEnv{Home: dir, Path: os.Getenv("PATH"), Cwd: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	results := a.Server.Results()
+	results := newFakeServer(t, fakeOptions{upstreams: true, tweak: func(c *config.Config) { c.Toolsets = mcpserver.Toolsets }}).Results()
 	for name, r := range results {
 		s, ok := r.Schema.(*jsonschema.Schema)
 		if !ok {
