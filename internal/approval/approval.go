@@ -76,6 +76,11 @@ type Refusal struct {
 func (r *Refusal) Error() string     { return r.Msg }
 func (r *Refusal) ErrorCode() string { return errcode.NotAllowed }
 
+// Refuse returns a *Refusal with outcome o and the formatted message.
+func Refuse(o Outcome, format string, args ...any) *Refusal {
+	return refusal(o, format, args...)
+}
+
 func refusal(o Outcome, format string, args ...any) *Refusal {
 	return &Refusal{Outcome: o, Msg: fmt.Sprintf(format, args...)}
 }

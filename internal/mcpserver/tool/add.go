@@ -45,6 +45,8 @@ type Registrar struct {
 	// checks says, per tool, whether its results are checked against its
 	// output schema (fits.go); written while tools are added.
 	checks map[string]ResultCheck
+	// gate runs before every handler (gate.go); nil: none.
+	gate Gate
 }
 
 // ResultCheck is how Add treats one tool's results: Out is the handler's
@@ -140,6 +142,9 @@ func Add[In, Out any](r *Registrar, t *mcp.Tool, h func(context.Context, *mcp.Ca
 		var args In
 		if err := decodeArgs(req.Params.Arguments, in, &args); err != nil {
 			return es.result(Classify(err)), nil
+		}
+		if res, done := r.passGate(ctx, req, es); done {
+			return res, nil
 		}
 		res, out, err := h(ctx, req, args)
 		if err != nil {
