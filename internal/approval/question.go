@@ -113,7 +113,7 @@ func Answer(action string, content map[string]any) error {
 		if ok, _ := content[AnswerField].(bool); ok {
 			return nil
 		}
-		return refusal(Declined, "a person was asked to approve this call and did not tick %q; nothing ran", AnswerField)
+		return refusal(Declined, "a person declined to approve this call (the form came back without %q ticked); nothing ran", AnswerField)
 	case "decline":
 		return refusal(Declined, "a person declined to approve this call; nothing ran")
 	case "cancel":
