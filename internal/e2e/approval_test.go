@@ -61,13 +61,21 @@ type asker struct {
 func (a *asker) handle(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 	a.mu.Lock()
 	a.questions = append(a.questions, req.Params.Message)
+	answer := a.answer
 	a.mu.Unlock()
 	select {
 	case <-time.After(a.delay):
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	return a.answer, nil
+	return answer, nil
+}
+
+// answerWith makes later questions get answer.
+func (a *asker) answerWith(answer *mcp.ElicitResult) {
+	a.mu.Lock()
+	a.answer = answer
+	a.mu.Unlock()
 }
 
 func (a *asker) asked() []string {
@@ -161,11 +169,7 @@ func wantRefused(t *testing.T, res *mcp.CallToolResult, want string) {
 // 2025-11-25 (the server asks during the call).
 func TestApprovalAnswered(t *testing.T) {
 	for _, protocol := range []string{"", "2025-11-25"} {
-		name := protocol
-		if name == "" {
-			name = "2026-07-28"
-		}
-		t.Run(name, func(t *testing.T) {
+		t.Run(protocolName(protocol), func(t *testing.T) {
 			for _, tc := range []struct {
 				name     string
 				answer   *mcp.ElicitResult
@@ -216,7 +220,7 @@ func TestApprovalAnswered(t *testing.T) {
 // nothing.
 func TestApprovalUnanswered(t *testing.T) {
 	for _, protocol := range []string{"", "2025-11-25"} {
-		t.Run("protocol="+protocol, func(t *testing.T) {
+		t.Run(protocolName(protocol), func(t *testing.T) {
 			root := approvalRoot(t)
 			a := &asker{answer: approve, delay: 2500 * time.Millisecond}
 			s := startApproval(t, root, protocol, &mcp.ClientOptions{ElicitationHandler: a.handle}, "CODEXEC_APPROVAL_TIMEOUT=1s")
@@ -238,7 +242,7 @@ func TestApprovalUnanswered(t *testing.T) {
 // refused with a message saying why and what to do; nothing runs.
 func TestApprovalNoElicitation(t *testing.T) {
 	for _, protocol := range []string{"", "2025-11-25"} {
-		t.Run("protocol="+protocol, func(t *testing.T) {
+		t.Run(protocolName(protocol), func(t *testing.T) {
 			root := approvalRoot(t)
 			s := startApproval(t, root, protocol, nil)
 			run := newApprovalRun(t, root)
@@ -356,5 +360,79 @@ func TestApprovalBadRules(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "CODEXEC_APPROVAL_RULES") || !strings.Contains(string(out), "code_patterns[0]") {
 		t.Errorf("start with a bad rules file: %v\n%s", err, out)
+	}
+}
+
+// protocolName names a subtest by the protocol its client asks for.
+func protocolName(protocol string) string {
+	if protocol == "" {
+		return "2026-07-28"
+	}
+	return protocol
+}
+
+// TestApprovalEveryRunningTool: under CODEXEC_APPROVAL=always every tool
+// that runs code or a program asks first, shows what it would run (the
+// saved code of run_script, not only its name), and runs nothing when
+// declined; tools that run nothing are not asked about.
+func TestApprovalEveryRunningTool(t *testing.T) {
+	sameInEveryMode(t, "refused calls run nothing in any mode; the setup calls are not gated")
+	root := approvalRoot(t)
+	a := &asker{answer: decline}
+	s := startApproval(t, root, "", &mcp.ClientOptions{ElicitationHandler: a.handle}, "ALLOWED_COMMANDS=echo")
+	var sess, ctxOut struct {
+		SessionID string `json:"session_id"`
+		ContextID string `json:"context_id"`
+	}
+	if res := s.callInto("start_session", map[string]any{"language": "python"}, &sess); res.IsError {
+		t.Fatalf("start_session: %s", text(res))
+	}
+	if res := s.callInto("create_context", map[string]any{"name": "gate"}, &ctxOut); res.IsError {
+		t.Fatalf("create_context: %s", text(res))
+	}
+	if res := s.call("save_script", map[string]any{"name": "gated", "language": "python", "code": "print('saved code 42')"}); res.IsError {
+		t.Fatalf("save_script: %s", text(res))
+	}
+	for _, tc := range []struct {
+		tool  string
+		args  map[string]any
+		shown string
+	}{
+		{"execute_code", map[string]any{"language": "bash", "code": "echo from-execute-code"}, "echo from-execute-code"},
+		{"send_to_session", map[string]any{"session_id": sess.SessionID, "code": "x = 'from-session'"}, "x = 'from-session'"},
+		{"run_code", map[string]any{"context_id": ctxOut.ContextID, "code": "y = 'from-context'"}, "y = 'from-context'"},
+		{"run_script", map[string]any{"name": "gated", "args": []string{"a1"}}, "print('saved code 42')"},
+		{"execute_command", map[string]any{"command": "echo from-command"}, "Command:\necho from-command"},
+		{"execute_process", map[string]any{"file": "echo", "args": []string{"from-process"}}, "Program: echo"},
+		{"install_package", map[string]any{"language": "python", "package": "left-pad-nonexistent"}, "Package: left-pad-nonexistent"},
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			before := len(a.asked())
+			wantRefused(t, s.call(tc.tool, tc.args), "declined")
+			q := a.asked()
+			if len(q) != before+1 || !strings.Contains(q[len(q)-1], tc.shown) {
+				t.Errorf("questions %q: want one more showing %q", q[before:], tc.shown)
+			}
+		})
+	}
+	// The one approved run is the only one the history has.
+	a.answerWith(approve)
+	if r := decodeExec(t, s.call("execute_code", map[string]any{"language": "bash", "code": "echo from-approved"})); r.Stdout != "from-approved\n" {
+		t.Errorf("approved run: %+v", r)
+	}
+	want := []string{"execute_code declined", "send_to_session declined", "run_code declined", "run_script declined",
+		"execute_command declined", "execute_process declined", "install_package declined", "execute_code approved"}
+	if diff := cmp.Diff(want, decisions(t, s)); diff != "" {
+		t.Errorf("logged decisions (-want +got):\n%s", diff)
+	}
+	var logs struct {
+		Total   int `json:"total_count"`
+		Results []struct {
+			Code string `json:"code_preview"`
+		} `json:"results"`
+	}
+	s.callInto("search_execution_logs", map[string]any{"query": "from"}, &logs)
+	if logs.Total != 1 || len(logs.Results) != 1 || !strings.Contains(logs.Results[0].Code, "from-approved") {
+		t.Errorf("search_execution_logs: %+v, want the approved run only", logs)
 	}
 }
