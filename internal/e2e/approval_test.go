@@ -436,3 +436,54 @@ func TestApprovalEveryRunningTool(t *testing.T) {
 		t.Errorf("search_execution_logs: %+v, want the approved run only", logs)
 	}
 }
+
+// TestApprovalHTTP: over Streamable HTTP each principal's client is asked
+// about its own calls, and the log names who decided what.
+func TestApprovalHTTP(t *testing.T) {
+	root := approvalRoot(t)
+	s := startHTTP(t, "", "CODEXEC_AUTH_TOKENS="+tokenFile(t), "CODEXEC_APPROVAL=always", "CODEXEC_WRITABLE_ROOTS="+root)
+	connect := func(token string, a *asker) *mcp.ClientSession {
+		client := mcp.NewClient(&mcp.Implementation{Name: "codexec-e2e-http", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: a.handle})
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.URL + "/mcp", HTTPClient: httpClient(token), MaxRetries: -1}, nil)
+		if err != nil {
+			t.Fatalf("connect: %v", err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+	aliceAsks, bobAsks := &asker{answer: approve}, &asker{answer: decline}
+	alice, bob := connect(aliceToken, aliceAsks), connect(bobToken, bobAsks)
+	call := func(cs *mcp.ClientSession, run approvalRun) *mcp.CallToolResult {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_code", Arguments: run.args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	ranA, ranB := newApprovalRun(t, root), newApprovalRun(t, root)
+	for _, d := range []string{ranA.dir, ranB.dir} {
+		// Over HTTP a principal gets no owner's rights here, so the sandbox
+		// user writes by the directory's permissions.
+		if err := os.Chmod(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := decodeExec(t, call(alice, ranA)); r.Status != "success" {
+		t.Errorf("alice's approved run: %+v", r)
+	}
+	wantRefused(t, call(bob, ranB), "declined")
+	if ranA.runs(t) != 1 || ranB.runs(t) != 0 || len(aliceAsks.asked()) != 1 || len(bobAsks.asked()) != 1 {
+		t.Errorf("runs %d/%d (want 1/0), questions %d/%d (want 1/1)", ranA.runs(t), ranB.runs(t), len(aliceAsks.asked()), len(bobAsks.asked()))
+	}
+	var got []string
+	for _, m := range approvalLog(t, &server{DataDir: s.DataDir}) {
+		got = append(got, m["owner"].(string)+" "+m["decision"].(string))
+	}
+	if diff := cmp.Diff([]string{"alice approved", "bob declined"}, got); diff != "" {
+		t.Errorf("logged decisions (-want +got):\n%s", diff)
+	}
+}
