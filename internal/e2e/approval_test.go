@@ -440,6 +440,9 @@ func TestApprovalEveryRunningTool(t *testing.T) {
 // TestApprovalHTTP: over Streamable HTTP each principal's client is asked
 // about its own calls, and the log names who decided what.
 func TestApprovalHTTP(t *testing.T) {
+	if testMode() == "docker" {
+		t.Skip("the HTTP harness starts no docker image; the gate's docker-mode runs are checked over stdio")
+	}
 	root := approvalRoot(t)
 	s := startHTTP(t, "", "CODEXEC_AUTH_TOKENS="+tokenFile(t), "CODEXEC_APPROVAL=always", "CODEXEC_WRITABLE_ROOTS="+root)
 	connect := func(token string, a *asker) *mcp.ClientSession {
