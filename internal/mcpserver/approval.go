@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -169,7 +170,7 @@ func (s *Server) approvalCall(ctx context.Context, req *mcp.CallToolRequest) app
 	var g gatedArgs
 	_ = json.Unmarshal(req.Params.Arguments, &g)
 	c := approval.Call{Tool: req.Params.Name, Language: g.Language, Code: g.Code, Command: g.Command, Program: g.File,
-		Args: g.Args, Package: g.Package, Session: g.SessionID + g.ContextID, WorkingDir: g.WorkingDir + g.Cwd}
+		Args: g.Args, Package: g.Package, Session: cmp.Or(g.SessionID, g.ContextID), WorkingDir: cmp.Or(g.WorkingDir, g.Cwd)}
 	if g.Network != nil {
 		c.Network = g.Network.Allow
 	}
