@@ -24,31 +24,38 @@ func Question(c Call, reasons []string) (message string, schema map[string]any) 
 	if len(reasons) > 0 {
 		fmt.Fprintf(&b, "Asked because %s.\n", strings.Join(reasons, "; "))
 	}
-	line := func(label, v string) {
-		if v != "" {
-			fmt.Fprintf(&b, "%s: %s\n", label, v)
+	for _, f := range fields(c) {
+		if f[1] != "" {
+			fmt.Fprintf(&b, "%s: %s\n", f[0], f[1])
 		}
 	}
-	line("Language", c.Language)
-	line("Script", c.Script)
-	line("Session", c.Session)
-	line("Program", c.Program)
-	if len(c.Args) > 0 {
-		line("Arguments", fmt.Sprintf("%q", c.Args))
-	}
-	line("Package", c.Package)
-	line("Network", strings.Join(c.Network, ", "))
-	if c.Tool != "install_package" && (c.Code != "" || c.Command != "" || c.Program != "") && len(c.Network) == 0 {
-		line("Network", "none")
-	}
-	line("Working directory", c.WorkingDir)
 	if c.Command != "" {
 		b.WriteString("Command:\n" + excerpt(c.Command))
 	}
 	if c.Code != "" {
 		b.WriteString("Code:\n" + excerpt(c.Code))
 	}
-	schema = map[string]any{
+	return b.String(), formSchema()
+}
+
+// fields are the question's one-line facts about c, as label and value
+// (an empty value is left out).
+func fields(c Call) [][2]string {
+	network := strings.Join(c.Network, ", ")
+	if network == "" && c.Tool != "install_package" && (c.Code != "" || c.Command != "" || c.Program != "") {
+		network = "none"
+	}
+	var args string
+	if len(c.Args) > 0 {
+		args = fmt.Sprintf("%q", c.Args)
+	}
+	return [][2]string{{"Language", c.Language}, {"Script", c.Script}, {"Session", c.Session}, {"Program", c.Program},
+		{"Arguments", args}, {"Package", c.Package}, {"Network", network}, {"Working directory", c.WorkingDir}}
+}
+
+// formSchema is the form: one required boolean, AnswerField.
+func formSchema() map[string]any {
+	return map[string]any{
 		"type": "object",
 		"properties": map[string]any{
 			AnswerField: map[string]any{"type": "boolean", "title": "Approve",
@@ -56,7 +63,6 @@ func Question(c Call, reasons []string) (message string, schema map[string]any) 
 		},
 		"required": []string{AnswerField},
 	}
-	return b.String(), schema
 }
 
 // excerpt is text's first ShownLines lines (and at most maxShownChars),
