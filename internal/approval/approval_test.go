@@ -116,6 +116,10 @@ func TestQuestion(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("schema (-want +got):\n%s", diff)
 	}
+	msg, _ = Question(Call{Tool: "execute_code", Code: "await x()", Intent: "sum the sales", Upstream: []string{"crm.*"}}, nil)
+	if !strings.Contains(msg, "Intent: sum the sales\nUpstream tools: crm.*\n") {
+		t.Errorf("code-mode question:\n%s", msg)
+	}
 	msg, _ = Question(Call{Tool: "execute_command", Command: "ls"}, nil)
 	if !strings.Contains(msg, "Network: none") || !strings.Contains(msg, "Command:\nls\n") {
 		t.Errorf("command question:\n%s", msg)

@@ -29,6 +29,10 @@ type Call struct {
 	// the code runs in.
 	Script  string
 	Session string
+	// Upstream and Intent are code mode's: the upstream MCP tools the code
+	// may call, and the task it was given.
+	Upstream []string
+	Intent   string
 	// Network is the destinations the call asks for (network.allow).
 	Network    []string
 	WorkingDir string

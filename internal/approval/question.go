@@ -50,7 +50,8 @@ func fields(c Call) [][2]string {
 		args = fmt.Sprintf("%q", c.Args)
 	}
 	return [][2]string{{"Language", c.Language}, {"Script", c.Script}, {"Session", c.Session}, {"Program", c.Program},
-		{"Arguments", args}, {"Package", c.Package}, {"Network", network}, {"Working directory", c.WorkingDir}}
+		{"Arguments", args}, {"Package", c.Package}, {"Intent", c.Intent}, {"Upstream tools", strings.Join(c.Upstream, ", ")},
+		{"Network", network}, {"Working directory", c.WorkingDir}}
 }
 
 // formSchema is the form: one required boolean, AnswerField.

@@ -159,6 +159,8 @@ type gatedArgs struct {
 	Name       string   `json:"name"`
 	SessionID  string   `json:"session_id"`
 	ContextID  string   `json:"context_id"`
+	Tools      []string `json:"tools"`
+	Intent     string   `json:"intent"`
 	Network    *struct {
 		Allow []string `json:"allow"`
 	} `json:"network"`
@@ -170,7 +172,8 @@ func (s *Server) approvalCall(ctx context.Context, req *mcp.CallToolRequest) app
 	var g gatedArgs
 	_ = json.Unmarshal(req.Params.Arguments, &g)
 	c := approval.Call{Tool: req.Params.Name, Language: g.Language, Code: g.Code, Command: g.Command, Program: g.File,
-		Args: g.Args, Package: g.Package, Session: cmp.Or(g.SessionID, g.ContextID), WorkingDir: cmp.Or(g.WorkingDir, g.Cwd)}
+		Args: g.Args, Package: g.Package, Session: cmp.Or(g.SessionID, g.ContextID), WorkingDir: cmp.Or(g.WorkingDir, g.Cwd),
+		Upstream: g.Tools, Intent: g.Intent}
 	if g.Network != nil {
 		c.Network = g.Network.Allow
 	}
