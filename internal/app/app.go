@@ -303,6 +303,11 @@ func (a *App) buildServer(ctx context.Context, cfg config.Config, env HostEnv, p
 	if l := quota.NewLocal(cfg.MaxConcurrent, cfg.QueueWait); l != nil {
 		deps.Limiter = l
 	}
+	gate, err := buildApproval(cfg, runPath(env))
+	if err != nil {
+		return err
+	}
+	deps.Approval = gate
 	deps.Files = p.store
 	deps.Transfers = a.buildTransfers(cfg.Remote)
 	if a.replicas != nil {
@@ -315,7 +320,6 @@ func (a *App) buildServer(ctx context.Context, cfg config.Config, env HostEnv, p
 	if err := a.startUpstreams(ctx, cfg, env, &deps); err != nil {
 		return err
 	}
-	var err error
 	a.Server, err = mcpserver.New(deps)
 	return err
 }

@@ -140,6 +140,9 @@ type Config struct {
 
 	// Egress is a run's network through codexec's proxy (egress.go).
 	Egress Egress
+
+	// Approval is the approval gate (approval.go).
+	Approval Approval
 }
 
 // Background holds the settings of background runs.
@@ -339,7 +342,7 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("%s must be an absolute path (or start with ~/), got %q", d.name, d.v))
 		}
 	}
-	errs = append(errs, validateCgroupParent(c.CgroupParent), c.Remote.validate(), validateStore(c.Store), c.Blob.validate(), c.validateReplica(), c.validateCheckpoint(), c.validateEgress())
+	errs = append(errs, validateCgroupParent(c.CgroupParent), c.Remote.validate(), validateStore(c.Store), c.Blob.validate(), c.validateReplica(), c.validateCheckpoint(), c.validateEgress(), c.validateApproval())
 	return errors.Join(errs...)
 }
 

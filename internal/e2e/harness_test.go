@@ -98,6 +98,13 @@ func startWith(t testing.TB, dir string, opts *mcp.ClientOptions, env ...string)
 // launch starts a stdio server; rootless runs it as the test account.
 func launch(t testing.TB, rootless bool, dir string, opts *mcp.ClientOptions, env ...string) *server {
 	t.Helper()
+	return launchSession(t, rootless, dir, opts, nil, env...)
+}
+
+// launchSession is launch with the client session's options (the
+// protocol revision it asks for; nil: the newest).
+func launchSession(t testing.TB, rootless bool, dir string, opts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions, env ...string) *server {
+	t.Helper()
 	var acct *testAccount
 	if rootless {
 		acct = rootlessAccount(t) // skips before anything is made where it cannot be used
@@ -128,7 +135,7 @@ func launch(t testing.TB, rootless bool, dir string, opts *mcp.ClientOptions, en
 	client := mcp.NewClient(&mcp.Implementation{Name: "codexec-e2e", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, sopts)
 	if err != nil {
 		t.Fatalf("connect: %v\nserver log:\n%s", err, stderr.String())
 	}

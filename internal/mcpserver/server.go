@@ -131,6 +131,10 @@ type Deps struct {
 	Shell    shell.Options   // execute_command and execute_process: allowlist, cwd roots, bash, PATH
 	ExecLog  *execlog.Logger // the execution log, whose write failure search_execution_logs reports; nil: none
 	Egress   *egress.Service // resolves the tools' network argument; nil: no network allowed
+
+	// Approval asks a person to approve calls before they run (approval.go);
+	// nil: nobody is asked.
+	Approval *Approval
 }
 
 // Server is the MCP server with every enabled tool registered.
@@ -164,6 +168,9 @@ func New(deps Deps) (*Server, error) {
 	}
 	r := tool.NewRegistrar(s.mcp)
 	s.reg = r
+	if deps.Approval != nil {
+		r.SetGate(s.gate)
+	}
 	s.drain.refuse = func(call *mcp.CallToolRequest) mcp.Result {
 		return r.ErrorResultFor(call.Params.Name, tool.Coded(tool.CodeServerNotReady, "%v", ErrShuttingDown))
 	}

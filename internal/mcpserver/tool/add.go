@@ -45,6 +45,8 @@ type Registrar struct {
 	// results are each tool's handler result type and output schema;
 	// written while tools are added.
 	results map[string]Result
+	// gate runs before every handler (gate.go); nil: none.
+	gate Gate
 }
 
 // Result is one tool's result as Add registered it: Out is the handler's
@@ -134,6 +136,9 @@ func Add[In, Out any](r *Registrar, t *mcp.Tool, h func(context.Context, *mcp.Ca
 		var args In
 		if err := decodeArgs(req.Params.Arguments, in, &args); err != nil {
 			return es.result(Classify(err)), nil
+		}
+		if res, done := r.passGate(ctx, req, es); done {
+			return res, nil
 		}
 		res, out, err := h(ctx, req, args)
 		if err != nil {

@@ -80,7 +80,7 @@ var Codes = []CodeInfo{
 	{CodeInvalidParams, "an argument is missing, has the wrong type or an unusable value; the message names it", ClassInvalid},
 	{CodeInvalidLanguage, "the language is not one this tool runs or installs for", ClassInvalid},
 	{CodeInvalidContextName, "the context name is empty, has special characters, or is taken", ClassInvalid},
-	{CodeNotAllowed, "the server's policy forbids it: a command outside ALLOWED_COMMANDS, a cwd outside ALLOWED_CWD_ROOTS, a path leaving the workspace, an upstream tool denied, a global install by a non-operator", ClassRefused},
+	{CodeNotAllowed, "the server's policy forbids it: a command outside ALLOWED_COMMANDS, a cwd outside ALLOWED_CWD_ROOTS, a path leaving the workspace, an upstream tool denied, a global install by a non-operator, a call a person did not approve (declined, unanswered, or no way to ask: approval.md)", ClassRefused},
 	{CodeNotEnabled, "the feature the call needs is not configured on this server (the message names the setting)", ClassRefused},
 	{CodeLimitExceeded, "a size or count limit would be exceeded (upload, download range, disk, sessions, background runs)", ClassRefused},
 	{CodeFileExists, "the file exists; pass overwrite: true to replace it", ClassRefused},
