@@ -49,6 +49,13 @@ func startHTTP(t testing.TB, addr string, env ...string) *httpServer {
 	}, env...)
 	if mode := serverMode(); mode != "" && !hasKey(env, "CODEXEC_SANDBOX_MODE") {
 		cmd.Env = append(cmd.Env, "CODEXEC_SANDBOX_MODE="+mode)
+		if mode == "docker" && !hasKey(env, "CODEXEC_DOCKER_IMAGE") {
+			denv, why := dockerTestEnv(t, "node") // the engine and image, as launch gives a stdio server
+			if why != "" {
+				t.Skip(why)
+			}
+			cmd.Env = append(cmd.Env, denv...)
+		}
 	}
 	if acct != nil {
 		acct.reach(t, data) // the test's temporary directories, as a user's are to the server they start
