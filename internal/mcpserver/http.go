@@ -60,7 +60,7 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 		PropagateRequestCancellation: true,
 	})
 	sessions := newSessionCap(o.MaxSessionsPerPrincipal, s.liveSessionIDs, s.closeSession).wrap(stateful)
-	sessionless := newStatelessCalls(o.MaxBodyBytes).wrap(stateless)
+	sessionless := newStatelessCalls().wrap(stateless)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if isStateless(r) {
 			sessionless.ServeHTTP(w, r)

@@ -8,9 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // errCancelledByClient is the cause of a stateless request's cancellation
@@ -27,8 +26,6 @@ var errCancelledByClient = errors.New("the client cancelled the request (notific
 // ambiguous and cancels nothing (either client can still cancel by closing
 // its request's stream). A principal can only cancel its own requests.
 type statelessCalls struct {
-	peekMax int64 // bodies longer than this are passed on unread (the SDK refuses them)
-
 	mu       sync.Mutex
 	inFlight map[callKey][]*trackedCall
 }
@@ -41,13 +38,8 @@ type trackedCall struct{ cancel context.CancelCauseFunc }
 // sent (compact JSON, so 7 and "7" differ as they do on the wire).
 type callKey struct{ principal, id string }
 
-// newStatelessCalls tracks requests whose bodies are at most maxBody bytes
-// (the endpoint's body cap; 0 or less: the SDK's default).
-func newStatelessCalls(maxBody int64) *statelessCalls {
-	if maxBody <= 0 {
-		maxBody = mcp.DefaultMaxRequestBodyBytes
-	}
-	return &statelessCalls{peekMax: maxBody, inFlight: map[callKey][]*trackedCall{}}
+func newStatelessCalls() *statelessCalls {
+	return &statelessCalls{inFlight: map[callKey][]*trackedCall{}}
 }
 
 // wrap tracks the requests served by next and applies the cancellations
@@ -85,23 +77,67 @@ type rpcMessage struct {
 	} `json:"params"`
 }
 
-// peek reads r's body (leaving it to be read again) and decodes the one
-// JSON-RPC message in it; ok is false for anything else (a batch, a body
-// over the cap, not JSON), which next judges on its own.
+// maxCallPeek bounds how much of a stateless request's body is read to
+// find its id and method (a large tools/call, say an upload, is not held
+// twice in memory for it).
+const maxCallPeek = 64 << 10
+
+// peek reads the start of r's body (leaving the body to be read again
+// whole) and decodes the members of the one JSON-RPC message there, in
+// order, until it has what wrap needs: the method and id (and, for
+// notifications/cancelled, the params). ok is false for anything else (a
+// batch, not JSON, a body whose id or method comes after a long member),
+// which next judges on its own; such a request is still cancelled by
+// closing it.
 func (c *statelessCalls) peek(r *http.Request) (rpcMessage, bool) {
 	var msg rpcMessage
 	if r.Method != http.MethodPost || r.Body == nil {
 		return msg, false
 	}
-	head, err := io.ReadAll(io.LimitReader(r.Body, c.peekMax+1))
+	head, err := io.ReadAll(io.LimitReader(r.Body, maxCallPeek))
 	r.Body = struct {
 		io.Reader
 		io.Closer
 	}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
-	if err != nil || int64(len(head)) > c.peekMax {
+	if err != nil {
 		return msg, false
 	}
-	return msg, json.Unmarshal(head, &msg) == nil
+	return decodeMessage(head)
+}
+
+// decodeMessage decodes the members of the JSON-RPC message at the start
+// of head (which may be cut short) that name a request; see peek.
+func decodeMessage(head []byte) (rpcMessage, bool) {
+	var msg rpcMessage
+	dec := json.NewDecoder(bytes.NewReader(head))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return msg, false
+	}
+	complete := func() bool {
+		return msg.Method != "" && msg.Method != "notifications/cancelled" && (len(msg.ID) > 0 || strings.HasPrefix(msg.Method, "notifications/"))
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return msg, complete()
+		}
+		var dst any = new(json.RawMessage)
+		switch key {
+		case "id":
+			dst = &msg.ID
+		case "method":
+			dst = &msg.Method
+		case "params":
+			if complete() {
+				return msg, true // no need to read what may be large
+			}
+			dst = &msg.Params
+		}
+		if err := dec.Decode(dst); err != nil {
+			return msg, complete()
+		}
+	}
+	return msg, msg.Method != ""
 }
 
 // compactID is a JSON-RPC id as comparable text ("" for none).

@@ -110,7 +110,7 @@ func trackedHandler(t *testing.T) *cancelHarness {
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		return &auth.TokenInfo{UserID: token, Expiration: time.Now().Add(time.Hour)}, nil
 	}
-	c.h = auth.RequireBearerToken(verify, nil)(newStatelessCalls(0).wrap(next))
+	c.h = auth.RequireBearerToken(verify, nil)(newStatelessCalls().wrap(next))
 	return c
 }
 
@@ -137,5 +137,37 @@ func (c *cancelHarness) serve(who, body string) error {
 		return errCancelledByClient
 	default:
 		return errors.New(body)
+	}
+}
+
+// TestDecodeMessage: what peek finds in the start of a body, which may be
+// cut short after maxCallPeek bytes.
+func TestDecodeMessage(t *testing.T) {
+	big := `{"name":"execute_code","arguments":{"code":"` + strings.Repeat("a", maxCallPeek) + `"}}`
+	cut := func(s string) string { return s[:min(len(s), maxCallPeek)] }
+	for _, c := range []struct {
+		name, body     string
+		method, id, rq string // rq: params.requestId
+		ok             bool
+	}{
+		{"a call", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}}`, "tools/call", "7", "", true},
+		{"a large call, cut", cut(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":` + big + `}`), "tools/call", `"a"`, "", true},
+		{"a cancel", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"x"}}`, "notifications/cancelled", "", "7", true},
+		{"a cancel, params first", `{"params":{"requestId":"r"},"method":"notifications/cancelled","jsonrpc":"2.0"}`, "notifications/cancelled", "", `"r"`, true},
+		{"another notification", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "notifications/initialized", "", "", true},
+		{"large params before the method", cut(`{"jsonrpc":"2.0","params":` + big + `,"id":1,"method":"tools/call"}`), "", "", "", false},
+		{"a response", `{"jsonrpc":"2.0","id":1,"result":{}}`, "", "1", "", false},
+		{"a batch", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, "", "", "", false},
+		{"not JSON", `hello`, "", "", "", false},
+	} {
+		msg, ok := decodeMessage([]byte(c.body))
+		var rq string
+		if msg.Params != nil {
+			rq = compactID(msg.Params.RequestID)
+		}
+		got := []any{msg.Method, compactID(msg.ID), rq, ok}
+		if diff := cmp.Diff([]any{c.method, c.id, c.rq, c.ok}, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", c.name, diff)
+		}
 	}
 }
