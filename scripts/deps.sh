@@ -38,8 +38,10 @@ ts="$(dirname "$0")/../internal/e2e/testdata/tsclient"
 if ! cmp -s "$ts/package-lock.json" "$ts/node_modules/.package-lock.json.installed" 2>/dev/null; then
   (cd "$ts" && npm ci --no-audit --no-fund --loglevel=error >/dev/null && cp package-lock.json node_modules/.package-lock.json.installed)
 fi
-# The MCP conformance runner (internal/e2e/conformance_test.go), pinned by
-# its lockfile; reinstalled only when the lockfile changes.
+# The MCP conformance runner (internal/e2e/conformance_test.go,
+# scripts/conformance.sh) and the Node.js 22 it runs on (a registry binary
+# package: Debian's Node 20 is too old for it), pinned by its lockfile;
+# reinstalled only when the lockfile changes.
 conf="$(dirname "$0")/../internal/e2e/testdata/conformance"
 if ! cmp -s "$conf/package-lock.json" "$conf/node_modules/.package-lock.json.installed" 2>/dev/null; then
   (cd "$conf" && npm ci --no-audit --no-fund --loglevel=error >/dev/null && cp package-lock.json node_modules/.package-lock.json.installed)

@@ -104,10 +104,19 @@ func (r *reader) untilEnd(t testing.TB, cs *mcp.ClientSession, limit time.Durati
 // client options (progress handler).
 func connectHTTP(t testing.TB, s *httpServer, token string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
+	return connectHTTPAt(t, s, token, "", opts)
+}
+
+// connectHTTPAt is connectHTTP at protocol revision version ("" = the
+// client's newest, the stateless protocol; legacyVersion opens an MCP
+// session).
+func connectHTTPAt(t testing.TB, s *httpServer, token, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "codexec-e2e-bg", Version: "1"}, opts).
-		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.URL + "/mcp", HTTPClient: httpClient(token), MaxRetries: -1}, nil)
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.URL + "/mcp", HTTPClient: httpClient(token), MaxRetries: -1},
+			&mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -147,7 +156,11 @@ func TestBackgroundRunOutlivesClient(t *testing.T) {
 	}
 	s := startHTTP(t, "")
 	progress := newProgressLog()
-	first := connectHTTP(t, s, "", &mcp.ClientOptions{ProgressNotificationHandler: progress.handle})
+	// The first client is in an MCP session: a background run's progress
+	// after its start call returned reaches a client only over a session's
+	// event stream (a stateless request's stream ends with its answer). The
+	// second one, which reads the run, is stateless.
+	first := connectHTTPAt(t, s, "", legacyVersion, &mcp.ClientOptions{ProgressNotificationHandler: progress.handle})
 	streamed := func() string {
 		var b strings.Builder
 		for _, m := range progress.of("bg-1") {

@@ -49,6 +49,13 @@ func startHTTP(t testing.TB, addr string, env ...string) *httpServer {
 	}, env...)
 	if mode := serverMode(); mode != "" && !hasKey(env, "CODEXEC_SANDBOX_MODE") {
 		cmd.Env = append(cmd.Env, "CODEXEC_SANDBOX_MODE="+mode)
+		if mode == "docker" && !hasKey(env, "CODEXEC_DOCKER_IMAGE") {
+			denv, why := dockerTestEnv(t, "node") // the engine and image, as launch gives a stdio server
+			if why != "" {
+				t.Skip(why)
+			}
+			cmd.Env = append(cmd.Env, denv...)
+		}
 	}
 	if acct != nil {
 		acct.reach(t, data) // the test's temporary directories, as a user's are to the server they start
@@ -125,19 +132,39 @@ func httpClient(token string) *http.Client {
 	return &http.Client{Transport: bearer{token: token, base: http.DefaultTransport}}
 }
 
-// connect opens an MCP session over Streamable HTTP with token.
+// connect opens an MCP client over Streamable HTTP with token at the SDK
+// client's newest protocol revision: the stateless protocol, no session.
 func (s *httpServer) connect(token string) (*mcp.ClientSession, error) {
+	return s.connectAt(token, "")
+}
+
+// legacyVersion is the newest protocol revision with sessions (initialize,
+// Mcp-Session-Id): the one a client that predates the stateless protocol
+// speaks.
+const legacyVersion = "2025-11-25"
+
+// connectAt is connect at protocol revision version ("" = the client's
+// newest); at legacyVersion it opens a stateful MCP session.
+func (s *httpServer) connectAt(token, version string) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "codexec-e2e-http", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.URL + "/mcp", HTTPClient: httpClient(token), MaxRetries: -1}, nil)
+	return client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.URL + "/mcp", HTTPClient: httpClient(token), MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
 }
 
-// mustConnect is connect that fails the test on error; the session is
+// mustConnect is connect that fails the test on error; the client is
 // closed at cleanup.
 func (s *httpServer) mustConnect(token string) *mcp.ClientSession {
 	s.t.Helper()
-	cs, err := s.connect(token)
+	return s.mustConnectAt(token, "")
+}
+
+// mustConnectAt is connectAt that fails the test on error; the client is
+// closed at cleanup.
+func (s *httpServer) mustConnectAt(token, version string) *mcp.ClientSession {
+	s.t.Helper()
+	cs, err := s.connectAt(token, version)
 	if err != nil {
 		s.t.Fatalf("connect: %v", err)
 	}

@@ -49,8 +49,9 @@ func rawPing(t *testing.T, s *httpServer, token, sid string) int {
 	return status
 }
 
-// connectNoStream opens an MCP session over Streamable HTTP with token and
-// without the standalone SSE stream, so that it is busy only while a
+// connectNoStream opens an MCP session (the protocol revision with
+// sessions) over Streamable HTTP with token and without the standalone SSE
+// stream, so that it is busy only while a
 // request of it is in flight; closed at cleanup.
 func (s *httpServer) connectNoStream(token string) *mcp.ClientSession {
 	s.t.Helper()
@@ -58,7 +59,7 @@ func (s *httpServer) connectNoStream(token string) *mcp.ClientSession {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.URL + "/mcp", HTTPClient: httpClient(token),
-		MaxRetries: -1, DisableStandaloneSSE: true}, nil)
+		MaxRetries: -1, DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
 	if err != nil {
 		s.t.Fatalf("connect: %v", err)
 	}
@@ -108,7 +109,7 @@ func TestHTTPMCPSessionCapPerPrincipal(t *testing.T) {
 	if st := rawPing(t, s, bobToken, first); st != 404 {
 		t.Errorf("a request of a session closed to make room: status %d, want 404", st)
 	}
-	fresh := s.mustConnect(bobToken)
+	fresh := s.mustConnectAt(bobToken, legacyVersion)
 	if r, err := callExec(t, fresh, "bash", "echo new client"); err != nil || r.Stdout != "new client\n" {
 		t.Fatalf("a new client after 200 initializes without DELETE: %+v %v", r, err)
 	}
@@ -116,14 +117,14 @@ func TestHTTPMCPSessionCapPerPrincipal(t *testing.T) {
 	// Every session busy: the SDK client keeps its SSE stream open.
 	var open []*mcp.ClientSession
 	for range max {
-		open = append(open, s.mustConnect(aliceToken))
+		open = append(open, s.mustConnectAt(aliceToken, legacyVersion))
 	}
 	status, e := rawInit(t, s, aliceToken)
 	if status != 429 || e.ID != "1" || e.Code != -32000 ||
 		!strings.Contains(e.Message, `principal "alice" has 8 open`) || !strings.Contains(e.Message, "CODEXEC_MAX_MCP_SESSIONS_PER_PRINCIPAL=8") {
 		t.Fatalf("initialize with every session busy: status %d, error %+v", status, e)
 	}
-	if _, err := s.connect(aliceToken); err == nil {
+	if _, err := s.connectAt(aliceToken, legacyVersion); err == nil {
 		t.Fatal("the SDK client opened a session with every session busy")
 	}
 	for i, cs := range open {
@@ -138,7 +139,7 @@ func TestHTTPMCPSessionCapPerPrincipal(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		cs, err := s.connect(aliceToken)
+		cs, err := s.connectAt(aliceToken, legacyVersion)
 		if err == nil {
 			_ = cs.Close()
 			break

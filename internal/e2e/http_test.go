@@ -177,7 +177,7 @@ func TestHTTPProbesMetricsAndGuards(t *testing.T) {
 			t.Errorf("%s: %d %q", path, code, body)
 		}
 	}
-	cs := s.mustConnect("")
+	cs := s.mustConnectAt("", legacyVersion) // a stateful session, which the mcp_sessions gauge counts
 	r, err := callExec(t, cs, "python", "print('metered')")
 	if err != nil || r.Status != "success" {
 		t.Fatalf("%+v %v", r, err)

@@ -112,13 +112,14 @@ func checkHopListsOwnOnly(t *testing.T, a *httpServer, elsewhere string) {
 // checkForwardedProgress: a call forwarded by b to the session's owner
 // streams the run's output as progress notifications to the caller under
 // its own token, and cancelling the call stops the run on the owner.
-func checkForwardedProgress(t *testing.T, b *httpServer, atOwner *mcp.ClientSession, sess string) {
+func checkForwardedProgress(t *testing.T, b *httpServer, atOwner *mcp.ClientSession, sess, version string) {
 	t.Helper()
 	pl := newProgressLog()
 	client := mcp.NewClient(&mcp.Implementation{Name: "codexec-e2e-replicas", Version: "1"}, &mcp.ClientOptions{ProgressNotificationHandler: pl.handle})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.URL + "/mcp", HTTPClient: httpClient(aliceToken), MaxRetries: -1}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.URL + "/mcp", HTTPClient: httpClient(aliceToken), MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}

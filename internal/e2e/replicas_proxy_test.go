@@ -77,13 +77,20 @@ func startProxy(t *testing.T, backends []*httpServer) *proxy {
 	return nil
 }
 
-// connectTo opens an MCP session at base (the proxy or one replica).
+// connectTo connects a client at base (the proxy or one replica) at the
+// client's newest protocol revision: the stateless protocol, no MCP session.
 func connectTo(t *testing.T, base string) *mcp.ClientSession {
+	return connectAtTo(t, base, "")
+}
+
+// connectAtTo is connectTo at protocol revision version ("" = the client's
+// newest, the stateless protocol; legacyVersion opens an MCP session).
+func connectAtTo(t *testing.T, base, version string) *mcp.ClientSession {
 	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "codexec-e2e-replicas", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp", MaxRetries: -1}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp", MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect %s: %v", base, err)
 	}
@@ -105,7 +112,8 @@ func storeQueries(reps []*httpServer) float64 {
 // configuration, on one PostgreSQL store and one S3 bucket. Clients through
 // the proxy start sessions, save scripts, run, upload and download; every
 // replica sees every script, log entry and artifact; a client that
-// reconnects reaches its session from any replica; after kill -9 of one
+// reconnects, in a new MCP session or statelessly, reaches its session from
+// any replica; after kill -9 of one
 // replica its sessions answer SESSION_LOST within the lease bound and the
 // other sessions keep counting without a lost or repeated call. It logs
 // the figures measured through the proxy.
@@ -130,7 +138,9 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 	}
 	ws := make([]work, clients)
 	for i := range ws {
-		cs := connectTo(t, px.URL)
+		// In MCP sessions, which the proxy spreads by their open streams
+		// (leastconn) and sticks to their replicas.
+		cs := connectAtTo(t, px.URL, legacyVersion)
 		w := &ws[i]
 		w.sess = tout(t, cs, "start_session", map[string]any{"language": "python"})["session_id"].(string)
 		tout(t, cs, "send_to_session", map[string]any{"session_id": w.sess, "code": "n = 0"})
@@ -161,15 +171,16 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 			tout(t, cs, "send_to_session", map[string]any{"session_id": w.sess, "code": "n += 1"})
 		}
 	}
-	// Reconnecting clients (new MCP sessions through the proxy) reach
+	// Reconnecting clients (new MCP sessions through the proxy, then
+	// stateless clients, whose requests the proxy balances freely) reach
 	// their sessions; the counter shows each call ran exactly once.
 	want := map[string]int{}
 	for _, w := range ws {
 		want[w.sess] = len(reps)
 	}
-	for round := range 2 {
+	for round, version := range []string{legacyVersion, ""} { // new MCP sessions, then stateless clients
 		for _, w := range ws {
-			cs := connectTo(t, px.URL)
+			cs := connectAtTo(t, px.URL, version)
 			want[w.sess]++
 			if out := tout(t, cs, "send_to_session", map[string]any{"session_id": w.sess, "code": "n += 1; print(n)"}); out["stdout"] != fmt.Sprintf("%d\n", want[w.sess]) {
 				t.Errorf("round %d, session %s: stdout %v, want %d", round, w.sess, out["stdout"], want[w.sess])

@@ -63,7 +63,9 @@ func errCode(res *mcp.CallToolResult) string {
 }
 
 // TestReplicasForwardAndLose: sessions and contexts started on one replica
-// are reached from another (the call is forwarded), only by their owner;
+// are reached from another (the call is forwarded), by a client of the
+// stateless protocol as by one in an MCP session (no stickiness needed;
+// progress and cancel reach the owner's run), only by their owner;
 // the hop refuses requests without the shared secret; a drained replica's
 // sessions and a killed one's (within the lease bound) answer SESSION_LOST,
 // and none is silently recreated.
@@ -73,14 +75,21 @@ func TestReplicasForwardAndLose(t *testing.T) {
 	tokens := "CODEXEC_AUTH_TOKENS=" + tokenFile(t)
 	a := startHTTP(t, "", replicaEnv(dsn, "r-a", tokens)...)
 	b := startHTTP(t, "", replicaEnv(dsn, "r-b", tokens)...)
-	aliceA, aliceB, bobB := a.mustConnect(aliceToken), b.mustConnect(aliceToken), b.mustConnect(bobToken)
+	// alice holds an MCP session on a (the revision with sessions) and talks
+	// to b statelessly: no MCP session ties her calls on b to any replica.
+	aliceA, aliceB, bobB := a.mustConnectAt(aliceToken, legacyVersion), b.mustConnect(aliceToken), b.mustConnect(bobToken)
+	if got := aliceB.InitializeResult().ProtocolVersion; got != statelessVersion {
+		t.Fatalf("the client on b negotiated %q, want the stateless %q", got, statelessVersion)
+	}
 
 	sess := tout(t, aliceA, "start_session", map[string]any{"language": "python"})["session_id"].(string)
 	tout(t, aliceA, "send_to_session", map[string]any{"session_id": sess, "code": "x = 41"})
 	if got := tout(t, aliceB, "send_to_session", map[string]any{"session_id": sess, "code": "print(x + 1)"})["stdout"]; got != "42\n" {
 		t.Errorf("forwarded send_to_session: stdout %q, want 42", got)
 	}
-	checkForwardedProgress(t, b, aliceA, sess)
+	for _, version := range []string{"", legacyVersion} { // stateless, then in a session on b
+		checkForwardedProgress(t, b, aliceA, sess, version)
+	}
 	checkForwardedResource(t, aliceA, aliceB, bobB, sess)
 	tout(t, aliceA, "create_context", map[string]any{"name": "shared-ctx"})
 	tout(t, aliceA, "run_code", map[string]any{"context_id": "shared-ctx", "code": "y = 'kept'"})

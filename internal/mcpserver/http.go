@@ -25,23 +25,65 @@ type HTTPOptions struct {
 	MaxSessionsPerPrincipal int
 }
 
-// HTTPHandler returns the MCP Streamable HTTP endpoint (mount it at /mcp):
-// stateful sessions (Mcp-Session-Id), SSE for server→client messages, and
-// stream resumption (Last-Event-ID) from an in-memory event store. The SDK's
-// DNS-rebinding guard stays on: a request that arrives on a loopback address
-// must carry a loopback Host. A request carrying an auth.TokenInfo (from
-// auth.RequireBearerToken) binds its session to TokenInfo.UserID: another
-// principal cannot use that session id, and tool handlers see the TokenInfo
-// as req.Extra.TokenInfo. A principal holds at most
-// o.MaxSessionsPerPrincipal sessions at once (see sessionCap).
+// HTTPHandler returns the MCP Streamable HTTP endpoint (mount it at /mcp).
+// It speaks both generations of the protocol on the one URL:
+//
+//   - Clients of the stateless protocol (2026-07-28 and later: every
+//     request carries its protocol version, in the MCP-Protocol-Version
+//     header and the request's _meta, and no Mcp-Session-Id) are served one
+//     request per POST, without an MCP session: the response and the
+//     request's notifications (progress) come back on that POST's stream,
+//     and closing it cancels the request. A notifications/cancelled naming
+//     a request id cancels that principal's request in flight with that id.
+//   - Older clients keep stateful sessions (initialize, Mcp-Session-Id), SSE
+//     for server→client messages, and stream resumption (Last-Event-ID) from
+//     an in-memory event store.
+//
+// Either way the SDK's DNS-rebinding guard stays on: a request that arrives
+// on a loopback address must carry a loopback Host. A request carrying an
+// auth.TokenInfo (from auth.RequireBearerToken) runs as TokenInfo.UserID:
+// tool handlers see the TokenInfo as req.Extra.TokenInfo, and another
+// principal cannot use a session it opened. A principal holds at most
+// o.MaxSessionsPerPrincipal stateful sessions at once (see sessionCap);
+// stateless requests open none.
 func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+	stateful := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		EventStore:          mcp.NewMemoryEventStore(nil),
 		Logger:              slog.Default(),
 		MaxRequestBodyBytes: o.MaxBodyBytes,
 		SessionTimeout:      o.SessionTimeout,
 	})
-	return newSessionCap(o.MaxSessionsPerPrincipal, s.liveSessionIDs, s.closeSession).wrap(h)
+	stateless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		Stateless:                    true,
+		Logger:                       slog.Default(),
+		MaxRequestBodyBytes:          o.MaxBodyBytes,
+		PropagateRequestCancellation: true,
+	})
+	sessions := newSessionCap(o.MaxSessionsPerPrincipal, s.liveSessionIDs, s.closeSession).wrap(stateful)
+	sessionless := newStatelessCalls().wrap(stateless)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isStateless(r) {
+			sessionless.ServeHTTP(w, r)
+			return
+		}
+		sessions.ServeHTTP(w, r)
+	})
+}
+
+// statelessVersion is the first protocol revision without sessions.
+const statelessVersion = "2026-07-28"
+
+// protocolVersionHeader carries a request's protocol version over HTTP.
+const protocolVersionHeader = "Mcp-Protocol-Version"
+
+// isStateless reports whether r is a request of the stateless protocol: it
+// names a revision from statelessVersion on (revisions are dates, so they
+// compare as strings) and belongs to no session. The SDK recognises the new
+// protocol by the same header, and checks that it matches the version in
+// the request's _meta.
+func isStateless(r *http.Request) bool {
+	v := r.Header.Get(protocolVersionHeader)
+	return v >= statelessVersion && r.Header.Get(sessionIDHeader) == ""
 }
 
 // closeSession closes the connected MCP session id, as a DELETE does: the
@@ -65,11 +107,16 @@ func (s *Server) liveSessionIDs() map[string]bool {
 	return ids
 }
 
-// LiveSessions is the number of connected MCP sessions (clients).
+// LiveSessions is the number of MCP sessions clients hold open over HTTP.
+// A stateless request (or a call forwarded by another replica) is served on
+// a connection of its own that has no session id and lasts only as long as
+// the request: those are not sessions a client holds, and are not counted.
 func (s *Server) LiveSessions() int {
 	n := 0
-	for range s.mcp.Sessions() {
-		n++
+	for ss := range s.mcp.Sessions() {
+		if ss.ID() != "" {
+			n++
+		}
 	}
 	return n
 }

@@ -154,7 +154,7 @@ type Server struct {
 func New(deps Deps) (*Server, error) {
 	s := &Server{deps: deps, drain: newDrain()}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "codexec", Title: "codexec — code execution sandbox", Version: Version},
-		&mcp.ServerOptions{Instructions: instructions, Logger: slog.Default()})
+		&mcp.ServerOptions{Instructions: instructions, Logger: slog.Default(), Capabilities: serverCapabilities()})
 	// Each call wraps the handler so far: a request passes drain, then
 	// tenancy, then forward, then slots.
 	s.mcp.AddReceivingMiddleware(s.slots)
@@ -221,3 +221,12 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 // SessionPackages is what the sessions service provides so install_package
 // can install into one session (see packagetools.SessionPackages).
 type SessionPackages = packagetools.SessionPackages
+
+// serverCapabilities are the capabilities declared beyond those the SDK
+// adds for what is registered (tools, resources): logging, and prompts,
+// because the SDK answers prompts/list (with no prompts) and a server that
+// answers a feature's requests must declare it. No prompt ever changes, so
+// prompts declare no listChanged.
+func serverCapabilities() *mcp.ServerCapabilities {
+	return &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Prompts: &mcp.PromptCapabilities{}}
+}

@@ -152,6 +152,7 @@ func (s *Set) Forward(ctx context.Context, to sessionreg.Replica, p, method stri
 	req.Header.Set(hdrNonce, f.nonce)
 	req.Header.Set(hdrTarget, f.target)
 	req.Header.Set(hdrSignature, sign(s.o.Secret, f, body))
+	protocolHeaders(req.Header, method, params)
 	resp, err := s.o.Client.Do(req)
 	if err != nil {
 		return nil, hopErr(to, err)
@@ -169,6 +170,38 @@ func (s *Set) Forward(ctx context.Context, to sessionreg.Replica, p, method stri
 		return nil, &RemoteError{Replica: to.ID, Code: m.Error.Code, Message: m.Error.Message, Data: m.Error.Data}
 	}
 	return m.Result, nil
+}
+
+// metaProtocolVersion is the _meta key in which a request of the stateless
+// MCP protocol (2026-07-28 and later) names its protocol version.
+const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+
+// protocolHeaders sets the HTTP headers that the stateless protocol
+// requires to mirror a request's body, when params are of such a request
+// (their _meta names a protocol version): the version, the method, and the
+// tool or resource it acts on. The owner's MCP server checks them as it
+// checks a client's; a request of an older protocol needs none.
+func protocolHeaders(h http.Header, method string, params json.RawMessage) {
+	var p struct {
+		Meta map[string]any `json:"_meta"`
+		Name string         `json:"name"`
+		URI  string         `json:"uri"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	v, _ := p.Meta[metaProtocolVersion].(string)
+	if v == "" {
+		return
+	}
+	h.Set("Mcp-Protocol-Version", v)
+	h.Set("Mcp-Method", method)
+	switch method {
+	case "tools/call", "prompts/get":
+		h.Set("Mcp-Name", p.Name)
+	case "resources/read":
+		h.Set("Mcp-Name", p.URI)
+	}
 }
 
 func hopErr(to sessionreg.Replica, err error) error {

@@ -380,3 +380,31 @@ func routeOf(ctx context.Context, s *Set, p, id string) string {
 	}
 	return "here"
 }
+
+// TestProtocolHeaders: a forwarded request of the stateless protocol
+// carries the headers that protocol requires, mirrored from its body; one
+// of an older protocol carries none.
+func TestProtocolHeaders(t *testing.T) {
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
+	for _, c := range []struct {
+		method, params string
+		want           map[string]string
+	}{
+		{"tools/call", `{"name":"send_to_session",` + meta + `}`,
+			map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "send_to_session"}},
+		{"resources/read", `{"uri":"codexec://sessions/s/files/a.txt",` + meta + `}`,
+			map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "resources/read", "Mcp-Name": "codexec://sessions/s/files/a.txt"}},
+		{"tools/call", `{"name":"send_to_session","_meta":{"progressToken":"p"}}`, map[string]string{}},
+		{"tools/call", `not json`, map[string]string{}},
+	} {
+		h := http.Header{}
+		protocolHeaders(h, c.method, json.RawMessage(c.params))
+		got := map[string]string{}
+		for k := range h {
+			got[k] = h.Get(k)
+		}
+		if diff := cmp.Diff(c.want, got); diff != "" {
+			t.Errorf("%s %s (-want +got):\n%s", c.method, c.params, diff)
+		}
+	}
+}
