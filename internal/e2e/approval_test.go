@@ -437,8 +437,9 @@ func TestApprovalEveryRunningTool(t *testing.T) {
 	}
 }
 
-// TestApprovalHTTP: over Streamable HTTP each principal's client is asked
-// about its own calls, and the log names who decided what.
+// TestApprovalHTTP: over Streamable HTTP, in the stateless protocol, each
+// principal's client is asked about its own calls, and the log names who
+// decided what.
 func TestApprovalHTTP(t *testing.T) {
 	if testMode() == "docker" {
 		t.Skip("the HTTP harness starts no docker image; the gate's docker-mode runs are checked over stdio")
@@ -458,6 +459,11 @@ func TestApprovalHTTP(t *testing.T) {
 	}
 	aliceAsks, bobAsks := &asker{answer: approve}, &asker{answer: decline}
 	alice, bob := connect(aliceToken, aliceAsks), connect(bobToken, bobAsks)
+	// The go-sdk client speaks the stateless protocol over HTTP, so the
+	// question comes back as the call's answer with a signed state.
+	if ir := alice.InitializeResult(); ir == nil || ir.ProtocolVersion != "2026-07-28" || alice.ID() != "" {
+		t.Fatalf("client negotiated %+v with session %q, want the stateless 2026-07-28 protocol", ir, alice.ID())
+	}
 	call := func(cs *mcp.ClientSession, run approvalRun) *mcp.CallToolResult {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
