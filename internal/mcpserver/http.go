@@ -41,7 +41,15 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 		MaxRequestBodyBytes: o.MaxBodyBytes,
 		SessionTimeout:      o.SessionTimeout,
 	})
-	return newSessionCap(o.MaxSessionsPerPrincipal, s.liveSessionIDs, s.closeSession).wrap(h)
+	capped := newSessionCap(o.MaxSessionsPerPrincipal, s.liveSessionIDs, s.closeSession).wrap(h)
+	if s.tasks == nil {
+		return capped
+	}
+	maxBody := o.MaxBodyBytes
+	if maxBody <= 0 {
+		maxBody = mcp.DefaultMaxRequestBodyBytes
+	}
+	return s.tasks.Handler(capped, maxBody, httpPrincipal)
 }
 
 // closeSession closes the connected MCP session id, as a DELETE does: the

@@ -1,0 +1,114 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Transport wraps t (one client, as stdio has) so its connections serve
+// tasks: tasks/* requests are answered here, for the principal ctx names
+// (tenant.With), and never reach the SDK, which would refuse them; a
+// tools/call's `params.task` moves to _meta[MarkerKey]; the responses to
+// initialize and tools/list get the capability and taskSupport. Every
+// other message passes as it is, after a byte search of a tools/call's
+// params.
+func (w *Wire) Transport(ctx context.Context, t mcp.Transport) mcp.Transport {
+	return transport{Transport: t, w: w, ctx: ctx}
+}
+
+type transport struct {
+	mcp.Transport
+	w   *Wire
+	ctx context.Context
+}
+
+func (t transport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithCancel(t.ctx)
+	return &conn{Connection: c, w: t.w, ctx: cctx, cancel: cancel, rewrites: map[jsonrpc.ID]func(json.RawMessage) json.RawMessage{}}, nil
+}
+
+// conn is one connection serving tasks. Its answers to tasks/* and the
+// SDK's writes share the underlying connection under writeMu.
+type conn struct {
+	mcp.Connection
+	w      *Wire
+	ctx    context.Context // the answers' context: ends when the connection closes
+	cancel context.CancelFunc
+
+	writeMu  sync.Mutex
+	mu       sync.Mutex
+	rewrites map[jsonrpc.ID]func(json.RawMessage) json.RawMessage // responses to rewrite, by request id
+}
+
+// Read returns the next message for the SDK, answering tasks/* on the way.
+func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if err != nil {
+			return msg, err
+		}
+		req, ok := msg.(*jsonrpc.Request)
+		if !ok {
+			return msg, nil
+		}
+		if IsMethod(req.Method) && req.IsCall() {
+			// tasks/result blocks until the task ends: no answer holds up the reads.
+			go c.answer(req)
+			continue
+		}
+		c.prepare(req)
+		return req, nil
+	}
+}
+
+// prepare rewrites req's params or notes how to rewrite its response.
+func (c *conn) prepare(req *jsonrpc.Request) {
+	if req.Method == "tools/call" {
+		req.Params, _ = callParams(req.Params)
+		return
+	}
+	if f := c.w.responseRewrite(req.Method, req.Params); f != nil && req.IsCall() {
+		c.mu.Lock()
+		c.rewrites[req.ID] = f
+		c.mu.Unlock()
+	}
+}
+
+func (c *conn) answer(req *jsonrpc.Request) {
+	res := c.w.svc.Answer(c.ctx, req)
+	_ = c.write(c.ctx, res)
+}
+
+// Write sends msg, rewritten if it answers initialize or tools/list.
+func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if r, ok := msg.(*jsonrpc.Response); ok && r.Error == nil {
+		c.mu.Lock()
+		f := c.rewrites[r.ID]
+		delete(c.rewrites, r.ID)
+		c.mu.Unlock()
+		if f != nil {
+			r.Result = f(r.Result)
+		}
+	}
+	return c.write(ctx, msg)
+}
+
+func (c *conn) write(ctx context.Context, msg jsonrpc.Message) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	return c.Connection.Write(ctx, msg)
+}
+
+// Close ends the answers in flight and closes the connection.
+func (c *conn) Close() error {
+	c.cancel()
+	return c.Connection.Close()
+}
