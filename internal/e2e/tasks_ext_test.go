@@ -220,4 +220,3 @@ func checkExtensionErrors(t *testing.T, s *jsonStdio, id string) {
 		}
 	}
 }
-
