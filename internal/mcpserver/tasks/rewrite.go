@@ -49,12 +49,28 @@ func callParams(params json.RawMessage) (json.RawMessage, bool) {
 		task = json.RawMessage(`{}`)
 	}
 	meta[MarkerKey] = task
-	m["_meta"], _ = json.Marshal(meta)
-	out, err := json.Marshal(m)
-	if err != nil {
-		return params, false
+	m["_meta"] = object(meta)
+	return object(m), true
+}
+
+// object encodes m, whose values are JSON already (decoded from a
+// message): as they are, without the re-validation json.Marshal gives a
+// RawMessage, which on a call's megabyte of code costs tens of
+// milliseconds.
+func object(m map[string]json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for k, v := range m {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		key, _ := json.Marshal(k)
+		b.Write(key)
+		b.WriteByte(':')
+		b.Write(v)
 	}
-	return out, true
+	b.WriteByte('}')
+	return b.Bytes()
 }
 
 // initializeResult adds the 2025-11-25 tasks capability to an initialize
