@@ -152,7 +152,8 @@ type Server struct {
 // New builds the server and registers the tools of every enabled toolset.
 // Unknown toolset names are an error.
 func New(deps Deps) (*Server, error) {
-	s := &Server{deps: deps, drain: newDrain(), tasks: newTasks(deps, deps.Config.ArtifactTTL)}
+	s := &Server{deps: deps, drain: newDrain()}
+	s.tasks = s.newTasks()
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "codexec", Title: "codexec — code execution sandbox", Version: Version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: slog.Default(), Capabilities: s.capabilities()})
 	// Each call wraps the handler so far: a request passes drain, then

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -28,12 +27,14 @@ const (
 )
 
 // newTasks builds the task wire when background runs are on (a task is a
-// background run); nil otherwise, and clients are told of no tasks.
-func newTasks(deps Deps, keep time.Duration) *tasks.Wire {
-	if deps.Runs == nil || !slices.Contains(deps.Config.Toolsets, "runs") {
+// background run); nil otherwise, and clients are told of no tasks. A
+// task's result is kept as long as a run's (CODEXEC_ARTIFACT_TTL after it
+// ended; at least that long after it was created).
+func (s *Server) newTasks() *tasks.Wire {
+	if s.deps.Runs == nil || !slices.Contains(s.deps.Config.Toolsets, "runs") {
 		return nil
 	}
-	svc := tasks.New(deps.Runs, runtools.Render, tasks.Options{TTL: keep})
+	svc := tasks.New(taskRuns{s}, runtools.Render, tasks.Options{TTL: s.deps.Runs.Keep()})
 	return tasks.NewWire(svc, runtools.BackgroundTools)
 }
 
