@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // tsClient2Dir holds the official TypeScript client 2.x the tasks tests
@@ -100,6 +102,7 @@ type tsStdioReport struct {
 	Unknown         tsAttempt      `json:"unknown"`
 	Forbidden       tsAttempt      `json:"forbidden"`
 	Plain           map[string]any `json:"plain"`
+	Statuses        []tsTask       `json:"statuses"`
 	Error           string         `json:"error"`
 }
 
@@ -111,6 +114,7 @@ type tsStdioReport struct {
 // task is cancelled (its result says cancelled, a second cancel is refused),
 // tasks/list lists both, an unknown id and a tool that cannot run as a task
 // are JSON-RPC errors, and a call without params.task is answered as before.
+// Each task's end is notified (notifications/tasks/status).
 func TestTasksTSClientStdio(t *testing.T) {
 	sameInEveryMode(t, "the tasks wire, over whatever mode runs the code")
 	var r tsStdioReport
@@ -160,6 +164,13 @@ func TestTasksTSClientStdio(t *testing.T) {
 	}
 	if r.Plain["status"] != "success" || r.Plain["stdout"] != "plain\n" {
 		t.Errorf("a call without params.task: %v, want its result as before", r.Plain)
+	}
+	notified := map[string]string{}
+	for _, n := range r.Statuses {
+		notified[n.TaskID] = n.Status
+	}
+	if want := map[string]string{id: "completed", r.LongCreated.TaskID: "cancelled"}; !cmp.Equal(notified, want) {
+		t.Errorf("notifications/tasks/status: %v, want %v", notified, want)
 	}
 }
 

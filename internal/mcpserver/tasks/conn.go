@@ -71,14 +71,52 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 
 // prepare rewrites req's params or notes how to rewrite its response.
 func (c *conn) prepare(req *jsonrpc.Request) {
+	f := c.w.responseRewrite(req.Method, req.Params)
 	if req.Method == "tools/call" {
-		req.Params, _ = callParams(req.Params)
-		return
+		var task bool
+		if req.Params, task = callParams(req.Params); task {
+			f = c.watch // the answer is the handle of a task to notify the end of
+		}
 	}
-	if f := c.w.responseRewrite(req.Method, req.Params); f != nil && req.IsCall() {
+	if f != nil && req.IsCall() {
 		c.mu.Lock()
 		c.rewrites[req.ID] = f
 		c.mu.Unlock()
+	}
+}
+
+// watch passes a tools/call's answer on as it is and, when it is a
+// 2025-11-25 task handle, sends notifications/tasks/status once the task
+// has ended (the revision's optional status notification; a client polls
+// or waits on tasks/result all the same).
+func (c *conn) watch(result json.RawMessage) json.RawMessage {
+	var created struct {
+		Task struct {
+			TaskID string `json:"taskId"`
+		} `json:"task"`
+	}
+	if json.Unmarshal(result, &created) == nil && created.Task.TaskID != "" {
+		go c.notifyEnd(created.Task.TaskID)
+	}
+	return result
+}
+
+// notifyEnd waits for task id's end and notifies its final status, unless
+// the connection closes first.
+func (c *conn) notifyEnd(id string) {
+	for c.ctx.Err() == nil {
+		t, err := c.w.svc.get(c.ctx, id, resultWait)
+		if err != nil {
+			return
+		}
+		if t.Status == StatusWorking {
+			continue
+		}
+		params, err := json.Marshal(t.Legacy())
+		if err == nil {
+			_ = c.write(c.ctx, &jsonrpc.Request{Method: "notifications/tasks/status", Params: params})
+		}
+		return
 	}
 }
 

@@ -52,6 +52,8 @@ async function poll(c, taskId) {
 
 async function stdio() {
     const c = await connect();
+    report.statuses = [];
+    c.setNotificationHandler('notifications/tasks/status', n => report.statuses.push(n.params));
     report.protocolVersion = c.getNegotiatedProtocolVersion?.() ?? null;
     report.capability = c.getServerCapabilities()?.tasks ?? null;
     const tools = await c.listTools();
@@ -75,6 +77,7 @@ async function stdio() {
     report.unknown = await attempt(() => get(c, 'exec_000000000000'));
     report.forbidden = await attempt(() => call(c, 'list_files', {}, {}));
     report.plain = (await c.callTool({ name: 'execute_code', arguments: { language: 'bash', code: 'echo plain' } })).structuredContent;
+    for (let i = 0; i < 50 && report.statuses.length < 2; i++) await new Promise(r => setTimeout(r, 100));
     await c.close();
 }
 
