@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,6 +47,9 @@ func runTasksScript(t *testing.T, env []string, out any, args ...string) {
 	cmd := exec.Command("node", append([]string{filepath.Join(dir, "tasks.mjs")}, args...)...)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8"}, env...)
+	if mode := serverMode(); mode != "" {
+		cmd.Env = append(cmd.Env, "CODEXEC_SANDBOX_MODE="+mode) // for the server the stdio client starts
+	}
 	cmd.Stderr = os.Stderr
 	timer := time.AfterFunc(3*time.Minute, func() { _ = cmd.Process.Kill() })
 	defer timer.Stop()
@@ -232,5 +236,10 @@ func TestTasksOutliveClientHTTP(t *testing.T) {
 	}
 	if alice.Cancel.Code != -32602 || !strings.Contains(alice.Cancel.Message, "already completed") {
 		t.Errorf("cancelling a completed task: %+v, want -32602 saying it already completed", alice.Cancel)
+	}
+	body := `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"` + created.TaskID + `"}}`
+	if code, out, _ := do(t, "POST", s.URL+"/mcp", body, mcpHeaders(map[string]string{"Authorization": "Bearer " + aliceToken,
+		"Host": "attacker.example"})); code != http.StatusForbidden {
+		t.Errorf("tasks/get with a foreign Host on loopback: %d %s, want 403 (DNS rebinding guard)", code, out)
 	}
 }

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -84,8 +87,15 @@ func (w *Wire) serve(rw http.ResponseWriter, r *http.Request, next http.Handler,
 	}
 }
 
-// answerHTTP answers a tasks/* request with one JSON response.
+// answerHTTP answers a tasks/* request with one JSON response. It keeps
+// the SDK handler's guard against DNS rebinding, which it answers in front
+// of: on a loopback address, the Host must be a loopback name too, or a web
+// page could read a local server's tasks through its own domain.
 func (w *Wire) answerHTTP(rw http.ResponseWriter, r *http.Request, req *jsonrpc.Request, principal Principal) {
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && loopback(local.String()) && !loopback(r.Host) {
+		http.Error(rw, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
+		return
+	}
 	ctx, err := principal(r)
 	var res *jsonrpc.Response
 	if err != nil {
@@ -100,6 +110,20 @@ func (w *Wire) answerHTTP(rw http.ResponseWriter, r *http.Request, req *jsonrpc.
 	}
 	rw.Header().Set("Content-Type", "application/json")
 	_, _ = rw.Write(b)
+}
+
+// loopback reports whether hostport names the loopback interface
+// (localhost or a loopback IP, with or without a port).
+func loopback(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }
 
 // captured is a response held back to be rewritten (initialize and

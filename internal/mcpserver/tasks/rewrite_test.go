@@ -171,3 +171,12 @@ func BenchmarkCallParams(b *testing.B) {
 		}
 	}
 }
+
+func TestLoopback(t *testing.T) {
+	for host, want := range map[string]bool{"localhost": true, "LOCALHOST:8080": true, "127.0.0.1:80": true, "[::1]:9": true,
+		"::1": true, "example.com": false, "10.0.0.1:80": false, "localhost.example.com": false} {
+		if got := loopback(host); got != want {
+			t.Errorf("loopback(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
