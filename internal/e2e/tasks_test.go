@@ -195,6 +195,28 @@ func checkCancelled(t *testing.T, r tsStdioReport) {
 	}
 }
 
+// checkStatelessGet: a 2026-07-28 tasks/get over HTTP, without an MCP
+// session (the revision has none), reads the task with its result inline.
+func checkStatelessGet(t *testing.T, s *httpServer, id string) {
+	t.Helper()
+	params, _ := json.Marshal(map[string]any{"taskId": id, "_meta": extMeta(true)})
+	body := `{"jsonrpc":"2.0","id":7,"method":"tasks/get","params":` + string(params) + `}`
+	code, out, _ := do(t, "POST", s.URL+"/mcp", body, mcpHeaders(map[string]string{"Authorization": "Bearer " + aliceToken,
+		"MCP-Protocol-Version": "2026-07-28"}))
+	var m struct {
+		Result struct {
+			ResultType, Status string
+			Result             struct {
+				StructuredContent map[string]any `json:"structuredContent"`
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &m); code != http.StatusOK || err != nil || m.Result.ResultType != "complete" ||
+		m.Result.Status != "completed" || m.Result.Result.StructuredContent["stdout"] != "outlived\n" {
+		t.Errorf("a stateless 2026-07-28 tasks/get: %d %s, want the completed task with its result inline", code, out)
+	}
+}
+
 // tsReadReport is what `tasks.mjs read` prints.
 type tsReadReport struct {
 	First  tsAttempt `json:"first"`
@@ -237,6 +259,7 @@ func TestTasksOutliveClientHTTP(t *testing.T) {
 	if alice.Cancel.Code != -32602 || !strings.Contains(alice.Cancel.Message, "already completed") {
 		t.Errorf("cancelling a completed task: %+v, want -32602 saying it already completed", alice.Cancel)
 	}
+	checkStatelessGet(t, s, created.TaskID)
 	body := `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"` + created.TaskID + `"}}`
 	if code, out, _ := do(t, "POST", s.URL+"/mcp", body, mcpHeaders(map[string]string{"Authorization": "Bearer " + aliceToken,
 		"Host": "attacker.example"})); code != http.StatusForbidden {
