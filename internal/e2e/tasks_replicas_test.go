@@ -68,9 +68,21 @@ func (c *httpTasks) request(method string, params any) (result, rpcErr map[strin
 	return result, rpcErr
 }
 
+// listsTask reports whether a tasks/list result lists task id with status.
+func listsTask(list map[string]any, id, status string) bool {
+	tasks, _ := list["tasks"].([]any)
+	for _, t := range tasks {
+		if m, _ := t.(map[string]any); m["taskId"] == id {
+			return m["status"] == status
+		}
+	}
+	return false
+}
+
 // TestTasksAcrossReplicas: replicas sharing the session registry serve a
-// task wherever it runs. Alice's task on replica A is read and cancelled
-// through replica B, where bob is told it does not exist; the task of a
+// task wherever it runs. Alice's task on replica A is read, cancelled and
+// listed through replica B, where bob is told it does not exist and lists
+// none; the task of a
 // replica that was killed while it ran reads failed through B, saying the
 // run was lost with its replica, as get_run reads it lost.
 func TestTasksAcrossReplicas(t *testing.T) {
@@ -98,6 +110,13 @@ func TestTasksAcrossReplicas(t *testing.T) {
 		t.Errorf("tasks/cancel through r-b: %v %v, want cancelled", got, e)
 	}
 
+	if got, _ := aliceB.request("tasks/list", map[string]any{}); !listsTask(got, id, "cancelled") {
+		t.Errorf("tasks/list through r-b: %v, want r-a's task %s cancelled", got, id)
+	}
+	if got, _ := bobB.request("tasks/list", map[string]any{}); len(got["tasks"].([]any)) != 0 {
+		t.Errorf("bob's tasks/list: %v, want none", got)
+	}
+
 	c := startHTTP(t, "", replicaEnv(dsn, "r-c", tokens)...)
 	created, _ = newHTTPTasks(t, c, aliceToken).request("tools/call", map[string]any{"name": "execute_code", "task": map[string]any{},
 		"arguments": map[string]any{"language": "bash", "code": "sleep 60"}})
@@ -119,5 +138,8 @@ func TestTasksAcrossReplicas(t *testing.T) {
 	}
 	if _, e := aliceB.request("tasks/result", map[string]any{"taskId": onC}); e == nil || !strings.Contains(e["message"].(string), "lost") {
 		t.Errorf("tasks/result of the lost task: %v, want an error saying it was lost", e)
+	}
+	if got, _ := aliceB.request("tasks/list", map[string]any{}); !listsTask(got, onC, "failed") {
+		t.Errorf("tasks/list after r-c died: %v, want its task %s failed", got, onC)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codexec/codexec/internal/mcpserver/runtools"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/runs"
 	"github.com/codexec/codexec/internal/sessionreg"
@@ -43,9 +44,9 @@ func (r taskRuns) Cancel(ctx context.Context, id string, wait time.Duration) (ru
 	return r.s.deps.Runs.Cancel(ctx, id, wait)
 }
 
-// List is this replica's runs (tasks/list lists no other replica's).
-func (r taskRuns) List(ctx context.Context, status string, limit int) []runs.Summary {
-	return r.s.deps.Runs.List(ctx, status, limit)
+// List is list_runs' listing: this replica's runs and every other's.
+func (r taskRuns) List(ctx context.Context, status string, limit int) ([]runs.Summary, error) {
+	return runtools.ListRuns(ctx, runtools.Deps{Runs: r.s.deps.Runs, Peers: r.s.peers()}, status, limit)
 }
 
 // remote is the live replica other than this one that holds ctx's

@@ -13,12 +13,13 @@ import (
 	"github.com/codexec/codexec/internal/runs"
 )
 
-// Runs is what tasks use of the background runs; *runs.Manager is one.
-// Every method works for ctx's principal only (tenant.From).
+// Runs is what tasks use of the background runs: runs.Manager's Get and
+// Cancel, and list_runs' listing (List). Every method works for ctx's
+// principal only (tenant.From).
 type Runs interface {
 	Get(ctx context.Context, id string, rd runs.Read) (runs.View, error)
 	Cancel(ctx context.Context, id string, wait time.Duration) (runs.View, error)
-	List(ctx context.Context, status string, limit int) []runs.Summary
+	List(ctx context.Context, status string, limit int) ([]runs.Summary, error)
 }
 
 // Render is the CallToolResult a foreground call of tool would have
@@ -55,6 +56,10 @@ const resultWait = 30 * time.Second
 
 // cancelWait bounds how long tasks/cancel waits for a killed run to end.
 const cancelWait = 10 * time.Second
+
+// unreachable is the status list_runs gives a run of a replica that did
+// not answer the listing in time.
+const unreachable = "unreachable"
 
 // listLimit is the most tasks tasks/list returns (the newest).
 const listLimit = 100
@@ -93,7 +98,7 @@ func (s *Service) answer(ctx context.Context, req *jsonrpc.Request) (any, error)
 		if ext {
 			return nil, notFound(req.Method, "the Tasks extension has no tasks/list")
 		}
-		return s.list(ctx), nil
+		return s.list(ctx)
 	}
 	var p taskParams
 	if len(req.Params) > 0 {
@@ -242,18 +247,24 @@ func (s *Service) cancel(ctx context.Context, id string) (Task, error) {
 }
 
 // list is the principal's tasks, newest first.
-func (s *Service) list(ctx context.Context) any {
-	sums := s.runs.List(ctx, "", listLimit)
+func (s *Service) list(ctx context.Context) (any, error) {
+	sums, err := s.runs.List(ctx, "", listLimit)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
 	out := make([]any, 0, len(sums))
 	for _, r := range sums {
 		t := Task{ID: r.ExecutionID, Status: StatusOf(r.Status), CreatedAt: r.StartedAt, UpdatedAt: r.StartedAt,
-			TTL: s.opts.TTL, PollInterval: s.opts.PollInterval}
+			TTL: s.opts.TTL, PollInterval: s.opts.PollInterval, StatusMessage: r.Note}
+		if r.Status == unreachable {
+			t.Status = StatusWorking // its replica did not answer in time: it was running when last seen
+		}
 		if r.EndedAt != nil {
 			t.UpdatedAt = *r.EndedAt
 		}
 		out = append(out, t.Legacy())
 	}
-	return map[string]any{"tasks": out}
+	return map[string]any{"tasks": out}, nil
 }
 
 // taskError is err of the runs service as the protocol's error: an id
