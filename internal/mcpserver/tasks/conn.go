@@ -46,6 +46,22 @@ type conn struct {
 	writeMu  sync.Mutex
 	mu       sync.Mutex
 	rewrites map[jsonrpc.ID]func(json.RawMessage) json.RawMessage // responses to rewrite, by request id
+	version  string                                               // the protocol version initialize negotiated
+}
+
+// initialized rewrites initialize's result and notes the version it
+// negotiated.
+func (c *conn) initialized(result json.RawMessage) json.RawMessage {
+	c.mu.Lock()
+	c.version = negotiated(result)
+	c.mu.Unlock()
+	return initializeResult(result)
+}
+
+func (c *conn) negotiated() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.version
 }
 
 // Read returns the next message for the SDK, answering tasks/* on the way.
@@ -70,13 +86,24 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 // prepare rewrites req's params or notes how to rewrite its response.
+// Only a tools/list is decoded (for its revision); a tools/call's params
+// are searched for "task" first.
 func (c *conn) prepare(req *jsonrpc.Request) {
-	f := c.w.responseRewrite(req.Method, req.Params)
-	if req.Method == "tools/call" {
+	var f func(json.RawMessage) json.RawMessage
+	switch req.Method {
+	case "tools/call":
 		var task bool
 		if req.Params, task = callParams(req.Params); task {
 			f = c.watch // the answer is the handle of a task to notify the end of
 		}
+	case "initialize":
+		f = c.initialized
+	case "tools/list":
+		version := c.negotiated()
+		if ext, _ := extendedRaw(req.Params); ext {
+			version = "" // a 2026-07-28 request on this connection
+		}
+		f = c.w.responseRewrite(req.Method, version)
 	}
 	if f != nil && req.IsCall() {
 		c.mu.Lock()

@@ -88,7 +88,7 @@ func (w *Wire) serve(rw http.ResponseWriter, r *http.Request, next http.Handler,
 		}
 		next.ServeHTTP(rw, r)
 	default:
-		f := w.responseRewrite(req.Method, req.Params)
+		f := w.responseRewrite(req.Method, r.Header.Get("MCP-Protocol-Version"))
 		if f == nil || !req.IsCall() {
 			next.ServeHTTP(rw, r)
 			return

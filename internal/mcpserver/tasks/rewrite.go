@@ -123,16 +123,26 @@ func (w *Wire) toolsListResult(result json.RawMessage) json.RawMessage {
 	return out
 }
 
-// responseRewrite is how the response to a request of method, with raw
-// params, must be rewritten; nil: it passes as it is.
-func (w *Wire) responseRewrite(method string, params json.RawMessage) func(json.RawMessage) json.RawMessage {
-	switch method {
-	case "initialize":
+// responseRewrite is how the response to a request of method must be
+// rewritten for a client that negotiated version (the protocol revision
+// the request runs under; "" unknown); nil: it passes as it is. Only
+// 2025-11-25 has taskSupport in tools/list: other clients get today's
+// bytes.
+func (w *Wire) responseRewrite(method, version string) func(json.RawMessage) json.RawMessage {
+	switch {
+	case method == "initialize":
 		return initializeResult
-	case "tools/list":
-		if ext, _ := extendedRaw(params); !ext {
-			return w.toolsListResult
-		}
+	case method == "tools/list" && version == legacyVersion:
+		return w.toolsListResult
 	}
 	return nil
+}
+
+// negotiated is the protocol version an initialize result agreed on.
+func negotiated(result json.RawMessage) string {
+	var r struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	_ = json.Unmarshal(result, &r)
+	return r.ProtocolVersion
 }

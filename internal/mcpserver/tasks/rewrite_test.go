@@ -85,8 +85,10 @@ func TestToolsListResult(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("tools/list (-want +got):\n%s", diff)
 	}
-	if f := w.responseRewrite("tools/list", json.RawMessage(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`)); f != nil {
-		t.Error("a 2026-07-28 tools/list is rewritten; the extension has no taskSupport")
+	for version, rewritten := range map[string]bool{"2025-11-25": true, "2025-06-18": false, "2026-07-28": false, "": false} {
+		if f := w.responseRewrite("tools/list", version); (f != nil) != rewritten {
+			t.Errorf("tools/list at %q rewritten: %v, want %v (only 2025-11-25 has taskSupport)", version, f != nil, rewritten)
+		}
 	}
 }
 
