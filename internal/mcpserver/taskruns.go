@@ -26,8 +26,8 @@ type taskRuns struct{ s *Server }
 // Get is runs.Manager.Get, on the replica holding id.
 func (r taskRuns) Get(ctx context.Context, id string, rd runs.Read) (runs.View, error) {
 	if owner, ok := r.remote(ctx, id); ok {
-		args := map[string]any{"execution_id": id, "stdout_offset": rd.StdoutOffset, "stderr_offset": rd.StderrOffset,
-			"wait_ms": rd.Wait.Milliseconds()}
+		args := map[string]any{"execution_id": id, "stdout_offset": min(rd.StdoutOffset, maxJSONInt),
+			"stderr_offset": min(rd.StderrOffset, maxJSONInt), "wait_ms": rd.Wait.Milliseconds()}
 		return r.view(ctx, owner, "get_run", args)
 	}
 	return r.s.deps.Runs.Get(ctx, id, rd)
@@ -48,6 +48,11 @@ func (r taskRuns) Cancel(ctx context.Context, id string, wait time.Duration) (ru
 func (r taskRuns) List(ctx context.Context, status string, limit int) ([]runs.Summary, error) {
 	return runtools.ListRuns(ctx, runtools.Deps{Runs: r.s.deps.Runs, Peers: r.s.peers()}, status, limit)
 }
+
+// maxJSONInt is the largest offset sent over the hop: past any output
+// (tasks read from there to wait for the end only), and exact in the
+// float64 a JSON number may be decoded into.
+const maxJSONInt = 1 << 53
 
 // remote is the live replica other than this one that holds ctx's
 // principal's run id, if there is one.

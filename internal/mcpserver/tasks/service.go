@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -150,8 +151,10 @@ func legacyOrNil(t Task, err error) (any, error) {
 func (s *Service) Task(ctx context.Context, id string) (Task, error) { return s.get(ctx, id, 0) }
 
 // get is the task id as it stands, after waiting up to wait for its end.
+// It reads from past any output, so that only the end (not output) ends
+// the wait, and no output is copied.
 func (s *Service) get(ctx context.Context, id string, wait time.Duration) (Task, error) {
-	v, err := s.runs.Get(ctx, id, runs.Read{Wait: wait})
+	v, err := s.runs.Get(ctx, id, runs.Read{StdoutOffset: math.MaxInt64, StderrOffset: math.MaxInt64, Wait: wait})
 	if err != nil {
 		return Task{}, taskError(id, err)
 	}
