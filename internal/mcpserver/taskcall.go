@@ -92,14 +92,11 @@ func (s *Server) taskCalls(next mcp.MethodHandler) mcp.MethodHandler {
 
 // inBackground is a call's arguments with background: true.
 func inBackground(raw json.RawMessage) (json.RawMessage, error) {
-	args := map[string]json.RawMessage{}
-	if len(raw) > 0 && string(raw) != "null" {
-		if err := json.Unmarshal(raw, &args); err != nil {
-			return nil, fmt.Errorf("the arguments of a tool called as a task must be an object: %v", err)
-		}
+	args, err := tasks.SetField(raw, "background", json.RawMessage("true"))
+	if err != nil {
+		return nil, fmt.Errorf("the arguments of a tool called as a task must be an object: %v", err)
 	}
-	args["background"] = json.RawMessage("true")
-	return json.Marshal(args)
+	return args, nil
 }
 
 // taskHandle answers a call that started a background run with its task;

@@ -53,6 +53,19 @@ func callParams(params json.RawMessage) (json.RawMessage, bool) {
 	return object(m), true
 }
 
+// SetField is the JSON object obj (null or empty: {}) with key set to
+// value, its other members as they were.
+func SetField(obj json.RawMessage, key string, value json.RawMessage) (json.RawMessage, error) {
+	m := map[string]json.RawMessage{}
+	if t := bytes.TrimSpace(obj); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
+		if err := json.Unmarshal(t, &m); err != nil {
+			return nil, err
+		}
+	}
+	m[key] = value
+	return object(m), nil
+}
+
 // object encodes m, whose values are JSON already (decoded from a
 // message): as they are, without the re-validation json.Marshal gives a
 // RawMessage, which on a call's megabyte of code costs tens of

@@ -52,6 +52,26 @@ func TestCallParams(t *testing.T) {
 	}
 }
 
+func TestSetField(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{``, `{"background":true}`},
+		{`null`, `{"background":true}`},
+		{`{}`, `{"background":true}`},
+		{`{"background":false,"code":"x"}`, `{"background":true,"code":"x"}`},
+	} {
+		got, err := SetField(json.RawMessage(c.in), "background", json.RawMessage("true"))
+		if err != nil {
+			t.Fatalf("SetField(%s): %v", c.in, err)
+		}
+		if diff := cmp.Diff(decode(t, json.RawMessage(c.want)), decode(t, got)); diff != "" {
+			t.Errorf("SetField(%s) (-want +got):\n%s", c.in, diff)
+		}
+	}
+	if _, err := SetField(json.RawMessage(`[1]`), "background", json.RawMessage("true")); err == nil {
+		t.Error("SetField of an array: no error")
+	}
+}
+
 func TestInitializeResult(t *testing.T) {
 	legacyCaps := map[string]any{"list": map[string]any{}, "cancel": map[string]any{}, "requests": map[string]any{"tools": map[string]any{"call": map[string]any{}}}}
 	for _, c := range []struct {
