@@ -38,6 +38,12 @@ ts="$(dirname "$0")/../internal/e2e/testdata/tsclient"
 if ! cmp -s "$ts/package-lock.json" "$ts/node_modules/.package-lock.json.installed" 2>/dev/null; then
   (cd "$ts" && npm ci --no-audit --no-fund --loglevel=error >/dev/null && cp package-lock.json node_modules/.package-lock.json.installed)
 fi
+# The official TypeScript client 2.x (internal/e2e/tasks_test.go: tool calls
+# as MCP Tasks), pinned by its lockfile.
+ts2="$(dirname "$0")/../internal/e2e/testdata/tsclient2"
+if ! cmp -s "$ts2/package-lock.json" "$ts2/node_modules/.package-lock.json.installed" 2>/dev/null; then
+  (cd "$ts2" && npm ci --no-audit --no-fund --loglevel=error >/dev/null && cp package-lock.json node_modules/.package-lock.json.installed)
+fi
 # The MCP conformance runner (internal/e2e/conformance_test.go,
 # scripts/conformance.sh) and the Node.js 22 it runs on (a registry binary
 # package: Debian's Node 20 is too old for it), pinned by its lockfile;

@@ -138,7 +138,7 @@ const (
 // calls that finished are still delivered. It returns how many calls were
 // cancelled.
 func (s *Server) ServeUntil(ctx context.Context, t mcp.Transport, grace, killWait time.Duration) (int, error) {
-	ss, err := s.mcp.Connect(context.Background(), s.drain.wire.wrap(t), nil)
+	ss, err := s.mcp.Connect(context.Background(), s.drain.wire.wrap(s.withTasks(t)), nil)
 	if err != nil {
 		return 0, err
 	}

@@ -61,13 +61,22 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 	})
 	sessions := newSessionCap(o.MaxSessionsPerPrincipal, s.liveSessionIDs, s.closeSession).wrap(stateful)
 	sessionless := newStatelessCalls().wrap(stateless)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if isStateless(r) {
 			sessionless.ServeHTTP(w, r)
 			return
 		}
 		sessions.ServeHTTP(w, r)
 	})
+	if s.tasks == nil {
+		return route
+	}
+	maxBody := o.MaxBodyBytes
+	if maxBody <= 0 {
+		maxBody = mcp.DefaultMaxRequestBodyBytes
+	}
+	// Tasks are answered in front of both: with or without a session.
+	return s.tasks.Handler(route, maxBody, httpPrincipal)
 }
 
 // statelessVersion is the first protocol revision without sessions.

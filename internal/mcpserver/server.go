@@ -38,6 +38,7 @@ import (
 	"github.com/codexec/codexec/internal/mcpserver/packagetools"
 	"github.com/codexec/codexec/internal/mcpserver/runtools"
 	"github.com/codexec/codexec/internal/mcpserver/sessiontools"
+	"github.com/codexec/codexec/internal/mcpserver/tasks"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
 	"github.com/codexec/codexec/internal/packages"
 	"github.com/codexec/codexec/internal/quota"
@@ -147,18 +148,23 @@ type Server struct {
 	reg *tool.Registrar
 	// files serves the transfer URLs (FilesHandler).
 	files *filetools.Files
+	// tasks serves MCP Tasks over the background runs (taskcall.go); nil
+	// when background runs are off.
+	tasks *tasks.Wire
 }
 
 // New builds the server and registers the tools of every enabled toolset.
 // Unknown toolset names are an error.
 func New(deps Deps) (*Server, error) {
 	s := &Server{deps: deps, drain: newDrain()}
+	s.tasks = s.newTasks()
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "codexec", Title: "codexec — code execution sandbox", Version: Version},
-		&mcp.ServerOptions{Instructions: instructions, Logger: slog.Default(), Capabilities: serverCapabilities()})
+		&mcp.ServerOptions{Instructions: instructions, Logger: slog.Default(), Capabilities: s.capabilities()})
 	// Each call wraps the handler so far: a request passes drain, then
-	// tenancy, then forward, then slots.
+	// tenancy, then taskCalls, then forward, then slots.
 	s.mcp.AddReceivingMiddleware(s.slots)
 	s.mcp.AddReceivingMiddleware(s.forward)
+	s.mcp.AddReceivingMiddleware(s.taskCalls)
 	s.mcp.AddReceivingMiddleware(s.tenancy)
 	s.mcp.AddReceivingMiddleware(s.drain.middleware)
 	for _, ts := range deps.Config.Toolsets {
@@ -210,12 +216,33 @@ const instructions = `codexec runs code for you in a sandbox. execute_code runs 
 sessions (start_session/send_to_session, or create_context/run_code) keep interpreter state between calls.
 A program that fails or times out is a normal result: read status, exit_code, stdout and stderr.`
 
+// capabilities are the server's capabilities beyond those the SDK adds
+// for what is registered: logging (the SDK's default) and, with background
+// runs on, the Tasks extension.
+func (s *Server) capabilities() *mcp.ServerCapabilities {
+	c := serverCapabilities()
+	if s.tasks != nil {
+		c.Extensions = map[string]any{tasks.ExtensionID: map[string]any{}}
+	}
+	return c
+}
+
 // MCP returns the underlying SDK server (for in-process transports in tests).
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
 // Run serves on t until the client disconnects or ctx is cancelled.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
-	return s.mcp.Run(ctx, t)
+	return s.mcp.Run(ctx, s.withTasks(t))
+}
+
+// withTasks is t serving MCP Tasks (package tasks) when background runs
+// are on. Its one client is tenant.Local's, as tenancy decides for a
+// transport without auth.
+func (s *Server) withTasks(t mcp.Transport) mcp.Transport {
+	if s.tasks == nil {
+		return t
+	}
+	return s.tasks.Transport(context.Background(), t)
 }
 
 // SessionPackages is what the sessions service provides so install_package

@@ -290,3 +290,7 @@ func (m *Manager) Resolve(ctx context.Context, o sessionreg.Owner) Summary {
 	return Summary{ExecutionID: o.SessionID, Tool: v.Tool, Status: v.Status, StartedAt: v.StartedAt, EndedAt: v.EndedAt,
 		Replica: o.Replica.ID, LostAt: v.lostAt}
 }
+
+// Keep is how long an ended run stays readable here (Options.Keep, its
+// default applied): the least time a run's result is kept after it ended.
+func (m *Manager) Keep() time.Duration { return m.opts.Keep }

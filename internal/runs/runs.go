@@ -65,7 +65,7 @@ var (
 
 // Why a run's context was cancelled (context.Cause), as its result says.
 var (
-	errCancelled = errors.New("cancelled by cancel_run; the run was killed")
+	errCancelled = errors.New("cancelled by cancel_run (or tasks/cancel); the run was killed")
 	errShutdown  = errors.New("cancelled: the server shut down while this ran; the run was killed")
 	errCallGone  = errors.New("the call that was starting it was cancelled")
 )

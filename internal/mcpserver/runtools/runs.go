@@ -124,14 +124,22 @@ func (s *toolset) listRuns(ctx context.Context, _ *mcp.CallToolRequest, in ListR
 	case limit < 0 || limit > 100:
 		return nil, ListRunsOut{}, tool.Invalidf("limit must be between 1 and 100, got %d", limit)
 	}
-	list := s.deps.Runs.List(ctx, in.Status, limit)
-	if s.deps.Peers != nil {
-		var err error
-		if list, err = s.remoteRuns(ctx, list, in.Status, limit); err != nil {
-			return nil, ListRunsOut{}, err
-		}
+	list, err := ListRuns(ctx, s.deps, in.Status, limit)
+	if err != nil {
+		return nil, ListRunsOut{}, err
 	}
 	return nil, ListRunsOut{Runs: list}, nil
+}
+
+// ListRuns is list_runs' listing of ctx's principal's runs, newest first,
+// at most limit, of status if set: this server's (d.Runs) and, among
+// replicas (d.Peers), every replica's.
+func ListRuns(ctx context.Context, d Deps, status string, limit int) ([]runs.Summary, error) {
+	list := d.Runs.List(ctx, status, limit)
+	if d.Peers == nil {
+		return list, nil
+	}
+	return (&toolset{deps: d}).remoteRuns(ctx, list, status, limit)
 }
 
 // runError codes an error of the runs service.
