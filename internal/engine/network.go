@@ -37,7 +37,9 @@ func (e *Engine) attachNetwork(ctx context.Context, id string, p egress.Policy) 
 		return &runNetwork{host: true}
 	}
 	principal := tenant.From(ctx)
-	return &runNetwork{b: e.egress.Bind(id, principal, p), env: e.egress.Env(principal, p)}
+	b := e.egress.Bind(id, principal, p)
+	b.TraceIn(ctx)
+	return &runNetwork{b: b, env: e.egress.Env(principal, p)}
 }
 
 // egressOf is n as the sandbox spec takes it: an untyped nil without a

@@ -155,12 +155,14 @@ func New(deps Deps) (*Server, error) {
 	s := &Server{deps: deps, drain: newDrain()}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "codexec", Title: "codexec — code execution sandbox", Version: Version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: slog.Default()})
-	// Each call wraps the handler so far: a request passes drain, then
-	// tenancy, then forward, then slots.
+	// Each call wraps the handler so far: a request passes traced, drain, then
+	// tenancy, then forward, then slots; traced is outermost so that its
+	// span covers all of them.
 	s.mcp.AddReceivingMiddleware(s.slots)
 	s.mcp.AddReceivingMiddleware(s.forward)
 	s.mcp.AddReceivingMiddleware(s.tenancy)
 	s.mcp.AddReceivingMiddleware(s.drain.middleware)
+	s.mcp.AddReceivingMiddleware(s.traced)
 	for _, ts := range deps.Config.Toolsets {
 		if !slices.Contains(Toolsets, ts) {
 			return nil, fmt.Errorf("CODEXEC_TOOLSETS: unknown toolset %q (known: %v)", ts, Toolsets)
