@@ -42,6 +42,10 @@ func (b *Binding) lookupDenied(name string) {
 		b.lookups++
 	}
 	b.entryLocked(d).Reason = ReasonLookup
+	if b.span != nil {
+		b.span.AddEvent("egress.connection", trace.WithAttributes(attribute.String("server.address", name),
+			attribute.Bool("codexec.egress.allowed", false), attribute.String("codexec.egress.reason", ReasonLookup)))
+	}
 }
 
 // admit checks the binding's limits for a new connection to an allowed
@@ -116,8 +120,8 @@ func (b *Binding) note(d dest, reason string) {
 }
 
 // TraceIn makes ctx's span (the call that runs the program) the one each
-// of the run's connections is recorded on, as an event: destination,
-// allowed or not and why; never what was sent. A no-op while tracing is
+// of the run's connections (and refused name lookups) is recorded on, as
+// an event: destination, allowed or not and why; never what was sent. A no-op while tracing is
 // off.
 func (b *Binding) TraceIn(ctx context.Context) {
 	if b == nil || !tracing.On() {

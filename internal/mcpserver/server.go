@@ -94,8 +94,10 @@ const ModelSurfaceBudget = 13100 + 159 + 1096
 // 29,943. Which resource limits held for a run (limits: memory, pids, cpu,
 // disk, by mechanism) in the seven results that describe one (execute_code's
 // shape thrice, execute_command, execute_process, run_code,
-// get_execution_log) added 1,001: 30,944.
-const WireBudget = 26700 + 293 + 66 + 66 + 28 + 2790 + 1001
+// get_execution_log) added 1,001: 30,944. The OpenTelemetry trace id
+// (trace_id, present only while traces are exported) in execute_code's
+// shape thrice added 87: 31,031.
+const WireBudget = 26700 + 293 + 66 + 66 + 28 + 2790 + 1001 + 87
 
 // Version is the server version reported to clients (serverInfo.version
 // in initialize): the module version of this build, as `codexec version`
