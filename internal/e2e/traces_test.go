@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -9,9 +10,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"github.com/codexec/codexec/internal/pgtest"
 )
 
 // tracedResult is a run's result with the trace id it carries.
@@ -207,5 +211,57 @@ func TestTracesEgress(t *testing.T) {
 	}
 	if allowed, ok := got[evilHost]; !ok || allowed {
 		t.Errorf("egress events %v: want a denied connection to %s", got, evilHost)
+	}
+}
+
+// TestTracesForwardedCall: a call that reaches a replica that does not
+// hold the session is forwarded, and the trace continues on the owner:
+// the owner's request span is a child of the hop's span.
+func TestTracesForwardedCall(t *testing.T) {
+	sameInEveryMode(t, "replicas pin subprocess mode")
+	dsn := pgtest.Start(t).NewDatabase(t)
+	rcv := newOTLPReceiver(t)
+	tokens := "CODEXEC_AUTH_TOKENS=" + tokenFile(t)
+	a := startHTTP(t, "", replicaEnv(dsn, "r-a", append(rcv.env(tokens), "OTEL_SERVICE_NAME=codexec-a")...)...)
+	b := startHTTP(t, "", replicaEnv(dsn, "r-b", append(rcv.env(tokens), "OTEL_SERVICE_NAME=codexec-b")...)...)
+	aliceA, aliceB := a.mustConnect(aliceToken), b.mustConnect(aliceToken)
+	sess := tout(t, aliceA, "start_session", map[string]any{"language": "python"})["session_id"].(string)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	meta := mcp.Meta{"traceparent": "00-" + clientTraceID + "-" + clientSpanID + "-01"}
+	res, err := aliceB.CallTool(ctx, &mcp.CallToolParams{Name: "send_to_session", Meta: meta,
+		Arguments: map[string]any{"session_id": sess, "code": "print(6 * 7)"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r tracedResult
+	decodeStructured(t, res, &r)
+	if r.Stdout != "42\n" || r.TraceID != clientTraceID {
+		t.Fatalf("forwarded send: stdout %q trace_id %q, want 42 and the client's trace", r.Stdout, r.TraceID)
+	}
+	name := "tools/call send_to_session"
+	var entry, owner *tracepb.Span
+	spans := rcv.trace(t, clientTraceID, name, "forward", "session.run")
+	for _, sp := range spans {
+		if sp.Name == name && rcv.service[sp] == "codexec-b" {
+			entry = sp
+		}
+		if sp.Name == name && rcv.service[sp] == "codexec-a" {
+			owner = sp
+		}
+	}
+	if entry == nil || owner == nil {
+		t.Fatalf("want the request span on both replicas; got %v", spanNames(spans))
+	}
+	hop := byName(spans, "forward")
+	if hex.EncodeToString(entry.ParentSpanId) != clientSpanID || string(hop.ParentSpanId) != string(entry.SpanId) {
+		t.Errorf("entry replica: request span parent %x (want the client's), forward parent %x", entry.ParentSpanId, hop.ParentSpanId)
+	}
+	if string(owner.ParentSpanId) != string(hop.SpanId) {
+		t.Errorf("owner's request span parent %x, want the forward span %x", owner.ParentSpanId, hop.SpanId)
+	}
+	if run := byName(spans, "session.run"); rcv.service[run] != "codexec-a" || !descends(spans, run, owner) {
+		t.Errorf("session.run (on %s) is not under the owner's request span", rcv.service[run])
 	}
 }
