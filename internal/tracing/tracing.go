@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
 	"go.opentelemetry.io/otel/trace/noop"
 )
 
@@ -40,9 +41,23 @@ var noopSpan trace.Span = noop.Span{}
 func On() bool { return on.Load() }
 
 // Tracer is the tracer a package records its spans with, named for the
-// package (its import path). It follows the global provider, so a tracer
-// taken before Setup ran exports once it has.
-func Tracer(pkg string) trace.Tracer { return otel.Tracer(pkg) }
+// package (its import path). It asks the global provider for the tracer
+// at each span, so a tracer taken before Setup ran exports once it has,
+// and one provider replacing another (a test's Setup after a Shutdown)
+// takes over its spans; the SDK caches tracers by name.
+func Tracer(pkg string) trace.Tracer { return providerTracer{name: pkg} }
+
+// providerTracer is the global provider's tracer of one name, looked up
+// when a span starts.
+type providerTracer struct {
+	embedded.Tracer
+	name string
+}
+
+// Start implements trace.Tracer.
+func (t providerTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	return otel.GetTracerProvider().Tracer(t.name).Start(ctx, name, opts...)
+}
 
 // Start starts a span named name as a child of ctx's span when tracing is
 // on. Off, it returns ctx itself and a no-op span, allocating nothing.
