@@ -28,6 +28,7 @@ import (
 // Each reports p50 µs per call; on/off is the ratio of the p50s.
 //
 //	go test ./internal/mcpserver -run '^$' -bench TracingOverhead -benchtime 400x
+//
 // traceBlock is how many calls run before tracing is switched.
 const traceBlock = 50
 
