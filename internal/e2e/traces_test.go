@@ -35,14 +35,15 @@ var runSpans = []string{"workspace.acquire", "program.build", "sandbox.start", "
 
 // TestTracesOneShotRun: with an OTLP endpoint set, a one-shot run is one
 // server span named for the MCP convention, a child of the client's
-// traceparent, with the run's steps as children; its trace id is in the
-// result and the log entry; nothing the code printed or contained is in
-// any span.
+// traceparent, with the run's steps as children (and keeping its
+// artifact in the store); its trace id is in the result and the log entry;
+// nothing the code printed or contained, nor the file it wrote, is in any
+// span.
 func TestTracesOneShotRun(t *testing.T) {
 	rcv := newOTLPReceiver(t)
 	s := start(t, rcv.env()...)
 	secret := "sk-live-51H8xQe2e7TRACEsecretZZ"
-	code := fmt.Sprintf("token = %q\nprint('token is', token)", secret)
+	code := fmt.Sprintf("token = %q\nprint('token is', token)\nopen('report-7f3e.txt', 'w').write(token)", secret)
 	meta := mcp.Meta{"traceparent": "00-" + clientTraceID + "-" + clientSpanID + "-01", "tracestate": "vendor=e2e"}
 	var r tracedResult
 	decodeStructured(t, s.callMeta("execute_code", map[string]any{"language": "python", "code": code}, meta), &r)
@@ -53,7 +54,7 @@ func TestTracesOneShotRun(t *testing.T) {
 		t.Fatalf("result trace_id = %q, want the client's %s", r.TraceID, clientTraceID)
 	}
 	name := "tools/call execute_code"
-	spans := rcv.trace(t, clientTraceID, append([]string{name}, runSpans...)...)
+	spans := rcv.trace(t, clientTraceID, append([]string{name, "store.keep"}, runSpans...)...)
 	root := byName(spans, name)
 	if got := hex.EncodeToString(root.ParentSpanId); got != clientSpanID {
 		t.Errorf("request span's parent = %s, want the client's span %s", got, clientSpanID)
@@ -76,7 +77,10 @@ func TestTracesOneShotRun(t *testing.T) {
 		}
 	}
 	values := everyValue(rcv.all())
-	for _, leak := range []string{secret, "token is", "print("} {
+	if keep := byName(spans, "store.keep"); !descends(spans, keep, root) {
+		t.Errorf("keeping the run's artifact (store.keep) is not under the request span")
+	}
+	for _, leak := range []string{secret, "token is", "print(", "report-7f3e"} {
 		if strings.Contains(values, leak) {
 			t.Errorf("an exported span carries %q:\n%s", leak, values)
 		}
