@@ -188,8 +188,9 @@ func TestTracesCodeModeUpstream(t *testing.T) {
 	}
 }
 
-// TestTracesEgress: each connection of a run with network is an event on
-// its request span: destination and whether it was allowed.
+// TestTracesEgress: each connection of a run with network, one-shot or in
+// a session, is an event on its request span: destination and whether it
+// was allowed.
 func TestTracesEgress(t *testing.T) {
 	n := newEgressNet(t)
 	rcv := newOTLPReceiver(t)
@@ -203,9 +204,27 @@ func TestTracesEgress(t *testing.T) {
 	if !strings.Contains(r.Stdout, "hello from "+plainHost) || r.TraceID == "" {
 		t.Fatalf("run: status %s stdout %q stderr %q trace_id %q", r.Status, r.Stdout, r.Stderr, r.TraceID)
 	}
-	spans := rcv.trace(t, r.TraceID, "tools/call execute_code")
+	checkEgressEvents(t, rcv, r.TraceID, "tools/call execute_code", n)
+
+	// A session's interpreter: its connections are events of the send
+	// whose code made them.
+	id := s.startSession("python").SessionID
+	var sr tracedResult
+	decodeStructured(t, s.call("send_to_session", map[string]any{"session_id": id, "code": code, "timeout_ms": 60000,
+		"network": allow(n.rule(plainHost))}), &sr)
+	if !strings.Contains(sr.Stdout, "hello from "+plainHost) || sr.TraceID == "" {
+		t.Fatalf("send: status %s stdout %q stderr %q trace_id %q", sr.Status, sr.Stdout, sr.Stderr, sr.TraceID)
+	}
+	checkEgressEvents(t, rcv, sr.TraceID, "tools/call send_to_session", n)
+}
+
+// checkEgressEvents: the request span of trace has an allowed connection
+// to plain and a refused one to evil as events.
+func checkEgressEvents(t *testing.T, rcv *otlpReceiver, traceID, name string, n *egressNet) {
+	t.Helper()
+	spans := rcv.trace(t, traceID, name)
 	got := map[string]bool{}
-	for _, ev := range byName(spans, "tools/call execute_code").Events {
+	for _, ev := range byName(spans, name).Events {
 		if ev.Name == "egress.connection" {
 			got[attrString(ev.Attributes, "server.address")] = strings.Contains(everyValue([]*tracepb.Span{{Attributes: ev.Attributes}}), "codexec.egress.allowed=bool_value:true")
 		}

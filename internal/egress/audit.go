@@ -122,16 +122,18 @@ func (b *Binding) note(d dest, reason string) {
 // TraceIn makes ctx's span (the call that runs the program) the one each
 // of the run's connections (and refused name lookups) is recorded on, as
 // an event: destination, allowed or not and why; never what was sent. A no-op while tracing is
-// off.
+// off. A session's binding is pointed at each send's span in turn.
 func (b *Binding) TraceIn(ctx context.Context) {
 	if b == nil || !tracing.On() {
 		return
 	}
-	if span := trace.SpanFromContext(ctx); span.IsRecording() {
-		b.mu.Lock()
-		b.span = span
-		b.mu.Unlock()
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		span = nil
 	}
+	b.mu.Lock()
+	b.span = span
+	b.mu.Unlock()
 }
 
 // traceConn adds the event of one connection to d to the run's span.

@@ -140,6 +140,14 @@ func (n *Network) SetPolicy(p egress.Policy) {
 	}
 }
 
+// TraceIn records the interpreter's connections from now on as events of
+// ctx's span (the send that runs code in it); see egress.Binding.TraceIn.
+func (n *Network) TraceIn(ctx context.Context) {
+	if n != nil && n.n.b != nil {
+		n.n.b.TraceIn(ctx)
+	}
+}
+
 // Record is the audit so far (nil without a binding).
 func (n *Network) Record() []egress.Entry {
 	if n == nil || n.n.b == nil {

@@ -72,6 +72,7 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 		s.setNetwork(*req.Network)
 	}
 	netBefore := s.networkRecord()
+	s.traceNetwork(ctx)
 	_, span = tracing.Start(ctx, tracer, "session.run")
 	oc := s.exec(ctx, req.Code, req.Timeout, m.opts.KillGrace, m.opts.Output, req.Observe)
 	span.End()
