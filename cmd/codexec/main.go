@@ -121,6 +121,11 @@ func runServer(cmd string, cfg config.Config, home string, repairACLs bool) int 
 	if cmd == "doctor" {
 		return doctor.Run(ctx, cfg, env, os.Stdout, repairACLs)
 	}
+	flush, ok := startTracing(ctx)
+	if !ok {
+		return 2
+	}
+	defer flush()
 	if err := app.Serve(ctx, cfg, env); err != nil {
 		fmt.Fprintln(os.Stderr, "codexec:", err)
 		return 1

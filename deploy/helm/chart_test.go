@@ -108,6 +108,33 @@ extraEnv:
 			},
 		},
 		{
+			name:     "traces to a collector endpoint",
+			values:   tokens + sharedStores + "tracing: {endpoint: \"http://otel-collector.observability:4318\", headersSecret: otlp-auth}\n",
+			external: map[string][]string{"otlp-auth": {"headers"}},
+			want:     objects("HorizontalPodAutoscaler", "PodDisruptionBudget", "Secret"),
+			check: func(t *testing.T, r rendered) {
+				wantEnv(t, r, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel-collector.observability:4318",
+					"OTEL_SERVICE_NAME": "codexec", "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.1"})
+				if n := len(deployment(t, r).Spec.Template.Spec.Containers); n != 1 {
+					t.Errorf("%d containers, want no sidecar", n)
+				}
+			},
+		},
+		{
+			name:   "traces through a collector sidecar",
+			values: tokens + sharedStores + "tracing:\n  collector: {enabled: true, exportEndpoint: \"https://otlp.vendor.example\"}\n",
+			want:   append(objects("HorizontalPodAutoscaler", "PodDisruptionBudget", "Secret"), "ConfigMap/"+fullname+"-otel-collector"),
+			check:  collectorSidecar,
+		},
+		{
+			name:   "tracing off by default",
+			values: tokens + sharedStores,
+			want:   objects("HorizontalPodAutoscaler", "PodDisruptionBudget", "Secret"),
+			check: func(t *testing.T, r rendered) {
+				wantEnvAbsent(t, r, "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_SERVICE_NAME", "OTEL_TRACES_SAMPLER", "OTEL_EXPORTER_OTLP_HEADERS")
+			},
+		},
+		{
 			name:   "one replica, embedded store on a volume",
 			values: tokens + "replicaCount: 1\nautoscaling: {enabled: false}\npodDisruptionBudget: {enabled: false}\npersistence: {enabled: true, storageClass: fast}\n",
 			want:   objects("PersistentVolumeClaim", "Secret"),
@@ -171,6 +198,9 @@ func TestChartRefuses(t *testing.T) {
 		{"chart-owned setting in env", tokens + sharedStores + "env: {CODEXEC_STORE: x}\n", "env.CODEXEC_STORE is set by the chart"},
 		{"volume with replicas", tokens + sharedStores + "persistence: {enabled: true}\n", "persistence.enabled"},
 		{"misspelled value", tokens + sharedStores + "sandbox: {runtimeClass: gvisor}\n", "runtimeClass"},
+		{"sidecar with nowhere to send", tokens + sharedStores + "tracing: {collector: {enabled: true}}\n", "needs tracing.collector.exportEndpoint"},
+		{"tracing setting in env", tokens + sharedStores + "env: {OTEL_SERVICE_NAME: x}\n", "env.OTEL_SERVICE_NAME is set by the chart"},
+		{"unknown sampler", tokens + sharedStores + "tracing: {sampler: sometimes}\n", "sampler"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -191,13 +221,23 @@ func deployment(t *testing.T, r rendered) *appsv1.Deployment {
 	return d
 }
 
+// container is the server's container: the pod's first, and its only one
+// but for the OpenTelemetry Collector sidecar when that is on.
 func container(t *testing.T, r rendered) *corev1.Container {
 	t.Helper()
 	cs := deployment(t, r).Spec.Template.Spec.Containers
-	if len(cs) != 1 {
-		t.Fatalf("%d containers, want 1", len(cs))
+	if len(cs) == 0 || cs[0].Name != "codexec" || len(cs) > 2 || (len(cs) == 2 && cs[1].Name != "otel-collector") {
+		t.Fatalf("containers %v, want codexec (and the otel-collector sidecar only)", containerNames(cs))
 	}
 	return &cs[0]
+}
+
+func containerNames(cs []corev1.Container) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Name
+	}
+	return out
 }
 
 // selectorsMatchPods: the Deployment's selector selects its own pods, and the

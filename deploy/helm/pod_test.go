@@ -2,6 +2,7 @@ package helmchart
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -235,5 +236,36 @@ func monitorAndIngressTargetService(t *testing.T, r rendered) {
 	}
 	if len(ing.Spec.TLS) != 1 || ing.Spec.TLS[0].SecretName != "codexec-tls" {
 		t.Errorf("Ingress TLS = %+v, want the Secret codexec-tls", ing.Spec.TLS)
+	}
+}
+
+// collectorSidecar: the server exports to the sidecar on localhost; the
+// sidecar runs unprivileged with its configuration from the ConfigMap,
+// which receives on localhost only and sends to exportEndpoint.
+func collectorSidecar(t *testing.T, r rendered) {
+	t.Helper()
+	wantEnv(t, r, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"})
+	pod := deployment(t, r).Spec.Template.Spec
+	if len(pod.Containers) != 2 {
+		t.Fatalf("containers %v, want codexec and otel-collector", containerNames(pod.Containers))
+	}
+	side := pod.Containers[1]
+	sc := side.SecurityContext
+	if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		t.Errorf("sidecar security context %+v: want non-root without privilege escalation", sc)
+	}
+	mountedConfig := false
+	for _, m := range side.VolumeMounts {
+		mountedConfig = mountedConfig || (m.Name == "otel-collector" && m.MountPath == "/etc/otelcol")
+	}
+	if !mountedConfig {
+		t.Errorf("sidecar mounts %+v: want its configuration at /etc/otelcol", side.VolumeMounts)
+	}
+	cm := r["ConfigMap/"+fullname+"-otel-collector"].(*corev1.ConfigMap)
+	cfg := cm.Data["config.yaml"]
+	for _, want := range []string{"endpoint: 127.0.0.1:4318", `endpoint: "https://otlp.vendor.example"`, "exporters: [otlphttp]"} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("collector configuration lacks %q:\n%s", want, cfg)
+		}
 	}
 }

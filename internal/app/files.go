@@ -23,6 +23,7 @@ func (a *App) buildFiles(ctx context.Context, cfg config.Config, opts *engine.Op
 	if err != nil {
 		return nil, err
 	}
+	store = files.Traced(store) // spans only while traces are exported
 	a.closers = append(a.closers, closeStore)
 	opts.AfterRun = keepArtifacts(store)
 	support := filepath.Join(cfg.DataDir, "support", "python")

@@ -1,6 +1,14 @@
 package egress
 
-import "log/slog"
+import (
+	"context"
+	"log/slog"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/codexec/codexec/internal/tracing"
+)
 
 // Reasons a connection is denied (Entry.Reason).
 const (
@@ -34,6 +42,10 @@ func (b *Binding) lookupDenied(name string) {
 		b.lookups++
 	}
 	b.entryLocked(d).Reason = ReasonLookup
+	if b.span != nil {
+		b.span.AddEvent("egress.connection", trace.WithAttributes(attribute.String("server.address", name),
+			attribute.Bool("codexec.egress.allowed", false), attribute.String("codexec.egress.reason", ReasonLookup)))
+	}
 }
 
 // admit checks the binding's limits for a new connection to an allowed
@@ -67,6 +79,7 @@ func (b *Binding) allow(d dest, intercepted bool) {
 	e.Intercepted = e.Intercepted || intercepted
 	b.mu.Unlock()
 	b.s.allowed.Add(1)
+	b.traceConn(d, true, "")
 }
 
 // deny records a denied connection to d. An entry with allowed
@@ -78,6 +91,7 @@ func (b *Binding) deny(d dest, reason string) {
 	e.Reason = reason
 	b.mu.Unlock()
 	b.s.denied.Add(1)
+	b.traceConn(d, false, reason)
 	slog.Debug("egress: connection denied", "run", b.runID, "principal", b.principal, "host", d.host, "port", d.port, "reason", reason)
 }
 
@@ -103,4 +117,37 @@ func (b *Binding) note(d dest, reason string) {
 	b.mu.Lock()
 	b.entryLocked(d).Reason = reason
 	b.mu.Unlock()
+}
+
+// TraceIn makes ctx's span (the call that runs the program) the one each
+// of the run's connections (and refused name lookups) is recorded on, as
+// an event: destination, allowed or not and why; never what was sent. A no-op while tracing is
+// off. A session's binding is pointed at each send's span in turn.
+func (b *Binding) TraceIn(ctx context.Context) {
+	if b == nil || !tracing.On() {
+		return
+	}
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		span = nil
+	}
+	b.mu.Lock()
+	b.span = span
+	b.mu.Unlock()
+}
+
+// traceConn adds the event of one connection to d to the run's span.
+func (b *Binding) traceConn(d dest, allowed bool, reason string) {
+	b.mu.Lock()
+	span := b.span
+	b.mu.Unlock()
+	if span == nil {
+		return
+	}
+	attrs := []attribute.KeyValue{attribute.String("server.address", d.host), attribute.Int("server.port", d.port),
+		attribute.Bool("codexec.egress.allowed", allowed)}
+	if reason != "" {
+		attrs = append(attrs, attribute.String("codexec.egress.reason", reason))
+	}
+	span.AddEvent("egress.connection", trace.WithAttributes(attrs...))
 }

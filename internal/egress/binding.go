@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/codexec/codexec/internal/sandbox"
 )
 
@@ -33,7 +35,9 @@ type Binding struct {
 	bytes    int64 // bytes sent plus received over the run
 	lookups  int   // audit entries of refused name lookups (lookupDenied)
 	audit    map[dest]*Entry
-	wg       sync.WaitGroup
+	// span gets an event per connection (TraceIn); nil: not traced.
+	span trace.Span
+	wg   sync.WaitGroup
 }
 
 var _ sandbox.Egress = (*Binding)(nil)

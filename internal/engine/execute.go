@@ -21,6 +21,7 @@ import (
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/tenant"
+	"github.com/codexec/codexec/internal/tracing"
 )
 
 // Statuses of a run (the status field of execute_code's result).
@@ -123,6 +124,9 @@ type Result struct {
 	// not say.
 	Limits    *sandbox.Enforcement `json:"limits,omitempty" jsonschema:"the resource limits that held for this run and how: cgroup, rlimit per process, container, a tmpfs or disk image size, or none"`
 	Artifacts []string             `json:"artifacts" jsonschema:"files created or modified in the working directory"`
+	// TraceID is the OpenTelemetry trace the call was recorded in, set
+	// only while traces are exported (package tracing).
+	TraceID string `json:"trace_id,omitempty" jsonschema:"OpenTelemetry trace id of this call, when the server exports traces"`
 	// SandboxMode is the server's sandbox mode, the same for every run: the
 	// execution log records it, results do not repeat it.
 	SandboxMode string `json:"-"`
@@ -219,7 +223,9 @@ func (e *Engine) Execute(ctx context.Context, req Request) (Result, error) {
 	if req.Timeout == 0 {
 		req.Timeout = e.opts.DefaultTimeout
 	}
-	ws, err := e.runWorkspace(ctx, req.WorkingDir, req.NoLog)
+	wctx, span := tracing.Start(ctx, tracer, "workspace.acquire")
+	ws, err := e.runWorkspace(wctx, req.WorkingDir, req.NoLog)
+	tracing.End(span, err)
 	if err != nil {
 		return Result{}, err
 	}
@@ -236,6 +242,7 @@ func (e *Engine) Execute(ctx context.Context, req Request) (Result, error) {
 	if req.Channel != nil {
 		res, calls = req.Channel.Finish(res, req.Timeout)
 	}
+	res.TraceID = tracing.TraceID(ctx)
 	if !req.NoLog {
 		res.LogError = e.logExecution(ctx, res, req, calls, started)
 	}
@@ -287,7 +294,9 @@ func (e *Engine) buildAndRun(ctx context.Context, res Result, id, lang string, w
 	if req.Program != "" {
 		source = req.Program
 	}
+	_, span := tracing.Start(ctx, tracer, "program.build")
 	prog, err := e.langs.Build(lang, source, req.Args)
+	tracing.End(span, err)
 	var ce *runtime.CompileError
 	if errors.As(err, &ce) {
 		res = compileFailure(res, ce)
@@ -323,7 +332,9 @@ func (e *Engine) buildAndRun(ctx context.Context, res Result, id, lang string, w
 	spec.Egress, spec.Env = net.egressOf(), append(spec.Env, net.environ()...)
 	oc := e.runProcess(ctx, spec)
 	net.finish(&res)
+	_, span = tracing.Start(ctx, tracer, "artifacts")
 	res = changes.Apply(res)
+	span.End()
 	res = ws.NoteDiskFull(fillOutcome(res, oc, req.Timeout, e.opts.Limits.MemoryBytes))
 	if e.opts.AfterRun != nil && !req.NoLog {
 		e.opts.AfterRun(ctx, root, &res)
@@ -479,8 +490,11 @@ func (e *Engine) logExecution(ctx context.Context, res Result, req Request, call
 		ExecutedAt: started.UTC(), Owner: tenant.From(ctx), Intent: req.Intent, ToolCalls: calls,
 		Background: startHook(ctx) != nil, NetworkMode: res.NetworkMode, Limits: res.Limits,
 	}
-	entry.Network = res.Network
-	if err := e.log.AppendExecution(entry); err != nil {
+	entry.Network, entry.TraceID = res.Network, res.TraceID
+	_, span := tracing.Start(ctx, tracer, "execlog.write")
+	err := e.log.AppendExecution(entry)
+	tracing.End(span, err)
+	if err != nil {
 		slog.Error("execution log write failed; result still returned", "execution_id", res.ExecutionID, "err", err)
 		return err.Error()
 	}

@@ -37,7 +37,9 @@ func (e *Engine) attachNetwork(ctx context.Context, id string, p egress.Policy) 
 		return &runNetwork{host: true}
 	}
 	principal := tenant.From(ctx)
-	return &runNetwork{b: e.egress.Bind(id, principal, p), env: e.egress.Env(principal, p)}
+	b := e.egress.Bind(id, principal, p)
+	b.TraceIn(ctx)
+	return &runNetwork{b: b, env: e.egress.Env(principal, p)}
 }
 
 // egressOf is n as the sandbox spec takes it: an untyped nil without a
@@ -135,6 +137,14 @@ func (e *Engine) BindNetwork(principal, id string, p egress.Policy) *Network {
 func (n *Network) SetPolicy(p egress.Policy) {
 	if n != nil && n.n.b != nil {
 		n.n.b.SetPolicy(p)
+	}
+}
+
+// TraceIn records the interpreter's connections from now on as events of
+// ctx's span (the send that runs code in it); see egress.Binding.TraceIn.
+func (n *Network) TraceIn(ctx context.Context) {
+	if n != nil && n.n.b != nil {
+		n.n.b.TraceIn(ctx)
 	}
 }
 

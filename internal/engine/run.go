@@ -6,9 +6,12 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
+	"github.com/codexec/codexec/internal/tracing"
 )
 
 // processSpec is one program to run to completion under the engine's sandbox
@@ -70,6 +73,10 @@ type outcome struct {
 	Limits *sandbox.Enforcement
 }
 
+// tracer records the engine's spans: workspace, build, sandbox start,
+// run and teardown, artifacts and the log write of each run.
+var tracer = tracing.Tracer("github.com/codexec/codexec/internal/engine")
+
 // runProcess starts spec, enforces its timeout (SIGTERM to the whole run,
 // SIGKILL after the kill grace), and returns once every process of the run is
 // gone and output is drained. Cancelling ctx kills the run at once.
@@ -87,16 +94,26 @@ func (e *Engine) runProcess(ctx context.Context, spec processSpec) outcome {
 	start := time.Now()
 	sspec := sandboxSpec(e.opts, spec, limits)
 	sspec.Stdout, sspec.Stderr = stdout, errSink
-	proc, err := e.backend.Start(ctx, sspec)
+	sctx, span := tracing.Start(ctx, tracer, "sandbox.start")
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("codexec.sandbox.mode", e.backend.Name()), attribute.String("codexec.sandbox.warm_kind", sspec.Warm))
+	}
+	proc, err := e.backend.Start(sctx, sspec)
+	tracing.End(span, err)
 	if err != nil {
 		// A start that failed because the call was cancelled is a cancellation.
 		return outcome{StartErr: err, Cancelled: ctx.Err() != nil, Duration: time.Since(start)}
 	}
 	started := time.Since(start)
+	_, span = tracing.Start(ctx, tracer, "sandbox.run")
 	oc := e.waitWithTimeout(ctx, proc, spec.Timeout)
+	span.End()
 	oc.Limits = e.limitsOf(sspec, spec.DiskBytes)
 	oc.Duration = time.Since(start)
-	if err := proc.Release(2 * time.Second); err != nil {
+	_, span = tracing.Start(ctx, tracer, "sandbox.teardown")
+	err = proc.Release(2 * time.Second)
+	tracing.End(span, err)
+	if err != nil {
 		slog.Warn("sandbox release failed", "id", spec.ID, "err", err)
 	}
 	slog.Debug("run timing", "id", spec.ID, "start_ms", started.Seconds()*1000, "run_ms", (oc.Duration-started).Seconds()*1000, "release_ms", (time.Since(start)-oc.Duration).Seconds()*1000)

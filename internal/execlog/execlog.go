@@ -84,6 +84,10 @@ type Entry struct {
 	// (sandbox.Enforcement); absent in entries of runs that never started,
 	// were lost, or were written before it was recorded.
 	Limits *sandbox.Enforcement `json:"limits,omitempty"`
+	// TraceID is the OpenTelemetry trace the run was recorded in (set only
+	// while traces are exported), so a slow run found in the log leads to
+	// its trace and back.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // ToolCall is one upstream tool call made by code-mode code.

@@ -18,6 +18,7 @@ import (
 	"github.com/codexec/codexec/internal/sessionckpt"
 	"github.com/codexec/codexec/internal/sessionreg"
 	"github.com/codexec/codexec/internal/tenant"
+	"github.com/codexec/codexec/internal/tracing"
 )
 
 // Router finds the replica holding a session and forwards a request to it
@@ -142,11 +143,16 @@ func (s *Server) forwardRead(ctx context.Context, method string, req *mcp.ReadRe
 	if !remote {
 		return next(ctx, method, req)
 	}
-	params, err := json.Marshal(req.Params)
+	ctx, span := startForward(ctx, owner)
+	fp := *req.Params
+	fp.Meta = withTrace(ctx, fp.Meta)
+	params, err := json.Marshal(&fp)
 	if err != nil {
+		span.End()
 		return nil, err
 	}
 	raw, err := s.deps.Replicas.Forward(ctx, owner, p, method, params, nil)
+	tracing.End(span, err)
 	if re := (*replicas.RemoteError)(nil); errors.As(err, &re) {
 		return nil, &jsonrpc.Error{Code: int64(re.Code), Message: re.Message, Data: re.Data}
 	}
@@ -192,11 +198,16 @@ func (s *Server) route(ctx context.Context, p, idOrName string, resume bool) (se
 // relaying the owner's progress notifications to the caller under the
 // caller's progress token.
 func (s *Server) forwardTo(ctx context.Context, owner sessionreg.Replica, p string, call *mcp.CallToolRequest) (mcp.Result, error) {
-	params, err := json.Marshal(call.Params)
+	ctx, span := startForward(ctx, owner)
+	fp := *call.Params
+	fp.Meta = withTrace(ctx, fp.Meta)
+	params, err := json.Marshal(&fp)
 	if err != nil {
+		span.End()
 		return nil, err
 	}
 	raw, err := s.deps.Replicas.Forward(ctx, owner, p, "tools/call", params, relayProgress(ctx, call))
+	tracing.End(span, err)
 	if err != nil {
 		slog.Warn("forwarded call failed", "tool", call.Params.Name, "replica", owner.ID, "err", err)
 		return s.reg.ErrorResultFor(call.Params.Name, tool.Coded(tool.CodeInternal, "%v", err)), nil

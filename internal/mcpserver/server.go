@@ -95,8 +95,10 @@ const ModelSurfaceBudget = 13100 + 159 + 1096
 // 29,943. Which resource limits held for a run (limits: memory, pids, cpu,
 // disk, by mechanism) in the seven results that describe one (execute_code's
 // shape thrice, execute_command, execute_process, run_code,
-// get_execution_log) added 1,001: 30,944.
-const WireBudget = 26700 + 293 + 66 + 66 + 28 + 2790 + 1001
+// get_execution_log) added 1,001: 30,944. The OpenTelemetry trace id
+// (trace_id, present only while traces are exported) in execute_code's
+// shape thrice added 87: 31,031.
+const WireBudget = 26700 + 293 + 66 + 66 + 28 + 2790 + 1001 + 87
 
 // Version is the server version reported to clients (serverInfo.version
 // in initialize): the module version of this build, as `codexec version`
@@ -160,13 +162,15 @@ func New(deps Deps) (*Server, error) {
 	s.tasks = s.newTasks()
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "codexec", Title: "codexec — code execution sandbox", Version: Version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: slog.Default(), Capabilities: s.capabilities()})
-	// Each call wraps the handler so far: a request passes drain, then
-	// tenancy, then taskCalls, then forward, then slots.
+	// Each call wraps the handler so far: a request passes traced, drain,
+	// then tenancy, then taskCalls, then forward, then slots; traced is
+	// outermost so that its span covers all of them.
 	s.mcp.AddReceivingMiddleware(s.slots)
 	s.mcp.AddReceivingMiddleware(s.forward)
 	s.mcp.AddReceivingMiddleware(s.taskCalls)
 	s.mcp.AddReceivingMiddleware(s.tenancy)
 	s.mcp.AddReceivingMiddleware(s.drain.middleware)
+	s.mcp.AddReceivingMiddleware(s.traced)
 	for _, ts := range deps.Config.Toolsets {
 		if !slices.Contains(Toolsets, ts) {
 			return nil, fmt.Errorf("CODEXEC_TOOLSETS: unknown toolset %q (known: %v)", ts, Toolsets)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/codexec/codexec/internal/quota"
 	"github.com/codexec/codexec/internal/tenant"
+	"github.com/codexec/codexec/internal/tracing"
 )
 
 // executionTools run code or programs: each call holds one of its
@@ -49,7 +50,9 @@ func (s *Server) slots(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok || call.Params == nil || !executionTools[call.Params.Name] || s.deps.Limiter == nil {
 			return next(ctx, method, req)
 		}
-		release, err := s.deps.Limiter.Acquire(ctx, tenant.From(ctx))
+		actx, span := tracing.Start(ctx, tracer, "admission")
+		release, err := s.deps.Limiter.Acquire(actx, tenant.From(ctx))
+		tracing.End(span, err)
 		if err != nil {
 			return s.reg.ErrorResultFor(call.Params.Name, err), nil
 		}

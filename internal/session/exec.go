@@ -15,6 +15,7 @@ import (
 	"github.com/codexec/codexec/internal/inflight"
 	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/sessionckpt"
+	"github.com/codexec/codexec/internal/tracing"
 )
 
 // ExecRequest is code to run in a session. Timeout zero means the engine's
@@ -38,7 +39,9 @@ type ExecRequest struct {
 // Cancelling ctx interrupts the code like a timeout does (status
 // cancelled); the result says whether the session's state survived.
 func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, error) {
-	s, err := m.lockLive(ctx, req.Session)
+	lctx, span := tracing.Start(ctx, tracer, "session.acquire")
+	s, err := m.lockLive(lctx, req.Session)
+	tracing.End(span, err)
 	if err != nil {
 		return engine.Result{}, err
 	}
@@ -69,8 +72,13 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 		s.setNetwork(*req.Network)
 	}
 	netBefore := s.networkRecord()
+	s.traceNetwork(ctx)
+	_, span = tracing.Start(ctx, tracer, "session.run")
 	oc := s.exec(ctx, req.Code, req.Timeout, m.opts.KillGrace, m.opts.Output, req.Observe)
+	span.End()
+	_, span = tracing.Start(ctx, tracer, "artifacts")
 	res := withChanges(s.ws.NoteDiskFull(m.result(s, oc, req.Timeout, id)), before, s.snaps.take(ws))
+	span.End()
 	res.Network = s.runAudit(netBefore)
 	if s.hostNetwork() && !s.networkPolicy().None() {
 		res.NetworkMode = engine.NetworkHost
@@ -83,9 +91,16 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 	} else if m.checkpoints() {
 		m.ck.Schedule((*live)(s))
 	}
+	res.TraceID = tracing.TraceID(ctx)
+	_, span = tracing.Start(ctx, tracer, "execlog.write")
 	res.LogError = m.logExec(s, req, res, started)
+	span.End()
 	return res, nil
 }
+
+// tracer records a session call's spans: waiting for the session, the run
+// in its interpreter, artifacts and the log write.
+var tracer = tracing.Tracer("github.com/codexec/codexec/internal/session")
 
 // lockLive returns ctx's principal's session idOrName with its execMu
 // held, resuming it when paused, also when it was paused while this call
@@ -210,7 +225,7 @@ func (m *Manager) logExec(s *Session, req ExecRequest, res engine.Result, starte
 		Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, Status: res.Status, TimedOut: res.TimedOut,
 		Truncated: res.Truncated, DurationMs: res.DurationMs, SandboxMode: res.SandboxMode, WorkingDir: s.Workspace,
 		Artifacts: res.Diff, Context: req.Call, ExecutedAt: started.UTC(), Owner: s.Owner, NetworkMode: res.NetworkMode, Limits: res.Limits}
-	e.Network = res.Network
+	e.Network, e.TraceID = res.Network, res.TraceID
 	if res.ErrorMessage != nil {
 		e.ErrorMessage = *res.ErrorMessage
 	}

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/codexec/codexec/internal/egress"
@@ -91,4 +92,13 @@ func (s *Session) closeNetwork() {
 	s.net = nil
 	s.mu.Unlock()
 	n.Close()
+}
+
+// traceNetwork makes the send running in ctx the span s's connections are
+// recorded on (a no-op while tracing is off).
+func (s *Session) traceNetwork(ctx context.Context) {
+	s.mu.Lock()
+	n := s.net
+	s.mu.Unlock()
+	n.TraceIn(ctx)
 }

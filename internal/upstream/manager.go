@@ -13,6 +13,12 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/codexec/codexec/internal/tracing"
 )
 
 // Tool is one upstream tool in the catalogue.
@@ -159,7 +165,13 @@ func (m *Manager) Tools(ctx context.Context) []Tool {
 // the upstream's message. Denied and unknown tools fail before any call.
 func (m *Manager) Call(ctx context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error) {
 	start := time.Now()
+	ctx, span := tracing.Start(ctx, tracer, "tools/call "+tool, trace.WithSpanKind(trace.SpanKindClient))
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("mcp.method.name", "tools/call"), attribute.String("gen_ai.tool.name", tool),
+			attribute.String("gen_ai.operation.name", "execute_tool"), attribute.String("codexec.upstream.server", server))
+	}
 	v, err := m.call(ctx, server, tool, args)
+	tracing.End(span, err)
 	m.calls.Add(1)
 	if err != nil {
 		m.fails.Add(1)
@@ -235,7 +247,7 @@ func (m *Manager) send(ctx context.Context, c *conn, tool string, args json.RawM
 	if !c.hasTool(tool) {
 		return nil, &unavailableError{fmt.Errorf("upstream %s has no tool %q", c.cfg.Name, tool)}
 	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args, Meta: traceMeta(ctx)})
 	if err != nil && errors.Is(err, mcp.ErrConnectionClosed) && strings.Contains(err.Error(), "client is closing") {
 		c.exited(cs)
 		return nil, fmt.Errorf("%w: %v", errNotSent, err)
@@ -326,4 +338,26 @@ func fold(name string) string {
 		}
 	}
 	return b.String()
+}
+
+// tracer records each upstream call as a client span.
+var tracer = tracing.Tracer("github.com/codexec/codexec/internal/upstream")
+
+// traceMeta is the _meta that carries ctx's trace to the upstream server
+// (traceparent, tracestate), so its spans join the run's trace; nil while
+// tracing is off.
+func traceMeta(ctx context.Context) mcp.Meta {
+	if !tracing.On() {
+		return nil
+	}
+	c := propagation.MapCarrier{}
+	otel.GetTextMapPropagator().Inject(ctx, c)
+	if len(c) == 0 {
+		return nil
+	}
+	meta := mcp.Meta{}
+	for k, v := range c {
+		meta[k] = v
+	}
+	return meta
 }

@@ -45,7 +45,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 
 {{/* Settings the chart sets itself; refused in .Values.env. */}}
 {{- define "codexec.ownedEnv" -}}
-CODEXEC_SANDBOX_MODE CODEXEC_DATA_DIR CODEXEC_HTTP_ADDR CODEXEC_AUTH_TOKENS CODEXEC_OAUTH_ISSUER CODEXEC_OAUTH_JWKS_URL CODEXEC_OAUTH_SCOPES CODEXEC_RESOURCE_URL CODEXEC_STORE CODEXEC_BLOB_STORE CODEXEC_SHUTDOWN_GRACE_MS CODEXEC_REPLICA_ID CODEXEC_REPLICA_ADDR CODEXEC_REPLICA_SECRET
+CODEXEC_SANDBOX_MODE CODEXEC_DATA_DIR CODEXEC_HTTP_ADDR CODEXEC_AUTH_TOKENS CODEXEC_OAUTH_ISSUER CODEXEC_OAUTH_JWKS_URL CODEXEC_OAUTH_SCOPES CODEXEC_RESOURCE_URL CODEXEC_STORE CODEXEC_BLOB_STORE CODEXEC_SHUTDOWN_GRACE_MS CODEXEC_REPLICA_ID CODEXEC_REPLICA_ADDR CODEXEC_REPLICA_SECRET OTEL_EXPORTER_OTLP_ENDPOINT OTEL_SERVICE_NAME OTEL_TRACES_SAMPLER OTEL_TRACES_SAMPLER_ARG OTEL_EXPORTER_OTLP_HEADERS
 {{- end -}}
 
 {{/*
@@ -75,6 +75,9 @@ that anyone on the network could use. Included by the Deployment.
 {{- end -}}
 {{- if and $v.autoscaling.enabled (gt (int $v.autoscaling.minReplicas) (int $v.autoscaling.maxReplicas)) -}}
 {{- fail "autoscaling.minReplicas must not exceed autoscaling.maxReplicas" -}}
+{{- end -}}
+{{- if and $v.tracing.collector.enabled (not $v.tracing.collector.exportEndpoint) -}}
+{{- fail "tracing.collector.enabled needs tracing.collector.exportEndpoint: where the sidecar sends the traces" -}}
 {{- end -}}
 {{- range $name, $_ := $v.env -}}
 {{- if has $name (splitList " " (include "codexec.ownedEnv" $)) -}}

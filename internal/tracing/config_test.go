@@ -1,0 +1,107 @@
+package tracing
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    Config
+		enabled bool
+		wantErr string
+	}{
+		{name: "nothing set: off", env: nil,
+			want: Config{Protocol: "http/protobuf", ServiceName: "codexec"}},
+		{name: "general endpoint", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"},
+			want: Config{Endpoint: "http://c:4318", Protocol: "http/protobuf", ServiceName: "codexec"}, enabled: true},
+		{name: "traces endpoint wins", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318",
+			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": " http://t:4318/v1/traces "},
+			want: Config{Endpoint: "http://t:4318/v1/traces", Protocol: "http/protobuf", ServiceName: "codexec"}, enabled: true},
+		{name: "service name and sampler", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318",
+			"OTEL_SERVICE_NAME": "sandbox-eu", "OTEL_TRACES_SAMPLER": "ParentBased_TraceIdRatio"},
+			want:    Config{Endpoint: "http://c:4318", Protocol: "http/protobuf", ServiceName: "sandbox-eu", Sampler: "parentbased_traceidratio"},
+			enabled: true},
+		{name: "disabled overrides the endpoint", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_SDK_DISABLED": "TRUE"},
+			want: Config{Endpoint: "http://c:4318", Protocol: "http/protobuf", ServiceName: "codexec", Disabled: true}},
+		{name: "explicit http/protobuf", env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf"},
+			want: Config{Protocol: "http/protobuf", ServiceName: "codexec"}},
+		{name: "grpc refused", env: map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, wantErr: "OTLP/HTTP protobuf only"},
+		{name: "http/json refused", env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/json"}, wantErr: "4318"},
+		{name: "unknown sampler", env: map[string]string{"OTEL_TRACES_SAMPLER": "sometimes"}, wantErr: "OTEL_TRACES_SAMPLER=\"sometimes\": use one of"},
+		{name: "bad disabled", env: map[string]string{"OTEL_SDK_DISABLED": "yes"}, wantErr: "use true or false"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ConfigFromEnv(envOf(tc.env))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("config (-want +got):\n%s", d)
+			}
+			if got.Enabled() != tc.enabled {
+				t.Errorf("Enabled() = %v, want %v", got.Enabled(), tc.enabled)
+			}
+		})
+	}
+}
+
+func TestSetupRefusesBadEndpoint(t *testing.T) {
+	for _, ep := range []string{"collector:4318", "ftp://c:4318", "http://"} {
+		_, err := Setup(context.Background(), Config{Endpoint: ep, Protocol: "http/protobuf", ServiceName: "codexec"}, "test")
+		if err == nil || !strings.Contains(err.Error(), "give a URL") {
+			t.Errorf("Setup(%q) err = %v, want a URL error", ep, err)
+		}
+	}
+	if On() {
+		t.Fatal("a refused setup turned tracing on")
+	}
+}
+
+func TestOffCostsNothing(t *testing.T) {
+	shutdown, err := Setup(context.Background(), Config{ServiceName: "codexec"}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shutdown(context.Background())
+	ctx := context.Background()
+	tr := Tracer("test")
+	allocs := testing.AllocsPerRun(1000, func() {
+		c, span := Start(ctx, tr, "x")
+		if c != ctx {
+			t.Fatal("Start changed the context while off")
+		}
+		End(span, nil)
+		_ = TraceID(c)
+	})
+	if allocs != 0 {
+		t.Errorf("a span while tracing is off allocated %v times; want 0", allocs)
+	}
+}
+
+// BenchmarkStartOff is the cost of a span while tracing is off (the
+// default): one atomic load, no allocation.
+func BenchmarkStartOff(b *testing.B) {
+	ctx, tr := context.Background(), Tracer("bench")
+	b.ReportAllocs()
+	for b.Loop() {
+		_, span := Start(ctx, tr, "x")
+		End(span, nil)
+	}
+}
