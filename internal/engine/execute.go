@@ -114,13 +114,13 @@ type Result struct {
 	DurationMs    int64   `json:"duration_ms" jsonschema:"wall time in milliseconds"`
 	ExecutionTime float64 `json:"execution_time" jsonschema:"wall time in seconds, to the millisecond"`
 	Status        string  `json:"status" jsonschema:"success | execution_error | timeout | setup_error | cancelled"`
-	EndReason     string  `json:"end_reason,omitempty" jsonschema:"why it ended: exit | signal | oom | timeout | cancelled | disk_full | lost | not_started"`
+	EndReason     string  `json:"end_reason,omitempty" jsonschema:"exit|signal|oom|timeout|cancelled|disk_full|lost|not_started"`
 	ErrorMessage  *string `json:"error_message" jsonschema:"why the status is not success; null on success"`
 	TimedOut      bool    `json:"timed_out" jsonschema:"true when the timeout stopped the program"`
 	Truncated     bool    `json:"truncated" jsonschema:"true when stdout or stderr was truncated"`
 	OOMKilled     bool    `json:"oom_killed,omitempty" jsonschema:"true when the memory limit killed the program"`
 	// Usage is what the run cost, as measured (absent fields: not measured).
-	Usage *Usage `json:"usage,omitempty" jsonschema:"what the run used, where measured: CPU, peak memory, processes, bytes written and sent, sandbox path, source"`
+	Usage *Usage `json:"usage,omitempty" jsonschema:"what the run cost, where measured (docs/cost.md)"`
 	// Limits is which resource limits held for the run and by what
 	// (sandbox.Enforcement); absent when nothing ran or the sandbox does
 	// not say.

@@ -95,21 +95,21 @@ type Entry struct {
 // not measured, never a zero standing in for "unknown". Results carry it
 // too, so it is kept small.
 type Usage struct {
-	CPUUserMs   *int64 `json:"cpu_user_ms,omitempty" yaml:"cpu_user_ms,omitempty" jsonschema:"CPU time in user mode, milliseconds"`
-	CPUSystemMs *int64 `json:"cpu_system_ms,omitempty" yaml:"cpu_system_ms,omitempty" jsonschema:"CPU time in the kernel, milliseconds"`
+	CPUUserMs   *int64 `json:"cpu_user_ms,omitempty" yaml:"cpu_user_ms,omitempty"`
+	CPUSystemMs *int64 `json:"cpu_system_ms,omitempty" yaml:"cpu_system_ms,omitempty"`
 	// MemoryPeakBytes: the cgroup's peak (every process of the run), else
 	// the largest single process's peak resident set (rusage).
-	MemoryPeakBytes int64 `json:"memory_peak_bytes,omitempty" yaml:"memory_peak_bytes,omitempty" jsonschema:"peak memory in bytes"`
-	ProcessesPeak   int64 `json:"processes_peak,omitempty" yaml:"processes_peak,omitempty" jsonschema:"most processes at once"`
+	MemoryPeakBytes int64 `json:"memory_peak_bytes,omitempty" yaml:"memory_peak_bytes,omitempty"`
+	ProcessesPeak   int64 `json:"processes_peak,omitempty" yaml:"processes_peak,omitempty"`
 	// WrittenBytes is the size of the files the run created or modified in
 	// its working directory (the artifact diff).
-	WrittenBytes *int64 `json:"written_bytes,omitempty" yaml:"written_bytes,omitempty" jsonschema:"bytes of the files created or modified in the working directory"`
-	NetworkBytes *int64 `json:"network_bytes,omitempty" yaml:"network_bytes,omitempty" jsonschema:"bytes sent and received through the egress proxy"`
+	WrittenBytes *int64 `json:"written_bytes,omitempty" yaml:"written_bytes,omitempty"`
+	NetworkBytes *int64 `json:"network_bytes,omitempty" yaml:"network_bytes,omitempty"`
 	// Sandbox is how the sandbox was obtained: warm, forked or cold.
-	Sandbox string `json:"sandbox,omitempty" yaml:"sandbox,omitempty" jsonschema:"warm | forked | cold: how the sandbox was obtained"`
+	Sandbox string `json:"sandbox,omitempty" yaml:"sandbox,omitempty"`
 	// Source says how CPU and memory were measured: cgroup, rusage, or
 	// cgroup+rusage (memory from the cgroup, CPU from rusage).
-	Source string `json:"source,omitempty" yaml:"source,omitempty" jsonschema:"cgroup | rusage | cgroup+rusage: how CPU and memory were measured"`
+	Source string `json:"source,omitempty" yaml:"source,omitempty"`
 }
 
 // ToolCall is one upstream tool call made by code-mode code.

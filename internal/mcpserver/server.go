@@ -94,8 +94,11 @@ const ModelSurfaceBudget = 13100 + 159 + 1096
 // 29,943. Which resource limits held for a run (limits: memory, pids, cpu,
 // disk, by mechanism) in the seven results that describe one (execute_code's
 // shape thrice, execute_command, execute_process, run_code,
-// get_execution_log) added 1,001: 30,944.
-const WireBudget = 26700 + 293 + 66 + 66 + 28 + 2790 + 1001
+// get_execution_log) added 1,001: 30,944. Why each run ended (end_reason)
+// and what it cost (usage: CPU, memory, processes, bytes written and sent,
+// sandbox path, source) in the seven results that describe a run added
+// 2,071: 33,015.
+const WireBudget = 26700 + 293 + 66 + 66 + 28 + 2790 + 1001 + 2071
 
 // Version is the server version reported to clients (serverInfo.version
 // in initialize): the module version of this build, as `codexec version`

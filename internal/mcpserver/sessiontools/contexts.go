@@ -72,7 +72,7 @@ type RunCodeOut struct {
 	ExecutionTime float64        `json:"execution_time"` // seconds
 	ExecutionID   string         `json:"execution_id"`
 	Status        string         `json:"status"`
-	EndReason     string         `json:"end_reason,omitempty" jsonschema:"why it ended: exit | signal | oom | timeout | cancelled | disk_full | lost | not_started"`
+	EndReason     string         `json:"end_reason,omitempty" jsonschema:"exit|signal|oom|timeout|cancelled|disk_full|lost|not_started"`
 	TimedOut      bool           `json:"timed_out"`
 	ErrorMessage  *string        `json:"error_message,omitempty"`
 	Network       []egress.Entry `json:"network,omitempty"`
@@ -81,7 +81,7 @@ type RunCodeOut struct {
 	// Limits is engine.Result's: which resource limits held and how.
 	Limits *sandbox.Enforcement `json:"limits,omitempty" jsonschema:"the resource limits that held for this run and how: cgroup, rlimit per process, container, a tmpfs or disk image size, or none"`
 	// Usage is engine.Result's: what the run cost, where measured.
-	Usage *engine.Usage `json:"usage,omitempty" jsonschema:"what the run used, where measured: bytes written and sent"`
+	Usage *engine.Usage `json:"usage,omitempty" jsonschema:"what the run cost, where measured (docs/cost.md)"`
 }
 
 // ContextIDIn names one context.
