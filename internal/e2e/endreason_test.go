@@ -111,3 +111,83 @@ func TestEndReasons(t *testing.T) {
 		}
 	})
 }
+
+// costCode keeps the CPU busy, holds 64 MiB and writes a 100,000-byte file.
+const costCode = `b = bytearray(b'x' * (64 << 20))
+x = 0
+for i in range(3000000):
+    x += i
+open('out.bin', 'wb').write(b'y' * 100000)
+print(x)
+`
+
+// TestRunCost: a run's usage is present, plausible and says how it was
+// measured: CPU above zero for a busy loop, peak memory above what it
+// allocated, bytes written at least the file it wrote, the sandbox path;
+// the log entry records the same. A measure the mode cannot take is
+// absent, never zero: docker mode measures no CPU or memory (the engine's
+// accounting is not the CLI's), and CPU of a namespace run from a warm
+// runner needs cgroup CPU accounting (v2, or v1 cpuacct beside cpu).
+func TestRunCost(t *testing.T) {
+	mode := endMode()
+	s := start(t, "ALLOWED_COMMANDS=python3")
+	var r endResult
+	res := s.callInto("execute_code", map[string]any{"language": "python", "code": costCode}, &r)
+	if r.Status != "success" || r.Usage == nil {
+		t.Fatalf("run: %s", text(res))
+	}
+	u := r.Usage
+	t.Logf("%s mode usage: %+v", mode, *u)
+	if u.WrittenBytes == nil || *u.WrittenBytes < 100000 {
+		t.Errorf("written_bytes %v, want at least the 100000 bytes written", u.WrittenBytes)
+	}
+	if u.Sandbox != "warm" && u.Sandbox != "forked" && u.Sandbox != "cold" {
+		t.Errorf("sandbox %q, want warm, forked or cold", u.Sandbox)
+	}
+	checkMeasured(t, mode, u)
+	var logged struct {
+		Usage *usageWire `json:"usage"`
+	}
+	s.callInto("get_execution_log", map[string]any{"execution_id": r.ID}, &logged)
+	if logged.Usage == nil || logged.Usage.Source != u.Source || logged.Usage.MemoryPeakBytes != u.MemoryPeakBytes {
+		t.Errorf("log entry's usage %+v, want the result's %+v", logged.Usage, u)
+	}
+	// execute_command is never served warm: its CPU is measured in every
+	// mode that measures anything (the cgroup or the reaped tree's rusage).
+	var c endResult
+	cres := s.callInto("execute_command", map[string]any{"command": "python3 -c 'x = sum(range(3000000))'"}, &c)
+	if c.Status != "success" || c.EndReason != "exit" {
+		t.Fatalf("execute_command: %s", text(cres))
+	}
+	if mode != "docker" && (c.Usage == nil || c.Usage.CPUUserMs == nil || *c.Usage.CPUUserMs+*c.Usage.CPUSystemMs <= 0) {
+		t.Errorf("execute_command of a busy loop: usage %+v, want CPU above 0", c.Usage)
+	}
+	if c.Usage != nil {
+		t.Logf("execute_command usage: %+v", *c.Usage)
+	}
+}
+
+// checkMeasured checks the CPU and memory of costCode's run where mode
+// measures them, and that they are absent where it does not.
+func checkMeasured(t *testing.T, mode string, u *usageWire) {
+	t.Helper()
+	if mode == "docker" {
+		if u.CPUUserMs != nil || u.MemoryPeakBytes != 0 || u.Source != "" {
+			t.Errorf("docker mode claims a measurement it cannot take: %+v", *u)
+		}
+		return
+	}
+	if u.MemoryPeakBytes < 64<<20 {
+		t.Errorf("memory_peak_bytes %d, want above the 64 MiB allocated", u.MemoryPeakBytes)
+	}
+	if u.Source == "" {
+		t.Errorf("usage has measurements but no source: %+v", *u)
+	}
+	if u.CPUUserMs == nil {
+		t.Logf("%s mode: no CPU for a %s run on this host (no cgroup CPU accounting)", mode, u.Sandbox)
+		return
+	}
+	if *u.CPUUserMs+*u.CPUSystemMs <= 0 {
+		t.Errorf("CPU %d+%d ms for a busy loop, want above 0", *u.CPUUserMs, *u.CPUSystemMs)
+	}
+}
