@@ -31,6 +31,19 @@ type usageWire struct {
 // exits), so only a fault (SIGSEGV) ends it by a signal.
 const pidOneWhy = "the program is its pid namespace's init, which cannot kill itself with a signal it has no handler for"
 
+// segfaultCode overflows a 256 KiB thread stack in C (repr of deeply
+// nested lists), which ends the process with SIGSEGV.
+const segfaultCode = `import sys, threading
+sys.setrecursionlimit(10**6)
+threading.stack_size(256 << 10)
+l = []
+for _ in range(100000):
+    l = [l]
+t = threading.Thread(target=lambda: repr(l))
+t.start()
+t.join()
+`
+
 // endMode is the sandbox mode the test servers run in.
 func endMode() string {
 	if m := os.Getenv("CODEXEC_TEST_SANDBOX_MODE"); m != "" && m != "auto" {
@@ -59,7 +72,9 @@ func TestEndReasons(t *testing.T) {
 		{name: "exit", code: "import sys; sys.exit(3)", status: "execution_error", reason: "exit"},
 		{name: "success", code: "print('ok')", status: "success", reason: "exit"},
 		{name: "output over the limit", code: "print('x' * 100000)", status: "success", reason: "exit"},
-		{name: "segfault", code: "import ctypes; ctypes.string_at(0)", status: "execution_error", reason: "signal"},
+		// C recursion past a small thread stack faults (SIGSEGV): a signal
+		// the kernel delivers even to a pid namespace's init.
+		{name: "segfault", code: segfaultCode, status: "execution_error", reason: "signal"},
 		{name: "sigkill itself", code: "import os, signal; os.kill(os.getpid(), signal.SIGKILL)", status: "execution_error", reason: "signal",
 			skip: map[string]string{"namespace": pidOneWhy, "docker": pidOneWhy}},
 		{name: "sigterm itself", code: "import os, signal; os.kill(os.getpid(), signal.SIGTERM)", status: "execution_error", reason: "signal",
