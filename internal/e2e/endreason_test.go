@@ -84,8 +84,7 @@ func TestEndReasons(t *testing.T) {
 			skip: map[string]string{"subprocess": "subprocess mode has no memory limit to be killed by"}},
 		{name: "disk full", code: "with open('big', 'wb') as f:\n    for _ in range(64):\n        f.write(b'x' * (1 << 20)); f.flush()",
 			status: "execution_error", reason: "disk_full",
-			skip: map[string]string{"subprocess": "subprocess mode has no bounded disk (only a file size cap)",
-				"docker": "docker mode bounds the disk only with a rootful engine's disk images"}},
+			skip: map[string]string{"subprocess": "subprocess mode has no bounded disk (only a file size cap)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if why, ok := tc.skip[mode]; ok {
