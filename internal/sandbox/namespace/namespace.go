@@ -257,20 +257,6 @@ func (n *Backend) Start(_ context.Context, spec sandbox.Spec) (sandbox.Process, 
 	return warm.AsProcess(pathed(proc.PathCold)(n.startCold(spec)))
 }
 
-// pathed returns a function that records path on a started run (see
-// proc.HostProc.SetPath) and passes the start's results on.
-func pathed(path string) func(*proc.HostProc, error) (*proc.HostProc, error) {
-	return func(p *proc.HostProc, err error) (*proc.HostProc, error) {
-		if err == nil {
-			p.SetPath(path)
-			if path == proc.PathCold {
-				p.MeasureTree() // sandbox-init, bwrap and the program: the run's own
-			}
-		}
-		return p, err
-	}
-}
-
 // warmRequest returns the warm request serving spec, if a runner can:
 // forked from a zygote where the pool forks python runners; exec runners
 // (bash) only where the Landlock step, their stub, is in the sandbox.
