@@ -157,6 +157,7 @@ func (a *App) instrument(m *metrics.Metrics) {
 				sm = mode
 			}
 			m.Execution(e.Language, e.Status, sm, time.Duration(e.DurationMs)*time.Millisecond)
+			m.RunCost(runCost(e))
 		})
 	}
 	m.GaugeFunc("mcp_sessions", "Connected MCP sessions (clients).", func() float64 { return float64(a.Server.LiveSessions()) })
@@ -223,4 +224,25 @@ func poolSamples(p sandbox.Pooled) []metrics.PoolSample {
 		out = append(out, *s)
 	}
 	return out
+}
+
+// runCost is what the metrics record of a log entry's end and usage.
+func runCost(e execlog.Entry) metrics.Cost {
+	c := metrics.Cost{EndReason: e.EndReason}
+	u := e.Usage
+	if u == nil {
+		return c
+	}
+	c.Sandbox, c.MemoryPeakBytes = u.Sandbox, u.MemoryPeakBytes
+	if u.CPUUserMs != nil && u.CPUSystemMs != nil {
+		c.CPUKnown = true
+		c.CPUUser, c.CPUSystem = time.Duration(*u.CPUUserMs)*time.Millisecond, time.Duration(*u.CPUSystemMs)*time.Millisecond
+	}
+	if u.WrittenBytes != nil {
+		c.WrittenBytes = *u.WrittenBytes
+	}
+	if u.NetworkBytes != nil {
+		c.NetworkBytes = *u.NetworkBytes
+	}
+	return c
 }

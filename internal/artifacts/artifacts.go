@@ -34,6 +34,9 @@ type Diff struct {
 	Created  []string `json:"created"`
 	Modified []string `json:"modified"`
 	Deleted  []string `json:"deleted"`
+	// Bytes is the size of the created and modified files: what the run
+	// left written (a run's usage, not part of the diff's JSON).
+	Bytes int64 `json:"-"`
 }
 
 // Tree is a directory tree that can be walked without following links:
@@ -75,9 +78,9 @@ func Compare(before, after Snapshot) Diff {
 		b, ok := before.files[name]
 		switch {
 		case !ok:
-			d.Created = append(d.Created, name)
+			d.Created, d.Bytes = append(d.Created, name), d.Bytes+a.size
 		case a.size != b.size || !a.mtime.Equal(b.mtime):
-			d.Modified = append(d.Modified, name)
+			d.Modified, d.Bytes = append(d.Modified, name), d.Bytes+a.size
 		}
 	}
 	for name := range before.files {

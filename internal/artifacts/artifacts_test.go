@@ -48,7 +48,10 @@ func TestCompare(t *testing.T) {
 	write(t, filepath.Join(dir, "new", "deep", "out.csv"), "x")
 	_ = os.Symlink("/etc/passwd", filepath.Join(dir, "link"))
 	got := Compare(before, take(t, dir))
-	want := Diff{Created: []string{"link", "new/deep/out.csv"}, Modified: []string{"grow.txt", "touch.txt"}, Deleted: []string{"gone.txt"}}
+	// Bytes: the link's target name (11), out.csv (1), grow.txt (2) and
+	// touch.txt (1), as they are after the run.
+	want := Diff{Created: []string{"link", "new/deep/out.csv"}, Modified: []string{"grow.txt", "touch.txt"}, Deleted: []string{"gone.txt"},
+		Bytes: 15}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

@@ -77,6 +77,9 @@ type Group struct {
 	limits  Limits
 	moved   atomic.Bool
 	oomBase int64
+	// reused: the pool handed this group's directories on from an earlier
+	// run (counters the kernel cannot reset are not this run's).
+	reused bool
 }
 
 // New creates the group named name (unique among this server's groups, such

@@ -136,7 +136,9 @@ func (g *Group) reset() (*Group, error) {
 			return nil, err
 		}
 	}
-	fresh := &Group{dirs: g.dirs, pool: g.pool, limits: g.limits, oomBase: g.oomKills()}
+	// CPU time restarts from zero where the cpu hierarchy has cpuacct.
+	_ = g.set(cpuIdx, "cpuacct.usage", "0")
+	fresh := &Group{dirs: g.dirs, pool: g.pool, limits: g.limits, oomBase: g.oomKills(), reused: true}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	fresh.fds, fresh.pinned = g.fds, g.pinned

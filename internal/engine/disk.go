@@ -55,7 +55,9 @@ func noteDiskFull(res Result, disk *diskbound.Disk) Result {
 		msg += ": " + *res.ErrorMessage
 	}
 	res.ErrorMessage = &msg
-	return res
+	f := res.End
+	f.DiskFull = true
+	return Ended(res, f)
 }
 
 // releaseDisk returns a run's disk to the pool (nil is fine).

@@ -115,10 +115,13 @@ type Result struct {
 	DurationMs    int64   `json:"duration_ms" jsonschema:"wall time in milliseconds"`
 	ExecutionTime float64 `json:"execution_time" jsonschema:"wall time in seconds, to the millisecond"`
 	Status        string  `json:"status" jsonschema:"success | execution_error | timeout | setup_error | cancelled"`
+	EndReason     string  `json:"end_reason,omitempty" jsonschema:"exit|signal|oom|timeout|cancelled|disk_full|lost|not_started"`
 	ErrorMessage  *string `json:"error_message" jsonschema:"why the status is not success; null on success"`
 	TimedOut      bool    `json:"timed_out" jsonschema:"true when the timeout stopped the program"`
 	Truncated     bool    `json:"truncated" jsonschema:"true when stdout or stderr was truncated"`
 	OOMKilled     bool    `json:"oom_killed,omitempty" jsonschema:"true when the memory limit killed the program"`
+	// Usage is what the run cost, as measured (absent fields: not measured).
+	Usage *Usage `json:"usage,omitempty" jsonschema:"what the run cost, where measured (docs/cost.md)"`
 	// Limits is which resource limits held for the run and by what
 	// (sandbox.Enforcement); absent when nothing ran or the sandbox does
 	// not say.
@@ -157,6 +160,8 @@ type Result struct {
 	// CompileError is set when TypeScript did not compile (status
 	// execution_error); nothing ran.
 	CompileError *runtime.CompileError `json:"-"`
+	// End is what EndReason was derived from (Ended).
+	End EndFacts `json:"-"`
 }
 
 // FailureShape is how a call that was to return a Result fails without
@@ -167,7 +172,7 @@ func (Result) FailureShape(message, code string) any {
 	return struct {
 		Result
 		Code string `json:"code"`
-	}{Result{Status: StatusSetupError, ErrorMessage: &message, Artifacts: []string{}}, code}
+	}{Ended(Result{Status: StatusSetupError, ErrorMessage: &message, Artifacts: []string{}}, EndFacts{NotStarted: true}), code}
 }
 
 // LogLines is a code-mode result's logs ([] when none), nil for any other
@@ -336,6 +341,9 @@ func (e *Engine) buildAndRun(ctx context.Context, res Result, id, lang string, w
 	res = changes.Apply(res)
 	span.End()
 	res = ws.NoteDiskFull(fillOutcome(res, oc, req.Timeout, e.opts.Limits.MemoryBytes))
+	if res.EndReason != EndNotStarted {
+		res.Usage = withWritten(res.Usage, res.Diff.Bytes)
+	}
 	if e.opts.AfterRun != nil && !req.NoLog {
 		e.opts.AfterRun(ctx, root, &res)
 	}
@@ -410,7 +418,7 @@ func stdinReader(s *string) io.Reader {
 func setupError(res Result, msg string) Result {
 	res.Status = StatusSetupError
 	res.ErrorMessage = &msg
-	return res
+	return Ended(res, EndFacts{NotStarted: true})
 }
 
 func compileFailure(res Result, ce *runtime.CompileError) Result {
@@ -418,11 +426,17 @@ func compileFailure(res Result, ce *runtime.CompileError) Result {
 	res.Status = StatusExecutionError
 	res.ErrorMessage = &msg
 	res.Stderr = fmt.Sprintf("main.ts:%d:%d: error: %s\n    %s\n", ce.Line, ce.Column, ce.Text, ce.LineText)
-	return res
+	return Ended(res, EndFacts{NotStarted: true})
 }
 
-// fillOutcome maps a process outcome onto the result's status fields.
+// fillOutcome maps a process outcome onto the result's status fields, its
+// end reason and its usage.
 func fillOutcome(res Result, oc outcome, timeout time.Duration, memLimit int64) Result {
+	res = Ended(res, EndFacts{NotStarted: oc.StartErr != nil, Cancelled: oc.Cancelled, TimedOut: oc.TimedOut,
+		OOMKilled: oc.Exit.OOMKilled, Signal: oc.Exit.Signal})
+	if oc.StartErr == nil {
+		res.Usage = withNetwork(usageOf(oc.Exit), res.Network)
+	}
 	res.Stdout, res.Stderr, res.Truncated = oc.Stdout, oc.Stderr, oc.Truncated
 	res.DurationMs = oc.Duration.Milliseconds()
 	res.ExecutionTime = Seconds(oc.Duration)
@@ -489,6 +503,7 @@ func (e *Engine) logExecution(ctx context.Context, res Result, req Request, call
 		SandboxMode: res.SandboxMode, WorkingDir: res.WorkingDir, Artifacts: res.Diff, Context: req.Context,
 		ExecutedAt: started.UTC(), Owner: tenant.From(ctx), Intent: req.Intent, ToolCalls: calls,
 		Background: startHook(ctx) != nil, NetworkMode: res.NetworkMode, Limits: res.Limits,
+		EndReason: res.EndReason, Usage: res.Usage,
 	}
 	entry.Network, entry.TraceID = res.Network, res.TraceID
 	_, span := tracing.Start(ctx, tracer, "execlog.write")

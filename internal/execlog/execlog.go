@@ -88,6 +88,32 @@ type Entry struct {
 	// while traces are exported), so a slow run found in the log leads to
 	// its trace and back.
 	TraceID string `json:"trace_id,omitempty"`
+	// EndReason is why the run ended (engine.EndReason's closed set);
+	// absent in entries written before it was recorded.
+	EndReason string `json:"end_reason,omitempty"`
+	// Usage is what the run cost, where measured.
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// Usage is what one run cost, as measured: a field is absent when it was
+// not measured, never a zero standing in for "unknown". Results carry it
+// too, so it is kept small.
+type Usage struct {
+	CPUUserMs   *int64 `json:"cpu_user_ms,omitempty" yaml:"cpu_user_ms,omitempty"`
+	CPUSystemMs *int64 `json:"cpu_system_ms,omitempty" yaml:"cpu_system_ms,omitempty"`
+	// MemoryPeakBytes: the cgroup's peak (every process of the run), else
+	// the largest single process's peak resident set (rusage).
+	MemoryPeakBytes int64 `json:"memory_peak_bytes,omitempty" yaml:"memory_peak_bytes,omitempty"`
+	ProcessesPeak   int64 `json:"processes_peak,omitempty" yaml:"processes_peak,omitempty"`
+	// WrittenBytes is the size of the files the run created or modified in
+	// its working directory (the artifact diff).
+	WrittenBytes *int64 `json:"written_bytes,omitempty" yaml:"written_bytes,omitempty"`
+	NetworkBytes *int64 `json:"network_bytes,omitempty" yaml:"network_bytes,omitempty"`
+	// Sandbox is how the sandbox was obtained: warm, forked or cold.
+	Sandbox string `json:"sandbox,omitempty" yaml:"sandbox,omitempty"`
+	// Source says how CPU and memory were measured: cgroup, rusage, or
+	// cgroup+rusage (memory from the cgroup, CPU from rusage).
+	Source string `json:"source,omitempty" yaml:"source,omitempty"`
 }
 
 // ToolCall is one upstream tool call made by code-mode code.

@@ -40,5 +40,6 @@ func Lost(s Started) Entry {
 		Code: s.Code, Args: s.Args, ScriptName: s.ScriptName, Stdin: s.Stdin, Status: StatusLost,
 		ErrorMessage: "The server stopped (killed or crashed) while this ran; its output and exit status are unknown.",
 		SandboxMode:  s.SandboxMode, WorkingDir: s.WorkingDir, Context: s.Context, Intent: s.Intent,
-		ExecutedAt: s.ExecutedAt, Owner: s.Owner, Background: s.Background}
+		ExecutedAt: s.ExecutedAt, Owner: s.Owner, Background: s.Background,
+		EndReason: StatusLost} // the end reason of a lost run has the status's name
 }

@@ -97,8 +97,11 @@ const ModelSurfaceBudget = 13100 + 159 + 1096
 // shape thrice, execute_command, execute_process, run_code,
 // get_execution_log) added 1,001: 30,944. The OpenTelemetry trace id
 // (trace_id, present only while traces are exported) in execute_code's
-// shape thrice added 87: 31,031.
-const WireBudget = 26700 + 293 + 66 + 66 + 28 + 2790 + 1001 + 87
+// shape thrice added 87: 31,031. Why each run ended (end_reason) and what
+// it cost (usage: CPU, memory, processes, bytes written and sent, sandbox
+// path, source) in the eight results that describe a run
+// (get_execution_log's entry included) added 2,411: 33,442.
+const WireBudget = 26700 + 293 + 66 + 66 + 28 + 2790 + 1001 + 87 + 2411
 
 // Version is the server version reported to clients (serverInfo.version
 // in initialize): the module version of this build, as `codexec version`

@@ -30,6 +30,7 @@ type Metrics struct {
 	authFailures *prometheus.CounterVec
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
+	cost         costMetrics
 }
 
 // New returns Metrics with the Go runtime and process collectors registered
@@ -44,6 +45,7 @@ func New() *Metrics {
 	m.httpRequests = m.counterVec("http_requests_total", "HTTP requests by route, method and status code.", "route", "method", "code")
 	m.httpDuration = m.histogramVec("http_request_duration_seconds", "Time to the end of an HTTP response (SSE streams included).",
 		prometheus.DefBuckets, "route")
+	m.cost = m.newCostMetrics()
 	return m
 }
 

@@ -11,6 +11,12 @@
 // RunTracked instead of cmd.Start.
 package proc
 
+import (
+	"os"
+	"syscall"
+	"time"
+)
+
 // Exit describes how a program ended.
 type Exit struct {
 	// Code is the exit status, or -1 when the program was killed by a signal.
@@ -21,4 +27,56 @@ type Exit struct {
 	OOMKilled bool
 	// MemoryPeakBytes is the peak memory use if the backend measured it, else 0.
 	MemoryPeakBytes int64
+	// Usage is what else the run used, where the backend measured it.
+	Usage Usage
+}
+
+// Usage sources: where a run's measurements came from (Usage.CPUFrom,
+// Usage.MemoryFrom).
+const (
+	// FromCgroup: the run's control group's counters, covering every
+	// process of the run.
+	FromCgroup = "cgroup"
+	// FromRusage: the kernel's accounting of the reaped process tree
+	// (wait4's rusage): CPU of every process the tree waited for, memory
+	// of its largest single process.
+	FromRusage = "rusage"
+)
+
+// Usage is what a run used, as measured. A field whose source is empty
+// was not measured (it is not a zero measurement).
+type Usage struct {
+	CPUUser, CPUSystem time.Duration
+	// CPUFrom says how CPUUser and CPUSystem were measured ("" for not).
+	CPUFrom string
+	// RusageMaxRSS is the largest resident set of one process of the
+	// reaped tree (wait4's ru_maxrss), 0 when not measured.
+	RusageMaxRSS int64
+	// ProcessesPeak is the most processes the run had at once (the
+	// cgroup's pids.peak), 0 when not measured.
+	ProcessesPeak int64
+	// Path is how the sandbox was obtained: PathWarm, PathForked or
+	// PathCold ("" when the backend does not say).
+	Path string
+}
+
+// Sandbox paths (Usage.Path).
+const (
+	PathWarm   = "warm"
+	PathForked = "forked"
+	PathCold   = "cold"
+)
+
+// rusageOf is the kernel's accounting of ps's process tree (CPU of every
+// process it waited for, the largest one's peak resident set).
+func rusageOf(ps *os.ProcessState) (Usage, bool) {
+	if ps == nil {
+		return Usage{}, false
+	}
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	if !ok || ru == nil {
+		return Usage{}, false
+	}
+	return Usage{CPUUser: time.Duration(ru.Utime.Nano()), CPUSystem: time.Duration(ru.Stime.Nano()), CPUFrom: FromRusage,
+		RusageMaxRSS: maxRSSBytes(ru.Maxrss)}, true
 }

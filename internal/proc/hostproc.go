@@ -37,6 +37,10 @@ type HostProc struct {
 	// deferKill: the program ended and reported; Release leaves the kill of
 	// anything left to the Cleanup hook, off the caller's path.
 	deferKill bool
+	// path is how the sandbox was obtained (SetPath); measureTree: the
+	// child's reaped tree is the run's own (MeasureTree).
+	path        string
+	measureTree bool
 }
 
 // Hooks customise a HostProc. Nil hooks fall back to signalling the child's
@@ -181,6 +185,10 @@ func (p *HostProc) Wait() (Exit, error) {
 		} else {
 			p.exit = ExitFrom(p.cmd.ProcessState)
 		}
+		if p.measureTree && p.exitOf == nil {
+			p.exit.Usage, _ = rusageOf(p.cmd.ProcessState)
+		}
+		p.exit.Usage.Path = p.path
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			err = nil
@@ -259,6 +267,16 @@ func (p *HostProc) Release(drainTimeout time.Duration) error {
 // SetWait replaces how the run is waited for (a runner whose stub reports
 // the status itself). Call it before Wait.
 func (p *HostProc) SetWait(wait func() error) { p.wait = wait }
+
+// SetPath records how the run's sandbox was obtained (PathWarm,
+// PathForked, PathCold), reported in its Exit's Usage. Call it before Wait.
+func (p *HostProc) SetPath(path string) { p.path = path }
+
+// MeasureTree says that the child and what it reaps are the run's own
+// processes and nothing else (not a container CLI, not a runner started
+// before the run), so the kernel's accounting of its tree (wait4's rusage)
+// is the run's usage. Call it before Wait.
+func (p *HostProc) MeasureTree() { p.measureTree = true }
 
 // SetExit makes exit the source of the run's exit instead of the child's
 // own status. Call it before Wait.

@@ -19,11 +19,13 @@ import (
 // View is a run as get_run and cancel_run answer: its state, the output
 // read from the offsets asked for, and its result once it ended.
 type View struct {
-	ExecutionID string     `json:"execution_id"`
-	Tool        string     `json:"tool,omitempty"`
-	Status      string     `json:"status"`
-	StartedAt   time.Time  `json:"started_at"`
-	EndedAt     *time.Time `json:"ended_at,omitempty"`
+	ExecutionID string `json:"execution_id"`
+	Tool        string `json:"tool,omitempty"`
+	Status      string `json:"status"`
+	// EndReason is set for a lost run, which has no result to carry it.
+	EndReason string     `json:"end_reason,omitempty"`
+	StartedAt time.Time  `json:"started_at"`
+	EndedAt   *time.Time `json:"ended_at,omitempty"`
 	// Stdout and Stderr are the output from the offsets read, at most
 	// ChunkMax bytes each; the next offsets are where to read on.
 	Stdout           string `json:"stdout"`
@@ -241,6 +243,7 @@ func loggedView(e execlog.Entry, lost *sessionreg.Owner) View {
 	v := View{ExecutionID: e.ExecutionID, Tool: e.Tool, Status: e.Status, StartedAt: e.ExecutedAt, ErrorMessage: e.ErrorMessage}
 	switch {
 	case e.Status == StatusLost:
+		v.EndReason = StatusLost
 	case lost != nil:
 		v.ErrorMessage = fmt.Sprintf("its output and result stayed on replica %s, which stopped at %s; get_execution_log has its log entry",
 			lost.Replica.ID, lost.LostAt.UTC().Format(time.RFC3339))
@@ -255,7 +258,7 @@ func loggedView(e execlog.Entry, lost *sessionreg.Owner) View {
 // finished, with which replica stopped and when.
 func lostView(o sessionreg.Owner) View {
 	at := o.LostAt.UTC()
-	return View{ExecutionID: o.SessionID, Tool: o.Label.Name, Status: StatusLost, StartedAt: o.ClaimedAt, lostAt: &at,
+	return View{ExecutionID: o.SessionID, Tool: o.Label.Name, Status: StatusLost, EndReason: StatusLost, StartedAt: o.ClaimedAt, lostAt: &at,
 		ErrorMessage: fmt.Sprintf("Replica %s stopped (drained, killed or crashed) at %s while this ran; its output and exit status are unknown.",
 			o.Replica.ID, at.Format(time.RFC3339))}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/codexec/codexec/internal/driver"
@@ -80,6 +81,7 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 	res := withChanges(s.ws.NoteDiskFull(m.result(s, oc, req.Timeout, id)), before, s.snaps.take(ws))
 	span.End()
 	res.Network = s.runAudit(netBefore)
+	res.Usage = engine.SessionUsage(res.Diff.Bytes, res.Network)
 	if s.hostNetwork() && !s.networkPolicy().None() {
 		res.NetworkMode = engine.NetworkHost
 	}
@@ -130,6 +132,7 @@ func (m *Manager) result(s *Session, oc driver.Outcome, timeout time.Duration, i
 		Stdout: oc.Stdout, Stderr: oc.Stderr, Truncated: oc.Truncated, DurationMs: oc.Duration.Milliseconds(),
 		ExecutionTime: engine.Seconds(oc.Duration), SandboxMode: m.opts.SandboxMode, Artifacts: []string{}, WorkingDir: s.Workspace,
 		Limits: s.enforced()}
+	res = engine.Ended(res, engine.EndFacts{TimedOut: oc.TimedOut, Cancelled: oc.Cancelled, Lost: oc.Lost, Signal: interruptSignal(oc)})
 	msg := ""
 	switch {
 	case oc.TimedOut && !oc.Lost:
@@ -159,6 +162,15 @@ func (m *Manager) result(s *Session, oc driver.Outcome, timeout time.Duration, i
 	}
 	res.ErrorMessage = &msg
 	return res
+}
+
+// interruptSignal is the signal that ended a session run which the
+// interpreter reports as interrupted (SIGINT), 0 otherwise.
+func interruptSignal(oc driver.Outcome) int {
+	if oc.Interrupted {
+		return int(syscall.SIGINT)
+	}
+	return 0
 }
 
 // lostState says what became of a session whose interpreter is gone: with
@@ -224,7 +236,8 @@ func (m *Manager) logExec(s *Session, req ExecRequest, res engine.Result, starte
 	e := execlog.Entry{ExecutionID: res.ExecutionID, SessionID: &sid, Tool: req.Tool, Language: s.Language, Code: req.Code,
 		Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, Status: res.Status, TimedOut: res.TimedOut,
 		Truncated: res.Truncated, DurationMs: res.DurationMs, SandboxMode: res.SandboxMode, WorkingDir: s.Workspace,
-		Artifacts: res.Diff, Context: req.Call, ExecutedAt: started.UTC(), Owner: s.Owner, NetworkMode: res.NetworkMode, Limits: res.Limits}
+		Artifacts: res.Diff, Context: req.Call, ExecutedAt: started.UTC(), Owner: s.Owner, NetworkMode: res.NetworkMode, Limits: res.Limits,
+		EndReason: res.EndReason, Usage: res.Usage}
 	e.Network, e.TraceID = res.Network, res.TraceID
 	if res.ErrorMessage != nil {
 		e.ErrorMessage = *res.ErrorMessage

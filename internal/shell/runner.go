@@ -86,6 +86,7 @@ type Result struct {
 	Stdout       string  `json:"stdout" yaml:"stdout" jsonschema:"standard output (head+tail truncated when too long)"`
 	Stderr       string  `json:"stderr" yaml:"stderr" jsonschema:"standard error (head+tail truncated when too long)"`
 	Status       string  `json:"status" yaml:"status" jsonschema:"success | execution_error | timeout | setup_error | cancelled"`
+	EndReason    string  `json:"end_reason,omitempty" yaml:"end_reason,omitempty" jsonschema:"exit|signal|oom|timeout|cancelled|disk_full|lost|not_started"`
 	ErrorMessage *string `json:"error_message,omitempty" yaml:"error,omitempty" jsonschema:"why the status is not success"`
 	TimedOut     bool    `json:"timed_out" yaml:"timed_out,omitempty" jsonschema:"true when the timeout stopped the command"`
 	Truncated    bool    `json:"truncated" yaml:"truncated,omitempty" jsonschema:"true when stdout or stderr was truncated"`
@@ -97,6 +98,8 @@ type Result struct {
 	LogError     string  `json:"log_error,omitempty" yaml:"log_error,omitempty" jsonschema:"set when this run could not be recorded in the execution log, and why"`
 	// Limits is engine.Result's: which resource limits held and how.
 	Limits *sandbox.Enforcement `json:"limits,omitempty" yaml:"limits,flow,omitempty" jsonschema:"the resource limits that held for this run and how: cgroup, rlimit per process, container, a tmpfs or disk image size, or none"`
+	// Usage is engine.Result's: what the run cost, where measured.
+	Usage *engine.Usage `json:"usage,omitempty" yaml:"usage,flow,omitempty" jsonschema:"what the run cost, where measured (docs/cost.md)"`
 }
 
 // Command checks req.Command against the allowlist and the cwd rules, then
@@ -194,7 +197,7 @@ func fromEngine(res engine.Result) Result {
 	return Result{ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, Status: res.Status,
 		ErrorMessage: res.ErrorMessage, TimedOut: res.TimedOut, Truncated: res.Truncated, Cwd: res.WorkingDir,
 		DurationMs: res.DurationMs, ExecutionID: res.ExecutionID, SandboxMode: res.SandboxMode, LogError: res.LogError,
-		CwdNote: res.WorkingDirNote, Limits: res.Limits}
+		CwdNote: res.WorkingDirNote, Limits: res.Limits, EndReason: res.EndReason, Usage: res.Usage}
 }
 
 // lookPath finds file on pathEnv (absolute paths are used as given). It is

@@ -63,6 +63,7 @@ type GetLogOut struct {
 	Stderr            string             `json:"stderr"`
 	ExitCode          *int               `json:"exit_code"`
 	Status            string             `json:"status"`
+	EndReason         string             `json:"end_reason,omitempty"`
 	ErrorMessage      string             `json:"error_message,omitempty"`
 	TimedOut          bool               `json:"timed_out"`
 	Truncated         bool               `json:"truncated"`
@@ -83,8 +84,10 @@ type GetLogOut struct {
 	NetworkMode       string             `json:"network_mode,omitempty"`
 	// Limits is which resource limits held for the run and how (absent
 	// for runs logged without it).
-	Limits     *sandbox.Enforcement `json:"limits,omitempty"`
-	ExecutedAt time.Time            `json:"executed_at"`
+	Limits *sandbox.Enforcement `json:"limits,omitempty"`
+	// Usage is what the run cost, where measured (the log entry's record).
+	Usage      *execlog.Usage `json:"usage,omitempty"`
+	ExecutedAt time.Time      `json:"executed_at"`
 }
 
 // History is what the logs toolset reads: the execution history, embedded
@@ -202,7 +205,7 @@ func (s *toolset) getLog(ctx context.Context, _ *mcp.CallToolRequest, in GetLogI
 		ArtifactsCreated: a.Created, ArtifactsModified: a.Modified, ArtifactsDeleted: a.Deleted,
 		SandboxMode: e.SandboxMode, WorkingDir: e.WorkingDir, AgentID: e.Context.AgentID, TraceID: e.Context.TraceID,
 		ChatID: e.Context.ChatID, Intent: e.Intent, ToolCalls: e.ToolCalls, ExecutedAt: e.ExecutedAt,
-		Network: e.Network, NetworkMode: e.NetworkMode, Limits: e.Limits}, nil
+		Network: e.Network, NetworkMode: e.NetworkMode, Limits: e.Limits, EndReason: e.EndReason, Usage: e.Usage}, nil
 }
 
 func nonNilDiff(d artifacts.Diff) artifacts.Diff {

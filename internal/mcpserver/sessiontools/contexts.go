@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codexec/codexec/internal/egress"
+	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/mcpserver/callinfo"
 	"github.com/codexec/codexec/internal/mcpserver/netarg"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
@@ -71,6 +72,7 @@ type RunCodeOut struct {
 	ExecutionTime float64        `json:"execution_time"` // seconds
 	ExecutionID   string         `json:"execution_id"`
 	Status        string         `json:"status"`
+	EndReason     string         `json:"end_reason,omitempty" jsonschema:"exit|signal|oom|timeout|cancelled|disk_full|lost|not_started"`
 	TimedOut      bool           `json:"timed_out"`
 	ErrorMessage  *string        `json:"error_message,omitempty"`
 	Network       []egress.Entry `json:"network,omitempty"`
@@ -78,6 +80,8 @@ type RunCodeOut struct {
 	LogError      string         `json:"log_error,omitempty" jsonschema:"set when this run could not be recorded in the execution log, and why"`
 	// Limits is engine.Result's: which resource limits held and how.
 	Limits *sandbox.Enforcement `json:"limits,omitempty" jsonschema:"the resource limits that held for this run and how: cgroup, rlimit per process, container, a tmpfs or disk image size, or none"`
+	// Usage is engine.Result's: what the run cost, where measured.
+	Usage *engine.Usage `json:"usage,omitempty" jsonschema:"what the run cost, where measured (docs/cost.md)"`
 }
 
 // ContextIDIn names one context.
@@ -195,7 +199,8 @@ func (s *toolset) runCode(ctx context.Context, req *mcp.CallToolRequest, in RunC
 	}
 	out := RunCodeOut{Stdout: res.Stdout, Stderr: res.Stderr, Success: res.Success, ExecutionTime: res.ExecutionTime,
 		ExecutionID: res.ExecutionID, Status: res.Status, TimedOut: res.TimedOut, ErrorMessage: res.ErrorMessage,
-		LogError: res.LogError, Network: res.Network, NetworkMode: res.NetworkMode, Limits: res.Limits}
+		LogError: res.LogError, Network: res.Network, NetworkMode: res.NetworkMode, Limits: res.Limits,
+		EndReason: res.EndReason, Usage: res.Usage}
 	return s.deps.Files.WithFiles(ctx, tool.JSONText(out), res), out, nil
 }
 

@@ -165,6 +165,8 @@ func (c *Backend) startCold(spec sandbox.Spec) (*proc.HostProc, error) {
 	if err := c.captureCold(p, g, name, spec); err != nil {
 		return nil, err
 	}
+	// The CLI's own usage is not the container's: nothing is measured.
+	p.SetPath(proc.PathCold)
 	return p, nil
 }
 

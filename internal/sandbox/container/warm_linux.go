@@ -48,7 +48,13 @@ import (
 // serveWarm runs spec, which req describes, in a ready container runner,
 // or cold when none is ready.
 func (c *Backend) serveWarm(spec sandbox.Spec, req warm.Request) (sandbox.Process, error) {
-	return c.runners.Pool.Serve(req, func(r warm.Runner) (*proc.HostProc, error) { return c.startWarm(spec, req, r.(*ctRunner)) },
+	return c.runners.Pool.Serve(req, func(r warm.Runner) (*proc.HostProc, error) {
+		p, err := c.startWarm(spec, req, r.(*ctRunner))
+		if err == nil {
+			p.SetPath(proc.PathWarm)
+		}
+		return p, err
+	},
 		func() (*proc.HostProc, error) { return c.startCold(spec) })
 }
 

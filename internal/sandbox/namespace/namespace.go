@@ -254,7 +254,7 @@ func (n *Backend) Start(_ context.Context, spec sandbox.Spec) (sandbox.Process, 
 	if req, ok := n.warmRequest(spec); ok {
 		return n.startCounted(spec, req)
 	}
-	return warm.AsProcess(n.startCold(spec))
+	return warm.AsProcess(pathed(proc.PathCold)(n.startCold(spec)))
 }
 
 // warmRequest returns the warm request serving spec, if a runner can:
@@ -274,7 +274,9 @@ func (n *Backend) warmRequest(spec sandbox.Spec) (warm.Request, bool) {
 // startCounted starts a run that a warm runner can serve (warm if one is
 // ready), counted in flight until released so refills wait for its end.
 func (n *Backend) startCounted(spec sandbox.Spec, req warm.Request) (sandbox.Process, error) {
-	return n.runners.Pool.Serve(req, func(r warm.Runner) (*proc.HostProc, error) { return n.startWarm(spec, req, r.(*nsRunner)) },
+	return n.runners.Pool.Serve(req, func(r warm.Runner) (*proc.HostProc, error) {
+		return pathed(proc.PathWarm)(n.startWarm(spec, req, r.(*nsRunner)))
+	},
 		func() (*proc.HostProc, error) { return n.startMissed(spec, req) })
 }
 
@@ -288,11 +290,11 @@ func (n *Backend) startMissed(spec sandbox.Spec, req warm.Request) (*proc.HostPr
 	if req.Fork && n.zygoteUp(req.Key) {
 		r, err := n.forkRunner(req)
 		if err == nil {
-			return n.startWarm(spec, req, r)
+			return pathed(proc.PathForked)(n.startWarm(spec, req, r))
 		}
 		slog.Debug("fork for a missed run failed; starting cold", "err", err)
 	}
-	return n.startCold(spec)
+	return pathed(proc.PathCold)(n.startCold(spec))
 }
 
 // startCold starts spec without a warm runner.
@@ -546,7 +548,7 @@ func (n *Backend) coldCmd(spec sandbox.Spec, cg *cgroup.Group, bwrapArgv []strin
 }
 
 // namespaceExit maps bwrap's "128+signal" status back to a signal and adds
-// what the cgroup knows (OOM kill, peak memory).
+// what the cgroup knows (OOM kill, peak memory, CPU time, processes).
 func namespaceExit(e *sandbox.Exit, cg *cgroup.Group) {
 	if e.Signal == 0 && e.Code > 128 && e.Code <= 128+64 {
 		e.Signal, e.Code = e.Code-128, -1
@@ -555,6 +557,11 @@ func namespaceExit(e *sandbox.Exit, cg *cgroup.Group) {
 		e.OOMKilled = true
 	}
 	e.MemoryPeakBytes = cg.MemoryPeak()
+	u := cg.Usage()
+	if u.CPUKnown { // the group's counters cover every process of the run
+		e.Usage.CPUUser, e.Usage.CPUSystem, e.Usage.CPUFrom = u.CPUUser, u.CPUSystem, proc.FromCgroup
+	}
+	e.Usage.ProcessesPeak = u.ProcessesPeak
 }
 
 // limitedBuffer collects up to 64 KiB of probe output.

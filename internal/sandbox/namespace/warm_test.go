@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/sandbox/sandboxtest"
 )
@@ -104,6 +105,11 @@ func testWarmMatchesCold(t *testing.T, n *Backend, fork bool) {
 			spec.Warm = ""
 			c := sandboxtest.Run(t, cold, spec)
 			w.Exit.MemoryPeakBytes, c.Exit.MemoryPeakBytes = 0, 0
+			if w.Exit.Usage.Path != proc.PathWarm || c.Exit.Usage.Path != proc.PathCold {
+				t.Errorf("sandbox paths %q and %q, want warm and cold", w.Exit.Usage.Path, c.Exit.Usage.Path)
+			}
+			// What each used differs by design (a cold run's rusage, the path).
+			w.Exit.Usage, c.Exit.Usage = proc.Usage{}, proc.Usage{}
 			if w.Exit != c.Exit || w.Stdout != c.Stdout || !sameStderr(w.Stderr, c.Stderr) {
 				t.Fatalf("warm %+v %q %q\ncold %+v %q %q", w.Exit, w.Stdout, w.Stderr, c.Exit, c.Stdout, c.Stderr)
 			}

@@ -193,6 +193,10 @@ func WarmSemantics(t *testing.T, b PooledBackend, kind, dir, ws string, uid int)
 			}
 			got := Run(t, b, spec)
 			got.Exit.MemoryPeakBytes = 0 // where the backend measures it, it varies
+			if got.Exit.Usage.Path != proc.PathWarm {
+				t.Errorf("a run served warm says its sandbox path was %q, want %q", got.Exit.Usage.Path, proc.PathWarm)
+			}
+			got.Exit.Usage = proc.Usage{} // measurements vary; the path is checked above
 			if got != tc.want {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}

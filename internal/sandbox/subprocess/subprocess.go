@@ -65,7 +65,13 @@ func (s *Backend) Start(_ context.Context, spec sandbox.Spec) (sandbox.Process, 
 		return nil, fmt.Errorf("sandbox: empty argv")
 	}
 	if req, ok := s.warmRequest(spec); ok {
-		return s.runners.Pool.Serve(req, func(r warm.Runner) (*proc.HostProc, error) { return s.startWarm(spec, req, r.(*subRunner)) },
+		return s.runners.Pool.Serve(req, func(r warm.Runner) (*proc.HostProc, error) {
+			p, err := s.startWarm(spec, req, r.(*subRunner))
+			if err == nil {
+				p.SetPath(proc.PathWarm)
+			}
+			return p, err
+		},
 			func() (*proc.HostProc, error) { return s.startCold(spec) })
 	}
 	return warm.AsProcess(s.startCold(spec))
@@ -98,6 +104,8 @@ func (s *Backend) startCold(spec sandbox.Spec) (*proc.HostProc, error) {
 		return nil, fmt.Errorf("sandbox: start %s: %w", spec.Argv[0], err)
 	}
 	proc.GuardGroup(cmd.Process.Pid)
+	p.SetPath(proc.PathCold)
+	p.MeasureTree() // the program itself: its reaped tree is the run
 	return p, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/sandbox/sandboxtest"
 )
@@ -189,6 +190,11 @@ func TestSubprocessWarmBashMatchesCold(t *testing.T) {
 				// stub closes all but stdio.
 				cr.Stdout = stdioOnly(cr.Stdout)
 			}
+			if w.Exit.Usage.Path != proc.PathWarm || cr.Exit.Usage.Path != proc.PathCold {
+				t.Errorf("sandbox paths %q and %q, want warm and cold", w.Exit.Usage.Path, cr.Exit.Usage.Path)
+			}
+			// What each used differs by design (a cold run's rusage, the path).
+			w.Exit.Usage, cr.Exit.Usage = proc.Usage{}, proc.Usage{}
 			if w != cr {
 				t.Fatalf("warm %+v\ncold %+v", w, cr)
 			}

@@ -1,0 +1,87 @@
+package engine
+
+import (
+	"strings"
+
+	"github.com/codexec/codexec/internal/egress"
+	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/proc"
+)
+
+// Usage is what one run cost, as measured (execlog.Usage: results and log
+// entries carry the same record).
+type Usage = execlog.Usage
+
+// usageOf is what ex says the run used, nil when the backend measured
+// nothing.
+func usageOf(ex proc.Exit) *Usage {
+	u := &Usage{Sandbox: ex.Usage.Path, ProcessesPeak: ex.Usage.ProcessesPeak}
+	var from []string
+	if ex.Usage.CPUFrom != "" {
+		user, sys := ex.Usage.CPUUser.Milliseconds(), ex.Usage.CPUSystem.Milliseconds()
+		u.CPUUserMs, u.CPUSystemMs = &user, &sys
+		from = append(from, ex.Usage.CPUFrom)
+	}
+	switch {
+	case ex.MemoryPeakBytes > 0:
+		u.MemoryPeakBytes = ex.MemoryPeakBytes
+		from = append(from, proc.FromCgroup)
+	case ex.Usage.RusageMaxRSS > 0:
+		u.MemoryPeakBytes = ex.Usage.RusageMaxRSS
+		from = append(from, proc.FromRusage)
+	}
+	if u.ProcessesPeak > 0 {
+		from = append(from, proc.FromCgroup)
+	}
+	u.Source = sourceOf(from)
+	if *u == (Usage{}) {
+		return nil
+	}
+	return u
+}
+
+// sourceOf names the distinct sources in from, cgroup first.
+func sourceOf(from []string) string {
+	var out []string
+	for _, s := range []string{proc.FromCgroup, proc.FromRusage} {
+		for _, f := range from {
+			if f == s {
+				out = append(out, s)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "+")
+}
+
+// withWritten adds the bytes the run wrote to its working directory.
+func withWritten(u *Usage, n int64) *Usage {
+	if u == nil {
+		u = &Usage{}
+	}
+	u.WrittenBytes = &n
+	return u
+}
+
+// withNetwork adds the bytes of the egress audit's entries, if any.
+func withNetwork(u *Usage, entries []egress.Entry) *Usage {
+	if len(entries) == 0 {
+		return u
+	}
+	var n int64
+	for _, e := range entries {
+		n += e.BytesSent + e.BytesReceived
+	}
+	if u == nil {
+		u = &Usage{}
+	}
+	u.NetworkBytes = &n
+	return u
+}
+
+// SessionUsage is the usage of a run in a session's interpreter, which
+// lives across runs: only what the run itself wrote and sent is its own
+// (CPU and memory are the interpreter's, not measured per run).
+func SessionUsage(written int64, network []egress.Entry) *Usage {
+	return withNetwork(withWritten(nil, written), network)
+}
