@@ -18,6 +18,7 @@ import (
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/output"
+	"github.com/codexec/codexec/internal/runreport"
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/tenant"
@@ -161,7 +162,7 @@ type Result struct {
 	// execution_error); nothing ran.
 	CompileError *runtime.CompileError `json:"-"`
 	// End is what EndReason was derived from (Ended).
-	End EndFacts `json:"-"`
+	End runreport.Facts `json:"-"`
 }
 
 // FailureShape is how a call that was to return a Result fails without
@@ -172,7 +173,7 @@ func (Result) FailureShape(message, code string) any {
 	return struct {
 		Result
 		Code string `json:"code"`
-	}{Ended(Result{Status: StatusSetupError, ErrorMessage: &message, Artifacts: []string{}}, EndFacts{NotStarted: true}), code}
+	}{Ended(Result{Status: StatusSetupError, ErrorMessage: &message, Artifacts: []string{}}, runreport.Facts{NotStarted: true}), code}
 }
 
 // LogLines is a code-mode result's logs ([] when none), nil for any other
@@ -341,8 +342,8 @@ func (e *Engine) buildAndRun(ctx context.Context, res Result, id, lang string, w
 	res = changes.Apply(res)
 	span.End()
 	res = ws.NoteDiskFull(fillOutcome(res, oc, req.Timeout, e.opts.Limits.MemoryBytes))
-	if res.EndReason != EndNotStarted {
-		res.Usage = withWritten(res.Usage, res.Diff.Bytes)
+	if res.EndReason != runreport.NotStarted {
+		res.Usage = runreport.WithWritten(res.Usage, res.Diff.Bytes)
 	}
 	if e.opts.AfterRun != nil && !req.NoLog {
 		e.opts.AfterRun(ctx, root, &res)
@@ -418,7 +419,7 @@ func stdinReader(s *string) io.Reader {
 func setupError(res Result, msg string) Result {
 	res.Status = StatusSetupError
 	res.ErrorMessage = &msg
-	return Ended(res, EndFacts{NotStarted: true})
+	return Ended(res, runreport.Facts{NotStarted: true})
 }
 
 func compileFailure(res Result, ce *runtime.CompileError) Result {
@@ -426,16 +427,16 @@ func compileFailure(res Result, ce *runtime.CompileError) Result {
 	res.Status = StatusExecutionError
 	res.ErrorMessage = &msg
 	res.Stderr = fmt.Sprintf("main.ts:%d:%d: error: %s\n    %s\n", ce.Line, ce.Column, ce.Text, ce.LineText)
-	return Ended(res, EndFacts{NotStarted: true})
+	return Ended(res, runreport.Facts{NotStarted: true})
 }
 
 // fillOutcome maps a process outcome onto the result's status fields, its
 // end reason and its usage.
 func fillOutcome(res Result, oc outcome, timeout time.Duration, memLimit int64) Result {
-	res = Ended(res, EndFacts{NotStarted: oc.StartErr != nil, Cancelled: oc.Cancelled, TimedOut: oc.TimedOut,
+	res = Ended(res, runreport.Facts{NotStarted: oc.StartErr != nil, Cancelled: oc.Cancelled, TimedOut: oc.TimedOut,
 		OOMKilled: oc.Exit.OOMKilled, Signal: oc.Exit.Signal})
 	if oc.StartErr == nil {
-		res.Usage = withNetwork(usageOf(oc.Exit), res.Network)
+		res.Usage = runreport.WithNetwork(runreport.FromExit(oc.Exit), res.Network)
 	}
 	res.Stdout, res.Stderr, res.Truncated = oc.Stdout, oc.Stderr, oc.Truncated
 	res.DurationMs = oc.Duration.Milliseconds()

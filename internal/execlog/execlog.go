@@ -88,7 +88,7 @@ type Entry struct {
 	// while traces are exported), so a slow run found in the log leads to
 	// its trace and back.
 	TraceID string `json:"trace_id,omitempty"`
-	// EndReason is why the run ended (engine.EndReason's closed set);
+	// EndReason is why the run ended (runreport.Reasons);
 	// absent in entries written before it was recorded.
 	EndReason string `json:"end_reason,omitempty"`
 	// Usage is what the run cost, where measured.

@@ -9,7 +9,7 @@ import (
 // Cost is what one finished run cost, as its log entry records it: a
 // false Known flag or a zero is not measured and is not observed.
 type Cost struct {
-	// EndReason is why it ended (a closed set: engine.EndReasons).
+	// EndReason is why it ended (a closed set: runreport.Reasons).
 	EndReason string
 	// Sandbox is how the sandbox was obtained (warm, forked, cold).
 	Sandbox            string

@@ -15,6 +15,7 @@ import (
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/inflight"
 	"github.com/codexec/codexec/internal/output"
+	"github.com/codexec/codexec/internal/runreport"
 	"github.com/codexec/codexec/internal/sessionckpt"
 	"github.com/codexec/codexec/internal/tracing"
 )
@@ -81,7 +82,7 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 	res := withChanges(s.ws.NoteDiskFull(m.result(s, oc, req.Timeout, id)), before, s.snaps.take(ws))
 	span.End()
 	res.Network = s.runAudit(netBefore)
-	res.Usage = engine.SessionUsage(res.Diff.Bytes, res.Network)
+	res.Usage = runreport.Session(res.Diff.Bytes, res.Network)
 	if s.hostNetwork() && !s.networkPolicy().None() {
 		res.NetworkMode = engine.NetworkHost
 	}
@@ -132,7 +133,7 @@ func (m *Manager) result(s *Session, oc driver.Outcome, timeout time.Duration, i
 		Stdout: oc.Stdout, Stderr: oc.Stderr, Truncated: oc.Truncated, DurationMs: oc.Duration.Milliseconds(),
 		ExecutionTime: engine.Seconds(oc.Duration), SandboxMode: m.opts.SandboxMode, Artifacts: []string{}, WorkingDir: s.Workspace,
 		Limits: s.enforced()}
-	res = engine.Ended(res, engine.EndFacts{TimedOut: oc.TimedOut, Cancelled: oc.Cancelled, Lost: oc.Lost, Signal: interruptSignal(oc)})
+	res = engine.Ended(res, runreport.Facts{TimedOut: oc.TimedOut, Cancelled: oc.Cancelled, Lost: oc.Lost, Signal: interruptSignal(oc)})
 	msg := ""
 	switch {
 	case oc.TimedOut && !oc.Lost:

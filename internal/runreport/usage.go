@@ -1,4 +1,4 @@
-package engine
+package runreport
 
 import (
 	"strings"
@@ -12,9 +12,9 @@ import (
 // entries carry the same record).
 type Usage = execlog.Usage
 
-// usageOf is what ex says the run used, nil when the backend measured
+// FromExit is what ex says the run used, nil when the backend measured
 // nothing.
-func usageOf(ex proc.Exit) *Usage {
+func FromExit(ex proc.Exit) *Usage {
 	u := &Usage{Sandbox: ex.Usage.Path, ProcessesPeak: ex.Usage.ProcessesPeak}
 	var from []string
 	if ex.Usage.CPUFrom != "" {
@@ -54,8 +54,8 @@ func sourceOf(from []string) string {
 	return strings.Join(out, "+")
 }
 
-// withWritten adds the bytes the run wrote to its working directory.
-func withWritten(u *Usage, n int64) *Usage {
+// WithWritten adds the bytes the run wrote to its working directory.
+func WithWritten(u *Usage, n int64) *Usage {
 	if u == nil {
 		u = &Usage{}
 	}
@@ -63,8 +63,8 @@ func withWritten(u *Usage, n int64) *Usage {
 	return u
 }
 
-// withNetwork adds the bytes of the egress audit's entries, if any.
-func withNetwork(u *Usage, entries []egress.Entry) *Usage {
+// WithNetwork adds the bytes of the egress audit's entries, if any.
+func WithNetwork(u *Usage, entries []egress.Entry) *Usage {
 	if len(entries) == 0 {
 		return u
 	}
@@ -79,9 +79,9 @@ func withNetwork(u *Usage, entries []egress.Entry) *Usage {
 	return u
 }
 
-// SessionUsage is the usage of a run in a session's interpreter, which
+// Session is the usage of a run in a session's interpreter, which
 // lives across runs: only what the run itself wrote and sent is its own
 // (CPU and memory are the interpreter's, not measured per run).
-func SessionUsage(written int64, network []egress.Entry) *Usage {
-	return withNetwork(withWritten(nil, written), network)
+func Session(written int64, network []egress.Entry) *Usage {
+	return WithNetwork(WithWritten(nil, written), network)
 }
