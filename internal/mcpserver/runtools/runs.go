@@ -16,7 +16,7 @@ import (
 	"github.com/codexec/codexec/internal/mcpserver/execresult"
 	"github.com/codexec/codexec/internal/mcpserver/runstart"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
-		"github.com/codexec/codexec/internal/runs"
+	"github.com/codexec/codexec/internal/runs"
 )
 
 // GetRunIn is get_run's input.
@@ -172,7 +172,9 @@ func (s *toolset) background(ctx context.Context, req *mcp.CallToolRequest, j ru
 func startedText(id string) *mcp.CallToolResult { return runstart.Text(id) }
 
 // stoppedNote puts why a cancelled run was stopped in its error message.
-func stoppedNote(ctx context.Context, status string, msg **string) { runstart.StoppedNote(ctx, status, msg) }
+func stoppedNote(ctx context.Context, status string, msg **string) {
+	runstart.StoppedNote(ctx, status, msg)
+}
 
 // execOutcome is a run of execute_code's shape as a background outcome.
 func execOutcome(ctx context.Context, res engine.Result, err error) (runs.Outcome, error) {
