@@ -185,7 +185,7 @@ func (s *toolset) sendBackground(ctx context.Context, req *mcp.CallToolRequest, 
 			if err != nil {
 				return runs.Outcome{}, tool.Classify(err)
 			}
-			runstart.StoppedNote(ctx, res.Status, &res.ErrorMessage)
+			sessionStopNote(ctx, &res)
 			return runs.Outcome{Status: res.Status, Result: res}, nil
 		}})
 	switch {
@@ -197,4 +197,18 @@ func (s *toolset) sendBackground(ctx context.Context, req *mcp.CallToolRequest, 
 	}
 	res := engine.Result{ExecutionID: v.ExecutionID, Status: runs.StatusRunning, Artifacts: []string{}}
 	return runstart.Text(v.ExecutionID), res, nil
+}
+
+// sessionStopNote puts why a cancelled background send was stopped
+// (cancel_run, a task's cancel, shutdown) before the session's own note,
+// which says whether the session's state survived.
+func sessionStopNote(ctx context.Context, res *engine.Result) {
+	why := runs.Stopped(ctx)
+	if why == "" || res.Status != engine.StatusCancelled {
+		return
+	}
+	if res.ErrorMessage != nil {
+		why += ". " + *res.ErrorMessage
+	}
+	res.ErrorMessage = &why
 }
