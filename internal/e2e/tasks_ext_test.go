@@ -31,6 +31,13 @@ func startJSONStdio(t *testing.T, env ...string) *jsonStdio {
 		"CODEXEC_DATA_DIR=" + t.TempDir(), "CODEXEC_SANDBOX_DIR=" + aclFreeDir(t)}, env...)
 	if mode := serverMode(); mode != "" {
 		cmd.Env = append(cmd.Env, "CODEXEC_SANDBOX_MODE="+mode)
+		if mode == "docker" { // the container engine's settings, as start gives them
+			denv, why := dockerTestEnv(t, "node")
+			if why != "" {
+				t.Skip(why)
+			}
+			cmd.Env = append(cmd.Env, denv...)
+		}
 	}
 	in, err := cmd.StdinPipe()
 	if err != nil {

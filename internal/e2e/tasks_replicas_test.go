@@ -143,3 +143,37 @@ func TestTasksAcrossReplicas(t *testing.T) {
 		t.Errorf("tasks/list after r-c died: %v, want its task %s failed", got, onC)
 	}
 }
+
+// TestTasksSessionOnAnotherReplica: a send_to_session task (2025-11-25
+// form) for a session replica A holds, asked of replica B, is forwarded to
+// A like the plain call: its result, read through B, has the session's
+// state.
+func TestTasksSessionOnAnotherReplica(t *testing.T) {
+	sameInEveryMode(t, "replicas pin subprocess mode")
+	dsn := pgtest.Start(t).NewDatabase(t)
+	tokens := "CODEXEC_AUTH_TOKENS=" + tokenFile(t)
+	a := startHTTP(t, "", replicaEnv(dsn, "r-a", tokens)...)
+	b := startHTTP(t, "", replicaEnv(dsn, "r-b", tokens)...)
+	aliceA, aliceB := newHTTPTasks(t, a, aliceToken), newHTTPTasks(t, b, aliceToken)
+	started, e := aliceA.request("tools/call", map[string]any{"name": "start_session", "arguments": map[string]any{"language": "python"}})
+	sc, _ := started["structuredContent"].(map[string]any)
+	sid, _ := sc["session_id"].(string)
+	if e != nil || sid == "" {
+		t.Fatalf("start_session on r-a: %v %v", started, e)
+	}
+	if _, e := aliceA.request("tools/call", map[string]any{"name": "send_to_session", "arguments": map[string]any{"session_id": sid, "code": "x = 41"}}); e != nil {
+		t.Fatalf("x = 41: %v", e)
+	}
+	created, e := aliceB.request("tools/call", map[string]any{"name": "send_to_session", "task": map[string]any{},
+		"arguments": map[string]any{"session_id": sid, "code": "print(x+1)"}})
+	task, _ := created["task"].(map[string]any)
+	id, _ := task["taskId"].(string)
+	if e != nil || id == "" {
+		t.Fatalf("the send as a task through r-b: %v %v", created, e)
+	}
+	res, e := aliceB.request("tasks/result", map[string]any{"taskId": id})
+	sc, _ = res["structuredContent"].(map[string]any)
+	if e != nil || sc["stdout"] != "42\n" {
+		t.Errorf("tasks/result through r-b: %v %v, want 42 from the session on r-a", res, e)
+	}
+}

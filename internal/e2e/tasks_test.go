@@ -130,7 +130,7 @@ func TestTasksTSClientStdio(t *testing.T) {
 	if r.ProtocolVersion != "2025-11-25" || r.Capability["requests"] == nil || r.Capability["list"] == nil || r.Capability["cancel"] == nil {
 		t.Errorf("negotiated %q with tasks capability %v, want 2025-11-25 with list, cancel and requests.tools.call", r.ProtocolVersion, r.Capability)
 	}
-	for _, name := range []string{"execute_code", "run_script", "execute_command", "execute_process"} {
+	for _, name := range []string{"execute_code", "run_script", "execute_command", "execute_process", "send_to_session", "install_package"} {
 		if r.TaskSupport[name] != "optional" {
 			t.Errorf("tools/list: %s has taskSupport %q, want optional (all: %v)", name, r.TaskSupport[name], r.TaskSupport)
 		}

@@ -25,3 +25,16 @@ func startHook(ctx context.Context) func(string) {
 	fn, _ := ctx.Value(startKey{}).(func(string))
 	return fn
 }
+
+// Started tells the background run ctx belongs to, if any, that its run id
+// is recorded as started: for runs that do not go through Execute (a
+// session's code, a package install), called once they are recorded.
+func Started(ctx context.Context, id string) {
+	if fn := startHook(ctx); fn != nil {
+		fn(id)
+	}
+}
+
+// Background reports whether ctx is a background run's (OnStart): its log
+// records are marked background.
+func Background(ctx context.Context) bool { return startHook(ctx) != nil }

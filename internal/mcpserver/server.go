@@ -70,7 +70,9 @@ import (
 // 13,179, and the budget grew by as much. The network argument (on the
 // six tools that start or run code: execute_code, run_script,
 // start_session, send_to_session, create_context, run_code) and the host
-// filters of search_execution_logs added 1,096: 14,275.
+// filters of search_execution_logs added 1,096: 14,275. The background
+// argument of send_to_session and install_package (so they run as MCP
+// tasks too) added 64: 14,339, within the budget.
 const ModelSurfaceBudget = 13100 + 159 + 1096
 
 // WireBudget is the most characters the whole default tools/list may cost
@@ -100,8 +102,10 @@ const ModelSurfaceBudget = 13100 + 159 + 1096
 // shape thrice added 87: 31,031. Why each run ended (end_reason) and what
 // it cost (usage: CPU, memory, processes, bytes written and sent, sandbox
 // path, source) in the eight results that describe a run
-// (get_execution_log's entry included) added 2,411: 33,442.
-const WireBudget = 26700 + 293 + 66 + 66 + 28 + 2790 + 1001 + 87 + 2411
+// (get_execution_log's entry included) added 2,411: 33,442. The background
+// form of send_to_session and install_package (their background argument,
+// install_package's execution_id and status) added 124: 33,566.
+const WireBudget = 26700 + 293 + 66 + 66 + 28 + 2790 + 1001 + 87 + 2411 + 124
 
 // Version is the server version reported to clients (serverInfo.version
 // in initialize): the module version of this build, as `codexec version`
@@ -194,7 +198,8 @@ func New(deps Deps) (*Server, error) {
 	if slices.Contains(deps.Config.Toolsets, "runs") {
 		run.Runs = deps.Runs // background: true needs get_run to be read
 	}
-	sess := sessiontools.Deps{Sessions: deps.Sessions, Engine: deps.Engine, Files: fs, Isolated: deps.Isolated, Peers: s.peers(), Egress: deps.Egress}
+	sess := sessiontools.Deps{Sessions: deps.Sessions, Engine: deps.Engine, Files: fs, Isolated: deps.Isolated, Peers: s.peers(), Egress: deps.Egress,
+		Runs: run.Runs, BackgroundMax: deps.Config.Background.MaxTimeout}
 	register := map[string]func(){
 		"exec":     func() { runtools.RegisterExec(r, run) },
 		"sessions": func() { sessiontools.RegisterSessions(r, sess) },
@@ -202,7 +207,7 @@ func New(deps Deps) (*Server, error) {
 		"scripts":  func() { runtools.RegisterScripts(r, run) },
 		"logs":     func() { logtools.Register(r, logtools.Deps{Logs: deps.Logs, ExecLog: deps.ExecLog}) },
 		"packages": func() {
-			packagetools.Register(r, packagetools.Deps{Packages: deps.Packages, SessionPackages: deps.SessionPackages})
+			packagetools.Register(r, packagetools.Deps{Packages: deps.Packages, SessionPackages: deps.SessionPackages, Runs: run.Runs})
 		},
 		"commands": func() { runtools.RegisterCommands(r, run) },
 		"files":    func() { fs.Register(r) },

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codexec/codexec/internal/mcpserver/packagetools"
 	"github.com/codexec/codexec/internal/mcpserver/runtools"
 	"github.com/codexec/codexec/internal/mcpserver/tasks"
 	"github.com/codexec/codexec/internal/runs"
@@ -34,8 +35,25 @@ func (s *Server) newTasks() *tasks.Wire {
 	if s.deps.Runs == nil || !slices.Contains(s.deps.Config.Toolsets, "runs") {
 		return nil
 	}
-	svc := tasks.New(taskRuns{s}, runtools.Render, tasks.Options{TTL: s.deps.Runs.Keep()})
-	return tasks.NewWire(svc, runtools.BackgroundTools)
+	svc := tasks.New(taskRuns{s}, renderTask, tasks.Options{TTL: s.deps.Runs.Keep()})
+	return tasks.NewWire(svc, taskTools)
+}
+
+// taskTools are the tools that run as tasks: every tool with a background
+// form (background: true).
+var taskTools = append(slices.Clone(runtools.BackgroundTools), "send_to_session", "install_package")
+
+// renderTask is the CallToolResult a foreground call of tool returns, for
+// the result of one of its background runs (tasks.Service's renderer).
+func renderTask(tool string, result json.RawMessage) (json.RawMessage, error) {
+	if tool != "install_package" {
+		return runtools.Render(tool, result) // send_to_session's result is execute_code's
+	}
+	res, err := packagetools.Render(result)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
 }
 
 // formOf is how call asks to be a task. A 2026-07-28 client that declared
@@ -72,10 +90,10 @@ func (s *Server) taskCalls(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		delete(call.Params.Meta, tasks.MarkerKey)
-		if !slices.Contains(runtools.BackgroundTools, call.Params.Name) {
+		if !slices.Contains(taskTools, call.Params.Name) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
 				"%s cannot run as a task (its execution.taskSupport is forbidden): call it without params.task; tasks run %v",
-				call.Params.Name, runtools.BackgroundTools)}
+				call.Params.Name, taskTools)}
 		}
 		args, err := inBackground(call.Params.Arguments)
 		if err != nil {

@@ -68,7 +68,7 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 	}
 	defer ws.Close()
 	id := execlog.NewID("exec_")
-	m.logStarted(s, req, id, started)
+	m.logStarted(ctx, s, req, id, started)
 	before := s.snaps.take(ws)
 	if req.Network != nil {
 		s.setNetwork(*req.Network)
@@ -255,14 +255,16 @@ func (m *Manager) logExec(s *Session, req ExecRequest, res engine.Result, starte
 // in-flight journal, so that a server killed while it runs has it logged as
 // lost (in the session's log) at the next start. The session's log gets the
 // execution's one entry when it ends.
-func (m *Manager) logStarted(s *Session, req ExecRequest, id string, at time.Time) {
+func (m *Manager) logStarted(ctx context.Context, s *Session, req ExecRequest, id string, at time.Time) {
+	defer engine.Started(ctx, id) // once recorded: a background send's call returns now
 	log := m.deps.Log
 	if log == nil {
 		return
 	}
 	sid := s.ID
 	st := execlog.Started{ExecutionID: id, SessionID: &sid, Tool: req.Tool, Language: s.Language, Code: req.Code,
-		SandboxMode: m.opts.SandboxMode, WorkingDir: s.Workspace, Context: req.Call, ExecutedAt: at.UTC(), Owner: s.Owner}
+		SandboxMode: m.opts.SandboxMode, WorkingDir: s.Workspace, Context: req.Call, ExecutedAt: at.UTC(), Owner: s.Owner,
+		Background: engine.Background(ctx)}
 	m.deps.Journal.RunStarted(id, execlog.SessionFile(s.storage), st)
 }
 

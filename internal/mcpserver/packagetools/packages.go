@@ -15,7 +15,9 @@ import (
 	"github.com/codexec/codexec/internal/execlog"
 	"github.com/codexec/codexec/internal/mcpserver/callinfo"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
+	"github.com/codexec/codexec/internal/output"
 	"github.com/codexec/codexec/internal/packages"
+	"github.com/codexec/codexec/internal/runs"
 	"github.com/codexec/codexec/internal/tenant"
 )
 
@@ -42,9 +44,10 @@ type SessionPackages interface {
 
 // InstallPackageIn is install_package's input.
 type InstallPackageIn struct {
-	SessionID string `json:"session_id,omitempty" jsonschema:"omit for all runs"`
-	Package   string `json:"package" jsonschema:"e.g. pandas==2.2.1, lodash@4"`
-	Language  string `json:"language" jsonschema:"python|node"`
+	SessionID  string `json:"session_id,omitempty" jsonschema:"omit for all runs"`
+	Package    string `json:"package" jsonschema:"e.g. pandas==2.2.1, lodash@4"`
+	Language   string `json:"language" jsonschema:"python|node"`
+	Background bool   `json:"background,omitempty"`
 }
 
 // InstallPackageOut is install_package's output. A failed install is a
@@ -59,12 +62,18 @@ type InstallPackageOut struct {
 	Error         string `json:"error,omitempty"`      // why the install failed
 	DurationMs    int64  `json:"duration_ms"`
 	LogError      string `json:"log_error,omitempty"` // the session log could not record the install, and why
+	// A background install's (background: true, an MCP task): its run's
+	// id, and its status (running in the call's answer; then success,
+	// execution_error when the install failed, or cancelled).
+	ExecutionID string `json:"execution_id,omitempty"`
+	Status      string `json:"status,omitempty"`
 }
 
 // Deps are the services install_package calls.
 type Deps struct {
 	Packages        *packages.Installer // nil: no install_package
 	SessionPackages SessionPackages     // per-session installs; nil: only global ones
+	Runs            *runs.Manager       // background installs (and so MCP tasks); nil: none
 }
 
 type toolset struct {
@@ -86,28 +95,41 @@ func Register(r *tool.Registrar, d Deps) {
 }
 
 func (s *toolset) installPackage(ctx context.Context, req *mcp.CallToolRequest, in InstallPackageIn) (*mcp.CallToolResult, InstallPackageOut, error) {
-	var out InstallPackageOut
 	lang, err := packageLanguage(in.Language)
 	if err != nil {
-		return nil, out, tool.Coded(tool.CodeInvalidLanguage, "%v", err)
+		return nil, InstallPackageOut{}, tool.Coded(tool.CodeInvalidLanguage, "%v", err)
 	}
+	if in.Background {
+		return s.installBackground(ctx, req, in, lang)
+	}
+	obs, finish := callinfo.StreamOutput(ctx, req)
+	defer finish()
+	out, err := s.install(ctx, in, lang, obs)
+	if err != nil {
+		return nil, InstallPackageOut{}, err
+	}
+	return installText(out), out, nil
+}
+
+// install checks and installs in.Package for lang, recording it in the
+// session it goes into. A blocked package is a normal result (a refusal,
+// not a malformed call): nothing is installed.
+func (s *toolset) install(ctx context.Context, in InstallPackageIn, lang string, obs output.Observer) (InstallPackageOut, error) {
+	var out InstallPackageOut
 	if spec, err := s.deps.Packages.Check(lang, in.Package); err != nil {
 		var be *packages.BlockedError
-		if errors.As(err, &be) { // a refusal, not a malformed call: a normal result, nothing installed
-			out = InstallPackageOut{Success: false, Package: spec.Name, Language: lang, SessionID: in.SessionID, Error: err.Error()}
-			return installText(out), out, nil
+		if errors.As(err, &be) {
+			return InstallPackageOut{Success: false, Package: spec.Name, Language: lang, SessionID: in.SessionID, Error: err.Error()}, nil
 		}
-		return nil, out, packageError(err)
+		return out, packageError(err)
 	}
 	dir, err := s.packageTarget(ctx, in.SessionID, lang)
 	if err != nil {
-		return nil, out, err // coded by packageTarget
+		return out, err // coded by packageTarget
 	}
-	obs, finish := callinfo.StreamOutput(ctx, req)
 	res, err := s.deps.Packages.Install(ctx, packages.Request{Language: lang, Package: in.Package, Dir: dir, Observe: obs})
-	finish()
 	if err != nil {
-		return nil, out, packageError(err)
+		return out, packageError(err)
 	}
 	var logErr string
 	if in.SessionID != "" {
@@ -118,12 +140,11 @@ func (s *toolset) installPackage(ctx context.Context, req *mcp.CallToolRequest, 
 		if errors.As(err, &we) {
 			logErr = err.Error()
 		} else if err != nil {
-			return nil, out, tool.Coded(tool.CodeInternal, "package installed but the session could not record it: %v", err)
+			return out, tool.Coded(tool.CodeInternal, "package installed but the session could not record it: %v", err)
 		}
 	}
-	out = InstallPackageOut{Success: res.Success, Package: res.Spec.Name, Version: res.Version, Language: lang,
-		SessionID: in.SessionID, InstallOutput: res.Output, Error: res.Error, DurationMs: res.Duration.Milliseconds(), LogError: logErr}
-	return installText(out), out, nil
+	return InstallPackageOut{Success: res.Success, Package: res.Spec.Name, Version: res.Version, Language: lang,
+		SessionID: in.SessionID, InstallOutput: res.Output, Error: res.Error, DurationMs: res.Duration.Milliseconds(), LogError: logErr}, nil
 }
 
 // packageTarget is the session's package directory, or the global one.

@@ -11,8 +11,9 @@ import (
 	"github.com/codexec/codexec/internal/shell"
 )
 
-// BackgroundTools are the tools whose calls can run in the background
-// (background: true), and so as MCP tasks.
+// BackgroundTools are this package's tools whose calls can run in the background
+// (background: true), and so as MCP tasks (send_to_session and install_package
+// have a background form too).
 var BackgroundTools = []string{"execute_code", "run_script", "execute_command", "execute_process"}
 
 // Render is the CallToolResult that a foreground call of tool would have

@@ -13,10 +13,9 @@ import (
 
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/logindex"
-	"github.com/codexec/codexec/internal/mcpserver/callinfo"
 	"github.com/codexec/codexec/internal/mcpserver/execresult"
+	"github.com/codexec/codexec/internal/mcpserver/runstart"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
-	"github.com/codexec/codexec/internal/quota"
 	"github.com/codexec/codexec/internal/runs"
 )
 
@@ -164,36 +163,17 @@ func (s *toolset) backgroundTimeout(ms, sec *tool.Int) (time.Duration, error) {
 	return s.deps.Engine.ResolveTimeoutUpTo(tool.IntPtr(ms), tool.IntPtr(sec), limit, limit, "CODEXEC_BACKGROUND_MAX_TIMEOUT_MS")
 }
 
-// background starts j as a background run of the call req. The run takes
-// over the call's execution slot and streams its progress to the call's
-// client (if it asked) until it ends. The answers are runs.Start's.
+// background starts j as a background run of the call req (runstart.Start).
 func (s *toolset) background(ctx context.Context, req *mcp.CallToolRequest, j runs.Job) (runs.View, *runs.Outcome, error) {
-	if s.deps.Runs == nil {
-		return runs.View{}, nil, tool.Coded(tool.CodeNotEnabled, "background runs are not enabled on this server (the runs toolset, CODEXEC_TOOLSETS)")
-	}
-	obs, closeProgress := callinfo.StreamDetached(req)
-	slot := quota.Keep(ctx)
-	j.Observe = obs
-	j.Done = func() { slot(); closeProgress() }
-	v, out, err := s.deps.Runs.Start(ctx, j)
-	if err != nil {
-		return v, out, runError(err)
-	}
-	return v, out, nil
+	return runstart.Start(ctx, req, s.deps.Runs, j)
 }
 
 // startedText is the text of a call that started a background run.
-func startedText(id string) *mcp.CallToolResult {
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{
-		Text: "status: running in the background as " + id + "; get_run reads its output and result, cancel_run stops it"}}}
-}
+func startedText(id string) *mcp.CallToolResult { return runstart.Text(id) }
 
-// stoppedNote puts why a cancelled run was stopped (cancel_run, shutdown)
-// in its error message.
+// stoppedNote puts why a cancelled run was stopped in its error message.
 func stoppedNote(ctx context.Context, status string, msg **string) {
-	if why := runs.Stopped(ctx); why != "" && status == engine.StatusCancelled {
-		*msg = &why
-	}
+	runstart.StoppedNote(ctx, status, msg)
 }
 
 // execOutcome is a run of execute_code's shape as a background outcome.

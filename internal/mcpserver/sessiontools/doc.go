@@ -6,10 +6,13 @@
 package sessiontools
 
 import (
+	"time"
+
 	"github.com/codexec/codexec/internal/egress"
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/mcpserver/filetools"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
+	"github.com/codexec/codexec/internal/runs"
 	"github.com/codexec/codexec/internal/session"
 )
 
@@ -29,6 +32,12 @@ type Deps struct {
 	// Egress resolves the network argument within the caller's ceiling;
 	// nil: the server allows no network.
 	Egress *egress.Service
+	// Runs keeps send_to_session's background runs (background: true, and
+	// so its MCP tasks); nil: it has no background form.
+	Runs *runs.Manager
+	// BackgroundMax is a background send's timeout, default and cap
+	// (CODEXEC_BACKGROUND_MAX_TIMEOUT_MS).
+	BackgroundMax time.Duration
 }
 
 // toolset is one toolset being registered: where to and with what.

@@ -10,7 +10,10 @@ import (
 	"github.com/codexec/codexec/internal/mcpserver/callinfo"
 	"github.com/codexec/codexec/internal/mcpserver/execresult"
 	"github.com/codexec/codexec/internal/mcpserver/netarg"
+	"github.com/codexec/codexec/internal/mcpserver/runstart"
 	"github.com/codexec/codexec/internal/mcpserver/tool"
+	"github.com/codexec/codexec/internal/output"
+	"github.com/codexec/codexec/internal/runs"
 	"github.com/codexec/codexec/internal/session"
 )
 
@@ -34,10 +37,11 @@ type StartSessionOut struct {
 
 // SendIn is send_to_session's input.
 type SendIn struct {
-	SessionID string     `json:"session_id"`
-	Code      string     `json:"code"`
-	TimeoutMs *tool.Int  `json:"timeout_ms,omitempty"`
-	Network   *netarg.In `json:"network,omitempty" jsonschema:"replaces the session's, before this code"`
+	SessionID  string     `json:"session_id"`
+	Code       string     `json:"code"`
+	TimeoutMs  *tool.Int  `json:"timeout_ms,omitempty"`
+	Network    *netarg.In `json:"network,omitempty" jsonschema:"replaces the session's, before this code"`
+	Background bool       `json:"background,omitempty"`
 }
 
 // SessionIDIn names one session.
@@ -114,6 +118,9 @@ func (s *toolset) startSession(ctx context.Context, req *mcp.CallToolRequest, in
 }
 
 func (s *toolset) sendToSession(ctx context.Context, req *mcp.CallToolRequest, in SendIn) (*mcp.CallToolResult, engine.Result, error) {
+	if in.Background {
+		return s.sendBackground(ctx, req, in)
+	}
 	timeout, err := s.deps.Engine.ResolveTimeout(tool.IntPtr(in.TimeoutMs), nil)
 	if err != nil {
 		return execresult.Fail(err)
@@ -154,4 +161,54 @@ func (s *toolset) listSessions(ctx context.Context, _ *mcp.CallToolRequest, _ to
 		}
 	}
 	return nil, out, nil
+}
+
+// sendBackground runs send_to_session's code as a background run: the call
+// returns once the session took the code (a send already running in the
+// session is waited for, as in the foreground). Cancelling the run
+// interrupts the code as cancelling the call does.
+func (s *toolset) sendBackground(ctx context.Context, req *mcp.CallToolRequest, in SendIn) (*mcp.CallToolResult, engine.Result, error) {
+	limit := s.deps.BackgroundMax
+	timeout, err := s.deps.Engine.ResolveTimeoutUpTo(tool.IntPtr(in.TimeoutMs), nil, limit, limit, "CODEXEC_BACKGROUND_MAX_TIMEOUT_MS")
+	if err != nil {
+		return execresult.Fail(err)
+	}
+	replace, err := netarg.Replace(ctx, s.deps.Egress, in.Network)
+	if err != nil {
+		return execresult.Fail(err)
+	}
+	call := callinfo.CallContext(req)
+	v, out, err := runstart.Start(ctx, req, s.deps.Runs, runs.Job{Tool: "send_to_session",
+		Run: func(ctx context.Context, obs output.Observer) (runs.Outcome, error) {
+			res, err := s.deps.Sessions.Exec(ctx, session.ExecRequest{Session: in.SessionID, Code: in.Code, Timeout: timeout,
+				Tool: "send_to_session", Call: call, Observe: obs, Network: replace})
+			if err != nil {
+				return runs.Outcome{}, tool.Classify(err)
+			}
+			sessionStopNote(ctx, &res)
+			return runs.Outcome{Status: res.Status, Result: res}, nil
+		}})
+	switch {
+	case err != nil:
+		return execresult.Fail(err)
+	case out != nil:
+		res, _ := out.Result.(engine.Result)
+		return execresult.Text(res), res, nil
+	}
+	res := engine.Result{ExecutionID: v.ExecutionID, Status: runs.StatusRunning, Artifacts: []string{}}
+	return runstart.Text(v.ExecutionID), res, nil
+}
+
+// sessionStopNote puts why a cancelled background send was stopped
+// (cancel_run, a task's cancel, shutdown) before the session's own note,
+// which says whether the session's state survived.
+func sessionStopNote(ctx context.Context, res *engine.Result) {
+	why := runs.Stopped(ctx)
+	if why == "" || res.Status != engine.StatusCancelled {
+		return
+	}
+	if res.ErrorMessage != nil {
+		why += ". " + *res.ErrorMessage
+	}
+	res.ErrorMessage = &why
 }
