@@ -1,9 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -60,22 +57,7 @@ func TestApprovalTSClient(t *testing.T) {
 // report.
 func runApprovalScript(t *testing.T, dir string, env []string, args ...string) tsApprovalReport {
 	t.Helper()
-	cmd := exec.Command("node", append([]string{filepath.Join(dir, "approval.mjs")}, args...)...)
-	cmd.Dir = t.TempDir()
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8"}, env...)
-	if mode := serverMode(); mode != "" {
-		cmd.Env = append(cmd.Env, "CODEXEC_SANDBOX_MODE="+mode)
-	}
-	cmd.Stderr = os.Stderr
-	timer := time.AfterFunc(2*time.Minute, func() { _ = cmd.Process.Kill() })
-	defer timer.Stop()
-	b, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("client: %v\n%s", err, b)
-	}
 	var r tsApprovalReport
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatalf("report: %v\n%s", err, b)
-	}
+	runNodeReport(t, filepath.Join(dir, "approval.mjs"), withServerMode(env), 2*time.Minute, &r, args...)
 	return r
 }

@@ -3,8 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,47 +18,23 @@ const tsClient2Dir = "testdata/tsclient2"
 // tsClient2 makes sure the pinned TypeScript client 2.x is installed and
 // returns its directory, or skips when node/npm are unavailable.
 func tsClient2(t *testing.T) string {
-	t.Helper()
-	dir, _ := filepath.Abs(tsClient2Dir)
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed (scripts/deps.sh installs it)")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "client")); err == nil {
-		return dir
-	}
-	if _, err := exec.LookPath("npm"); err != nil {
-		t.Skip("the TypeScript client 2.x is not installed and npm is unavailable (scripts/deps.sh installs it)")
-	}
-	cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Skipf("npm ci in %s failed (offline?): %v\n%s", tsClient2Dir, err, out)
-	}
-	return dir
+	return npmPackage(t, tsClient2Dir, "@modelcontextprotocol/client", "the TypeScript client 2.x")
 }
 
 // runTasksScript runs testdata/tsclient2/tasks.mjs with args and env and
 // decodes the report it prints into out.
 func runTasksScript(t *testing.T, env []string, out any, args ...string) {
 	t.Helper()
-	dir := tsClient2(t)
-	cmd := exec.Command("node", append([]string{filepath.Join(dir, "tasks.mjs")}, args...)...)
-	cmd.Dir = t.TempDir()
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8"}, env...)
+	runNodeReport(t, filepath.Join(tsClient2(t), "tasks.mjs"), withServerMode(env), 3*time.Minute, out, args...)
+}
+
+// withServerMode is env plus the sandbox mode of this test pass, for the
+// server a stdio client script starts.
+func withServerMode(env []string) []string {
 	if mode := serverMode(); mode != "" {
-		cmd.Env = append(cmd.Env, "CODEXEC_SANDBOX_MODE="+mode) // for the server the stdio client starts
+		return append(env, "CODEXEC_SANDBOX_MODE="+mode)
 	}
-	cmd.Stderr = os.Stderr
-	timer := time.AfterFunc(3*time.Minute, func() { _ = cmd.Process.Kill() })
-	defer timer.Stop()
-	b, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("client: %v\n%s", err, b)
-	}
-	t.Logf("report: %s", b)
-	if err := json.Unmarshal(b, out); err != nil {
-		t.Fatalf("report: %v\n%s", err, b)
-	}
+	return env
 }
 
 // tsTask is a 2025-11-25 Task as the client read it.

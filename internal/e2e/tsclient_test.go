@@ -17,23 +17,52 @@ const tsClientDir = "testdata/tsclient"
 // tsClient makes sure the pinned TypeScript SDK is installed and returns the
 // directory, or skips when node/npm are unavailable.
 func tsClient(t *testing.T) string {
+	return npmPackage(t, tsClientDir, "@modelcontextprotocol/sdk", "the TypeScript SDK client")
+}
+
+// npmPackage makes sure the npm project in rel (pinned by its lockfile) has
+// pkg installed, running npm ci when scripts/deps.sh did not, and returns
+// its absolute directory; it skips, saying why, when node or npm are
+// unavailable or the install fails (offline).
+func npmPackage(t *testing.T, rel, pkg, what string) string {
 	t.Helper()
-	dir, _ := filepath.Abs(tsClientDir)
+	dir, _ := filepath.Abs(rel)
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node is not installed (scripts/deps.sh installs it)")
 	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg)); err == nil {
 		return dir
 	}
 	if _, err := exec.LookPath("npm"); err != nil {
-		t.Skip("the TypeScript SDK client is not installed and npm is unavailable (scripts/deps.sh installs it)")
+		t.Skipf("%s is not installed and npm is unavailable (scripts/deps.sh installs it)", what)
 	}
 	cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Skipf("npm ci in %s failed (offline?): %v\n%s", tsClientDir, err, out)
+		t.Skipf("npm ci in %s failed (offline?): %v\n%s", rel, err, out)
 	}
 	return dir
+}
+
+// runNodeReport runs the node script with args and env (beside PATH, HOME
+// and a UTF-8 locale), kills it after limit, and decodes the one JSON
+// report it prints on stdout into out.
+func runNodeReport(t *testing.T, script string, env []string, limit time.Duration, out any, args ...string) {
+	t.Helper()
+	cmd := exec.Command("node", append([]string{script}, args...)...)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8"}, env...)
+	cmd.Stderr = os.Stderr
+	timer := time.AfterFunc(limit, func() { _ = cmd.Process.Kill() })
+	defer timer.Stop()
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("client: %v\n%s", err, b)
+	}
+	t.Logf("report: %s", b)
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("report: %v\n%s", err, b)
+	}
 }
 
 // tsReport is what testdata/tsclient/bigfiles.mjs prints.
@@ -80,21 +109,9 @@ type tsRead struct {
 func TestTSClientLargeMessages(t *testing.T) {
 	sameInEveryMode(t, "the client starts the server in the host's default mode")
 	dir := tsClient(t)
-	cmd := exec.Command("node", filepath.Join(dir, "bigfiles.mjs"), binary(t), "serve")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8",
-		"CODEXEC_DATA_DIR=" + t.TempDir(), "CODEXEC_SANDBOX_DIR=" + aclFreeDir(t)}
-	cmd.Stderr = os.Stderr
-	timer := time.AfterFunc(5*time.Minute, func() { _ = cmd.Process.Kill() })
-	defer timer.Stop()
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("client: %v\n%s", err, out)
-	}
 	var r tsReport
-	if err := json.Unmarshal(out, &r); err != nil {
-		t.Fatalf("report: %v\n%s", err, out)
-	}
-	t.Logf("report: %s", out)
+	runNodeReport(t, filepath.Join(dir, "bigfiles.mjs"), []string{"CODEXEC_DATA_DIR=" + t.TempDir(), "CODEXEC_SANDBOX_DIR=" + aclFreeDir(t)},
+		5*time.Minute, &r, binary(t), "serve")
 	sums := map[string]string{}
 	for _, l := range strings.Split(strings.TrimSpace(r.Made), "\n") {
 		if name, sum, ok := strings.Cut(l, " "); ok {
