@@ -269,7 +269,8 @@ func (p *HostProc) Release(drainTimeout time.Duration) error {
 func (p *HostProc) SetWait(wait func() error) { p.wait = wait }
 
 // SetPath records how the run's sandbox was obtained (PathWarm,
-// PathForked, PathCold), reported in its Exit's Usage. Call it before Wait.
+// PathForked, PathCold), reported in its Exit's Usage. Call it before
+// anything may call Wait: Wait reads it without a lock.
 func (p *HostProc) SetPath(path string) { p.path = path }
 
 // MeasureTree says that the child and what it reaps are the run's own

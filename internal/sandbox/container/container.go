@@ -162,11 +162,12 @@ func (c *Backend) startCold(spec sandbox.Spec) (*proc.HostProc, error) {
 		g.close()
 		return nil, fmt.Errorf("sandbox: start %s: %w", c.opts.CLI, err)
 	}
+	// The CLI's own usage is not the container's: nothing is measured.
+	// Set before captureCold, whose watcher may already wait on p.
+	p.SetPath(proc.PathCold)
 	if err := c.captureCold(p, g, name, spec); err != nil {
 		return nil, err
 	}
-	// The CLI's own usage is not the container's: nothing is measured.
-	p.SetPath(proc.PathCold)
 	return p, nil
 }
 
