@@ -24,11 +24,11 @@ CODEXEC_TEST_SANDBOX_MODE=subprocess CODEXEC_TEST_MODE_DEPENDENT_ONLY=1 go test 
 # Once more as a normal account (codexec-rootless, created when missing):
 # namespace mode without root. Only the security-relevant and sandbox-
 # dependent tests (isolation, hostile code, edge attacks, egress, the
-# rootless tests, sessions, checkpoints, execute_code, fidelity), to keep
-# the whole script's time in bounds; first with per-process limits only
+# rootless tests, sessions, checkpoints, execute_code, fidelity, end
+# reasons), to keep the whole script's time in bounds; first with per-process limits only
 # (no cgroup), then the rootless, isolation and hostile tests again with a
 # cgroup delegated to the account, as an operator or systemd would give it.
-rootless_tests='^Test(Rootless|Isolation|ReusedCgroupCounters|Hostile|EdgeAttacks|Egress|Session|CallerChosenSession|CloseSession|CancelInSession|Execute|ForkSession|PauseRestartResume|PauseWhenIdle|ResumeContext|Checkpoint|Fidelity)'
+rootless_tests='^Test(Rootless|Isolation|ReusedCgroupCounters|Hostile|EdgeAttacks|Egress|Session|CallerChosenSession|CloseSession|CancelInSession|Execute|ForkSession|PauseRestartResume|PauseWhenIdle|ResumeContext|Checkpoint|Fidelity|EndReasons)'
 CODEXEC_TEST_SANDBOX_MODE=rootless CODEXEC_TEST_MODE_DEPENDENT_ONLY=1 go test -count=1 -timeout 20m ./internal/e2e/ -run "$rootless_tests" "$@"
 CODEXEC_TEST_SANDBOX_MODE=rootless CODEXEC_TEST_MODE_DEPENDENT_ONLY=1 CODEXEC_TEST_ROOTLESS_CGROUP=1 \
   go test -count=1 -timeout 10m ./internal/e2e/ -run '^Test(Rootless|Isolation|ReusedCgroupCounters|Hostile)' "$@"

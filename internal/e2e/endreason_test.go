@@ -31,6 +31,14 @@ type usageWire struct {
 // exits), so only a fault (SIGSEGV) ends it by a signal.
 const pidOneWhy = "the program is its pid namespace's init, which cannot kill itself with a signal it has no handler for"
 
+// Without a cgroup (the rootless sandbox when no cgroup is delegated to its
+// account) memory and file size are per-process limits: the program is
+// refused the allocation or the write and exits on the error.
+const (
+	noCgroupMemoryWhy = "without a cgroup the memory limit is the address space's: the program gets MemoryError and exits"
+	noCgroupDiskWhy   = "without a cgroup's bounded disk a file is capped by its size limit: the write fails and the program exits"
+)
+
 // segfaultCode overflows a 256 KiB thread stack in C (repr of deeply
 // nested lists), which ends the process with SIGSEGV.
 const segfaultCode = `import sys, threading
@@ -76,15 +84,15 @@ func TestEndReasons(t *testing.T) {
 		// the kernel delivers even to a pid namespace's init.
 		{name: "segfault", code: segfaultCode, status: "execution_error", reason: "signal"},
 		{name: "sigkill itself", code: "import os, signal; os.kill(os.getpid(), signal.SIGKILL)", status: "execution_error", reason: "signal",
-			skip: map[string]string{"namespace": pidOneWhy, "docker": pidOneWhy}},
+			skip: map[string]string{"namespace": pidOneWhy, "docker": pidOneWhy, "rootless": pidOneWhy}},
 		{name: "sigterm itself", code: "import os, signal; os.kill(os.getpid(), signal.SIGTERM)", status: "execution_error", reason: "signal",
-			skip: map[string]string{"namespace": pidOneWhy, "docker": pidOneWhy}},
+			skip: map[string]string{"namespace": pidOneWhy, "docker": pidOneWhy, "rootless": pidOneWhy}},
 		{name: "timeout", code: "import time; time.sleep(30)", timeout: 1000, status: "timeout", reason: "timeout"},
 		{name: "oom", code: "b = b'x' * (512 << 20)\nprint(len(b))", status: "execution_error", reason: "oom",
-			skip: map[string]string{"subprocess": "subprocess mode has no memory limit to be killed by"}},
+			skip: map[string]string{"subprocess": "subprocess mode has no memory limit to be killed by", "rootless": noCgroupMemoryWhy}},
 		{name: "disk full", code: "with open('big', 'wb') as f:\n    for _ in range(64):\n        f.write(b'x' * (1 << 20)); f.flush()",
 			status: "execution_error", reason: "disk_full",
-			skip: map[string]string{"subprocess": "subprocess mode has no bounded disk (only a file size cap)"}},
+			skip: map[string]string{"subprocess": "subprocess mode has no bounded disk (only a file size cap)", "rootless": noCgroupDiskWhy}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if why, ok := tc.skip[mode]; ok {
