@@ -273,6 +273,10 @@ func (p *HostProc) SetWait(wait func() error) { p.wait = wait }
 // anything may call Wait: Wait reads it without a lock.
 func (p *HostProc) SetPath(path string) { p.path = path }
 
+// Path is what SetPath recorded ("" when nothing did). The backends set
+// it before their Start returns, so the caller of Start may read it then.
+func (p *HostProc) Path() string { return p.path }
+
 // MeasureTree says that the child and what it reaps are the run's own
 // processes and nothing else (not a container CLI, not a runner started
 // before the run), so the kernel's accounting of its tree (wait4's rusage)

@@ -159,6 +159,17 @@ type Process interface {
 	Release(drainTimeout time.Duration) error
 }
 
+// PathOf is how p's sandbox was obtained — proc.PathWarm (a ready runner),
+// proc.PathForked (forked on the spot), proc.PathCold — as soon as Start
+// has returned it, or "" when its backend does not say. Exit.Usage.Path
+// says the same once the run has ended.
+func PathOf(p Process) string {
+	if r, ok := p.(interface{ Path() string }); ok {
+		return r.Path()
+	}
+	return ""
+}
+
 // Backend starts programs under one isolation mode. Implementations are safe
 // for concurrent use.
 type Backend interface {

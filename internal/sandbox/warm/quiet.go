@@ -77,6 +77,9 @@ func (c *countedProc) Release(drainTimeout time.Duration) error {
 	return c.Process.Release(drainTimeout)
 }
 
+// Path is how the run's sandbox was obtained (sandbox.PathOf).
+func (c *countedProc) Path() string { return sandbox.PathOf(c.Process) }
+
 // settle returns once no run has been in flight for quiet, after at most
 // limit, or when stop is closed. Runs fired back to back leave gaps of
 // about a millisecond between them, which wait takes for the end of the
