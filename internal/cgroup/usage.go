@@ -53,3 +53,15 @@ func (g *Group) readKeyOK(i int, file, key string) (int64, bool) {
 	}
 	return g.readKey(i, file, key), true
 }
+
+// ResetMemoryPeak restarts the group's peak memory from its current use,
+// so that MemoryPeak then covers only what follows (a session's next run).
+// It reports whether it could: v1 resets memory.max_usage_in_bytes; v2's
+// memory.peak is reset only for the reader that resets it, which
+// MemoryPeak is not, so v2 reports false.
+func (g *Group) ResetMemoryPeak() bool {
+	if g == nil || g.v2 || len(g.dirs) == 0 {
+		return false
+	}
+	return g.set(memIdx, "memory.max_usage_in_bytes", "0") == nil
+}

@@ -319,3 +319,50 @@ func runServedOn(t *testing.T, s *server, language, code, want string) *usageWir
 	t.Fatalf("no %s run was served %s in 15 rounds (paths %v)", language, want, seen)
 	return nil
 }
+
+// TestSessionRunCost: in namespace mode a session's runs report their own
+// CPU time and the interpreter's peak memory during the run, from the
+// session's cgroup, read before and after each run: a busy run that
+// allocates 64 MiB reports both, and a following idle run reports neither
+// the busy run's CPU nor its memory.
+func TestSessionRunCost(t *testing.T) {
+	if endMode() != "namespace" || !hostAccountsCPU() {
+		t.Skipf("needs namespace mode as root on a host whose cgroups account CPU (mode %s)", endMode())
+	}
+	s := start(t)
+	var sess struct {
+		SessionID string `json:"session_id"`
+	}
+	if res := s.callInto("start_session", map[string]any{"language": "python"}, &sess); res.IsError {
+		t.Fatalf("start_session: %s", text(res))
+	}
+	send := func(code string) *usageWire {
+		var r endResult
+		res := s.callInto("send_to_session", map[string]any{"session_id": sess.SessionID, "code": code}, &r)
+		if r.Status != "success" || r.Usage == nil {
+			t.Fatalf("send: %s", text(res))
+		}
+		return r.Usage
+	}
+	busy := send(costCode + "del b\n")
+	idle := send("y = 1")
+	t.Logf("busy send: %s; idle send: %s", busy, idle)
+	if busy.CPUUserMs == nil || *busy.CPUUserMs+*busy.CPUSystemMs < 50 || busy.Source != "cgroup" {
+		t.Errorf("busy send: usage %s, want its CPU (a busy loop: 50 ms or more) from the cgroup", busy)
+	}
+	if idle.CPUUserMs == nil || busy.CPUUserMs != nil && *idle.CPUUserMs+*idle.CPUSystemMs >= *busy.CPUUserMs+*busy.CPUSystemMs {
+		t.Errorf("idle send: usage %s, want its own CPU, less than the busy send's %s", idle, busy)
+	}
+	if isV1() {
+		if busy.MemoryPeakBytes < 64<<20 || idle.MemoryPeakBytes == 0 || idle.MemoryPeakBytes >= 64<<20 {
+			t.Errorf("peak memory: busy send %d, idle send %d; want the busy one above the 64 MiB it held and the idle one below", busy.MemoryPeakBytes, idle.MemoryPeakBytes)
+		}
+	}
+}
+
+// isV1 reports whether the host's cgroups are v1 (the only ones whose
+// peak memory a session can restart for each run).
+func isV1() bool {
+	_, err := os.Stat("/sys/fs/cgroup/cgroup.controllers")
+	return err != nil
+}

@@ -170,6 +170,18 @@ func PathOf(p Process) string {
 	return ""
 }
 
+// Read reads p's counters while it runs (proc.Reading), restarting its
+// peak memory when resetPeak is set; false when its backend cannot (no
+// cgroup: subprocess and docker modes, rootless without delegation).
+func Read(p Process, resetPeak bool) (proc.Reading, bool) {
+	if r, ok := p.(interface {
+		Read(bool) (proc.Reading, bool)
+	}); ok {
+		return r.Read(resetPeak)
+	}
+	return proc.Reading{}, false
+}
+
 // Backend starts programs under one isolation mode. Implementations are safe
 // for concurrent use.
 type Backend interface {

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/sandbox"
 )
 
@@ -79,6 +80,11 @@ func (c *countedProc) Release(drainTimeout time.Duration) error {
 
 // Path is how the run's sandbox was obtained (sandbox.PathOf).
 func (c *countedProc) Path() string { return sandbox.PathOf(c.Process) }
+
+// Read reads the run's counters while it runs (sandbox.Read).
+func (c *countedProc) Read(resetPeak bool) (proc.Reading, bool) {
+	return sandbox.Read(c.Process, resetPeak)
+}
 
 // settle returns once no run has been in flight for quiet, after at most
 // limit, or when stop is closed. Runs fired back to back leave gaps of
