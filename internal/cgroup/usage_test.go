@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"os"
 	"testing"
 	"time"
 )
@@ -44,5 +45,28 @@ func TestUsageMeasuresCPU(t *testing.T) {
 	}
 	if p.Kept() != 1 {
 		t.Errorf("pool kept %d groups, want the reused one", p.Kept())
+	}
+}
+
+// TestGroupWithoutAcctDirectory: where the cpuacct hierarchy is apart from
+// cpu but no group can be made in it, a group is still made, its runs go
+// on, and their CPU time is unmeasured rather than a zero.
+func TestGroupWithoutAcctDirectory(t *testing.T) {
+	info := Detect()
+	if !info.Usable() || info.Version != 1 || !contains(info.Controllers, acctController) || os.Geteuid() != 0 {
+		t.Skipf("needs root on cgroup v1 with cpuacct apart from cpu (%s)", info)
+	}
+	info.bases = append(parents(info)[:len(v1Controllers):len(v1Controllers)], "/proc/codexec-no-such-hierarchy")
+	g, err := New(info, "test-no-acct", Limits{Pids: 8})
+	if err != nil {
+		t.Fatalf("New without a cpuacct group: %v", err)
+	}
+	runIn(t, g, busyLoop)
+	u := g.Usage()
+	if err := g.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.dirs) != len(v1Controllers) || u.CPUKnown {
+		t.Errorf("dirs %v, usage %+v: want the four controllers' groups and CPU unmeasured", g.dirs, u)
 	}
 }

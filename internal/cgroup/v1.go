@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -58,6 +59,12 @@ func newV1(bases []string, name string, l Limits) (*Group, error) {
 	for i, base := range bases {
 		// The first (memory) holds the server's lock.
 		dir, err := groupDir(base, name, i == 0, nil)
+		if err != nil && i == acctIdx {
+			// Only CPU time is measured there: without it the run goes on
+			// unmeasured rather than not at all.
+			slog.Debug("cgroup: no cpuacct group; CPU time is not measured", "err", err)
+			break
+		}
 		if err != nil {
 			_ = g.Destroy()
 			return nil, err
