@@ -18,7 +18,9 @@ type Info struct {
 	// Version is 1 or 2 (0 when no usable cgroup hierarchy was found).
 	Version int
 	// Controllers lists the usable controllers codexec needs
-	// (memory, pids, cpu, and freezer on v1).
+	// (memory, pids, cpu, and freezer on v1), and on v1 cpuacct where it
+	// is a hierarchy of its own that groups are made in too (to measure
+	// CPU time; without it a v1 host measures none for runs it cannot reap).
 	Controllers []string
 	// Missing lists needed controllers that are absent.
 	Missing []string
@@ -82,6 +84,9 @@ func Detect() Info {
 	if len(info.Controllers) == 0 {
 		return Info{}
 	}
+	if separateAcct(Root) {
+		info.Controllers = append(info.Controllers, acctController)
+	}
 	return info
 }
 
@@ -121,6 +126,26 @@ func DetectIn(parent string) Info {
 			info.Reason = err.Error()
 		}
 	}
+	if info.Usable() && info.Version == 1 {
+		info = h.withAcct(info, parent)
+	}
+	return info
+}
+
+// withAcct adds the cpuacct hierarchy to a usable v1 info when it is
+// mounted apart from cpu and groups can be made in it below parent; it is
+// optional (only CPU time is measured there), so a parent not delegated in
+// it leaves info as it was.
+func (h host) withAcct(info Info, parent string) Info {
+	if !separateAcct(h.root) {
+		return info
+	}
+	b := filepath.Join(h.root, acctController, parent)
+	if h.makeBase(info, b) != nil || h.probeGroup(b, false) != nil {
+		return info
+	}
+	info.Controllers = append(info.Controllers, acctController)
+	info.bases = append(info.bases, b)
 	return info
 }
 

@@ -118,7 +118,7 @@ var errNotReusable = errors.New("cgroup: group not reusable")
 // reset makes g's counters a new run's (see Pool) and returns the Group
 // value that now owns g's directories; g itself becomes inert.
 func (g *Group) reset() (*Group, error) {
-	if g.v2 || len(g.dirs) != len(v1Controllers) {
+	if g.v2 || len(g.dirs) < len(v1Controllers) {
 		return nil, errNotReusable
 	}
 	if b, err := g.get(frzIdx, "freezer.state"); err != nil || strings.TrimSpace(string(b)) != "THAWED" {
@@ -136,8 +136,9 @@ func (g *Group) reset() (*Group, error) {
 			return nil, err
 		}
 	}
-	// CPU time restarts from zero where the cpu hierarchy has cpuacct.
-	_ = g.set(cpuIdx, "cpuacct.usage", "0")
+	// CPU time restarts from zero (writing 0 resets user and system time
+	// too) where the group has cpuacct files.
+	_ = g.set(g.acctDir(), "cpuacct.usage", "0")
 	fresh := &Group{dirs: g.dirs, pool: g.pool, limits: g.limits, oomBase: g.oomKills(), reused: true}
 	g.mu.Lock()
 	defer g.mu.Unlock()

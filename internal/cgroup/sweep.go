@@ -58,7 +58,8 @@ func Sweep(info Info) Swept {
 // parents lists the directories holding codexec's groups, the one holding
 // the servers' locks first (v1: in the order of v1Controllers). By default
 // they are the directory groupsDir below the root (v2) or below the
-// server's own group in each hierarchy (v1).
+// server's own group in each hierarchy (v1; cpuacct's last, where info
+// lists it).
 func parents(info Info) []string {
 	if info.bases != nil {
 		return info.bases
@@ -69,6 +70,9 @@ func parents(info Info) []string {
 	var out []string
 	for _, c := range v1Controllers {
 		out = append(out, filepath.Join(Root, c, ownPath(c), groupsDir))
+	}
+	if contains(info.Controllers, acctController) {
+		out = append(out, filepath.Join(Root, acctController, ownPath(acctController), groupsDir))
 	}
 	return out
 }

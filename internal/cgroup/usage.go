@@ -12,8 +12,8 @@ type Usage struct {
 }
 
 // Usage reads the group's CPU time (v2 cpu.stat, which every v2 group
-// has; v1 cpuacct where it shares the cpu hierarchy, as systemd mounts it)
-// and its pids.peak. A group the pool reused reports no pids.peak: the
+// has; v1 cpuacct, co-mounted with cpu as systemd mounts it or in a
+// hierarchy of its own) and its pids.peak. A group the pool reused reports no pids.peak: the
 // kernel does not reset it, so it may be an earlier run's.
 func (g *Group) Usage() Usage {
 	if g == nil || len(g.dirs) == 0 {
@@ -27,9 +27,9 @@ func (g *Group) Usage() Usage {
 		u.ProcessesPeak = g.readInt(memIdx, "pids.peak")
 		return u
 	}
-	if len(g.dirs) > cpuIdx {
-		user, uerr := g.readIntOK(cpuIdx, "cpuacct.usage_user")
-		sys, serr := g.readIntOK(cpuIdx, "cpuacct.usage_sys")
+	if i := g.acctDir(); len(g.dirs) > i {
+		user, uerr := g.readIntOK(i, "cpuacct.usage_user")
+		sys, serr := g.readIntOK(i, "cpuacct.usage_sys")
 		u.CPUUser, u.CPUSystem, u.CPUKnown = time.Duration(user), time.Duration(sys), uerr && serr
 	}
 	if len(g.dirs) > pidsIdx && !g.reused {
@@ -52,4 +52,16 @@ func (g *Group) readKeyOK(i int, file, key string) (int64, bool) {
 		return 0, false
 	}
 	return g.readKey(i, file, key), true
+}
+
+// ResetMemoryPeak restarts the group's peak memory from its current use,
+// so that MemoryPeak then covers only what follows (a session's next run).
+// It reports whether it could: v1 resets memory.max_usage_in_bytes; v2's
+// memory.peak is reset only for the reader that resets it, which
+// MemoryPeak is not, so v2 reports false.
+func (g *Group) ResetMemoryPeak() bool {
+	if g == nil || g.v2 || len(g.dirs) == 0 {
+		return false
+	}
+	return g.set(memIdx, "memory.max_usage_in_bytes", "0") == nil
 }

@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,20 +15,56 @@ import (
 // directory is the one listed by Pids), freezer for race-free kill.
 var v1Controllers = []string{"memory", "pids", "cpu", "freezer"}
 
-// Indexes of a Group's dirs: v1 (as v1Controllers) and v2 (memIdx only).
+// Indexes of a Group's dirs: v1 (as v1Controllers, then acctIdx where
+// cpuacct is a hierarchy of its own) and v2 (memIdx only).
 const (
 	memIdx = iota
 	pidsIdx
 	cpuIdx
 	frzIdx
+	acctIdx
 )
 
-// newV1 makes the group in bases (one per v1Controllers).
+// acctController is the v1 controller that accounts the CPU time of a
+// group's processes. systemd mounts it with cpu ("cpu,cpuacct"), where
+// the cpu directory has its files; a host that mounts it apart gives each
+// group a fifth directory in its hierarchy (see separateAcct), so that runs
+// whose processes are not reaped by the server (warm and forked runners)
+// still report their CPU time.
+const acctController = "cpuacct"
+
+// separateAcct reports whether root's v1 cpuacct controller is mounted as
+// a hierarchy of its own, apart from cpu.
+func separateAcct(root string) bool {
+	if _, err := os.Stat(filepath.Join(root, "cpu", "cpuacct.usage")); err == nil {
+		return false // co-mounted: the cpu directory accounts
+	}
+	_, err := os.Stat(filepath.Join(root, acctController, "cpuacct.usage"))
+	return err == nil
+}
+
+// acctDir is the index of the group's directory with the cpuacct files:
+// its own hierarchy's where it has one, else the cpu one (co-mounted).
+func (g *Group) acctDir() int {
+	if len(g.dirs) > acctIdx {
+		return acctIdx
+	}
+	return cpuIdx
+}
+
+// newV1 makes the group in bases (one per v1Controllers, then cpuacct's
+// where it is a hierarchy of its own).
 func newV1(bases []string, name string, l Limits) (*Group, error) {
 	g := &Group{}
 	for i, base := range bases {
 		// The first (memory) holds the server's lock.
 		dir, err := groupDir(base, name, i == 0, nil)
+		if err != nil && i == acctIdx {
+			// Only CPU time is measured there: without it the run goes on
+			// unmeasured rather than not at all.
+			slog.Debug("cgroup: no cpuacct group; CPU time is not measured", "err", err)
+			break
+		}
 		if err != nil {
 			_ = g.Destroy()
 			return nil, err

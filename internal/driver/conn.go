@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/codexec/codexec/internal/frame"
+	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/sandbox"
 )
 
@@ -124,6 +125,11 @@ func (c *Conn) send(msg any) error { return c.enc.Encode(msg) }
 
 // Dead is closed once the process has ended.
 func (c *Conn) Dead() <-chan struct{} { return c.dead }
+
+// Read reads the interpreter's counters (sandbox.Read): CPU so far and
+// peak memory, restarted when resetPeak is set; false where its sandbox
+// cannot read them while it runs.
+func (c *Conn) Read(resetPeak bool) (proc.Reading, bool) { return sandbox.Read(c.proc, resetPeak) }
 
 // IsDead reports whether the process has ended.
 func (c *Conn) IsDead() bool {

@@ -1,10 +1,18 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // endResult is what a run's result says about its end and its cost.
@@ -24,6 +32,18 @@ type usageWire struct {
 	WrittenBytes    *int64 `json:"written_bytes"`
 	Sandbox         string `json:"sandbox"`
 	Source          string `json:"source"`
+}
+
+// String shows the measured values (absent ones as -).
+func (u usageWire) String() string {
+	ms := func(p *int64) string {
+		if p == nil {
+			return "-"
+		}
+		return strconv.FormatInt(*p, 10)
+	}
+	return fmt.Sprintf("cpu %s+%s ms, memory %d, processes %d, written %s, %s, %s",
+		ms(u.CPUUserMs), ms(u.CPUSystemMs), u.MemoryPeakBytes, u.ProcessesPeak, ms(u.WrittenBytes), u.Sandbox, u.Source)
 }
 
 // pidOneWhy: where the program is its pid namespace's init, the kernel
@@ -149,8 +169,8 @@ print(x)
 // the log entry records the same. A measure the mode cannot take is
 // absent, never zero: docker mode measures no CPU or memory (the engine's
 // accounting is not the CLI's), nor does subprocess mode for a warm run;
-// CPU of a namespace run from a warm runner needs cgroup CPU accounting
-// (v2, or v1 cpuacct beside cpu).
+// a namespace run reports CPU wherever the host's cgroups account it (v2,
+// or v1 cpuacct, with cpu or in a hierarchy of its own).
 func TestRunCost(t *testing.T) {
 	mode := endMode()
 	s := start(t, "ALLOWED_COMMANDS=python3")
@@ -209,10 +229,148 @@ func checkMeasured(t *testing.T, mode string, u *usageWire) {
 		t.Errorf("usage has measurements but no source: %+v", *u)
 	}
 	if u.CPUUserMs == nil {
-		t.Logf("%s mode: no CPU for a %s run on this host (no cgroup CPU accounting)", mode, u.Sandbox)
+		if mode == "namespace" && hostAccountsCPU() {
+			t.Errorf("namespace mode measured no CPU for a %s run on a host whose cgroups account it: %+v", u.Sandbox, *u)
+		}
 		return
 	}
 	if *u.CPUUserMs+*u.CPUSystemMs <= 0 {
 		t.Errorf("CPU %d+%d ms for a busy loop, want above 0", *u.CPUUserMs, *u.CPUSystemMs)
 	}
+}
+
+// hostAccountsCPU reports whether namespace mode can measure a run's CPU
+// from its cgroup here: a server run as root on cgroup v2, or on v1 with
+// cpuacct mounted (with cpu or apart).
+func hostAccountsCPU() bool {
+	if os.Geteuid() != 0 {
+		return false
+	}
+	for _, f := range []string{"cgroup.controllers", "cpu/cpuacct.usage", "cpuacct/cpuacct.usage"} {
+		if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", f)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// busyBash spends ~100+ ms of CPU in the shell itself.
+const busyBash = `i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; echo $i`
+
+// TestRunCostByPath: in namespace mode, runs served by a warm runner (python,
+// bash) or forked from the python fork-server report their CPU time from
+// their cgroup, like cold ones, wherever the host's cgroups account CPU;
+// this includes a cgroup v1 host whose cpuacct hierarchy is apart from cpu.
+// Their processes are not the server's children, so the cgroup is the only
+// measure.
+func TestRunCostByPath(t *testing.T) {
+	if endMode() != "namespace" || !hostAccountsCPU() {
+		t.Skipf("needs namespace mode as root on a host whose cgroups account CPU (mode %s)", endMode())
+	}
+	busyPython := "x = 0\nfor i in range(3000000):\n    x += i\nprint(x)\n"
+	for _, tc := range []struct {
+		fork string
+		runs []struct{ language, code, path string }
+	}{
+		{"on", []struct{ language, code, path string }{{"python", busyPython, "forked"}}},
+		{"off", []struct{ language, code, path string }{{"python", busyPython, "warm"}, {"bash", busyBash, "warm"}}},
+	} {
+		t.Run("fork="+tc.fork, func(t *testing.T) {
+			s := start(t, "POOL_FORK="+tc.fork)
+			for _, run := range tc.runs {
+				u := runServedOn(t, s, run.language, run.code, run.path)
+				t.Logf("%s %s run usage: %s", run.language, run.path, u)
+				if u.CPUUserMs == nil || *u.CPUUserMs+*u.CPUSystemMs <= 0 || !strings.HasPrefix(u.Source, "cgroup") {
+					t.Errorf("%s %s run: usage %s, want CPU above 0 measured by the cgroup", run.language, run.path, u)
+				}
+			}
+		})
+	}
+}
+
+// runServedOn runs code until a run is served on the sandbox path want
+// and returns its usage. Runs go in rounds of three at once: the first
+// rounds fill the pool, and a round that finds fewer ready runners than
+// runs forks the rest on the spot (python, a fork-server running).
+func runServedOn(t *testing.T, s *server, language, code, want string) *usageWire {
+	t.Helper()
+	var seen []string
+	for round := 0; round < 15; round++ {
+		results := make([]*mcp.CallToolResult, 3)
+		var wg sync.WaitGroup
+		for i := range results {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				results[i], _ = s.Session.CallTool(ctx, &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"language": language, "code": code}})
+			}()
+		}
+		wg.Wait()
+		for _, res := range results {
+			var r endResult
+			if res == nil {
+				t.Fatalf("%s run: the call failed", language)
+			}
+			decodeStructured(t, res, &r)
+			if r.Status != "success" || r.Usage == nil {
+				t.Fatalf("%s run: %s", language, text(res))
+			}
+			if r.Usage.Sandbox == want {
+				return r.Usage
+			}
+			seen = append(seen, r.Usage.Sandbox)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("no %s run was served %s in 15 rounds (paths %v)", language, want, seen)
+	return nil
+}
+
+// TestSessionRunCost: in namespace mode a session's runs report their own
+// CPU time and the interpreter's peak memory during the run, from the
+// session's cgroup, read before and after each run: a busy run that
+// allocates 64 MiB reports both, and a following idle run reports neither
+// the busy run's CPU nor its memory.
+func TestSessionRunCost(t *testing.T) {
+	if endMode() != "namespace" || !hostAccountsCPU() {
+		t.Skipf("needs namespace mode as root on a host whose cgroups account CPU (mode %s)", endMode())
+	}
+	s := start(t)
+	var sess struct {
+		SessionID string `json:"session_id"`
+	}
+	if res := s.callInto("start_session", map[string]any{"language": "python"}, &sess); res.IsError {
+		t.Fatalf("start_session: %s", text(res))
+	}
+	send := func(code string) *usageWire {
+		var r endResult
+		res := s.callInto("send_to_session", map[string]any{"session_id": sess.SessionID, "code": code}, &r)
+		if r.Status != "success" || r.Usage == nil {
+			t.Fatalf("send: %s", text(res))
+		}
+		return r.Usage
+	}
+	busy := send(costCode + "del b\n")
+	idle := send("y = 1")
+	t.Logf("busy send: %s; idle send: %s", busy, idle)
+	if busy.CPUUserMs == nil || *busy.CPUUserMs+*busy.CPUSystemMs < 50 || busy.Source != "cgroup" {
+		t.Errorf("busy send: usage %s, want its CPU (a busy loop: 50 ms or more) from the cgroup", busy)
+	}
+	if idle.CPUUserMs == nil || busy.CPUUserMs != nil && *idle.CPUUserMs+*idle.CPUSystemMs >= *busy.CPUUserMs+*busy.CPUSystemMs {
+		t.Errorf("idle send: usage %s, want its own CPU, less than the busy send's %s", idle, busy)
+	}
+	if isV1() {
+		if busy.MemoryPeakBytes < 64<<20 || idle.MemoryPeakBytes == 0 || idle.MemoryPeakBytes >= 64<<20 {
+			t.Errorf("peak memory: busy send %d, idle send %d; want the busy one above the 64 MiB it held and the idle one below", busy.MemoryPeakBytes, idle.MemoryPeakBytes)
+		}
+	}
+}
+
+// isV1 reports whether the host's cgroups are v1 (the only ones whose
+// peak memory a session can restart for each run).
+func isV1() bool {
+	_, err := os.Stat("/sys/fs/cgroup/cgroup.controllers")
+	return err != nil
 }

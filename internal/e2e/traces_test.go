@@ -21,7 +21,8 @@ import (
 // tracedResult is a run's result with the trace id it carries.
 type tracedResult struct {
 	execResult
-	TraceID string `json:"trace_id"`
+	TraceID string     `json:"trace_id"`
+	Usage   *usageWire `json:"usage"`
 }
 
 // clientTrace is the trace context a client sends in _meta.
@@ -79,6 +80,10 @@ func TestTracesOneShotRun(t *testing.T) {
 	values := everyValue(rcv.all())
 	if keep := byName(spans, "store.keep"); !descends(spans, keep, root) {
 		t.Errorf("keeping the run's artifact (store.keep) is not under the request span")
+	}
+	// The start span names the path taken, as the result does, not the one asked for.
+	if got := attrString(byName(spans, "sandbox.start").Attributes, "codexec.sandbox.path"); r.Usage == nil || got != r.Usage.Sandbox || got == "" {
+		t.Errorf("sandbox.start's codexec.sandbox.path = %q, want the result's sandbox path (usage %v)", got, r.Usage)
 	}
 	for _, leak := range []string{secret, "token is", "print(", "report-7f3e"} {
 		if strings.Contains(values, leak) {

@@ -99,6 +99,9 @@ func (e *Engine) runProcess(ctx context.Context, spec processSpec) outcome {
 		span.SetAttributes(attribute.String("codexec.sandbox.mode", e.backend.Name()), attribute.String("codexec.sandbox.warm_kind", sspec.Warm))
 	}
 	proc, err := e.backend.Start(sctx, sspec)
+	if err == nil && span.IsRecording() {
+		span.SetAttributes(attribute.String("codexec.sandbox.path", sandbox.PathOf(proc)))
+	}
 	tracing.End(span, err)
 	if err != nil {
 		// A start that failed because the call was cancelled is a cancellation.

@@ -60,6 +60,21 @@ type Usage struct {
 	Path string
 }
 
+// Reading is what a running run's counters say at one moment, for what
+// lives across several runs (a session's interpreter): the cost of one of
+// its runs is the difference of two readings.
+type Reading struct {
+	// CPUUser and CPUSystem are the CPU time used so far, when CPUKnown.
+	CPUUser, CPUSystem time.Duration
+	CPUKnown           bool
+	// MemoryPeak is the peak memory (every process together) since the
+	// last reading that reset it (0: not measured).
+	MemoryPeak int64
+	// PeakReset: this reading restarted the peak from the current use, so
+	// the next reading's MemoryPeak is the peak between the two.
+	PeakReset bool
+}
+
 // Sandbox paths (Usage.Path).
 const (
 	PathWarm   = "warm"

@@ -52,6 +52,10 @@ type Hooks struct {
 	AfterWait func(e *Exit)
 	// Cleanup runs in Release after the tree is killed.
 	Cleanup func() error
+	// Read, where the backend can, reads the run's counters while it
+	// runs (its cgroup's), restarting the peak memory from the current
+	// use when resetPeak is set (see Reading).
+	Read func(resetPeak bool) Reading
 }
 
 // Start starts cmd (whose Stdin/Stdout/Stderr must be unset) with the
@@ -272,6 +276,19 @@ func (p *HostProc) SetWait(wait func() error) { p.wait = wait }
 // PathForked, PathCold), reported in its Exit's Usage. Call it before
 // anything may call Wait: Wait reads it without a lock.
 func (p *HostProc) SetPath(path string) { p.path = path }
+
+// Path is what SetPath recorded ("" when nothing did). The backends set
+// it before their Start returns, so the caller of Start may read it then.
+func (p *HostProc) Path() string { return p.path }
+
+// Read reads the run's counters while it runs (Hooks.Read); false when
+// its backend cannot.
+func (p *HostProc) Read(resetPeak bool) (Reading, bool) {
+	if p.hooks.Read == nil {
+		return Reading{}, false
+	}
+	return p.hooks.Read(resetPeak), true
+}
 
 // MeasureTree says that the child and what it reaps are the run's own
 // processes and nothing else (not a container CLI, not a runner started

@@ -71,3 +71,30 @@ func TestUsageOf(t *testing.T) {
 		t.Errorf("no audit: usage %+v, want none", got)
 	}
 }
+
+// TestBetween: a session run's CPU is the difference of two readings, its
+// memory the peak since a reading that reset it; what either reading
+// lacks, or a counter that went back, is absent.
+func TestBetween(t *testing.T) {
+	i64 := func(n int64) *int64 { return &n }
+	ms := time.Millisecond
+	before := proc.Reading{CPUUser: 100 * ms, CPUSystem: 10 * ms, CPUKnown: true, MemoryPeak: 90 << 20, PeakReset: true}
+	for _, tc := range []struct {
+		name          string
+		before, after proc.Reading
+		want          *Usage
+	}{
+		{"cpu and memory", before, proc.Reading{CPUUser: 350 * ms, CPUSystem: 14 * ms, CPUKnown: true, MemoryPeak: 40 << 20},
+			&Usage{CPUUserMs: i64(250), CPUSystemMs: i64(4), MemoryPeakBytes: 40 << 20, WrittenBytes: i64(7), Source: "cgroup"}},
+		{"peak not reset", proc.Reading{CPUUser: 100 * ms, CPUKnown: true}, proc.Reading{CPUUser: 100 * ms, CPUKnown: true, MemoryPeak: 40 << 20},
+			&Usage{CPUUserMs: i64(0), CPUSystemMs: i64(0), WrittenBytes: i64(7), Source: "cgroup"}},
+		{"cpu unreadable after", before, proc.Reading{MemoryPeak: 40 << 20},
+			&Usage{MemoryPeakBytes: 40 << 20, WrittenBytes: i64(7), Source: "cgroup"}},
+		{"counter went back", before, proc.Reading{CPUUser: 5 * ms, CPUSystem: 1 * ms, CPUKnown: true},
+			&Usage{WrittenBytes: i64(7)}},
+	} {
+		if diff := cmp.Diff(tc.want, Between(Session(7, nil), tc.before, tc.after)); diff != "" {
+			t.Errorf("%s: (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}

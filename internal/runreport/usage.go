@@ -80,8 +80,32 @@ func WithNetwork(u *Usage, entries []egress.Entry) *Usage {
 }
 
 // Session is the usage of a run in a session's interpreter, which
-// lives across runs: only what the run itself wrote and sent is its own
-// (CPU and memory are the interpreter's, not measured per run).
+// lives across runs: what the run itself wrote and sent (CPU and memory,
+// where the interpreter's sandbox can read them, come from Between).
 func Session(written int64, network []egress.Entry) *Usage {
 	return WithNetwork(WithWritten(nil, written), network)
+}
+
+// Between adds to u what two readings of a session's interpreter's
+// counters, before and after one run, say the run used: the CPU time
+// between them, and the interpreter's peak memory between them when the
+// first reading restarted it (the interpreter's whole memory, state of
+// earlier runs included). A counter that went back (a new interpreter)
+// is left out.
+func Between(u *Usage, before, after proc.Reading) *Usage {
+	if u == nil {
+		u = &Usage{}
+	}
+	measured := false
+	if before.CPUKnown && after.CPUKnown && after.CPUUser >= before.CPUUser && after.CPUSystem >= before.CPUSystem {
+		user, sys := (after.CPUUser - before.CPUUser).Milliseconds(), (after.CPUSystem - before.CPUSystem).Milliseconds()
+		u.CPUUserMs, u.CPUSystemMs, measured = &user, &sys, true
+	}
+	if before.PeakReset && after.MemoryPeak > 0 {
+		u.MemoryPeakBytes, measured = after.MemoryPeak, true
+	}
+	if measured {
+		u.Source = proc.FromCgroup
+	}
+	return u
 }

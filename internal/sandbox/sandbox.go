@@ -159,6 +159,29 @@ type Process interface {
 	Release(drainTimeout time.Duration) error
 }
 
+// PathOf is how p's sandbox was obtained — proc.PathWarm (a ready runner),
+// proc.PathForked (forked on the spot), proc.PathCold — as soon as Start
+// has returned it, or "" when its backend does not say. Exit.Usage.Path
+// says the same once the run has ended.
+func PathOf(p Process) string {
+	if r, ok := p.(interface{ Path() string }); ok {
+		return r.Path()
+	}
+	return ""
+}
+
+// Read reads p's counters while it runs (proc.Reading), restarting its
+// peak memory when resetPeak is set; false when its backend cannot (no
+// cgroup: subprocess and docker modes, rootless without delegation).
+func Read(p Process, resetPeak bool) (proc.Reading, bool) {
+	if r, ok := p.(interface {
+		Read(bool) (proc.Reading, bool)
+	}); ok {
+		return r.Read(resetPeak)
+	}
+	return proc.Reading{}, false
+}
+
 // Backend starts programs under one isolation mode. Implementations are safe
 // for concurrent use.
 type Backend interface {

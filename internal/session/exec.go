@@ -76,13 +76,16 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 	netBefore := s.networkRecord()
 	s.traceNetwork(ctx)
 	_, span = tracing.Start(ctx, tracer, "session.run")
-	oc := s.exec(ctx, req.Code, req.Timeout, m.opts.KillGrace, m.opts.Output, req.Observe)
+	oc, meter := s.exec(ctx, req.Code, req.Timeout, m.opts.KillGrace, m.opts.Output, req.Observe)
 	span.End()
 	_, span = tracing.Start(ctx, tracer, "artifacts")
 	res := withChanges(s.ws.NoteDiskFull(m.result(s, oc, req.Timeout, id)), before, s.snaps.take(ws))
 	span.End()
 	res.Network = s.runAudit(netBefore)
 	res.Usage = runreport.Session(res.Diff.Bytes, res.Network)
+	if meter.ok {
+		res.Usage = runreport.Between(res.Usage, meter.before, meter.after)
+	}
 	if s.hostNetwork() && !s.networkPolicy().None() {
 		res.NetworkMode = engine.NetworkHost
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/codexec/codexec/internal/engine"
 	"github.com/codexec/codexec/internal/files"
 	"github.com/codexec/codexec/internal/output"
+	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/sessionckpt"
 )
@@ -77,11 +78,25 @@ type Package struct {
 
 // exec runs code in the interpreter (driver.Conn.Exec) and counts it as
 // an execution and as activity.
-func (s *Session) exec(ctx context.Context, code string, timeout, grace time.Duration, lim output.Limits, obs output.Observer) driver.Outcome {
+// The interpreter's counters are read around the code, where its sandbox
+// can (meter): the run's CPU and peak memory are their difference.
+func (s *Session) exec(ctx context.Context, code string, timeout, grace time.Duration, lim output.Limits, obs output.Observer) (driver.Outcome, meter) {
 	s.touch(false)
+	var m meter
+	m.before, m.ok = s.drv.Read(true)
 	oc := s.drv.Exec(ctx, code, timeout, grace, lim, obs)
+	if m.ok {
+		m.after, m.ok = s.drv.Read(false)
+	}
 	s.touch(true)
-	return oc
+	return oc, m
+}
+
+// meter is two readings of the interpreter's counters, before and after
+// one run (ok: both were read).
+type meter struct {
+	before, after proc.Reading
+	ok            bool
 }
 
 // touch records activity now and, when ran, one more execution.

@@ -409,6 +409,7 @@ func (n *Backend) runHooks(cg *cgroup.Group, st *staging.Stage, pp **proc.HostPr
 			return nil
 		},
 		AfterWait: func(e *sandbox.Exit) { namespaceExit(e, cg) },
+		Read:      func(resetPeak bool) proc.Reading { return readGroup(cg, resetPeak) },
 		// Once the group is empty nothing of the run is left; removing the
 		// group and staging mounts is slow-ish (cgroup locks), so it happens
 		// off the caller's path. Close waits for it.
@@ -562,6 +563,16 @@ func namespaceExit(e *sandbox.Exit, cg *cgroup.Group) {
 		e.Usage.CPUUser, e.Usage.CPUSystem, e.Usage.CPUFrom = u.CPUUser, u.CPUSystem, proc.FromCgroup
 	}
 	e.Usage.ProcessesPeak = u.ProcessesPeak
+}
+
+// readGroup reads cg's counters while its run goes on (proc.Hooks.Read).
+func readGroup(cg *cgroup.Group, resetPeak bool) proc.Reading {
+	u := cg.Usage()
+	r := proc.Reading{CPUUser: u.CPUUser, CPUSystem: u.CPUSystem, CPUKnown: u.CPUKnown, MemoryPeak: cg.MemoryPeak()}
+	if resetPeak {
+		r.PeakReset = cg.ResetMemoryPeak()
+	}
+	return r
 }
 
 // limitedBuffer collects up to 64 KiB of probe output.

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codexec/codexec/internal/proc"
 	"github.com/codexec/codexec/internal/sandbox"
 )
 
@@ -75,6 +76,14 @@ type countedProc struct {
 func (c *countedProc) Release(drainTimeout time.Duration) error {
 	defer c.once.Do(c.end)
 	return c.Process.Release(drainTimeout)
+}
+
+// Path is how the run's sandbox was obtained (sandbox.PathOf).
+func (c *countedProc) Path() string { return sandbox.PathOf(c.Process) }
+
+// Read reads the run's counters while it runs (sandbox.Read).
+func (c *countedProc) Read(resetPeak bool) (proc.Reading, bool) {
+	return sandbox.Read(c.Process, resetPeak)
 }
 
 // settle returns once no run has been in flight for quiet, after at most
