@@ -72,3 +72,24 @@ func TestChart(t *testing.T) {
 		t.Errorf("bars (-want +got)\n%s\nmax %d", diff, ch.Max)
 	}
 }
+
+// TestHighlight: comments, strings, numbers and keywords are classed;
+// code is kept byte for byte; an unknown language stays plain.
+func TestHighlight(t *testing.T) {
+	for _, tc := range []struct {
+		lang, code string
+		want       []token
+	}{
+		{"python", "def f(x): # <b>\n  return 'a\\'b' + 42", []token{{"hl-keyword", "def"}, {"", " f(x): "}, {"hl-comment", "# <b>"},
+			{"", "\n  "}, {"hl-keyword", "return"}, {"", " "}, {"hl-string", `'a\'b'`}, {"", " + "}, {"hl-number", "42"}}},
+		{"node", "const s = `a\nb` /* c */ // d", []token{{"hl-keyword", "const"}, {"", " s = "}, {"hl-string", "`a\nb`"}, {"", " "},
+			{"hl-comment", "/* c */"}, {"", " "}, {"hl-comment", "// d"}}},
+		{"bash", "echo \"unclosed\nls", []token{{"hl-keyword", "echo"}, {"", " "}, {"hl-string", "\"unclosed"}, {"", "\nls"}}},
+		{"ruby", "puts 1", []token{{"", "puts 1"}}},
+	} {
+		got := highlight(tc.lang, tc.code)
+		if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(token{})); diff != "" {
+			t.Errorf("%s %q (-want +got)\n%s", tc.lang, tc.code, diff)
+		}
+	}
+}
