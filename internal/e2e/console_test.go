@@ -122,7 +122,32 @@ func TestConsoleOverHTTP(t *testing.T) {
 	if got := tenantOK(t, alice, "list_sessions", nil)["sessions"].([]any); len(got) != 0 {
 		t.Errorf("sessions after closing from the console: %v", got)
 	}
+	consoleRuns(t, a, b, startBackground(t, alice, "execute_code", map[string]any{"language": "bash", "code": "echo bgmark; sleep 2; echo bgdone"}))
 	consoleCommand(t, s.DataDir, id)
+}
+
+// consoleRuns: alice's background run is listed, its page refreshes itself
+// while it runs and shows its output's end, and stops refreshing once it
+// ended; bob gets 404 for it.
+func consoleRuns(t *testing.T, a, b *consoleClient, run string) {
+	if _, list, _ := a.get("/console/runs"); !strings.Contains(list, `data-run-id="`+run+`"`) {
+		t.Errorf("runs page lacks %s", run)
+	}
+	_, page, _ := a.get("/console/runs/" + run)
+	if !strings.Contains(page, `http-equiv="refresh"`) || !strings.Contains(page, `<pre id="output-tail">`) {
+		t.Errorf("running run's page does not refresh itself or lacks its output\n%s", tail(page, 2000))
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		if _, page, _ = a.get("/console/runs/" + run); !strings.Contains(page, `http-equiv="refresh"`) {
+			break
+		}
+	}
+	if !strings.Contains(page, "bgmark\nbgdone") || strings.Contains(page, `http-equiv="refresh"`) {
+		t.Errorf("ended run's page: want its whole output and no refresh\n%s", tail(page, 2000))
+	}
+	if code, _, _ := b.get("/console/runs/" + run); code != 404 {
+		t.Errorf("bob opening alice's run: status %d, want 404", code)
+	}
 }
 
 // consoleCommand runs codexec console over dataDir: its one-time URL logs
