@@ -151,6 +151,8 @@ func (m *memSessions) Pause(ctx context.Context, id string) (sessionckpt.PauseIn
 	return sessionckpt.PauseInfo{}, nil
 }
 
+func (m *memSessions) CheckpointsEnabled() bool { return true }
+
 func (m *memSessions) has(id string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
