@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
@@ -209,4 +210,12 @@ func headerValue(h network.Headers, name string) string {
 		}
 	}
 	return ""
+}
+
+// clearCookies forgets every cookie, as a new browser profile would.
+func (b *browser) clearCookies() {
+	b.t.Helper()
+	if _, err := chromedp.Call(b.ctx, network.ClearBrowserCookies, cdp.Empty{}); err != nil {
+		b.t.Fatalf("browser: clearing cookies: %v", err)
+	}
 }
