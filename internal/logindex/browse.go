@@ -2,9 +2,13 @@ package logindex
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/codexec/codexec/internal/execlog"
+	"github.com/codexec/codexec/internal/tenant"
 )
 
 // Browser is the execution history as the console reads it: pages of
@@ -33,7 +37,8 @@ type Scope struct {
 	// set with All, narrows them to that one principal.
 	All bool
 	// Owner is the principal whose executions are seen when All is false;
-	// "" means ctx's principal (tenant.From).
+	// "" means ctx's principal (tenant.From). tenant.Local's executions
+	// include those recorded without an owner.
 	Owner string
 }
 
@@ -51,7 +56,8 @@ type Filter struct {
 	// Until keeps executions before it (exclusive).
 	Until time.Time
 	// Cursor continues a listing: Page.Next of the previous page; ""
-	// starts at the newest.
+	// starts at the newest. It is opaque; one that is not a Page.Next is
+	// ErrInvalidQuery.
 	Cursor string
 }
 
@@ -66,13 +72,13 @@ type Row struct {
 	// Sandbox is how the sandbox was obtained (warm, forked, cold); "" when
 	// not recorded.
 	Sandbox string `json:"sandbox,omitempty"`
-	// Denied is the number of network destinations the run was refused.
+	// Denied is the number of distinct hosts the run was refused.
 	Denied int `json:"denied,omitempty"`
 }
 
 // Page is one page of Browse: Rows newest first, Next the cursor of the
-// next (older) page or "" at the end, Total the number of matches counted
-// up to CountCap+1.
+// next (older) page or "" at the end, Total the number of matches of the
+// whole listing (not only from the cursor on) counted up to CountCap+1.
 type Page struct {
 	Rows  []Row  `json:"rows"`
 	Next  string `json:"next,omitempty"`
@@ -81,7 +87,9 @@ type Page struct {
 
 // Window is the executions an Overview summarises: those of Scope from
 // Since up to Until (exclusive; zero means now), in buckets of Bucket
-// (default one hour).
+// (default one hour) starting at Since (zero means 24 hours before
+// Until). An execution is in the bucket of its executed_at, as
+// Query.Since compares it (TimeKey). At most MaxBuckets buckets.
 type Window struct {
 	Scope
 	Since, Until time.Time
@@ -97,12 +105,14 @@ type Overview struct {
 	// Runs is the number of executions in the window.
 	Runs int `json:"runs"`
 	// P50 and P90 are duration percentiles over the window's executions.
-	P50, P90 time.Duration
+	P50 time.Duration `json:"p50"`
+	P90 time.Duration `json:"p90"`
 	// Sandboxes counts executions by how their sandbox was obtained (warm,
 	// forked, cold); executions that did not record it are not counted.
 	Sandboxes map[string]int `json:"sandboxes"`
-	// Denied is the number of refused network destinations, and
-	// DeniedHosts the most refused hosts, most first (at most 10).
+	// Denied is the number of refused hosts, summed over the executions
+	// (Row.Denied), and DeniedHosts the most refused hosts, most first
+	// then by name (at most TopHosts).
 	Denied      int         `json:"denied"`
 	DeniedHosts []HostCount `json:"denied_hosts"`
 }
@@ -113,8 +123,121 @@ type Bucket struct {
 	ByStatus map[string]int `json:"by_status"`
 }
 
-// HostCount is a host and how many times it was refused.
+// HostCount is a host and how many executions were refused it.
 type HostCount struct {
 	Host  string `json:"host"`
 	Count int    `json:"count"`
+}
+
+// TopHosts is how many hosts Overview.DeniedHosts lists at most.
+const TopHosts = 10
+
+// MaxBuckets bounds the buckets of one Window (a week of minutes).
+const MaxBuckets = 7 * 24 * 60
+
+// Resolve is whose executions s sees in ctx: owner's, or every
+// principal's when all is set.
+func (s Scope) Resolve(ctx context.Context) (owner string, all bool) {
+	switch {
+	case s.All && s.Owner == "":
+		return "", true
+	case s.Owner != "":
+		return s.Owner, false
+	}
+	return tenant.From(ctx), false
+}
+
+// cursorPrefix marks a cursor this package made (and versions it).
+const cursorPrefix = "k1."
+
+// EncodeCursor is the Page.Next continuing after the execution of
+// ordering key key (Fields.Key as stored).
+func EncodeCursor(key int64) string { return cursorPrefix + strconv.FormatInt(key, 36) }
+
+// DecodeCursor returns the ordering key a cursor continues after (0 for
+// "", the start), or ErrInvalidQuery for one EncodeCursor did not make.
+func DecodeCursor(c string) (int64, error) {
+	if c == "" {
+		return 0, nil
+	}
+	k, err := strconv.ParseInt(strings.TrimPrefix(c, cursorPrefix), 36, 64)
+	if err != nil || !strings.HasPrefix(c, cursorPrefix) || k <= 0 {
+		return 0, fmt.Errorf("%w: the page cursor %q is not one this server gave", ErrInvalidQuery, c)
+	}
+	return k, nil
+}
+
+// ValidateFilter checks f as Browse does and returns the key its cursor
+// continues after (0 at the start): ErrInvalidQuery for a bad status,
+// text without words or a malformed cursor.
+func ValidateFilter(f Filter) (int64, error) {
+	if err := ValidateQuery(f.Query); err != nil {
+		return 0, err
+	}
+	return DecodeCursor(f.Cursor)
+}
+
+// Normalize fills w's defaults as of now (Until now, Since 24 hours
+// before, one-hour buckets) and checks it: ErrInvalidQuery for an empty
+// or reversed window, a negative bucket, or more than MaxBuckets buckets.
+func (w Window) Normalize(now time.Time) (Window, error) {
+	if w.Until.IsZero() {
+		w.Until = now
+	}
+	if w.Since.IsZero() {
+		w.Since = w.Until.Add(-24 * time.Hour)
+	}
+	if w.Bucket == 0 {
+		w.Bucket = time.Hour
+	}
+	switch {
+	case !w.Since.Before(w.Until):
+		return w, fmt.Errorf("%w: the window's start %s is not before its end %s", ErrInvalidQuery, w.Since, w.Until)
+	case w.Bucket < time.Millisecond:
+		return w, fmt.Errorf("%w: a bucket must be at least a millisecond, got %s", ErrInvalidQuery, w.Bucket)
+	case w.Buckets() > MaxBuckets:
+		return w, fmt.Errorf("%w: %d buckets, at most %d", ErrInvalidQuery, w.Buckets(), MaxBuckets)
+	}
+	return w, nil
+}
+
+// Buckets is the number of buckets of a normalized w.
+func (w Window) Buckets() int {
+	return int((w.Until.Sub(w.Since) + w.Bucket - 1) / w.Bucket)
+}
+
+// Keys are the ordering keys w covers: Since's TimeKey up to Until's
+// (exclusive), and the key span of one bucket.
+func (w Window) Keys() (from, until, bucket int64) {
+	return TimeKey(w.Since), TimeKey(w.Until), w.Bucket.Milliseconds() * ridSlots
+}
+
+// NewOverview is the Overview of a normalized w with nothing counted:
+// every bucket present and empty.
+func NewOverview(w Window) Overview {
+	o := Overview{Buckets: make([]Bucket, w.Buckets()), Sandboxes: map[string]int{}, DeniedHosts: []HostCount{}}
+	for i := range o.Buckets {
+		o.Buckets[i] = Bucket{Start: w.Since.Add(time.Duration(i) * w.Bucket).UTC(), ByStatus: map[string]int{}}
+	}
+	return o
+}
+
+// Add counts n executions of bucket i (as (key - from) / bucket of
+// Window.Keys), status, sandbox, refused denied hosts in all.
+func (o *Overview) Add(i int64, status, sandbox string, n, denied int) {
+	if i >= 0 && i < int64(len(o.Buckets)) {
+		o.Buckets[i].ByStatus[status] += n
+	}
+	o.Runs += n
+	if sandbox != "" {
+		o.Sandboxes[sandbox] += n
+	}
+	o.Denied += denied
+}
+
+// PercentileRanks are the 1-based ranks, in n durations sorted
+// ascending, of the 50th and 90th percentiles (nearest rank).
+func PercentileRanks(n int) (p50, p90 int) {
+	// ceil(n/2) and ceil(9n/10) in integers: no floating-point rounding.
+	return max(1, (n+1)/2), max(1, (9*n+9)/10)
 }
