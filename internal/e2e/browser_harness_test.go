@@ -87,6 +87,9 @@ func (b *browser) record() {
 		if m.Type != chromedp.ConsoleError && m.Type != chromedp.ConsoleException && m.Source != "security" {
 			continue
 		}
+		if strings.HasSuffix(m.URL, "/favicon.ico") {
+			continue // the browser asks for it by itself, whatever the page says
+		}
 		b.mu.Lock()
 		b.problems = append(b.problems, fmt.Sprintf("%s %s: %s (%s)", m.Source, m.Type, m.Text, m.URL))
 		b.mu.Unlock()

@@ -14,7 +14,8 @@ import (
 
 // consoleRuns is what the browser test makes through MCP as alice before it
 // looks at the console: a run that prints word and writes a PNG, a run
-// printing hostile output, two live sessions and a background run.
+// printing hostile output, a failed run, two live sessions and a background
+// run.
 type consoleRuns struct {
 	word, plotID, hostileID string
 	closeSID, keepSID       string
@@ -70,6 +71,7 @@ func makeConsoleRuns(t *testing.T, alice *mcp.ClientSession) consoleRuns {
 	}
 	r.plotID = plot["execution_id"].(string)
 	r.hostileID = tenantOK(t, alice, "execute_code", map[string]any{"language": "python", "code": consoleHostileCode})["execution_id"].(string)
+	tenantCall(t, alice, "execute_code", map[string]any{"language": "python", "code": "print('half way')\n1 / 0\n"}) // a failed run
 	for _, sid := range []*string{&r.closeSID, &r.keepSID} {
 		*sid = tenantOK(t, alice, "start_session", map[string]any{"language": "python"})["session_id"].(string)
 		tenantOK(t, alice, "send_to_session", map[string]any{"session_id": *sid, "code": "total = 41"})
@@ -165,7 +167,7 @@ func (c *consoleTab) login(token, who string, shoot bool) {
 	c.b.run(chromedp.SetValue(chromedp.CSS(`input[name="token"]`), token))
 	status, h := c.b.navigate(chromedp.Submit(chromedp.CSS(`input[name="token"]`)))
 	if loc := c.b.location(); status != 200 || !strings.HasSuffix(loc, "/console/") {
-		c.t.Fatalf("after login as %s: status %d at %s", who, status, loc)
+		c.t.Fatalf("after login as %s: status %d at %s: %s", who, status, loc, c.b.text("body"))
 	}
 	c.who = who
 	c.checkPage("/console/ after login", h)
@@ -217,6 +219,8 @@ func (c *consoleTab) findAndOpenRun(r consoleRuns) string {
 		c.t.Errorf("the run page offers %d downloads, want plot.png", n)
 	}
 	c.b.screenshot("run")
+	c.b.run(chromedp.Evaluate[chromedp.Void]("document.querySelector('pre#stdout').previousElementSibling.scrollIntoView()"))
+	c.b.screenshot("run-files")
 	return evalAs[string](c.b, "document.querySelector('img.artifact').src")
 }
 
