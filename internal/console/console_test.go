@@ -225,7 +225,7 @@ func checkPage(t *testing.T, resp *http.Response, body string) {
 	if got := resp.Header.Get("X-Content-Type-Options"); got != "nosniff" {
 		t.Errorf("X-Content-Type-Options %q", got)
 	}
-	if got := resp.Header.Get("Referrer-Policy"); got != "no-referrer" {
+	if got := resp.Header.Get("Referrer-Policy"); got != "same-origin" {
 		t.Errorf("Referrer-Policy %q", got)
 	}
 	if n := len(inlineScript.FindAllString(body, -1)); n != 0 {
