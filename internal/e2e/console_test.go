@@ -122,14 +122,14 @@ func TestConsoleOverHTTP(t *testing.T) {
 	if got := tenantOK(t, alice, "list_sessions", nil)["sessions"].([]any); len(got) != 0 {
 		t.Errorf("sessions after closing from the console: %v", got)
 	}
-	consoleRuns(t, a, b, startBackground(t, alice, "execute_code", map[string]any{"language": "bash", "code": "echo bgmark; sleep 2; echo bgdone"}))
+	checkConsoleRuns(t, a, b, startBackground(t, alice, "execute_code", map[string]any{"language": "bash", "code": "echo bgmark; sleep 2; echo bgdone"}))
 	consoleCommand(t, s.DataDir, id)
 }
 
-// consoleRuns: alice's background run is listed, its page refreshes itself
+// checkConsoleRuns: alice's background run is listed, its page refreshes itself
 // while it runs and shows its output's end, and stops refreshing once it
 // ended; bob gets 404 for it.
-func consoleRuns(t *testing.T, a, b *consoleClient, run string) {
+func checkConsoleRuns(t *testing.T, a, b *consoleClient, run string) {
 	if _, list, _ := a.get("/console/runs"); !strings.Contains(list, `data-run-id="`+run+`"`) {
 		t.Errorf("runs page lacks %s", run)
 	}
