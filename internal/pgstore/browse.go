@@ -85,9 +85,9 @@ func (h *History) Inspect(ctx context.Context, id string, scope logindex.Scope) 
 }
 
 // Overview implements logindex.Browser with three aggregate queries over
-// the window's rid range (executions_owner, or the primary key for every
-// owner): counts by bucket, status and sandbox, the two percentiles, and
-// the most refused hosts.
+// the window's rid range, index-only on a vacuumed table (executions_owner,
+// executions_window): counts by bucket, status and sandbox, the durations'
+// histogram for the percentiles, and the most refused hosts.
 func (h *History) Overview(ctx context.Context, w logindex.Window) (logindex.Overview, error) {
 	w, err := w.Normalize(time.Now())
 	if err != nil {
@@ -145,57 +145,24 @@ func (h *History) countWindow(ctx context.Context, o *logindex.Overview, q strin
 	return nil
 }
 
-// percentiles sets o's P50 and P90 by the ranks of
-// logindex.PercentileRanks over the durations of the window's o.Runs
-// executions, sorted once.
+// percentiles sets o's P50 and P90 from the histogram of the window's
+// durations.
 func (h *History) percentiles(ctx context.Context, o *logindex.Overview, scope string, args []any) error {
-	p50, p90 := logindex.PercentileRanks(o.Runs)
-	n := len(args)
-	rows, _ := h.s.pool.Query(ctx, fmt.Sprintf(`SELECT rn, duration_ms FROM (SELECT row_number() OVER (ORDER BY duration_ms) AS rn,
-		duration_ms FROM executions WHERE %s) d WHERE rn IN ($%d, $%d)`, scope, n+1, n+2), custom(append(args, p50, p90))...)
+	rows, _ := h.s.pool.Query(ctx, `SELECT duration_ms, count(*) FROM executions WHERE `+scope+` GROUP BY 1`, custom(args)...)
 	defer rows.Close()
+	hist := map[int64]int{}
 	for rows.Next() {
-		var rn, ms int64
-		if err := rows.Scan(&rn, &ms); err != nil {
+		var ms, n int64
+		if err := rows.Scan(&ms, &n); err != nil {
 			return ctxOr(ctx, err)
 		}
-		if int(rn) == p50 {
-			o.P50 = time.Duration(ms) * time.Millisecond
-		}
-		if int(rn) == p90 {
-			o.P90 = time.Duration(ms) * time.Millisecond
-		}
+		hist[ms] = int(n)
 	}
 	if err := rows.Err(); err != nil {
 		return ctxOr(ctx, err)
 	}
+	o.SetPercentiles(hist)
 	return nil
-}
-
-var _ logindex.ValueLister = (*History)(nil)
-
-// Values implements logindex.ValueLister over the indexes leading with
-// owner and language or tool (a principal's) or with language or tool
-// (everyone's).
-func (h *History) Values(ctx context.Context, scope logindex.Scope) (logindex.Values, error) {
-	owner, all := scope.Resolve(ctx)
-	cond, args := "owner = $1", []any{owner}
-	if all {
-		cond, args = "", nil
-	}
-	var v logindex.Values
-	for _, c := range []struct {
-		column string
-		out    *[]string
-	}{{"language", &v.Languages}, {"tool", &v.Tools}} {
-		rows, _ := h.s.pool.Query(ctx, logindex.DistinctSQL("executions", c.column, cond), args...)
-		vals, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return logindex.Values{}, ctxOr(ctx, err)
-		}
-		*c.out = append([]string{}, vals...)
-	}
-	return v, nil
 }
 
 // custom makes a query planned for its arguments every time (an unnamed
