@@ -165,6 +165,32 @@ func (h *History) percentiles(ctx context.Context, o *logindex.Overview, scope s
 	return nil
 }
 
+var _ logindex.ValueLister = (*History)(nil)
+
+// Values implements logindex.ValueLister over the indexes leading with
+// owner and language or tool (a principal's) or with language or tool
+// (everyone's).
+func (h *History) Values(ctx context.Context, scope logindex.Scope) (logindex.Values, error) {
+	owner, all := scope.Resolve(ctx)
+	cond, args := "owner = $1", []any{owner}
+	if all {
+		cond, args = "", nil
+	}
+	var v logindex.Values
+	for _, c := range []struct {
+		column string
+		out    *[]string
+	}{{"language", &v.Languages}, {"tool", &v.Tools}} {
+		rows, _ := h.s.pool.Query(ctx, logindex.DistinctSQL("executions", c.column, cond), args...)
+		vals, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return logindex.Values{}, ctxOr(ctx, err)
+		}
+		*c.out = append([]string{}, vals...)
+	}
+	return v, nil
+}
+
 // custom makes a query planned for its arguments every time (an unnamed
 // statement) rather than by a cached generic plan: how many executions a
 // word, an owner or a window selects decides between walking an index
