@@ -10,6 +10,7 @@ pkgs+=(e2fsprogs) # mkfs.ext4: bounded workspace disks (CODEXEC_DISK_LIMIT)
 pkgs+=(python3-matplotlib python3-pandas) # plots as images, DataFrame tables (files tests)
 pkgs+=(haproxy) # deploy/haproxy: the session-sticky proxy configurations, checked with haproxy -c
 pkgs+=(postgresql) # the shared store tests start their own throwaway cluster (internal/pgtest)
+pkgs+=(chromium) # the console's browser tests drive Debian's headless Chromium (internal/e2e)
 command -v npm >/dev/null 2>&1 || pkgs+=(npm) # nodesource's nodejs already ships npm
 missing=()
 for p in "${pkgs[@]}"; do

@@ -14,6 +14,7 @@ type command struct{ name, summary string }
 var commands = []command{
 	{"serve", "serve MCP over stdio, or Streamable HTTP with --http (the default when no command is given)"},
 	{"doctor", "report which sandbox modes work on this host and why not; --repair-acls removes ACL grants earlier versions left; --print-dockerfile prints docker mode's Dockerfile.sandbox"},
+	{"console", "serve the web console (history, runs, files, overview) over this data directory and store on loopback, read-only, for people who run codexec over stdio; prints a one-time login URL on stderr; -addr HOST:PORT (default 127.0.0.1:0)"},
 	{"env", "show every setting's effective value and where it came from (flag, env or default); takes the same flags"},
 	{"version", "print the version, commit and commit date (also --version)"},
 	{"help", "print this help (also -h, --help)"},
@@ -48,5 +49,6 @@ func printFlags(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  --%s string\n      alias of --%s\n", config.HTTPAlias, config.FlagName("CODEXEC_HTTP_ADDR"))
 	fmt.Fprintf(w, "  %s\n      doctor only: remove the ACL grants earlier versions left\n", repairACLsFlag)
+	fmt.Fprintf(w, "  %s HOST:PORT\n      console only: the loopback address to serve the console on (default %s)\n", consoleAddrFlag, defaultConsoleAddr)
 	fmt.Fprintf(w, "  %s\n      doctor only: print Dockerfile.sandbox, which builds docker mode's image, and exit\n", printDockerfileFlag)
 }

@@ -7,6 +7,9 @@
 //	codexec doctor --print-dockerfile
 //	                          print Dockerfile.sandbox, which builds docker
 //	                          mode's image
+//	codexec console [-addr 127.0.0.1:0] [flags]
+//	                          serve the web console over this data directory,
+//	                          read-only, on loopback, with a one-time login URL
 //	codexec env [flags]       show every setting's effective value and its
 //	                          source (flag, env or default)
 //	codexec version           print version, commit and commit date
@@ -26,6 +29,7 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 
@@ -68,6 +72,14 @@ func run(args []string) int {
 		}
 		repairACLs, args = takeFlag(args, repairACLsFlag)
 	}
+	consoleAddr := defaultConsoleAddr
+	if cmd == "console" {
+		var ok bool
+		if consoleAddr, args, ok = takeValue(args, consoleAddrFlag, defaultConsoleAddr); !ok {
+			fmt.Fprintf(os.Stderr, "codexec: %s needs a value such as %s\n", consoleAddrFlag, defaultConsoleAddr)
+			return 2
+		}
+	}
 	home, _ := os.UserHomeDir()
 	cfg, settings, err := config.Resolve(args, os.Getenv, home, io.Discard)
 	if errors.Is(err, flag.ErrHelp) {
@@ -82,7 +94,31 @@ func run(args []string) int {
 		printEnv(os.Stdout, settings, cfg.Warnings)
 		return 0
 	}
+	if cmd == "console" {
+		return runConsole(cfg, consoleAddr)
+	}
 	return runServer(cmd, cfg, home, repairACLs)
+}
+
+// consoleAddrFlag is codexec console's own flag, not a setting.
+const (
+	consoleAddrFlag    = "-addr"
+	defaultConsoleAddr = "127.0.0.1:0"
+)
+
+// runConsole serves the web console until SIGINT or SIGTERM, printing its
+// one-time login URL on stderr.
+func runConsole(cfg config.Config, addr string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	err := app.Console(ctx, cfg, app.ConsoleOptions{Addr: addr, Announce: func(url string) {
+		fmt.Fprintf(os.Stderr, "console: %s\n", url)
+	}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "codexec:", err)
+		return 1
+	}
+	return 0
 }
 
 // infoCommand handles what needs no configuration: help, version and an
@@ -160,6 +196,28 @@ func printEnv(w io.Writer, settings []config.Effective, warnings []string) {
 
 // takeFlag removes a boolean flag (also spelled with one dash) from args and
 // reports whether it was there.
+// takeValue removes flag name (-name or --name, with its value as the
+// next argument or after =) from args; ok is false when it has no value.
+func takeValue(args []string, name, def string) (value string, rest []string, ok bool) {
+	value = def
+	for i := 0; i < len(args); i++ {
+		n := "-" + strings.TrimLeft(args[i], "-")
+		if v, found := strings.CutPrefix(n, name+"="); found {
+			value = v
+			continue
+		}
+		if n == name {
+			if i+1 >= len(args) {
+				return "", nil, false
+			}
+			value, i = args[i+1], i+1
+			continue
+		}
+		rest = append(rest, args[i])
+	}
+	return value, rest, true
+}
+
 func takeFlag(args []string, name string) (bool, []string) {
 	var out []string
 	found := false

@@ -90,7 +90,7 @@ func TestHelp(t *testing.T) {
 	for _, m := range regexp.MustCompile(`(?m)^  (\w+) +\S`).FindAllStringSubmatch(cmds, -1) {
 		listed = append(listed, m[1])
 	}
-	if diff := cmp.Diff([]string{"serve", "doctor", "env", "version", "help"}, listed); diff != "" {
+	if diff := cmp.Diff([]string{"serve", "doctor", "console", "env", "version", "help"}, listed); diff != "" {
 		t.Errorf("commands listed (-want +got)\n%s", diff)
 	}
 	for _, want := range []string{

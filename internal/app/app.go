@@ -111,6 +111,8 @@ type App struct {
 	sessions *session.Manager
 	// egress serves the network of runs that have one (nil: off).
 	egress *egress.Service
+	// console is what the web console reads (wireConsole).
+	console consoleParts
 	// draining is set once a shutdown began: /readyz then fails.
 	draining atomic.Bool
 }
@@ -317,6 +319,7 @@ func (a *App) buildServer(ctx context.Context, cfg config.Config, env HostEnv, p
 		return err
 	}
 	a.buildRuns(cfg, p.store, &deps)
+	a.console = consoleParts{history: deps.Logs, files: p.store, runs: deps.Runs}
 	if err := a.startUpstreams(ctx, cfg, env, &deps); err != nil {
 		return err
 	}

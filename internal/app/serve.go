@@ -79,6 +79,9 @@ func (a *App) serveHTTP(ctx context.Context, cfg config.Config) error {
 	if err := a.authOptions(ctx, r, m, &o); err != nil {
 		return err
 	}
+	if err := a.wireConsole(cfg, &o); err != nil {
+		return err
+	}
 
 	o.Listening = func(addr net.Addr) {
 		slog.Info("http listening", "addr", addr.String(), "version", mcpserver.Version, "sandbox", a.backend.Name())

@@ -130,6 +130,8 @@ type Config struct {
 	Blob BlobStore
 	// Replica names this server among replicas sharing a store (replica.go).
 	Replica Replica
+	// Console configures the web console (console.go).
+	Console Console
 	// Checkpoint configures session checkpoints (checkpoint.go).
 	Checkpoint Checkpoint
 

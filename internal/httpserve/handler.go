@@ -23,6 +23,8 @@ const (
 	// routeFiles serves transfer URLs: /files/<token>, the token never
 	// logged (it is the URL's only credential besides the bearer token).
 	routeFiles = "/files/"
+	// routeConsole is the web console's prefix.
+	routeConsole = "/console"
 )
 
 // newHandler assembles the routes behind the access log.
@@ -31,6 +33,10 @@ func newHandler(o Options) http.Handler {
 	mux.Handle(routeMCP, guard(o, authenticate(o, o.MCP)))
 	if o.Files != nil {
 		mux.Handle(routeFiles, guard(o, authenticate(o, o.Files)))
+	}
+	if o.Console != nil {
+		mux.Handle(routeConsole+"/", guard(o, o.Console))
+		mux.Handle(routeConsole, guard(o, o.Console))
 	}
 	mux.HandleFunc("GET "+routeHealth, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET "+routeReady, readyHandler(o.Ready))
@@ -191,6 +197,9 @@ func route(path string) string {
 	}
 	if strings.HasPrefix(path, routePRM) {
 		return routePRM
+	}
+	if path == routeConsole || strings.HasPrefix(path, routeConsole+"/") {
+		return routeConsole
 	}
 	return "other"
 }

@@ -1,9 +1,14 @@
 package httpserve
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/codexec/codexec/internal/metrics"
 )
 
 func TestHelpers(t *testing.T) {
@@ -64,5 +69,41 @@ func TestLogPathHidesTokens(t *testing.T) {
 		if got := route(c.path); got != c.route {
 			t.Errorf("route(%q) = %q, want %q", c.path, got, c.route)
 		}
+	}
+}
+
+// TestConsoleRoute: the console is served under /console without the
+// bearer token /mcp needs (it logs browsers in itself), behind the same
+// Host and Origin checks.
+func TestConsoleRoute(t *testing.T) {
+	console := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("console")) })
+	deny := func(context.Context, string, *http.Request) (*auth.TokenInfo, error) {
+		return nil, auth.ErrInvalidToken
+	}
+	h := newHandler(Options{Console: console, Verifier: deny, AllowedHosts: []string{"codexec.example.com"}, Metrics: metrics.New()})
+	for _, c := range []struct {
+		path, host, origin string
+		want               int
+	}{
+		{"/console/", "codexec.example.com", "", 200},
+		{"/console/history", "codexec.example.com", "https://codexec.example.com", 200},
+		{"/console", "codexec.example.com", "", 200},
+		{"/console/", "evil.example", "", 403},
+		{"/console/sessions/x/close", "codexec.example.com", "http://evil.example", 403},
+		{"/mcp", "codexec.example.com", "", 401},
+	} {
+		req := httptest.NewRequest("POST", c.path, nil)
+		req.Host = c.host
+		if c.origin != "" {
+			req.Header.Set("Origin", c.origin)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != c.want {
+			t.Errorf("%s Host %s Origin %q: %d, want %d", c.path, c.host, c.origin, rec.Code, c.want)
+		}
+	}
+	if got := route("/console/executions/x"); got != routeConsole {
+		t.Errorf("route = %q, want %q", got, routeConsole)
 	}
 }

@@ -2,7 +2,8 @@
 // endpoint (/mcp, handler supplied by mcpserver) behind bearer-token auth and
 // DNS-rebinding checks, liveness and readiness probes (/healthz, /readyz),
 // Prometheus metrics (/metrics), the OAuth Protected Resource Metadata
-// document, a structured access log, and a graceful shutdown that lets
+// document, the web console (/console, handler supplied by package
+// console), a structured access log, and a graceful shutdown that lets
 // running tool calls finish within a grace period.
 //
 // It knows nothing of MCP itself: the MCP handler, the token verifier, the
@@ -56,6 +57,10 @@ type Options struct {
 	// Files, when set, serves the transfer URLs (transfer.PathPrefix)
 	// behind the same Host, Origin and bearer checks as /mcp.
 	Files http.Handler
+	// Console, when set, serves the web console under /console behind
+	// the same Host and Origin checks as /mcp but not its bearer auth: the
+	// console logs browsers in with a cookie of its own.
+	Console http.Handler
 	// Routes are more handlers by path (the internal hop between
 	// replicas), served outside /mcp's bearer auth and Host checks: each
 	// authenticates its requests itself.

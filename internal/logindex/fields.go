@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,6 +23,11 @@ type Fields struct {
 	// from the execution id. Two executions may share a Key; the later
 	// recorded takes the next free one (Key+1, …), as the index does.
 	Key int64
+	// Tool, EndReason and Sandbox are the entry's tool, end_reason and
+	// usage.sandbox ("" when not recorded); DeniedHosts are the distinct
+	// hosts its network audit shows refused, in audit order.
+	Tool, EndReason, Sandbox string
+	DeniedHosts              []string
 	// Text is every searchable text of the entry: its code, output
 	// (stdout, stderr, error message) and the filter tokens of its status,
 	// language and owner.
@@ -50,9 +56,23 @@ func (l line) fields() Fields {
 	h := Hit{ExecutionID: l.ExecutionID, SessionID: l.SessionID, Language: l.Language, CodePreview: preview(l.Code),
 		Status: status, ExitCode: l.ExitCode, ErrorPreview: errorPreview(l, status), DurationMs: l.DurationMs,
 		ExecutedAt: time.UnixMilli(l.when().UnixMilli()).UTC()}
+	var sandbox string
+	if l.Usage != nil {
+		sandbox = l.Usage.Sandbox
+	}
 	return Fields{Hit: h, Owner: owner(l.Owner), Key: TimeKey(l.when()) + int64(fnv32(l.ExecutionID)%ridSlots),
+		Tool: l.Tool, EndReason: l.EndReason, Sandbox: sandbox, DeniedHosts: l.deniedHosts(),
 		Text: []string{l.Code, l.Stdout + "\n" + l.Stderr + "\n" + l.ErrorMessage,
-			metaToken("status", status) + " " + metaToken("lang", l.Language) + ownerTokens(l.Owner) + l.networkTokens()}}
+			metaToken("status", status) + " " + metaToken("lang", l.Language) + toolToken(l.Tool) + ownerTokens(l.Owner) +
+				l.networkTokens()}}
+}
+
+// toolToken is the filter token of a tool (none for an entry without).
+func toolToken(tool string) string {
+	if tool == "" {
+		return ""
+	}
+	return " " + metaToken("tool", tool)
 }
 
 // networkTokens are the filter tokens of the hosts in l's network audit
@@ -68,6 +88,17 @@ func (l line) networkTokens() string {
 		}
 	}
 	return b.String()
+}
+
+// deniedHosts are the distinct hosts l's network audit refused.
+func (l line) deniedHosts() []string {
+	var out []string
+	for _, n := range l.Network {
+		if !n.Allowed && !slices.Contains(out, n.Host) {
+			out = append(out, n.Host)
+		}
+	}
+	return out
 }
 
 // HostToken is the filter token of a host in a run's network audit:

@@ -35,7 +35,7 @@ const FileName = "index.sqlite"
 
 // schemaVersion is stored in PRAGMA user_version; an index of another
 // version is dropped and rebuilt from the JSONL files.
-const schemaVersion = 3
+const schemaVersion = 4
 
 const schema = `
 CREATE TABLE IF NOT EXISTS files (
@@ -45,14 +45,27 @@ CREATE TABLE IF NOT EXISTS execs (
   id TEXT NOT NULL UNIQUE, file TEXT NOT NULL, offset INTEGER NOT NULL,
   length INTEGER NOT NULL, session_id TEXT, owner TEXT NOT NULL, language TEXT NOT NULL, status TEXT NOT NULL,
   exit_code INTEGER, duration_ms INTEGER NOT NULL, executed_at INTEGER NOT NULL,
-  code_preview TEXT NOT NULL, error_preview TEXT);
--- Every query filters by owner, so every index leads with it (and ends, as
--- all SQLite indexes do, with the rowid: newest first needs no sort).
-CREATE INDEX IF NOT EXISTS execs_owner ON execs(owner);
+  code_preview TEXT NOT NULL, error_preview TEXT,
+  tool TEXT NOT NULL, end_reason TEXT NOT NULL, sandbox TEXT NOT NULL, denied INTEGER NOT NULL);
+-- A principal's queries filter by owner, so their indexes lead with it; an
+-- operator's (every owner) use the ones without. All end, as SQLite indexes
+-- do, with the rowid (execs_owner has it next to owner): newest first is a
+-- backward walk, never a sort. execs_owner also covers the overview.
+CREATE INDEX IF NOT EXISTS execs_owner ON execs(owner, rid, status, sandbox, denied, duration_ms);
 CREATE INDEX IF NOT EXISTS execs_status ON execs(owner, status);
 CREATE INDEX IF NOT EXISTS execs_lang ON execs(owner, language);
 CREATE INDEX IF NOT EXISTS execs_lang_status ON execs(owner, language, status);
+CREATE INDEX IF NOT EXISTS execs_tool ON execs(owner, tool);
+CREATE INDEX IF NOT EXISTS execs_session ON execs(session_id) WHERE session_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS execs_all_status ON execs(status);
+CREATE INDEX IF NOT EXISTS execs_all_lang ON execs(language);
+CREATE INDEX IF NOT EXISTS execs_all_tool ON execs(tool);
+-- The window's executions as the overview counts them, without reading
+-- the table (execs_owner also covers them for one principal).
+CREATE INDEX IF NOT EXISTS execs_all_window ON execs(rid, status, sandbox, denied, duration_ms);
 CREATE INDEX IF NOT EXISTS execs_file ON execs(file);
+-- The hosts each execution was refused, for the console's overview.
+CREATE TABLE IF NOT EXISTS denials (rid INTEGER NOT NULL, host TEXT NOT NULL, PRIMARY KEY (rid, host)) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS execs_fts USING fts5(
   code, output, meta, content='', contentless_delete=1, detail=none, tokenize="unicode61 tokenchars '_'");
 `
@@ -183,7 +196,7 @@ func migrate(db *sql.DB) error {
 	if v == schemaVersion {
 		return nil
 	}
-	for _, t := range []string{"execs_fts", "execs", "files"} {
+	for _, t := range []string{"execs_fts", "execs", "files", "denials"} {
 		if _, err := db.Exec(`DROP TABLE IF EXISTS ` + t); err != nil {
 			return err
 		}

@@ -35,7 +35,12 @@ type line struct {
 	ExecutedAt   time.Time  `json:"executed_at"`
 	At           *time.Time `json:"at"`
 	Owner        string     `json:"owner"`
-	Network      []struct {
+	Tool         string     `json:"tool"`
+	EndReason    string     `json:"end_reason"`
+	Usage        *struct {
+		Sandbox string `json:"sandbox"`
+	} `json:"usage"`
+	Network []struct {
 		Host    string `json:"host"`
 		Allowed bool   `json:"allowed"`
 	} `json:"network"`
@@ -193,6 +198,7 @@ func (x *Index) forget(ctx context.Context, name string) error {
 	defer tx.Rollback()
 	for _, q := range []string{
 		`DELETE FROM execs_fts WHERE rowid IN (SELECT rid FROM execs WHERE file=?)`,
+		`DELETE FROM denials WHERE rid IN (SELECT rid FROM execs WHERE file=?)`,
 		`DELETE FROM execs WHERE file=?`, `DELETE FROM files WHERE name=?`,
 	} {
 		if _, err := tx.ExecContext(ctx, q, name); err != nil {

@@ -96,7 +96,7 @@ func (x *Index) search(ctx context.Context, q Query, from, where string, args []
 		return nil, 0, err
 	}
 	order := "e.rid"
-	if strings.HasPrefix(from, "execs_fts") {
+	if from == ftsFrom {
 		order = "f.rowid" // lets FTS5 deliver rows newest first and stop at LIMIT
 	}
 	countFrom := from
@@ -137,12 +137,25 @@ func (x *Index) search(ctx context.Context, q Query, from, where string, args []
 // owner's executions. A text query joins the FTS table so FTS5 streams
 // matches newest first.
 func (q Query) where(owner string) (string, string, []any, error) {
+	from, conds, args, err := q.conds(owner, false, "")
+	return from, " WHERE " + strings.Join(conds, " AND "), args, err
+}
+
+// conds returns the FROM clause, the conditions (ANDed) and their
+// arguments for owner's executions, or everyone's when all is set, of
+// tool ("" any). Everyone's executions filtered by status, language or
+// tool are found through the FTS table's filter tokens too: an index per
+// combination of filters would be needed otherwise, since the ones
+// without owner serve a single filter in time order and a selective
+// combination (an operator's timeouts of one tool) would read thousands of
+// rows to fill a page.
+func (q Query) conds(owner string, all bool, tool string) (string, []string, []any, error) {
 	if q.Status != "" && !slices.Contains(Statuses, q.Status) {
-		return "", "", nil, fmt.Errorf("%w: status must be success, failed, timeout, cancelled or lost, got %q", ErrInvalidQuery, q.Status)
+		return "", nil, nil, fmt.Errorf("%w: status must be success, failed, timeout, cancelled or lost, got %q", ErrInvalidQuery, q.Status)
 	}
 	m := MatchExpr(q.Text)
 	if m == "" && strings.TrimSpace(q.Text) != "" {
-		return "", "", nil, fmt.Errorf("%w: %q has no searchable words", ErrInvalidQuery, q.Text)
+		return "", nil, nil, fmt.Errorf("%w: %q has no searchable words", ErrInvalidQuery, q.Text)
 	}
 	for _, t := range q.hostTokens() {
 		if m != "" {
@@ -151,9 +164,22 @@ func (q Query) where(owner string) (string, string, []any, error) {
 		m += `"` + t + `"`
 	}
 	if m != "" {
-		return q.ftsWhere(m, owner)
+		from, conds, args := q.ftsConds(m, owner, all, tool)
+		return from, conds, args, nil
 	}
-	conds, args := []string{"e.owner = ?"}, []any{owner}
+	if all && (q.Status != "" || q.Language != "" || tool != "") {
+		// Exact, as without text: the tokens ignore case.
+		from, conds, args := q.ftsConds(m, owner, all, tool)
+		if q.Language != "" {
+			conds, args = append(conds, "e.language = ?"), append(args, q.Language)
+		}
+		return from, conds, args, nil
+	}
+	var conds []string
+	var args []any
+	if !all {
+		conds, args = append(conds, "e.owner = ?"), append(args, owner)
+	}
 	if q.Language != "" {
 		conds, args = append(conds, "e.language = ?"), append(args, q.Language)
 	}
@@ -163,25 +189,38 @@ func (q Query) where(owner string) (string, string, []any, error) {
 	if !q.Since.IsZero() {
 		conds, args = append(conds, "e.rid >= ?"), append(args, TimeKey(q.Since))
 	}
-	return "execs e", " WHERE " + strings.Join(conds, " AND "), args, nil
+	return "execs e", conds, args, nil
 }
 
-// ftsWhere answers a text query from the FTS table alone: the status and
+// ftsConds answers a text query from the FTS table alone: the status and
 // language filters are tokens of its meta column, the date a rowid range.
-func (q Query) ftsWhere(match, owner string) (string, string, []any, error) {
+func (q Query) ftsConds(match, owner string, all bool, tool string) (string, []string, []any) {
+	var toks []string
+	if match != "" {
+		toks = append(toks, match)
+	}
 	if q.Status != "" {
-		match += ` AND "` + metaToken("status", q.Status) + `"`
+		toks = append(toks, `"`+metaToken("status", q.Status)+`"`)
 	}
 	if q.Language != "" {
-		match += ` AND "` + metaToken("lang", q.Language) + `"`
+		toks = append(toks, `"`+metaToken("lang", q.Language)+`"`)
 	}
-	match = ownerMatch(match, owner)
-	where, args := " WHERE execs_fts MATCH ?", []any{match}
+	if tool != "" {
+		toks = append(toks, `"`+metaToken("tool", tool)+`"`)
+	}
+	match = strings.Join(toks, " AND ")
+	if !all {
+		match = ownerMatch(match, owner)
+	}
+	conds, args := []string{"execs_fts MATCH ?"}, []any{match}
 	if !q.Since.IsZero() {
-		where, args = where+" AND f.rowid >= ?", append(args, TimeKey(q.Since))
+		conds, args = append(conds, "f.rowid >= ?"), append(args, TimeKey(q.Since))
 	}
-	return "execs_fts f JOIN execs e ON e.rid = f.rowid", where, args, nil
+	return ftsFrom, conds, args
 }
+
+// ftsFrom is the FROM clause of a text query.
+const ftsFrom = "execs_fts f JOIN execs e ON e.rid = f.rowid"
 
 // MatchExpr turns free text into an FTS5 expression requiring every word
 // (letters, digits, '_'), each quoted so no FTS syntax leaks through.
@@ -199,6 +238,11 @@ func MatchExpr(text string) string {
 // read from its JSONL line (the index only locates it); another principal's
 // is ErrNotFound. Session lines lacking a language get their session's.
 func (x *Index) Get(ctx context.Context, id string) (execlog.Entry, error) {
+	return x.get(ctx, id, tenant.From(ctx), false)
+}
+
+// get is Get of owner's execution, or anyone's when all is set.
+func (x *Index) get(ctx context.Context, id, owner string, all bool) (execlog.Entry, error) {
 	if err := x.Sync(ctx, false); err != nil {
 		return execlog.Entry{}, x.unavailable(err)
 	}
@@ -208,8 +252,8 @@ func (x *Index) Get(ctx context.Context, id string) (execlog.Entry, error) {
 	defer x.mu.Unlock()
 	var file, lang string
 	var off, length int64
-	err := x.db.QueryRowContext(ctx, `SELECT e.file, e.offset, e.length, e.language FROM execs e WHERE e.id = ? AND e.owner = ?`, id, tenant.From(ctx)).
-		Scan(&file, &off, &length, &lang)
+	err := x.db.QueryRowContext(ctx, `SELECT e.file, e.offset, e.length, e.language FROM execs e WHERE e.id = ? AND (? OR e.owner = ?)`,
+		id, all, owner).Scan(&file, &off, &length, &lang)
 	if errors.Is(err, sql.ErrNoRows) {
 		return execlog.Entry{}, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
@@ -224,12 +268,7 @@ func (x *Index) Get(ctx context.Context, id string) (execlog.Entry, error) {
 	if err := json.Unmarshal(b, &e); err != nil || e.ExecutionID != id {
 		return execlog.Entry{}, fmt.Errorf("log line of %s unreadable (file changed behind the index?): %v", id, err)
 	}
-	if e.ExecutedAt.IsZero() && e.At != nil {
-		e.ExecutedAt = *e.At
-	}
-	e.Language = lang
-	e.Status = statusOrDerived(e)
-	return e, nil
+	return AsLogged(e, lang), nil
 }
 
 // statusOrDerived keeps the engine's status, or derives one for

@@ -13,9 +13,9 @@ import (
 
 // writer adds lines to the index inside one transaction.
 type writer struct {
-	ctx       context.Context
-	tx        *sql.Tx
-	exec, fts *sql.Stmt
+	ctx             context.Context
+	tx              *sql.Tx
+	exec, fts, deny *sql.Stmt
 }
 
 func (x *Index) newWriter(ctx context.Context) (*writer, error) {
@@ -25,10 +25,13 @@ func (x *Index) newWriter(ctx context.Context) (*writer, error) {
 	}
 	w := &writer{ctx: ctx, tx: tx}
 	w.exec, err = tx.PrepareContext(ctx, `INSERT INTO execs
-		(rid, id, file, offset, length, session_id, owner, language, status, exit_code, duration_ms, executed_at, code_preview, error_preview)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+		(rid, id, file, offset, length, session_id, owner, language, status, exit_code, duration_ms, executed_at, code_preview,
+		error_preview, tool, end_reason, sandbox, denied) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	if err == nil {
 		w.fts, err = tx.PrepareContext(ctx, `INSERT INTO execs_fts(rowid, code, output, meta) VALUES (?,?,?,?)`)
+	}
+	if err == nil {
+		w.deny, err = tx.PrepareContext(ctx, `INSERT OR IGNORE INTO denials(rid, host) VALUES (?,?)`)
 	}
 	if err != nil {
 		_ = tx.Rollback()
@@ -64,7 +67,8 @@ func (w *writer) add(file string, off int64, b []byte, lang *string) error {
 	rid := f.Key
 	for tries := 0; ; tries++ {
 		_, err := w.exec.ExecContext(w.ctx, rid, f.ExecutionID, file, off+int64(skip), len(b)-skip, f.SessionID,
-			f.Owner, f.Language, f.Status, f.ExitCode, f.DurationMs, f.ExecutedAt.UnixMilli(), f.CodePreview, f.ErrorPreview)
+			f.Owner, f.Language, f.Status, f.ExitCode, f.DurationMs, f.ExecutedAt.UnixMilli(), f.CodePreview, f.ErrorPreview,
+			f.Tool, f.EndReason, f.Sandbox, len(f.DeniedHosts))
 		if err == nil {
 			break
 		}
@@ -74,6 +78,11 @@ func (w *writer) add(file string, off int64, b []byte, lang *string) error {
 		case strings.Contains(msg, "execs.rid") && tries < 4*ridSlots:
 			rid++ // same millisecond slot taken: next one
 		default:
+			return err
+		}
+	}
+	for _, h := range f.DeniedHosts {
+		if _, err := w.deny.ExecContext(w.ctx, rid, h); err != nil {
 			return err
 		}
 	}

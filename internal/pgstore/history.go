@@ -30,28 +30,63 @@ const keyTries = 4 * 1024
 // Append implements logindex.History. An entry whose id is recorded is
 // ignored; its ordering key is the next free one from its Fields.Key.
 func (h *History) Append(ctx context.Context, e execlog.Entry) error {
-	f, ok := logindex.FieldsOf(e)
-	if !ok {
-		return nil
+	r, ok, err := recordOf(e)
+	if !ok || err != nil {
+		return err
 	}
-	doc, err := json.Marshal(execlog.AsWritten(e))
-	if err != nil {
-		return fmt.Errorf("history: encode: %w", err)
-	}
-	words := lexemes(f.Text...)
 	now := time.Now().UTC()
-	for key, tries := f.Key, 0; ; key, tries = key+1, tries+1 {
-		_, err := h.s.pool.Exec(ctx, `INSERT INTO executions (rid, id, owner, session_id, language, status, exit_code,
-			duration_ms, executed_at, code_preview, error_preview, words, entry, written_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, array_to_tsvector($12::text[]), $13, $14)
-			ON CONFLICT (id) DO NOTHING`,
-			key, f.ExecutionID, f.Owner, f.SessionID, f.Language, f.Status, f.ExitCode, f.DurationMs,
-			f.ExecutedAt.UnixMilli(), noNUL(f.CodePreview), noNULp(f.ErrorPreview), words, string(doc), now)
+	for key, tries := r.f.Key, 0; ; key, tries = key+1, tries+1 {
+		_, err := h.s.pool.Exec(ctx, `INSERT INTO executions (`+recordColumns+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, array_to_tsvector($12::text[]), $13, $14, $15, $16, $17, $18)
+			ON CONFLICT (id) DO NOTHING`, r.values(key, now)...)
 		c, dup := uniqueViolation(err)
 		if !dup || c != "executions_pkey" || tries >= keyTries {
 			return unavailable(err)
 		}
 	}
+}
+
+// record is one execution as the executions table holds it.
+type record struct {
+	f     logindex.Fields
+	doc   string
+	words []string
+}
+
+// recordColumns are the executions columns record.values fills, in order.
+const recordColumns = `rid, id, owner, session_id, language, status, exit_code, duration_ms, executed_at, code_preview,
+	error_preview, words, entry, written_at, tool, end_reason, sandbox, denied_hosts`
+
+// recordOf is e's record; ok is false for an entry the history skips (no
+// execution id).
+func recordOf(e execlog.Entry) (record, bool, error) {
+	f, ok := logindex.FieldsOf(e)
+	if !ok {
+		return record{}, false, nil
+	}
+	doc, err := json.Marshal(execlog.AsWritten(e))
+	if err != nil {
+		return record{}, false, fmt.Errorf("history: encode: %w", err)
+	}
+	return record{f: f, doc: string(doc), words: lexemes(f.Text...)}, true, nil
+}
+
+// values are r's column values (recordColumns) under ordering key key;
+// words go as a text array.
+func (r record) values(key int64, now time.Time) []any {
+	f := r.f
+	return []any{key, f.ExecutionID, f.Owner, f.SessionID, f.Language, f.Status, f.ExitCode, f.DurationMs,
+		f.ExecutedAt.UnixMilli(), noNUL(f.CodePreview), noNULp(f.ErrorPreview), r.words, r.doc, now,
+		noNUL(f.Tool), noNUL(f.EndReason), noNUL(f.Sandbox), deniedHosts(f)}
+}
+
+// deniedHosts are f's refused hosts as the database holds them.
+func deniedHosts(f logindex.Fields) []string {
+	out := make([]string, len(f.DeniedHosts))
+	for i, h := range f.DeniedHosts {
+		out[i] = noNUL(h)
+	}
+	return out
 }
 
 // noNUL drops NUL characters, which PostgreSQL text cannot hold (the
@@ -81,7 +116,7 @@ func (h *History) Search(ctx context.Context, q logindex.Query) ([]logindex.Hit,
 	if err := logindex.ValidateQuery(q); err != nil {
 		return nil, 0, err
 	}
-	where, args, ok := h.where(q, tenant.From(ctx))
+	where, args, ok := h.where(q, tenant.From(ctx), false)
 	if !ok {
 		return []logindex.Hit{}, 0, nil
 	}
@@ -117,11 +152,15 @@ func scanHit(row pgx.CollectableRow) (logindex.Hit, error) {
 	return h, err
 }
 
-// where is the WHERE clause of q for owner's executions; ok is false when
-// q's text has no word PostgreSQL can hold (nothing matches). Filters on a
-// text query compare case-insensitively, as the index's filter tokens do.
-func (h *History) where(q logindex.Query, owner string) (string, []any, bool) {
-	conds, args := []string{"owner = $1"}, []any{owner}
+// where is the WHERE clause of q for owner's executions (everyone's when
+// all is set); ok is false when q's text has no word PostgreSQL can hold
+// (nothing matches). Filters on a text query compare case-insensitively,
+// as the index's filter tokens do.
+func (h *History) where(q logindex.Query, owner string, all bool) (string, []any, bool) {
+	conds, args := []string{"true"}, []any{}
+	if !all {
+		conds, args = []string{"owner = $1"}, []any{owner}
+	}
 	add := func(cond string, v any) {
 		args = append(args, v)
 		conds = append(conds, fmt.Sprintf(cond, len(args)))
@@ -155,9 +194,14 @@ func (h *History) where(q logindex.Query, owner string) (string, []any, bool) {
 // Get implements logindex.History: the entry as it was appended,
 // completed as the index completes it.
 func (h *History) Get(ctx context.Context, id string) (execlog.Entry, error) {
+	return h.get(ctx, id, tenant.From(ctx), false)
+}
+
+// get is Get of owner's execution, or anyone's when all is set.
+func (h *History) get(ctx context.Context, id, owner string, all bool) (execlog.Entry, error) {
 	var doc, lang string
-	err := h.s.pool.QueryRow(ctx, `SELECT entry, language FROM executions WHERE id = $1 AND owner = $2`,
-		id, tenant.From(ctx)).Scan(&doc, &lang)
+	err := h.s.pool.QueryRow(ctx, `SELECT entry, language FROM executions WHERE id = $1 AND ($2 OR owner = $3)`,
+		id, all, owner).Scan(&doc, &lang)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return execlog.Entry{}, fmt.Errorf("%w: %s", logindex.ErrNotFound, id)
 	}

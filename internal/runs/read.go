@@ -135,6 +135,42 @@ func (m *Manager) List(ctx context.Context, status string, limit int) []Summary 
 	return out
 }
 
+// Owned is a run's summary with the principal that started it.
+type Owned struct {
+	Owner string
+	Summary
+}
+
+// ListAll returns every principal's runs held by this server, newest
+// first, at most limit: for an operator's view (the console), never for
+// a tool, whose caller sees only its own (List).
+func (m *Manager) ListAll(limit int) []Owned {
+	m.mu.Lock()
+	var all []*run
+	for _, list := range m.byOwner {
+		all = append(all, list...)
+	}
+	m.mu.Unlock()
+	out := make([]Owned, 0, len(all))
+	for _, r := range all {
+		out = append(out, Owned{Owner: r.owner, Summary: r.summary()})
+	}
+	slices.SortStableFunc(out, func(a, b Owned) int { return b.StartedAt.Compare(a.StartedAt) })
+	return out[:min(len(out), limit)]
+}
+
+// OwnerOf returns the principal of run id held by this server, so an
+// operator's view can read it as its owner; ok is false for a run not
+// held here.
+func (m *Manager) OwnerOf(id string) (owner string, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r := m.byID[id]; r != nil {
+		return r.owner, true
+	}
+	return "", false
+}
+
 // summary is r as listed.
 func (r *run) summary() Summary {
 	r.mu.Lock()

@@ -176,3 +176,18 @@ func (m *Manager) closePaused(p *paused, reason string) (CloseInfo, error) {
 	}
 	return CloseInfo{Info: pausedInfo(p), DurationTotal: time.Since(rec.StartedAt)}, nil
 }
+
+// pausedAll lists every principal's paused sessions (the console's
+// operator view), with their owners.
+func (m *Manager) pausedAll() []Owned {
+	if m.shared() {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Owned
+	for k, p := range m.paused {
+		out = append(out, Owned{Owner: k.Owner, Info: pausedInfo(p)})
+	}
+	return out
+}

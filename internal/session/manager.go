@@ -492,6 +492,25 @@ func (m *Manager) List(ctx context.Context) []Info {
 	return all
 }
 
+// Owned is a session with the principal that owns it.
+type Owned struct {
+	Owner string
+	Info
+}
+
+// ListAll returns every principal's sessions held here, newest first:
+// for an operator's view (the console), never for a tool, whose caller
+// sees only its own (List).
+func (m *Manager) ListAll() []Owned {
+	var out []Owned
+	for _, s := range m.all() {
+		out = append(out, Owned{Owner: s.Owner, Info: s.info()})
+	}
+	out = append(out, m.pausedAll()...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].StartedAt.After(out[j].StartedAt) })
+	return out
+}
+
 // all returns every registered session of every principal.
 func (m *Manager) all() []*Session {
 	m.mu.Lock()

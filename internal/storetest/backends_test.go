@@ -18,8 +18,11 @@ import (
 
 // stores is one implementation of every interface.
 type stores struct {
-	scripts  scripts.Libraries
-	history  logindex.History
+	scripts scripts.Libraries
+	history logindex.History
+	browser logindex.Browser
+	// pg is the PostgreSQL history (nil for the embedded stores).
+	pg       *pgstore.History
 	registry sessionreg.Registry
 	records  checkpoint.Records
 }
@@ -72,7 +75,7 @@ func openEmbedded(t testing.TB) stores {
 	idx := logindex.New(logDir, filepath.Join(logDir, logindex.FileName))
 	logger.OnAppend(func(file string, _ int64, _ []byte) { idx.Notify(file) })
 	t.Cleanup(func() { _ = idx.Close(); _ = logger.Close() })
-	return stores{scripts: scripts.Files(lib), history: logindex.Embedded{Log: logger, Index: idx}, registry: &sessionreg.Memory{},
+	return stores{scripts: scripts.Files(lib), history: logindex.Embedded{Log: logger, Index: idx}, browser: idx, registry: &sessionreg.Memory{},
 		records: checkpoint.DirRecords{Dir: filepath.Join(dir, "checkpoint-records")}}
 }
 
@@ -85,5 +88,5 @@ func openPostgres(t testing.TB) stores {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	return stores{scripts: st.Scripts(), history: st.History(), registry: st.Registry(), records: st.Records()}
+	return stores{scripts: st.Scripts(), history: st.History(), browser: st.History(), pg: st.History(), registry: st.Registry(), records: st.Records()}
 }
