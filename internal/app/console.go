@@ -45,8 +45,11 @@ func (a *App) wireConsole(cfg config.Config, o *httpserve.Options) error {
 	if err != nil {
 		return err
 	}
-	co := console.Options{History: b, Sessions: a.sessions, Files: a.console.files, Verifier: o.Verifier, Scopes: o.Scopes,
+	co := console.Options{History: b, Files: a.console.files, Verifier: o.Verifier, Scopes: o.Scopes,
 		Operators: cfg.Console.Operators, Key: key, Secure: cfg.Remote.TLSCert != ""}
+	if a.sessions != nil {
+		co.Sessions = a.sessions
+	}
 	if a.console.runs != nil {
 		co.Runs = a.console.runs
 	}

@@ -43,6 +43,8 @@ type Sessions interface {
 	Stop(ctx context.Context, id, reason string, waitRunning bool) (session.CloseInfo, error)
 	// Pause checkpoints ctx's principal's session id and frees its memory.
 	Pause(ctx context.Context, id string) (sessionckpt.PauseInfo, error)
+	// CheckpointsEnabled reports whether sessions can be paused here.
+	CheckpointsEnabled() bool
 }
 
 // Runs is what the console needs of the background-run keeper.

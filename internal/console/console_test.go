@@ -189,9 +189,9 @@ func TestPagesRender(t *testing.T) {
 		path string
 		want []string
 	}{
-		{"/console/", []string{`id="console-nav"`, `id="principal">alice<`, `<svg id="runs-chart"`, `id="p50"`, `id="p90"`, `id="warm-rate"`, `id="denied"`, "evil.example"}},
+		{"/console/", []string{`id="console-nav"`, `id="principal">alice<`, `<svg id="runs-chart"`, `id="p50"`, `id="p90"`, `id="warm-rate"`, `id="denied"`, "evil.example", `<rect class="st-success"`}},
 		{"/console/history", []string{`<form method="get" action="/console/history" id="search"`, `id="q" name="q"`, `<label for="status">`, `<table id="history">`, `class="execution"`, `class="execution-link" href="/console/executions/exec_alice1"`, `id="next-page"`}},
-		{"/console/history?q=old&language=bash", []string{`exec_old00`}},
+		{"/console/history?q=old&language=bash", []string{`exec_old00`, `<option value="bash" selected>bash</option>`, `<option value="run_code">run_code</option>`}},
 		{"/console/executions/exec_alice1", []string{`<pre id="code">`, `<pre id="stdout">`, `<pre id="stderr">`, `id="end-reason">exited`, `id="status"`, `id="duration">1.2 s`, `id="usage"`, `id="trace-id">trace123`, `<img class="artifact" src="/console/executions/exec_alice1/files/plot.png"`, `class="artifact-download"`, `<table id="network">`, `<table id="tool-calls">`}},
 		{"/console/sessions", []string{`<table id="sessions">`, `class="session" data-session-id="sess_alice"`, `class="close-session inline"`, `class="pause-session inline"`, `action="/console/sessions/sess_alice/close"`}},
 		{"/console/runs", []string{`<table id="runs">`, `class="run" data-run-id="` + f.runID + `"`}},

@@ -151,9 +151,30 @@ func (m *memSessions) Pause(ctx context.Context, id string) (sessionckpt.PauseIn
 	return sessionckpt.PauseInfo{}, nil
 }
 
+func (m *memSessions) CheckpointsEnabled() bool { return true }
+
 func (m *memSessions) has(id string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	_, ok := m.byID[id]
 	return ok
+}
+
+// Values lists the languages and tools scope sees, as the stores'
+// logindex.ValueLister does.
+func (h *memHistory) Values(ctx context.Context, s logindex.Scope) (logindex.Values, error) {
+	var v logindex.Values
+	for _, e := range h.entries {
+		if h.sees(ctx, s, e) {
+			if !slices.Contains(v.Languages, e.Language) {
+				v.Languages = append(v.Languages, e.Language)
+			}
+			if !slices.Contains(v.Tools, e.Tool) {
+				v.Tools = append(v.Tools, e.Tool)
+			}
+		}
+	}
+	slices.Sort(v.Languages)
+	slices.Sort(v.Tools)
+	return v, nil
 }

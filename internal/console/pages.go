@@ -76,7 +76,12 @@ func (c *Console) historyFail(w http.ResponseWriter, r *http.Request, err error)
 type historyData struct {
 	Form     url.Values
 	Statuses []string
-	Page     logindex.Page
+	// Values are the languages and tools to choose from (nil: the store
+	// cannot list them, and they are typed).
+	Values *logindex.Values
+	Page   logindex.Page
+	// CountCap is the largest total counted (more reads "more than").
+	CountCap int
 	NextURL  string
 	Error    string
 }
@@ -85,7 +90,7 @@ func (c *Console) history(w http.ResponseWriter, r *http.Request) {
 	v := viewer(r)
 	q := r.URL.Query()
 	f, err := filterOf(q)
-	d := historyData{Form: q, Statuses: statuses}
+	d := historyData{Form: q, Statuses: statuses, CountCap: logindex.BrowseCountCap, Values: c.values(r, c.scope(v, q.Get("principal")))}
 	if err != nil {
 		d.Error = err.Error()
 		c.render(w, http.StatusBadRequest, "history", page{Title: "History", Viewer: v, Nav: "history", Data: d})
@@ -103,6 +108,20 @@ func (c *Console) history(w http.ResponseWriter, r *http.Request) {
 		d.NextURL = Prefix + "/history?" + next.Encode()
 	}
 	c.render(w, http.StatusOK, "history", page{Title: "History", Viewer: v, Nav: "history", Data: d})
+}
+
+// values are the languages and tools scope's executions used, for the
+// filters' choices; nil when the store cannot list them or fails to.
+func (c *Console) values(r *http.Request, scope logindex.Scope) *logindex.Values {
+	vl, ok := c.opts.History.(logindex.ValueLister)
+	if !ok {
+		return nil
+	}
+	v, err := vl.Values(r.Context(), scope)
+	if err != nil {
+		return nil
+	}
+	return &v
 }
 
 // filterOf reads the history's filters from a query string.

@@ -67,15 +67,16 @@ func staticHandler() http.Handler {
 }
 
 var funcs = template.FuncMap{
-	"term":     visible,
-	"ms":       formatMs,
-	"dur":      formatDuration,
-	"bytes":    formatBytes,
-	"when":     formatTime,
-	"ago":      ago,
-	"deref":    func(s *string) string { return deref(s) },
-	"int64":    func(i int) int64 { return int64(i) },
-	"derefInt": func(i *int) string { return derefInt(i) },
+	"term":      visible,
+	"highlight": highlight,
+	"ms":        formatMs,
+	"dur":       formatDuration,
+	"bytes":     formatBytes,
+	"when":      formatTime,
+	"ago":       ago,
+	"deref":     func(s *string) string { return deref(s) },
+	"int64":     func(i int) int64 { return int64(i) },
+	"derefInt":  func(i *int) string { return derefInt(i) },
 }
 
 // visible shows terminal control characters as visible symbols (ESC as

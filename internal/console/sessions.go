@@ -23,8 +23,9 @@ type sessionsData struct {
 	// Available: this console has the session manager (codexec console,
 	// reading another server's directory, does not).
 	Available bool
-	// CanPause: pausing is possible (checkpoints on, not read-only).
-	Actions bool
+	// Actions: sessions can be closed here (not read-only); CanPause:
+	// paused too (checkpoints on).
+	Actions, CanPause bool
 }
 
 func (c *Console) sessions(w http.ResponseWriter, r *http.Request) {
@@ -32,6 +33,7 @@ func (c *Console) sessions(w http.ResponseWriter, r *http.Request) {
 	d := sessionsData{Available: c.opts.Sessions != nil, Actions: !c.opts.ReadOnly}
 	if d.Available {
 		d.Rows = c.sessionRows(r, v)
+		d.CanPause = d.Actions && c.opts.Sessions.CheckpointsEnabled()
 	}
 	c.render(w, http.StatusOK, "sessions", page{Title: "Sessions", Viewer: v, Nav: "sessions", Data: d})
 }

@@ -78,7 +78,8 @@ type Row struct {
 
 // Page is one page of Browse: Rows newest first, Next the cursor of the
 // next (older) page or "" at the end, Total the number of matches of the
-// whole listing (not only from the cursor on) counted up to CountCap+1.
+// whole listing (not only from the cursor on) counted up to
+// BrowseCountCap+1 (a total above BrowseCountCap means "more than").
 type Page struct {
 	Rows  []Row  `json:"rows"`
 	Next  string `json:"next,omitempty"`
@@ -128,6 +129,13 @@ type HostCount struct {
 	Host  string `json:"host"`
 	Count int    `json:"count"`
 }
+
+// BrowseCountCap bounds Page.Total: pages are continued by cursor, not
+// numbered, so a reader needs "how many" only while it is small, and
+// counting further would cost every page of a large listing more than
+// reading it (tens of milliseconds for a common word in 100,000
+// executions).
+const BrowseCountCap = 1000
 
 // TopHosts is how many hosts Overview.DeniedHosts lists at most.
 const TopHosts = 10
@@ -240,4 +248,34 @@ func (o *Overview) Add(i int64, status, sandbox string, n, denied int) {
 func PercentileRanks(n int) (p50, p90 int) {
 	// ceil(n/2) and ceil(9n/10) in integers: no floating-point rounding.
 	return max(1, (n+1)/2), max(1, (9*n+9)/10)
+}
+
+// ValueLister lists the values a console offers in its filters. Both
+// history stores implement it with one index seek per distinct value (a
+// loose index scan), so it costs the number of values, not of executions.
+type ValueLister interface {
+	// Values returns the distinct languages and tools (recorded ones: ""
+	// left out) of scope's executions, sorted.
+	Values(ctx context.Context, scope Scope) (Values, error)
+}
+
+// Values are the distinct values of a scope's executions.
+type Values struct {
+	Languages []string `json:"languages"`
+	Tools     []string `json:"tools"`
+}
+
+// DistinctSQL is the loose index scan of Values for column (language or
+// tool) of table: the smallest value, then repeatedly the smallest one
+// above the last. ownerCond ("" for every owner) restricts each step and
+// takes one argument per step (the caller passes it twice); a store
+// rewrites the "?" placeholders as it needs.
+func DistinctSQL(table, column, ownerCond string) string {
+	where := ""
+	if ownerCond != "" {
+		where = " AND " + ownerCond
+	}
+	return `WITH RECURSIVE v(x) AS (SELECT (SELECT min(` + column + `) FROM ` + table + ` WHERE true` + where + `)
+		UNION ALL SELECT (SELECT min(` + column + `) FROM ` + table + ` WHERE ` + column + ` > v.x` + where + `)
+		FROM v WHERE v.x IS NOT NULL) SELECT x FROM v WHERE x IS NOT NULL AND x <> ''`
 }

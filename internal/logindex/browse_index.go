@@ -20,7 +20,7 @@ func (x *Index) Browse(ctx context.Context, f Filter) (Page, error) {
 		return Page{}, err
 	}
 	owner, all := f.Resolve(ctx)
-	from, conds, args, err := f.Query.conds(owner, all)
+	from, conds, args, err := f.Query.conds(owner, all, f.Tool)
 	if err != nil {
 		return Page{}, err
 	}
@@ -40,6 +40,8 @@ func (x *Index) Browse(ctx context.Context, f Filter) (Page, error) {
 }
 
 // moreConds adds the conditions Browse has beyond Search's.
+// The tool is compared exactly even where its FTS token (which ignores
+// case) already narrowed the matches.
 func (f Filter) moreConds(key string, conds []string, args []any) ([]string, []any) {
 	if f.Tool != "" {
 		conds, args = append(conds, "e.tool = ?"), append(args, f.Tool)
@@ -69,8 +71,12 @@ func (x *Index) browse(ctx context.Context, from, key string, conds []string, ar
 		return Page{}, err
 	}
 	p := Page{Rows: []Row{}}
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM `+from+whereClause(conds)+` LIMIT ?)`,
-		append(args, CountCap+1)...).Scan(&p.Total); err != nil {
+	countFrom := from
+	if from == ftsFrom && !strings.Contains(strings.Join(conds, " "), "e.") {
+		countFrom = "execs_fts f" // every condition is on the FTS table: skip the join
+	}
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM `+countFrom+whereClause(conds)+` LIMIT ?)`,
+		append(args, BrowseCountCap+1)...).Scan(&p.Total); err != nil {
 		return Page{}, err
 	}
 	if after > 0 {
@@ -216,4 +222,50 @@ func percentiles(ctx context.Context, db *sql.DB, o *Overview, durations string,
 		}
 	}
 	return rows.Err()
+}
+
+var _ ValueLister = (*Index)(nil)
+
+// Values implements ValueLister over execs_lang and execs_tool (a
+// principal's) or execs_all_lang and execs_all_tool (everyone's).
+func (x *Index) Values(ctx context.Context, scope Scope) (Values, error) {
+	if err := x.Sync(ctx, false); err != nil {
+		return Values{}, x.unavailable(err)
+	}
+	db, err := x.conn()
+	if err != nil {
+		return Values{}, x.unavailable(err)
+	}
+	owner, all := scope.Resolve(ctx)
+	cond, args := "owner = ?", []any{owner, owner}
+	if all {
+		cond, args = "", nil
+	}
+	var v Values
+	for _, c := range []struct {
+		column string
+		out    *[]string
+	}{{"language", &v.Languages}, {"tool", &v.Tools}} {
+		if *c.out, err = distinct(ctx, db, DistinctSQL("execs", c.column, cond), args); err != nil {
+			return Values{}, x.unavailable(err)
+		}
+	}
+	return v, nil
+}
+
+func distinct(ctx context.Context, db *sql.DB, q string, args []any) ([]string, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
 }

@@ -63,7 +63,16 @@ func (l line) fields() Fields {
 	return Fields{Hit: h, Owner: owner(l.Owner), Key: TimeKey(l.when()) + int64(fnv32(l.ExecutionID)%ridSlots),
 		Tool: l.Tool, EndReason: l.EndReason, Sandbox: sandbox, DeniedHosts: l.deniedHosts(),
 		Text: []string{l.Code, l.Stdout + "\n" + l.Stderr + "\n" + l.ErrorMessage,
-			metaToken("status", status) + " " + metaToken("lang", l.Language) + ownerTokens(l.Owner) + l.networkTokens()}}
+			metaToken("status", status) + " " + metaToken("lang", l.Language) + toolToken(l.Tool) + ownerTokens(l.Owner) +
+				l.networkTokens()}}
+}
+
+// toolToken is the filter token of a tool (none for an entry without).
+func toolToken(tool string) string {
+	if tool == "" {
+		return ""
+	}
+	return " " + metaToken("tool", tool)
 }
 
 // networkTokens are the filter tokens of the hosts in l's network audit

@@ -49,8 +49,9 @@ CREATE TABLE IF NOT EXISTS execs (
   tool TEXT NOT NULL, end_reason TEXT NOT NULL, sandbox TEXT NOT NULL, denied INTEGER NOT NULL);
 -- A principal's queries filter by owner, so their indexes lead with it; an
 -- operator's (every owner) use the ones without. All end, as SQLite indexes
--- do, with the rowid: newest first is a backward walk, never a sort.
-CREATE INDEX IF NOT EXISTS execs_owner ON execs(owner);
+-- do, with the rowid (execs_owner has it next to owner): newest first is a
+-- backward walk, never a sort. execs_owner also covers the overview.
+CREATE INDEX IF NOT EXISTS execs_owner ON execs(owner, rid, status, sandbox, denied, duration_ms);
 CREATE INDEX IF NOT EXISTS execs_status ON execs(owner, status);
 CREATE INDEX IF NOT EXISTS execs_lang ON execs(owner, language);
 CREATE INDEX IF NOT EXISTS execs_lang_status ON execs(owner, language, status);
@@ -59,6 +60,9 @@ CREATE INDEX IF NOT EXISTS execs_session ON execs(session_id) WHERE session_id I
 CREATE INDEX IF NOT EXISTS execs_all_status ON execs(status);
 CREATE INDEX IF NOT EXISTS execs_all_lang ON execs(language);
 CREATE INDEX IF NOT EXISTS execs_all_tool ON execs(tool);
+-- The window's executions as the overview counts them, without reading
+-- the table (execs_owner also covers them for one principal).
+CREATE INDEX IF NOT EXISTS execs_all_window ON execs(rid, status, sandbox, denied, duration_ms);
 CREATE INDEX IF NOT EXISTS execs_file ON execs(file);
 -- The hosts each execution was refused, for the console's overview.
 CREATE TABLE IF NOT EXISTS denials (rid INTEGER NOT NULL, host TEXT NOT NULL, PRIMARY KEY (rid, host)) WITHOUT ROWID;

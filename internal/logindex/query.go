@@ -137,13 +137,19 @@ func (x *Index) search(ctx context.Context, q Query, from, where string, args []
 // owner's executions. A text query joins the FTS table so FTS5 streams
 // matches newest first.
 func (q Query) where(owner string) (string, string, []any, error) {
-	from, conds, args, err := q.conds(owner, false)
+	from, conds, args, err := q.conds(owner, false, "")
 	return from, " WHERE " + strings.Join(conds, " AND "), args, err
 }
 
 // conds returns the FROM clause, the conditions (ANDed) and their
-// arguments for owner's executions, or everyone's when all is set.
-func (q Query) conds(owner string, all bool) (string, []string, []any, error) {
+// arguments for owner's executions, or everyone's when all is set, of
+// tool ("" any). Everyone's executions filtered by status, language or
+// tool are found through the FTS table's filter tokens too: an index per
+// combination of filters would be needed otherwise, since the ones
+// without owner serve a single filter in time order and a selective
+// combination (an operator's timeouts of one tool) would read thousands of
+// rows to fill a page.
+func (q Query) conds(owner string, all bool, tool string) (string, []string, []any, error) {
 	if q.Status != "" && !slices.Contains(Statuses, q.Status) {
 		return "", nil, nil, fmt.Errorf("%w: status must be success, failed, timeout, cancelled or lost, got %q", ErrInvalidQuery, q.Status)
 	}
@@ -158,7 +164,15 @@ func (q Query) conds(owner string, all bool) (string, []string, []any, error) {
 		m += `"` + t + `"`
 	}
 	if m != "" {
-		from, conds, args := q.ftsConds(m, owner, all)
+		from, conds, args := q.ftsConds(m, owner, all, tool)
+		return from, conds, args, nil
+	}
+	if all && (q.Status != "" || q.Language != "" || tool != "") {
+		// Exact, as without text: the tokens ignore case.
+		from, conds, args := q.ftsConds(m, owner, all, tool)
+		if q.Language != "" {
+			conds, args = append(conds, "e.language = ?"), append(args, q.Language)
+		}
 		return from, conds, args, nil
 	}
 	var conds []string
@@ -180,13 +194,21 @@ func (q Query) conds(owner string, all bool) (string, []string, []any, error) {
 
 // ftsConds answers a text query from the FTS table alone: the status and
 // language filters are tokens of its meta column, the date a rowid range.
-func (q Query) ftsConds(match, owner string, all bool) (string, []string, []any) {
+func (q Query) ftsConds(match, owner string, all bool, tool string) (string, []string, []any) {
+	var toks []string
+	if match != "" {
+		toks = append(toks, match)
+	}
 	if q.Status != "" {
-		match += ` AND "` + metaToken("status", q.Status) + `"`
+		toks = append(toks, `"`+metaToken("status", q.Status)+`"`)
 	}
 	if q.Language != "" {
-		match += ` AND "` + metaToken("lang", q.Language) + `"`
+		toks = append(toks, `"`+metaToken("lang", q.Language)+`"`)
 	}
+	if tool != "" {
+		toks = append(toks, `"`+metaToken("tool", tool)+`"`)
+	}
+	match = strings.Join(toks, " AND ")
 	if !all {
 		match = ownerMatch(match, owner)
 	}

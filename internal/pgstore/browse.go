@@ -41,7 +41,7 @@ func (h *History) Browse(ctx context.Context, f logindex.Filter) (logindex.Page,
 		add("rid < $%d", logindex.TimeKey(f.Until))
 	}
 	if err := h.s.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM executions`+where+
-		fmt.Sprintf(` LIMIT %d) m`, logindex.CountCap+1), args...).Scan(&p.Total); err != nil {
+		fmt.Sprintf(` LIMIT %d) m`, logindex.BrowseCountCap+1), custom(args)...).Scan(&p.Total); err != nil {
 		return logindex.Page{}, ctxOr(ctx, err)
 	}
 	if after > 0 {
@@ -54,7 +54,7 @@ func (h *History) Browse(ctx context.Context, f logindex.Filter) (logindex.Page,
 func (h *History) page(ctx context.Context, p logindex.Page, where string, args []any, limit int) (logindex.Page, error) {
 	rows, _ := h.s.pool.Query(ctx, `SELECT rid, id, session_id, language, code_preview, status, exit_code, error_preview,
 		duration_ms, executed_at, tool, owner, end_reason, sandbox, cardinality(denied_hosts) FROM executions`+where+
-		fmt.Sprintf(` ORDER BY rid DESC LIMIT %d`, limit+1), args...)
+		fmt.Sprintf(` ORDER BY rid DESC LIMIT %d`, limit+1), custom(args)...)
 	var last int64
 	for rows.Next() {
 		if len(p.Rows) == limit {
@@ -114,7 +114,7 @@ func (h *History) Overview(ctx context.Context, w logindex.Window) (logindex.Ove
 	}
 	rows, _ := h.s.pool.Query(ctx, `SELECT d.host, count(*) FROM executions, unnest(denied_hosts) AS d(host)
 		WHERE `+scope+fmt.Sprintf(` AND cardinality(denied_hosts) > 0 GROUP BY d.host ORDER BY 2 DESC, d.host COLLATE "C" LIMIT %d`,
-		logindex.TopHosts), args...)
+		logindex.TopHosts), custom(args)...)
 	hosts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (logindex.HostCount, error) {
 		var c logindex.HostCount
 		return c, r.Scan(&c.Host, &c.Count)
@@ -129,7 +129,7 @@ func (h *History) Overview(ctx context.Context, w logindex.Window) (logindex.Ove
 // countWindow adds the counts q selects (bucket, status, sandbox, count,
 // refused hosts) to o.
 func (h *History) countWindow(ctx context.Context, o *logindex.Overview, q string, args []any) error {
-	rows, _ := h.s.pool.Query(ctx, q, args...)
+	rows, _ := h.s.pool.Query(ctx, q, custom(args)...)
 	defer rows.Close()
 	for rows.Next() {
 		var i, n, denied int64
@@ -152,7 +152,7 @@ func (h *History) percentiles(ctx context.Context, o *logindex.Overview, scope s
 	p50, p90 := logindex.PercentileRanks(o.Runs)
 	n := len(args)
 	rows, _ := h.s.pool.Query(ctx, fmt.Sprintf(`SELECT rn, duration_ms FROM (SELECT row_number() OVER (ORDER BY duration_ms) AS rn,
-		duration_ms FROM executions WHERE %s) d WHERE rn IN ($%d, $%d)`, scope, n+1, n+2), append(args, p50, p90)...)
+		duration_ms FROM executions WHERE %s) d WHERE rn IN ($%d, $%d)`, scope, n+1, n+2), custom(append(args, p50, p90))...)
 	defer rows.Close()
 	for rows.Next() {
 		var rn, ms int64
@@ -171,3 +171,37 @@ func (h *History) percentiles(ctx context.Context, o *logindex.Overview, scope s
 	}
 	return nil
 }
+
+var _ logindex.ValueLister = (*History)(nil)
+
+// Values implements logindex.ValueLister over the indexes leading with
+// owner and language or tool (a principal's) or with language or tool
+// (everyone's).
+func (h *History) Values(ctx context.Context, scope logindex.Scope) (logindex.Values, error) {
+	owner, all := scope.Resolve(ctx)
+	cond, args := "owner = $1", []any{owner}
+	if all {
+		cond, args = "", nil
+	}
+	var v logindex.Values
+	for _, c := range []struct {
+		column string
+		out    *[]string
+	}{{"language", &v.Languages}, {"tool", &v.Tools}} {
+		rows, _ := h.s.pool.Query(ctx, logindex.DistinctSQL("executions", c.column, cond), args...)
+		vals, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return logindex.Values{}, ctxOr(ctx, err)
+		}
+		*c.out = append([]string{}, vals...)
+	}
+	return v, nil
+}
+
+// custom makes a query planned for its arguments every time (an unnamed
+// statement) rather than by a cached generic plan: how many executions a
+// word, an owner or a window selects decides between walking an index
+// newest first and collecting the matches, and a generic plan cannot
+// tell (measured: a common word's page took 150 ms on a generic plan
+// against 1 ms on its own).
+func custom(args []any) []any { return append([]any{pgx.QueryExecModeExec}, args...) }

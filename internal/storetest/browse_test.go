@@ -84,6 +84,8 @@ func (m model) rows(owner string, all bool, keep func(e execlog.Entry, f loginde
 
 func any_(execlog.Entry, logindex.Fields) bool { return true }
 
+func none(execlog.Entry, logindex.Fields) bool { return false }
+
 // browseCases are the listings every store must give; owner is ctx's
 // principal, want the model's filter.
 func browseCases(base time.Time) []struct {
@@ -136,7 +138,16 @@ func browseCases(base time.Time) []struct {
 			}, 5},
 		{"all, denied host", "", logindex.Filter{Scope: logindex.Scope{All: true}, Query: logindex.Query{DeniedHost: "evil.example"}},
 			func(_ execlog.Entry, f logindex.Fields) bool { return slices.Contains(f.DeniedHosts, "evil.example") }, 15},
-		{"nothing", "", logindex.Filter{Tool: "no_such_tool"}, func(execlog.Entry, logindex.Fields) bool { return false }, 0},
+		{"all, language", "", logindex.Filter{Scope: logindex.Scope{All: true}, Query: logindex.Query{Language: "node"}},
+			func(_ execlog.Entry, f logindex.Fields) bool { return f.Language == "node" }, 20},
+		{"all, status", "", logindex.Filter{Scope: logindex.Scope{All: true}, Query: logindex.Query{Status: "timeout"}},
+			func(_ execlog.Entry, f logindex.Fields) bool { return f.Status == "timeout" }, 10},
+		{"all, language in other case", "", logindex.Filter{Scope: logindex.Scope{All: true}, Query: logindex.Query{Language: "Node"}}, none, 0},
+		{"all, tool in other case", "", logindex.Filter{Scope: logindex.Scope{All: true}, Tool: "Run_Script"}, none, 0},
+		{"text, tool in other case", "", logindex.Filter{Query: logindex.Query{Text: "print"}, Tool: "Run_Script"}, none, 0},
+		{"text, tool", "", logindex.Filter{Query: logindex.Query{Text: "print"}, Tool: "run_script"},
+			func(e execlog.Entry, _ logindex.Fields) bool { return strings.Contains(e.Code, "print") && e.Tool == "run_script" }, 3},
+		{"nothing", "", logindex.Filter{Tool: "no_such_tool"}, none, 0},
 	}
 }
 
@@ -371,4 +382,40 @@ func TestOverview(t *testing.T) {
 // browseHost is a refusal of the i-th of a dozen hosts.
 func browseHost(i int) egress.Entry {
 	return egress.Entry{Host: fmt.Sprintf("h%02d.example", i), Port: 80, Reason: "not in policy", Connections: 1}
+}
+
+// TestValues: the languages and tools a scope's executions recorded, in
+// every store.
+func TestValues(t *testing.T) {
+	entries := browseHistory(time.Now())
+	entries[7].Tool = "" // not recorded: not a value
+	entries[10].Tool, entries[10].Owner = "only_alice", alice
+	cases := []struct {
+		name  string
+		owner string
+		scope logindex.Scope
+		want  logindex.Values
+	}{
+		{"own", "", logindex.Scope{}, logindex.Values{Languages: []string{"bash", "node", "python", "typescript"},
+			Tools: []string{"execute_code", "execute_command", "run_script"}}},
+		{"alice", alice, logindex.Scope{}, logindex.Values{Languages: []string{"bash", "node", "python", "typescript"},
+			Tools: []string{"execute_code", "execute_command", "only_alice", "run_script"}}},
+		{"all", "", logindex.Scope{All: true}, logindex.Values{Languages: []string{"bash", "node", "python", "typescript"},
+			Tools: []string{"execute_code", "execute_command", "only_alice", "run_script"}}},
+		{"nobody's", "", logindex.Scope{All: true, Owner: "nobody"}, logindex.Values{Languages: []string{}, Tools: []string{}}},
+	}
+	for _, bk := range backends() {
+		t.Run(bk.name, func(t *testing.T) {
+			v := loadBrowser(t, bk, entries).(logindex.ValueLister)
+			for _, c := range cases {
+				got, err := v.Values(ownerCtx(c.owner), c.scope)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := gocmp.Diff(c.want, got); diff != "" {
+					t.Errorf("%s: values differ (-want +got)\n%s", c.name, diff)
+				}
+			}
+		})
+	}
 }

@@ -270,7 +270,8 @@ func idNum(id string) int {
 }
 
 // TestHistoryCountCap: past logindex.CountCap matches both stores stop
-// counting at the same number and return the same newest page.
+// counting at the same number and return the same newest page; Browse
+// stops at logindex.BrowseCountCap.
 func TestHistoryCountCap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("appends over 10,000 executions to each store")
@@ -289,6 +290,12 @@ func TestHistoryCountCap(t *testing.T) {
 		}
 		for _, q := range qs {
 			got[b.name] = append(got[b.name], search(context.Background(), h, q))
+		}
+		for _, q := range qs {
+			p, err := h.(logindex.Browser).Browse(context.Background(), logindex.Filter{Query: q})
+			if err != nil || p.Total != logindex.BrowseCountCap+1 {
+				t.Errorf("%s: browse %+v: total %d, err %v; want %d (the cap plus one)", b.name, q, p.Total, err, logindex.BrowseCountCap+1)
+			}
 		}
 	}
 	for i, q := range qs {
