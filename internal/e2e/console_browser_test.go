@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -87,14 +89,17 @@ func makeBrowserRuns(t *testing.T, alice *mcp.ClientSession) browserRuns {
 // its stdout and its plot, sees hostile output as text, sees her live
 // sessions, closes one and pauses the other (MCP then agrees), and sees her
 // background run's output; bob, logged in with his token, sees none of
-// it. No page logs an error or a Content-Security-Policy violation.
+// it; ops, an operator, sees alice's runs and sessions but cannot close
+// them. No page logs an error or a Content-Security-Policy violation.
 // With CODEXEC_UPDATE_SCREENSHOTS=1 it writes docs/console/*.png.
 func TestConsoleInBrowser(t *testing.T) {
 	sameInEveryMode(t, "the console reads the history and sessions; one sandbox mode shows it")
 	if chromiumPath() == "" {
 		t.Skip("chromium is not installed (scripts/deps.sh installs Debian's chromium package)")
 	}
-	s := startHTTP(t, "", "CODEXEC_AUTH_TOKENS="+tokenFile(t))
+	tokens := tokenFile(t)
+	appendFile(t, tokens, opsToken+" ops\n")
+	s := startHTTP(t, "", "CODEXEC_AUTH_TOKENS="+tokens, "CODEXEC_CONSOLE_OPERATORS=ops")
 	alice := s.mustConnect(aliceToken)
 	runs := makeBrowserRuns(t, alice)
 
@@ -109,6 +114,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	c.logout()
 	c.login(bobToken, "bob", false)
 	c.seesNoneOf(runs, img)
+	c.logout()
+	c.login(opsToken, "ops", false)
+	c.operatorSees(runs)
 	t.Logf("browser steps took %v", time.Since(began).Round(time.Millisecond))
 }
 
@@ -375,5 +383,40 @@ func (c *consoleTab) expectOnly404(path string) {
 		if !strings.HasPrefix(p, "network error") || !strings.Contains(p, "404") {
 			c.t.Errorf("%s: browser console: %s", path, p)
 		}
+	}
+}
+
+// opsToken is the bearer token of the operator principal "ops".
+const opsToken = "ops-e2e-token-0123456789abc"
+
+// appendFile appends text to the file at path.
+func appendFile(t *testing.T, path, text string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err == nil {
+		_, err = f.WriteString(text)
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// operatorSees checks that an operator finds alice's run and live session,
+// filters by principal, and gets no buttons on sessions it does not own.
+func (c *consoleTab) operatorSees(r browserRuns) {
+	c.t.Helper()
+	c.page("/console/history?principal=alice&q=" + r.word)
+	if n := c.b.count(fmt.Sprintf("tr.execution[data-execution-id=%q]", r.plotID)); n != 1 || c.b.count("input#principal-filter") != 1 {
+		c.t.Errorf("the operator's history: alice's run listed %d times, principal filter %d", n, c.b.count("input#principal-filter"))
+	}
+	c.page("/console/executions/" + r.plotID)
+	if got := c.b.text("pre#stdout"); !strings.Contains(got, r.word) {
+		c.t.Errorf("the operator sees alice's run's stdout as %q", got)
+	}
+	c.page("/console/sessions")
+	row := fmt.Sprintf("tr.session[data-session-id=%q]", r.keepSID)
+	if c.b.count(row) != 1 || c.b.count(row+" form") != 0 {
+		c.t.Errorf("the operator's sessions: alice's %s listed %d times with %d forms, want once with none", r.keepSID, c.b.count(row), c.b.count(row+" form"))
 	}
 }
