@@ -472,3 +472,39 @@ func TestArtifacts(t *testing.T) {
 		}
 	}
 }
+
+// TestStoredRunOfAnother: a run that ended before the server started (its
+// result read back from the file store) opens for its owner and for an
+// operator, who reads it as its owner, and answers 404 to anyone else.
+func TestStoredRunOfAnother(t *testing.T) {
+	dir := t.TempDir()
+	store, err := files.NewDirStore(filepath.Join(dir, "artifacts"), files.DirOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	alice := tenant.With(context.Background(), "alice")
+	before := runs.New(runs.Options{Dir: dir}, runs.Deps{Store: store})
+	v, _, err := before.Start(alice, runs.Job{Tool: "execute_code", Run: func(ctx context.Context, obs output.Observer) (runs.Outcome, error) {
+		engine.Started(ctx, "exec_stored1")
+		obs("stdout", []byte("stored output\n"))
+		return runs.Outcome{Status: engine.StatusSuccess, Result: map[string]string{"status": "success"}}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before.Close() // the server stops: the run's result is in the store
+	after := runs.New(runs.Options{Dir: dir}, runs.Deps{Store: store})
+	t.Cleanup(after.Close)
+	hist := &memHistory{entries: []execlog.Entry{{ExecutionID: v.ExecutionID, Owner: "alice", Background: true, Status: "success", ExecutedAt: time.Now()}}}
+	f := newFixture(t, func(o *console.Options) { o.Runs, o.History, o.Files = after, hist, store })
+	for _, tc := range []struct {
+		token string
+		want  int
+	}{{"tok-alice-0123456789", 200}, {"tok-ops-0123456789", 200}, {"tok-bob-0123456789", 404}} {
+		resp, body := f.do(t, "GET", "/console/runs/"+v.ExecutionID, f.login(t, tc.token), nil)
+		if resp.StatusCode != tc.want || (tc.want == 200) != strings.Contains(body, "stored output") {
+			t.Errorf("%s: status %d, shows the output %v; want %d", tc.token, resp.StatusCode, strings.Contains(body, "stored output"), tc.want)
+		}
+	}
+}

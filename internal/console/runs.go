@@ -1,11 +1,14 @@
 package console
 
 import (
+	"cmp"
 	"errors"
 	"math"
 	"net/http"
 
+	"github.com/codexec/codexec/internal/logindex"
 	"github.com/codexec/codexec/internal/runs"
+	"github.com/codexec/codexec/internal/tenant"
 )
 
 // runListMax bounds the runs page.
@@ -57,11 +60,7 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusNotFound, "Background runs are not available here.", nil)
 		return
 	}
-	owner := v.Principal
-	if o, ok := c.opts.Runs.OwnerOf(id); ok && v.Operator {
-		owner = o
-	}
-	d, err := c.runTail(r, id, owner)
+	d, err := c.runTail(r, id, c.runOwner(r, v, id))
 	if errors.Is(err, runs.ErrNotFound) {
 		c.fail(w, r, http.StatusNotFound, "No background run "+id+" of yours.", nil)
 		return
@@ -71,6 +70,22 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.render(w, http.StatusOK, "run", page{Title: "Run " + id, Viewer: v, Nav: "runs", Data: d})
+}
+
+// runOwner is whose run id is read as: the viewer's own, or for an
+// operator its owner's, held here or recorded in the history (a run that
+// ended before this server started).
+func (c *Console) runOwner(r *http.Request, v Viewer, id string) string {
+	if !v.Operator {
+		return v.Principal
+	}
+	if o, ok := c.opts.Runs.OwnerOf(id); ok {
+		return o
+	}
+	if e, err := c.opts.History.Inspect(r.Context(), id, logindex.Scope{All: true}); err == nil {
+		return cmp.Or(e.Owner, tenant.Local)
+	}
+	return v.Principal
 }
 
 // runTail reads run id as its owner would, keeping the last tailBytes of
