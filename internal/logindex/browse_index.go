@@ -121,9 +121,10 @@ func (x *Index) Inspect(ctx context.Context, id string, scope Scope) (execlog.En
 }
 
 // Overview implements Browser with three aggregate queries over the
-// window's rowid range: counts by bucket, status and sandbox (with the
-// refused hosts summed), the two percentiles (one sort of the window's
-// durations), and the most refused hosts.
+// window's rowid range, each reading a covering index (execs_owner,
+// execs_all_window): counts by bucket, status and sandbox (with the
+// refused hosts summed), the durations' histogram for the percentiles,
+// and the most refused hosts.
 func (x *Index) Overview(ctx context.Context, w Window) (Overview, error) {
 	w, err := w.Normalize(time.Now())
 	if err != nil {
@@ -198,29 +199,24 @@ func (x *Index) countWindow(ctx context.Context, db *sql.DB, o *Overview, scope 
 	return rows.Err()
 }
 
-// percentiles sets o's P50 and P90 from the durations (ms) durations
-// selects, o.Runs of them, sorted once by the database.
+// percentiles sets o's P50 and P90 from the histogram of the durations
+// (ms) durations selects.
 func percentiles(ctx context.Context, db *sql.DB, o *Overview, durations string, args []any) error {
-	p50, p90 := PercentileRanks(o.Runs)
-	rows, err := db.QueryContext(ctx, `SELECT rn, duration_ms FROM (SELECT row_number() OVER (ORDER BY duration_ms) AS rn,
-		duration_ms FROM (`+durations+`)) WHERE rn IN (?, ?)`, append(args, p50, p90)...)
+	rows, err := db.QueryContext(ctx, `SELECT duration_ms, count(*) FROM (`+durations+`) GROUP BY 1`, args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
+	hist := map[int64]int{}
 	for rows.Next() {
-		var rn int
 		var ms int64
-		if err := rows.Scan(&rn, &ms); err != nil {
+		var n int
+		if err := rows.Scan(&ms, &n); err != nil {
 			return err
 		}
-		if rn == p50 {
-			o.P50 = time.Duration(ms) * time.Millisecond
-		}
-		if rn == p90 {
-			o.P90 = time.Duration(ms) * time.Millisecond
-		}
+		hist[ms] = n
 	}
+	o.SetPercentiles(hist)
 	return rows.Err()
 }
 

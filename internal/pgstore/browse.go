@@ -85,9 +85,9 @@ func (h *History) Inspect(ctx context.Context, id string, scope logindex.Scope) 
 }
 
 // Overview implements logindex.Browser with three aggregate queries over
-// the window's rid range (executions_owner, or the primary key for every
-// owner): counts by bucket, status and sandbox, the two percentiles, and
-// the most refused hosts.
+// the window's rid range, index-only on a vacuumed table (executions_owner,
+// executions_window): counts by bucket, status and sandbox, the durations'
+// histogram for the percentiles, and the most refused hosts.
 func (h *History) Overview(ctx context.Context, w logindex.Window) (logindex.Overview, error) {
 	w, err := w.Normalize(time.Now())
 	if err != nil {
@@ -145,30 +145,23 @@ func (h *History) countWindow(ctx context.Context, o *logindex.Overview, q strin
 	return nil
 }
 
-// percentiles sets o's P50 and P90 by the ranks of
-// logindex.PercentileRanks over the durations of the window's o.Runs
-// executions, sorted once.
+// percentiles sets o's P50 and P90 from the histogram of the window's
+// durations.
 func (h *History) percentiles(ctx context.Context, o *logindex.Overview, scope string, args []any) error {
-	p50, p90 := logindex.PercentileRanks(o.Runs)
-	n := len(args)
-	rows, _ := h.s.pool.Query(ctx, fmt.Sprintf(`SELECT rn, duration_ms FROM (SELECT row_number() OVER (ORDER BY duration_ms) AS rn,
-		duration_ms FROM executions WHERE %s) d WHERE rn IN ($%d, $%d)`, scope, n+1, n+2), custom(append(args, p50, p90))...)
+	rows, _ := h.s.pool.Query(ctx, `SELECT duration_ms, count(*) FROM executions WHERE `+scope+` GROUP BY 1`, custom(args)...)
 	defer rows.Close()
+	hist := map[int64]int{}
 	for rows.Next() {
-		var rn, ms int64
-		if err := rows.Scan(&rn, &ms); err != nil {
+		var ms, n int64
+		if err := rows.Scan(&ms, &n); err != nil {
 			return ctxOr(ctx, err)
 		}
-		if int(rn) == p50 {
-			o.P50 = time.Duration(ms) * time.Millisecond
-		}
-		if int(rn) == p90 {
-			o.P90 = time.Duration(ms) * time.Millisecond
-		}
+		hist[ms] = int(n)
 	}
 	if err := rows.Err(); err != nil {
 		return ctxOr(ctx, err)
 	}
+	o.SetPercentiles(hist)
 	return nil
 }
 

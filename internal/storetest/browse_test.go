@@ -146,7 +146,9 @@ func browseCases(base time.Time) []struct {
 		{"all, tool in other case", "", logindex.Filter{Scope: logindex.Scope{All: true}, Tool: "Run_Script"}, none, 0},
 		{"text, tool in other case", "", logindex.Filter{Query: logindex.Query{Text: "print"}, Tool: "Run_Script"}, none, 0},
 		{"text, tool", "", logindex.Filter{Query: logindex.Query{Text: "print"}, Tool: "run_script"},
-			func(e execlog.Entry, _ logindex.Fields) bool { return strings.Contains(e.Code, "print") && e.Tool == "run_script" }, 3},
+			func(e execlog.Entry, _ logindex.Fields) bool {
+				return strings.Contains(e.Code, "print") && e.Tool == "run_script"
+			}, 3},
 		{"nothing", "", logindex.Filter{Tool: "no_such_tool"}, none, 0},
 	}
 }
