@@ -388,3 +388,34 @@ func TestRunLostWithReplica(t *testing.T) {
 		t.Errorf("Resolve (-want +got):\n%s", diff)
 	}
 }
+
+// TestRunListAll: the operator view lists every principal's runs held
+// here, newest first, with their owners, and names a held run's owner.
+func TestRunListAll(t *testing.T) {
+	f := newFixture(t)
+	m := f.manager(t, Options{})
+	alice, bob := tenant.With(context.Background(), "alice"), tenant.With(context.Background(), "bob")
+	var done atomic.Int32
+	a := start(t, alice, m, f.bash("sleep 30", &done))
+	b := start(t, bob, m, f.bash("sleep 30", &done))
+	var got []string
+	for _, o := range m.ListAll(10) {
+		got = append(got, o.Owner+" "+o.ExecutionID)
+	}
+	if diff := cmp.Diff([]string{"bob " + b, "alice " + a}, got); diff != "" {
+		t.Errorf("ListAll (-want +got)\n%s", diff)
+	}
+	if n := len(m.ListAll(1)); n != 1 {
+		t.Errorf("ListAll(1) lists %d", n)
+	}
+	for id, want := range map[string]string{a: "alice", b: "bob", "exec_nobody": ""} {
+		if owner, ok := m.OwnerOf(id); owner != want || ok != (want != "") {
+			t.Errorf("OwnerOf(%s) = %q, %v; want %q", id, owner, ok, want)
+		}
+	}
+	for _, ctx := range []context.Context{alice, bob} {
+		if _, err := m.Cancel(ctx, map[context.Context]string{alice: a, bob: b}[ctx], 10*time.Second); err != nil {
+			t.Error(err)
+		}
+	}
+}
