@@ -28,6 +28,7 @@ DROP INDEX executions_owner;
 CREATE INDEX executions_owner ON executions (owner, rid) INCLUDE (status, sandbox, duration_ms, denied_hosts);
 CREATE INDEX executions_window ON executions (rid) INCLUDE (status, sandbox, duration_ms, denied_hosts);
 CREATE INDEX executions_tool ON executions (owner, tool, rid);
+CREATE INDEX executions_lang_status ON executions (owner, language, status, rid);
 CREATE INDEX executions_owner_session ON executions (owner, session_id, rid) WHERE session_id IS NOT NULL;
 CREATE INDEX executions_all_status ON executions (status, rid);
 CREATE INDEX executions_all_lang ON executions (language, rid);
