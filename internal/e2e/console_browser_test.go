@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -12,11 +14,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// consoleRuns is what the browser test makes through MCP as alice before it
+// browserRuns is what the browser test makes through MCP as alice before it
 // looks at the console: a run that prints word and writes a PNG, a run
 // printing hostile output, a failed run, two live sessions and a background
 // run.
-type consoleRuns struct {
+type browserRuns struct {
 	word, plotID, hostileID string
 	closeSID, keepSID       string
 	runID                   string
@@ -61,10 +63,10 @@ var consoleHostileShown = []string{
 	"␛[31mred␛[0m",
 }
 
-// makeConsoleRuns makes alice's runs and sessions through MCP.
-func makeConsoleRuns(t *testing.T, alice *mcp.ClientSession) consoleRuns {
+// makeBrowserRuns makes alice's runs and sessions through MCP.
+func makeBrowserRuns(t *testing.T, alice *mcp.ClientSession) browserRuns {
 	t.Helper()
-	r := consoleRuns{word: fmt.Sprintf("consoleword%d", time.Now().UnixNano()%1_000_000_000)}
+	r := browserRuns{word: fmt.Sprintf("consoleword%d", time.Now().UnixNano()%1_000_000_000)}
 	plot := tenantOK(t, alice, "execute_code", map[string]any{"language": "python", "code": fmt.Sprintf(consolePlotCode, r.word)})
 	if plot["success"] != true || !slices.Contains(plot["artifacts"].([]any), any("plot.png")) {
 		t.Fatalf("the plot run: %v", plot)
@@ -85,18 +87,21 @@ func makeConsoleRuns(t *testing.T, alice *mcp.ClientSession) consoleRuns {
 // TestConsoleInBrowser: the console in headless Chromium. Alice logs in
 // with her token, finds a run made through MCP by a word it printed, sees
 // its stdout and its plot, sees hostile output as text, sees her live
-// sessions and closes one (MCP then says it is closed), and sees her
+// sessions, closes one and pauses the other (MCP then agrees), and sees her
 // background run's output; bob, logged in with his token, sees none of
-// it. No page logs an error or a Content-Security-Policy violation.
+// it; ops, an operator, sees alice's runs and sessions but cannot close
+// them. No page logs an error or a Content-Security-Policy violation.
 // With CODEXEC_UPDATE_SCREENSHOTS=1 it writes docs/console/*.png.
 func TestConsoleInBrowser(t *testing.T) {
 	sameInEveryMode(t, "the console reads the history and sessions; one sandbox mode shows it")
 	if chromiumPath() == "" {
 		t.Skip("chromium is not installed (scripts/deps.sh installs Debian's chromium package)")
 	}
-	s := startHTTP(t, "", "CODEXEC_AUTH_TOKENS="+tokenFile(t))
+	tokens := tokenFile(t)
+	appendFile(t, tokens, opsToken+" ops\n")
+	s := startHTTP(t, "", "CODEXEC_AUTH_TOKENS="+tokens, "CODEXEC_CONSOLE_OPERATORS=ops")
 	alice := s.mustConnect(aliceToken)
-	runs := makeConsoleRuns(t, alice)
+	runs := makeBrowserRuns(t, alice)
 
 	began := time.Now()
 	c := &consoleTab{t: t, b: newBrowser(t, 90*time.Second), s: s}
@@ -109,6 +114,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	c.logout()
 	c.login(bobToken, "bob", false)
 	c.seesNoneOf(runs, img)
+	c.logout()
+	c.login(opsToken, "ops", false)
+	c.operatorSees(runs)
 	t.Logf("browser steps took %v", time.Since(began).Round(time.Millisecond))
 }
 
@@ -186,7 +194,7 @@ func (c *consoleTab) overview() {
 
 // findAndOpenRun searches the history for the plot run's word, opens the
 // run and checks its stdout and image; it returns the image's URL.
-func (c *consoleTab) findAndOpenRun(r consoleRuns) string {
+func (c *consoleTab) findAndOpenRun(r browserRuns) string {
 	c.t.Helper()
 	c.page("/console/history")
 	if n := c.b.count("table#history tr.execution"); n < 3 {
@@ -269,13 +277,14 @@ func (c *consoleTab) backgroundRun(id string) {
 }
 
 // closeSession checks alice's live sessions and closes one from the page.
-func (c *consoleTab) closeSession(alice *mcp.ClientSession, r consoleRuns) {
+func (c *consoleTab) closeSession(alice *mcp.ClientSession, r browserRuns) {
 	c.t.Helper()
 	c.page("/console/sessions")
 	row := func(sid string) string { return fmt.Sprintf("table#sessions tr.session[data-session-id=%q]", sid) }
 	for _, sid := range []string{r.closeSID, r.keepSID} {
-		if c.b.count(row(sid)) != 1 || c.b.count(row(sid)+" form.close-session") != 1 || c.b.count(row(sid)+" form.pause-session") != 1 {
-			c.t.Fatalf("sessions page: %s is not listed with its close and pause buttons", sid)
+		// Pause is offered only where sessions can be checkpointed.
+		if c.b.count(row(sid)) != 1 || c.b.count(row(sid)+" form.close-session") != 1 {
+			c.t.Fatalf("sessions page: %s is not listed with its close button", sid)
 		}
 	}
 	c.b.screenshot("sessions")
@@ -295,6 +304,37 @@ func (c *consoleTab) closeSession(alice *mcp.ClientSession, r consoleRuns) {
 			c.t.Errorf("list_sessions still lists the closed session: %v", s)
 		}
 	}
+	c.pauseSession(alice, row(r.keepSID), r.keepSID)
+}
+
+// pauseSession pauses the session of row sel from the page, where this
+// server offers pause; MCP then lists it paused.
+func (c *consoleTab) pauseSession(alice *mcp.ClientSession, sel, sid string) {
+	c.t.Helper()
+	if c.b.count(sel+" form.pause-session") == 0 {
+		c.t.Logf("no pause button: sessions cannot be checkpointed on this host")
+		return
+	}
+	status, h := c.b.navigate(chromedp.Submit(chromedp.CSS(sel + " form.pause-session")))
+	if status != 200 {
+		c.t.Fatalf("pausing a session: status %d: %s", status, c.b.text("main"))
+	}
+	c.checkPage("sessions after pause", h)
+	if got := c.b.text(sel + " td.state"); !strings.Contains(got, "paused") {
+		c.t.Errorf("after pausing, the page says the session is %q", got)
+	}
+	found := false
+	for _, s := range tenantOK(c.t, alice, "list_sessions", nil)["sessions"].([]any) {
+		if m := s.(map[string]any); m["session_id"] == sid {
+			found = true
+			if m["status"] != "paused" {
+				c.t.Errorf("after pausing from the page, MCP lists the session as %v", m["status"])
+			}
+		}
+	}
+	if !found {
+		c.t.Errorf("after pausing from the page, MCP does not list the session")
+	}
 }
 
 // logout logs out with the header's button; the console then asks
@@ -312,7 +352,7 @@ func (c *consoleTab) logout() {
 
 // seesNoneOf checks that the tab's principal (not alice) sees none of
 // alice's runs, sessions and files; img is the URL of alice's plot.
-func (c *consoleTab) seesNoneOf(r consoleRuns, img string) {
+func (c *consoleTab) seesNoneOf(r browserRuns, img string) {
 	c.t.Helper()
 	c.page("/console/history?q=" + r.word)
 	if n := c.b.count("tr.execution"); n != 0 {
@@ -343,5 +383,40 @@ func (c *consoleTab) expectOnly404(path string) {
 		if !strings.HasPrefix(p, "network error") || !strings.Contains(p, "404") {
 			c.t.Errorf("%s: browser console: %s", path, p)
 		}
+	}
+}
+
+// opsToken is the bearer token of the operator principal "ops".
+const opsToken = "ops-e2e-token-0123456789abc"
+
+// appendFile appends text to the file at path.
+func appendFile(t *testing.T, path, text string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err == nil {
+		_, err = f.WriteString(text)
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// operatorSees checks that an operator finds alice's run and live session,
+// filters by principal, and gets no buttons on sessions it does not own.
+func (c *consoleTab) operatorSees(r browserRuns) {
+	c.t.Helper()
+	c.page("/console/history?principal=alice&q=" + r.word)
+	if n := c.b.count(fmt.Sprintf("tr.execution[data-execution-id=%q]", r.plotID)); n != 1 || c.b.count("input#principal-filter") != 1 {
+		c.t.Errorf("the operator's history: alice's run listed %d times, principal filter %d", n, c.b.count("input#principal-filter"))
+	}
+	c.page("/console/executions/" + r.plotID)
+	if got := c.b.text("pre#stdout"); !strings.Contains(got, r.word) {
+		c.t.Errorf("the operator sees alice's run's stdout as %q", got)
+	}
+	c.page("/console/sessions")
+	row := fmt.Sprintf("tr.session[data-session-id=%q]", r.keepSID)
+	if c.b.count(row) != 1 || c.b.count(row+" form") != 0 {
+		c.t.Errorf("the operator's sessions: alice's %s listed %d times with %d forms, want once with none", r.keepSID, c.b.count(row), c.b.count(row+" form"))
 	}
 }
