@@ -153,7 +153,7 @@ func parseWhen(s string) (time.Time, error) {
 			return t, nil
 		}
 	}
-	return time.Time{}, fmt.Errorf("%q is not a date (2006-01-02, 2006-01-02T15:04 or RFC 3339)", s)
+	return time.Time{}, fmt.Errorf("%q is not a date (YYYY-MM-DD, YYYY-MM-DDTHH:MM or RFC 3339)", s)
 }
 
 func cloneValues(q url.Values) url.Values {
