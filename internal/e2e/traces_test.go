@@ -304,4 +304,19 @@ func TestTracesForwardedCall(t *testing.T) {
 	if run := byName(spans, "session.run"); rcv.service[run] != "codexec-a" || !descends(spans, run, owner) {
 		t.Errorf("session.run (on %s) is not under the owner's request span", rcv.service[run])
 	}
+	// The entry replica finds the owner in the shared PostgreSQL store: that
+	// lookup is a statement span of the call's trace, without its text.
+	spans = rcv.trace(t, clientTraceID, "SELECT")
+	var lookups int
+	for _, sp := range spans {
+		if attrString(sp.Attributes, "db.system.name") == "postgresql" && rcv.service[sp] == "codexec-b" && descends(spans, sp, entry) {
+			lookups++
+		}
+	}
+	if lookups == 0 {
+		t.Errorf("no PostgreSQL statement span under the entry replica's request span; spans %v", spanNames(spans))
+	}
+	if all := everyValue(spans); strings.Contains(all, sess) || strings.Contains(all, "FROM ") {
+		t.Errorf("a span exports a statement or the session id it looked up")
+	}
 }
