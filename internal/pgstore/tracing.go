@@ -18,7 +18,7 @@ var tracer = tracing.Tracer("github.com/codexec/codexec/internal/pgstore")
 // queryTracer is the pool's pgx.QueryTracer: it counts the statements sent
 // to PostgreSQL, each one round trip (the metric
 // codexec_store_queries_total), and, while traces are exported, records
-// each as a client span named for its operation (SELECT, INSERT, …) with
+// each statement of a traced call as a client span named for its operation (SELECT, INSERT, …) with
 // db.system.name and db.operation.name: never the statement's text or its
 // arguments, which hold users' data.
 type queryTracer struct{ n atomic.Int64 }
@@ -30,8 +30,8 @@ type querySpan struct{}
 // TraceQueryStart implements pgx.QueryTracer.
 func (q *queryTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	q.n.Add(1)
-	if !tracing.On() {
-		return ctx
+	if !tracing.On() || !trace.SpanFromContext(ctx).IsRecording() {
+		return ctx // off, or a background job's statement (heartbeats, retention): no trace of its own
 	}
 	op := operation(d.SQL)
 	name := op

@@ -15,17 +15,17 @@ import (
 var tracer = tracing.Tracer("github.com/codexec/codexec/internal/s3store")
 
 // tracedTransport is the S3 client's transport: while traces are
-// exported, each HTTP request to the bucket (a retry is a request of its
-// own) is a client span "s3 {method}" in the trace of the operation that
-// made it, with the method, the response's status and the bucket host;
+// exported, each HTTP request to the bucket made for a traced call (a
+// retry is a request of its own) is a client span "s3 {method}" in its
+// trace, with the method, the response's status and the bucket host;
 // never object keys (they name users' items), queries or bodies. Off, it
 // is one atomic load in front of next.
 type tracedTransport struct{ next http.RoundTripper }
 
 // RoundTrip implements http.RoundTripper.
 func (t tracedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if !tracing.On() {
-		return t.next.RoundTrip(req)
+	if !tracing.On() || !trace.SpanFromContext(req.Context()).IsRecording() {
+		return t.next.RoundTrip(req) // off, or the sweeper's request: no trace of its own
 	}
 	ctx, span := tracer.Start(req.Context(), "s3 "+req.Method, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("rpc.system.name", "aws-api"), attribute.String("http.request.method", req.Method),
