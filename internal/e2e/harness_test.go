@@ -105,12 +105,19 @@ func launch(t testing.TB, rootless bool, dir string, opts *mcp.ClientOptions, en
 // protocol revision it asks for; nil: the newest).
 func launchSession(t testing.TB, rootless bool, dir string, opts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions, env ...string) *server {
 	t.Helper()
+	return launchBinary(t, binary(t), rootless, dir, opts, sopts, env...)
+}
+
+// launchBinary is launchSession with the codexec binary at bin (a build
+// made another way, e.g. with other build tags).
+func launchBinary(t testing.TB, bin string, rootless bool, dir string, opts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions, env ...string) *server {
+	t.Helper()
 	var acct *testAccount
 	if rootless {
 		acct = rootlessAccount(t) // skips before anything is made where it cannot be used
 	}
 	data := t.TempDir()
-	cmd := exec.Command(binary(t), "serve")
+	cmd := exec.Command(bin, "serve")
 	cmd.Dir = dir
 	cmd.Env = append([]string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8",

@@ -140,7 +140,8 @@ func TestTracesBadSettingRefusesStart(t *testing.T) {
 }
 
 // TestTracesSessionSend: a send is one request span whose children are
-// the wait for the session, the run in it, artifacts and the log write.
+// the run in the session, artifacts and the log write; the wait for the
+// session is a child too when there was one (another send running in it).
 func TestTracesSessionSend(t *testing.T) {
 	rcv := newOTLPReceiver(t)
 	s := start(t, rcv.env()...)
@@ -150,7 +151,7 @@ func TestTracesSessionSend(t *testing.T) {
 	if r.Status != "success" || r.TraceID == "" {
 		t.Fatalf("send: status %s trace_id %q", r.Status, r.TraceID)
 	}
-	want := []string{"session.acquire", "session.run", "artifacts", "execlog.write"}
+	want := []string{"session.run", "artifacts", "execlog.write"}
 	spans := rcv.trace(t, r.TraceID, append([]string{"tools/call send_to_session"}, want...)...)
 	kids := childrenOf(spans, byName(spans, "tools/call send_to_session"))
 	for _, w := range want {
@@ -160,6 +161,22 @@ func TestTracesSessionSend(t *testing.T) {
 	}
 	if n := logMentions(t, s.DataDir, r.TraceID); n == 0 {
 		t.Errorf("no session log entry carries trace_id %s", r.TraceID)
+	}
+	if w := byName(spans, "session.acquire"); w != nil {
+		t.Errorf("a send that did not wait for its session recorded a wait of %d ns", w.EndTimeUnixNano-w.StartTimeUnixNano)
+	}
+	if res := s.call("send_to_session", map[string]any{"session_id": id, "code": "import time; time.sleep(0.5)", "background": true}); res.IsError {
+		t.Fatalf("background send: %s", text(res))
+	}
+	var waited tracedResult
+	decodeStructured(t, s.call("send_to_session", map[string]any{"session_id": id, "code": "x"}), &waited)
+	spans = rcv.trace(t, waited.TraceID, "tools/call send_to_session", "session.acquire", "session.run")
+	acq := byName(spans, "session.acquire")
+	if !slices.Contains(childrenOf(spans, byName(spans, "tools/call send_to_session")), "session.acquire") {
+		t.Errorf("the wait for a busy session is not a child of the send's span")
+	}
+	if d := time.Duration(acq.EndTimeUnixNano - acq.StartTimeUnixNano); d < 100*time.Millisecond {
+		t.Errorf("session.acquire lasted %v behind a 0.5 s background send, want most of it", d)
 	}
 }
 
@@ -291,5 +308,20 @@ func TestTracesForwardedCall(t *testing.T) {
 	}
 	if run := byName(spans, "session.run"); rcv.service[run] != "codexec-a" || !descends(spans, run, owner) {
 		t.Errorf("session.run (on %s) is not under the owner's request span", rcv.service[run])
+	}
+	// The entry replica finds the owner in the shared PostgreSQL store: that
+	// lookup is a statement span of the call's trace, without its text.
+	spans = rcv.trace(t, clientTraceID, "SELECT")
+	var lookups int
+	for _, sp := range spans {
+		if attrString(sp.Attributes, "db.system.name") == "postgresql" && rcv.service[sp] == "codexec-b" && descends(spans, sp, entry) {
+			lookups++
+		}
+	}
+	if lookups == 0 {
+		t.Errorf("no PostgreSQL statement span under the entry replica's request span; spans %v", spanNames(spans))
+	}
+	if all := everyValue(spans); strings.Contains(all, sess) || strings.Contains(all, "FROM ") {
+		t.Errorf("a span exports a statement or the session id it looked up")
 	}
 }

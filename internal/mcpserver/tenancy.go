@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -50,9 +51,9 @@ func (s *Server) slots(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok || call.Params == nil || !executionTools[call.Params.Name] || s.deps.Limiter == nil {
 			return next(ctx, method, req)
 		}
-		actx, span := tracing.Start(ctx, tracer, "admission")
-		release, err := s.deps.Limiter.Acquire(actx, tenant.From(ctx))
-		tracing.End(span, err)
+		waitStart := time.Now()
+		release, err := s.deps.Limiter.Acquire(ctx, tenant.From(ctx))
+		tracing.Waited(ctx, tracer, "admission", waitStart, err)
 		if err != nil {
 			return s.reg.ErrorResultFor(call.Params.Name, err), nil
 		}

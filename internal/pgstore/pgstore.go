@@ -17,10 +17,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -32,19 +30,8 @@ const connectTimeout = 10 * time.Second
 // Store is an open PostgreSQL store. Close it when done.
 type Store struct {
 	pool    *pgxpool.Pool
-	queries *queryCounter
+	queries *queryTracer
 }
-
-// queryCounter counts the statements sent to PostgreSQL, each one round
-// trip (BEGIN and COMMIT of a transaction included).
-type queryCounter struct{ n atomic.Int64 }
-
-func (q *queryCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	q.n.Add(1)
-	return ctx
-}
-
-func (q *queryCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // Queries is how many statements this store sent to PostgreSQL since Open
 // (the metric codexec_store_queries_total).
@@ -60,7 +47,7 @@ func Open(ctx context.Context, dsn string) (_ *Store, retErr error) {
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = connectTimeout // no connect_timeout in the DSN: do not hang on a black hole
 	}
-	qc := &queryCounter{}
+	qc := &queryTracer{}
 	cfg.ConnConfig.Tracer = qc
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -100,9 +100,14 @@ type Store struct {
 // error naming the endpoint and bucket when they cannot be used.
 func Open(ctx context.Context, o Options) (*Store, error) {
 	o = withDefaults(o)
+	base, err := minio.DefaultTransport(o.Secure)
+	if err != nil {
+		return nil, fmt.Errorf("blob store %s: %w", o.where(), err)
+	}
 	c, err := minio.New(o.Endpoint, &minio.Options{
 		Creds:  credentials.NewStaticV4(o.AccessKey, o.SecretKey, ""),
 		Secure: o.Secure, Region: o.Region, MaxRetries: 3,
+		Transport: tracedTransport{next: base},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("blob store %s: %w", o.where(), err)

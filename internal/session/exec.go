@@ -41,9 +41,9 @@ type ExecRequest struct {
 // Cancelling ctx interrupts the code like a timeout does (status
 // cancelled); the result says whether the session's state survived.
 func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, error) {
-	lctx, span := tracing.Start(ctx, tracer, "session.acquire")
-	s, err := m.lockLive(lctx, req.Session)
-	tracing.End(span, err)
+	waitStart := time.Now()
+	s, err := m.lockLive(ctx, req.Session)
+	tracing.Waited(ctx, tracer, "session.acquire", waitStart, err)
 	if err != nil {
 		return engine.Result{}, err
 	}
@@ -75,7 +75,7 @@ func (m *Manager) Exec(ctx context.Context, req ExecRequest) (engine.Result, err
 	}
 	netBefore := s.networkRecord()
 	s.traceNetwork(ctx)
-	_, span = tracing.Start(ctx, tracer, "session.run")
+	_, span := tracing.Start(ctx, tracer, "session.run")
 	oc, meter := s.exec(ctx, req.Code, req.Timeout, m.opts.KillGrace, m.opts.Output, req.Observe)
 	span.End()
 	_, span = tracing.Start(ctx, tracer, "artifacts")

@@ -1,7 +1,9 @@
 package tracing
 
 import (
+	"context"
 	"fmt"
+	"net/url"
 	"strings"
 )
 
@@ -78,4 +80,21 @@ func contains(list []string, v string) bool {
 		}
 	}
 	return false
+}
+
+// Shutdown flushes the spans not yet exported and stops the exporter,
+// waiting at most until ctx ends.
+type Shutdown func(ctx context.Context) error
+
+// checkEndpoint refuses an endpoint the exporter would only fail on at the
+// first export, long after start.
+func checkEndpoint(ep string) error {
+	u, err := url.Parse(ep)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("OTLP endpoint %q: give a URL such as http://collector:4318 (http or https, with a host)", ep)
+	}
+	if strings.Contains(u.Host, " ") {
+		return fmt.Errorf("OTLP endpoint %q: the host has a space", ep)
+	}
+	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -41,22 +42,36 @@ var noopSpan trace.Span = noop.Span{}
 func On() bool { return on.Load() }
 
 // Tracer is the tracer a package records its spans with, named for the
-// package (its import path). It asks the global provider for the tracer
-// at each span, so a tracer taken before Setup ran exports once it has,
-// and one provider replacing another (a test's Setup after a Shutdown)
-// takes over its spans; the SDK caches tracers by name.
-func Tracer(pkg string) trace.Tracer { return providerTracer{name: pkg} }
+// package (its import path). It resolves the global provider's tracer of
+// that name once per provider, not per span (the SDK's lookup takes a
+// lock and builds a scope key each time), so a tracer taken before Setup
+// ran exports once it has, and one provider replacing another (a test's
+// Setup after a Shutdown) takes over its spans.
+func Tracer(pkg string) trace.Tracer { return &providerTracer{name: pkg} }
 
-// providerTracer is the global provider's tracer of one name, looked up
-// when a span starts.
+// providerTracer is the global provider's tracer of one name, resolved
+// again only when the global provider changes.
 type providerTracer struct {
 	embedded.Tracer
-	name string
+	name   string
+	cached atomic.Pointer[resolved]
+}
+
+// resolved is the tracer a provider gave for one name.
+type resolved struct {
+	provider trace.TracerProvider
+	tracer   trace.Tracer
 }
 
 // Start implements trace.Tracer.
-func (t providerTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
-	return otel.GetTracerProvider().Tracer(t.name).Start(ctx, name, opts...)
+func (t *providerTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	tp := otel.GetTracerProvider()
+	r := t.cached.Load()
+	if r == nil || r.provider != tp {
+		r = &resolved{provider: tp, tracer: tp.Tracer(t.name)}
+		t.cached.Store(r)
+	}
+	return r.tracer.Start(ctx, name, opts...)
 }
 
 // Start starts a span named name as a child of ctx's span when tracing is
@@ -94,6 +109,32 @@ func Event(ctx context.Context, name string, attrs func() []trace.EventOption) {
 		return
 	}
 	span.AddEvent(name, attrs()...)
+}
+
+// MinWait is the shortest wait that Waited records as a span: a free slot
+// or an uncontended lock takes microseconds, less than the span itself
+// would cost to record and export, and says nothing about where a call's
+// time went.
+const MinWait = 250 * time.Microsecond
+
+// Waited records a wait that began at start and ends now (for an
+// execution slot, for a session) as a span named name, a child of ctx's
+// span, when tracing is on and the wait failed or lasted MinWait or more;
+// a shorter successful wait is not recorded.
+func Waited(ctx context.Context, tr trace.Tracer, name string, start time.Time, err error) {
+	if !on.Load() {
+		return
+	}
+	now := time.Now()
+	if err == nil && now.Sub(start) < MinWait {
+		return
+	}
+	_, span := tr.Start(ctx, name, trace.WithTimestamp(start))
+	if err != nil && span.IsRecording() {
+		span.SetStatus(codes.Error, fmt.Sprintf("%T", err))
+		span.SetAttributes(attribute.String("error.type", fmt.Sprintf("%T", err)))
+	}
+	span.End(trace.WithTimestamp(now))
 }
 
 // End ends span, marking it failed with err's type name when err is not

@@ -1,11 +1,12 @@
+//go:build !notrace
+
 package tracing
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"strings"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -14,10 +15,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
-
-// Shutdown flushes the spans not yet exported and stops the exporter,
-// waiting at most until ctx ends.
-type Shutdown func(ctx context.Context) error
 
 // Setup installs the global tracer provider and the W3C trace-context
 // propagator when c is enabled, and returns the Shutdown that flushes
@@ -43,22 +40,27 @@ func Setup(ctx context.Context, c Config, version string) (Shutdown, error) {
 		sdktrace.WithBatcher(exp))
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	provider.Store(tp)
 	on.Store(true)
 	return func(ctx context.Context) error {
 		on.Store(false)
+		provider.CompareAndSwap(tp, nil)
 		return tp.Shutdown(ctx)
 	}, nil
 }
 
-// checkEndpoint refuses an endpoint the exporter would only fail on at the
-// first export, long after start.
-func checkEndpoint(ep string) error {
-	u, err := url.Parse(ep)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("OTLP endpoint %q: give a URL such as http://collector:4318 (http or https, with a host)", ep)
-	}
-	if strings.Contains(u.Host, " ") {
-		return fmt.Errorf("OTLP endpoint %q: the host has a space", ep)
+// provider is the provider Setup installed, for ForceFlush.
+var provider atomic.Pointer[sdktrace.TracerProvider]
+
+// ForceFlush exports every span ended so far, waiting at most until ctx
+// ends; while tracing is off there is nothing to flush.
+func ForceFlush(ctx context.Context) error {
+	if tp := provider.Load(); tp != nil {
+		return tp.ForceFlush(ctx)
 	}
 	return nil
 }
+
+// Exporter reports whether this build can export traces (it was built
+// without the notrace tag).
+const Exporter = true
