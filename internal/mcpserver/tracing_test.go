@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -11,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/codexec/codexec/internal/tracing"
+	"github.com/codexec/codexec/internal/tracing/otlpsink"
 )
 
 // TestTracedOffAllocatesNothing: with traces and metrics export off (the
@@ -68,4 +70,39 @@ func TestOperationAttributes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkTracedMetrics is the cost per request of the outermost
+// middleware around a handler that does nothing: off (the default), and
+// with metric export on and traces off (recording the request's duration
+// in the histogram; the export itself runs every OTEL_METRIC_EXPORT_INTERVAL,
+// here an hour, off the request path).
+//
+//	go test ./internal/mcpserver -run '^$' -bench TracedMetrics -benchmem
+func BenchmarkTracedMetrics(b *testing.B) {
+	res := &mcp.CallToolResult{}
+	next := func(context.Context, string, mcp.Request) (mcp.Result, error) { return res, nil }
+	h := (*Server)(nil).traced(next)
+	ctx := context.Background()
+	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "execute_code"}}
+	b.Run("off", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = h(ctx, "tools/call", req)
+		}
+	})
+	b.Run("metrics", func(b *testing.B) {
+		rcv := otlpsink.Start(b)
+		b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.URL)
+		shutdown, err := tracing.Setup(ctx, tracing.Config{ServiceName: "bench",
+			Metrics: tracing.MetricsConfig{Endpoint: rcv.URL, Interval: time.Hour}}, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer shutdown(ctx)
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = h(ctx, "tools/call", req)
+		}
+	})
 }
