@@ -3,7 +3,10 @@ package e2e
 import (
 	"context"
 	"maps"
+	"os"
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,4 +151,19 @@ func mapString(attrs map[string]string) string {
 		out += k + "=" + attrs[k] + " "
 	}
 	return out
+}
+
+// TestMetricsBadExporterRefusesStart: a misspelt OTEL_METRICS_EXPORTER
+// stops the server at start with the values it takes, instead of serving
+// with no metrics exported.
+func TestMetricsBadExporterRefusesStart(t *testing.T) {
+	sameInEveryMode(t, "configuration is checked before any run")
+	cmd := exec.Command(binary(t), "serve")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "CODEXEC_DATA_DIR=" + t.TempDir(), "CODEXEC_SANDBOX_MODE=subprocess",
+		"OTEL_METRICS_EXPORTER=otel"}
+	cmd.Stdin = strings.NewReader("")
+	b, err := cmd.CombinedOutput()
+	if out := string(b); err == nil || !strings.Contains(out, `OTEL_METRICS_EXPORTER="otel": use otlp`) {
+		t.Fatalf("err %v, output %q: want a configuration error naming OTEL_METRICS_EXPORTER and its values", err, out)
+	}
 }
