@@ -10,12 +10,12 @@ import (
 	"github.com/codexec/codexec/internal/tracing"
 )
 
-// traceFlushWait bounds the export of the last spans at exit, so an
+// traceFlushWait bounds the export of the last spans and metrics at exit, so an
 // unreachable collector cannot hold a shutdown.
 const traceFlushWait = 5 * time.Second
 
-// startTracing turns on OpenTelemetry trace export when the standard
-// OTEL_* variables ask for it, and returns what flushes it at exit. A
+// startTracing turns on OpenTelemetry trace and metric export when the
+// standard OTEL_* variables ask for it, and returns what flushes it at exit. A
 // malformed variable is a configuration error (ok false, message printed).
 func startTracing(ctx context.Context) (flush func(), ok bool) {
 	c, err := tracing.ConfigFromEnv(os.Getenv)
@@ -26,7 +26,7 @@ func startTracing(ctx context.Context) (flush func(), ok bool) {
 				fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), traceFlushWait)
 				defer cancel()
 				if err := shutdown(fctx); err != nil {
-					fmt.Fprintln(os.Stderr, "codexec: the last traces could not be exported:", err)
+					fmt.Fprintln(os.Stderr, "codexec: the last traces or metrics could not be exported:", err)
 				}
 			}, true
 		}

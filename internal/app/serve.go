@@ -20,6 +20,7 @@ import (
 	"github.com/codexec/codexec/internal/runtime"
 	"github.com/codexec/codexec/internal/sandbox"
 	"github.com/codexec/codexec/internal/stdiowire"
+	"github.com/codexec/codexec/internal/tracing"
 	"github.com/codexec/codexec/internal/upstream"
 )
 
@@ -68,6 +69,7 @@ func (a *App) serveHTTP(ctx context.Context, cfg config.Config) error {
 	r := cfg.Remote
 	m := metrics.New()
 	a.instrument(m)
+	tracing.ExportRegistry(m.Registry()) // exported over OTLP too when metric export is on
 	o := httpserve.Options{
 		Addr: r.HTTPAddr, TLSCert: r.TLSCert, TLSKey: r.TLSKey, Resource: r.Resource(), Scopes: r.OAuthScopes,
 		AllowedOrigins: r.AllowedOrigins, AllowedHosts: r.AllowedHosts, Metrics: m, Grace: r.ShutdownGrace,

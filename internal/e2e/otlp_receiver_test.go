@@ -10,20 +10,24 @@ import (
 	"testing"
 	"time"
 
+	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
 
-// otlpReceiver is a real OTLP/HTTP trace receiver on loopback: it decodes
-// each ExportTraceServiceRequest (protobuf) the server posts to /v1/traces
-// and keeps its spans, with the service name of their resource.
+// otlpReceiver is a real OTLP/HTTP receiver on loopback: it decodes each
+// ExportTraceServiceRequest (protobuf) the server posts to /v1/traces and
+// keeps its spans, with the service name of their resource, and each
+// ExportMetricsServiceRequest posted to /v1/metrics and keeps its metrics.
 type otlpReceiver struct {
 	srv     *httptest.Server
 	mu      sync.Mutex
 	spans   []*tracepb.Span
 	service map[*tracepb.Span]string
+	metrics []*metricspb.Metric
 	bad     []string // requests that were not OTLP protobuf
 }
 
@@ -37,15 +41,35 @@ func newOTLPReceiver(t testing.TB) *otlpReceiver {
 
 func (r *otlpReceiver) serve(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
-	var msg coltracepb.ExportTraceServiceRequest
-	if req.URL.Path != "/v1/traces" || req.Header.Get("Content-Type") != "application/x-protobuf" || proto.Unmarshal(body, &msg) != nil {
+	var reply proto.Message
+	if req.Header.Get("Content-Type") == "application/x-protobuf" {
+		switch req.URL.Path {
+		case "/v1/traces":
+			reply = r.keepSpans(body)
+		case "/v1/metrics":
+			reply = r.keepMetrics(body)
+		}
+	}
+	if reply == nil {
 		r.mu.Lock()
 		r.bad = append(r.bad, req.Method+" "+req.URL.Path+" "+req.Header.Get("Content-Type"))
 		r.mu.Unlock()
-		http.Error(w, "not an OTLP protobuf trace export", http.StatusBadRequest)
+		http.Error(w, "not an OTLP protobuf trace or metric export", http.StatusBadRequest)
 		return
 	}
+	out, _ := proto.Marshal(reply)
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	_, _ = w.Write(out)
+}
+
+// keepSpans keeps the spans of a trace export; nil if body is not one.
+func (r *otlpReceiver) keepSpans(body []byte) proto.Message {
+	var msg coltracepb.ExportTraceServiceRequest
+	if proto.Unmarshal(body, &msg) != nil {
+		return nil
+	}
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, rs := range msg.ResourceSpans {
 		svc := attrString(rs.GetResource().GetAttributes(), "service.name")
 		for _, ss := range rs.ScopeSpans {
@@ -55,10 +79,23 @@ func (r *otlpReceiver) serve(w http.ResponseWriter, req *http.Request) {
 			}
 		}
 	}
-	r.mu.Unlock()
-	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
+	return &coltracepb.ExportTraceServiceResponse{}
+}
+
+// keepMetrics keeps the metrics of a metric export; nil if body is not one.
+func (r *otlpReceiver) keepMetrics(body []byte) proto.Message {
+	var msg colmetricspb.ExportMetricsServiceRequest
+	if proto.Unmarshal(body, &msg) != nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rm := range msg.ResourceMetrics {
+		for _, sm := range rm.ScopeMetrics {
+			r.metrics = append(r.metrics, sm.Metrics...)
+		}
+	}
+	return &colmetricspb.ExportMetricsServiceResponse{}
 }
 
 // env is the server environment that exports to this receiver quickly.

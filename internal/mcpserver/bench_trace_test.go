@@ -27,7 +27,9 @@ import (
 //	       loopback in this process that discards the bodies (the default
 //	       sampler: every trace; the default batching: up to 512 spans a
 //	       batch), each block ending with a flush of what it queued that
-//	       is timed with it, so the export is paid inside the block
+//	       is timed with it, so the export is paid inside the block; the
+//	       endpoint turns on metric export too, as in a server, so each
+//	       call also records the request-duration histogram
 //
 // It reports, for each, the median over blocks of the mean wall time per
 // call (µs) and the CPU this process used per call (every thread: the

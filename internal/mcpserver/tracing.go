@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"strconv"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,25 +24,60 @@ var tracer = tracing.Tracer("github.com/codexec/codexec/internal/mcpserver")
 // gets one server span named as the MCP semantic convention says
 // ("tools/call execute_code"), a child of the trace context the client
 // sent in params._meta (traceparent, tracestate) or, failing that, in the
-// HTTP headers. Off, it only passes the request on.
+// HTTP headers; while metrics export is on, its duration goes into the
+// convention's mcp.server.operation.duration histogram. Both off, it only
+// passes the request on.
 func (s *Server) traced(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if !tracing.On() {
+		spans, metrics := tracing.On(), tracing.MetricsOn()
+		if !spans && !metrics {
 			return next(ctx, method, req)
 		}
-		ctx = parentContext(ctx, req)
+		start := time.Now()
 		target := requestTarget(req)
-		name := method
-		if target != "" {
-			name += " " + target
+		var span trace.Span
+		if spans {
+			name := method
+			if target != "" {
+				name += " " + target
+			}
+			ctx, span = tracer.Start(parentContext(ctx, req), name, trace.WithSpanKind(trace.SpanKindServer),
+				trace.WithAttributes(requestAttributes(method, target, req)...))
+			defer span.End()
 		}
-		ctx, span := tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(requestAttributes(method, target, req)...))
-		defer span.End()
 		res, err := next(ctx, method, req)
-		recordOutcome(span, res, err)
+		errType, code := outcome(res, err)
+		if spans {
+			recordOutcome(span, errType, code)
+		}
+		if metrics {
+			tracing.RecordOperation(ctx, time.Since(start).Seconds(), operationAttributes(method, target, errType, req)...)
+		}
 		return res, err
 	}
+}
+
+// operationAttributes are the attributes of the request's duration: the
+// convention's, with low cardinality (no session id).
+func operationAttributes(method, target, errType string, req mcp.Request) []attribute.KeyValue {
+	attrs := make([]attribute.KeyValue, 0, 5)
+	attrs = append(attrs, attribute.String("mcp.method.name", method))
+	if _, ok := req.(*mcp.CallToolRequest); ok && target != "" {
+		attrs = append(attrs, attribute.String("gen_ai.tool.name", target))
+	}
+	if errType != "" {
+		attrs = append(attrs, attribute.String("error.type", errType))
+	}
+	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
+		if ip := ss.InitializeParams(); ip != nil && ip.ProtocolVersion != "" {
+			attrs = append(attrs, attribute.String("mcp.protocol.version", ip.ProtocolVersion))
+		}
+	}
+	transport := "pipe" // stdio
+	if ex := req.GetExtra(); ex != nil && ex.Header != nil {
+		transport = "tcp" // Streamable HTTP, or a call forwarded by another replica
+	}
+	return append(attrs, attribute.String("network.transport", transport))
 }
 
 // parentContext is ctx with the remote span context the request carries:
@@ -106,23 +142,33 @@ func requestAttributes(method, target string, req mcp.Request) []attribute.KeyVa
 	return attrs
 }
 
-// recordOutcome sets error.type (and the span's status) for a request that
-// failed: the JSON-RPC error code, or tool_error for a tool's error result.
-func recordOutcome(span trace.Span, res mcp.Result, err error) {
+// outcome is the error.type of a request that failed, "" when it did
+// not: the JSON-RPC error code (code is it, else 0), _OTHER for another
+// error, or tool_error for a tool's error result.
+func outcome(res mcp.Result, err error) (errType string, code int64) {
 	if err != nil {
-		typ := "_OTHER"
 		if we, ok := err.(*jsonrpc.Error); ok {
-			typ = strconv.FormatInt(we.Code, 10)
-			span.SetAttributes(attribute.Int64("rpc.response.status_code", we.Code))
+			return strconv.FormatInt(we.Code, 10), we.Code
 		}
-		span.SetAttributes(attribute.String("error.type", typ))
-		span.SetStatus(codes.Error, typ)
-		return
+		return "_OTHER", 0
 	}
 	if r, ok := res.(*mcp.CallToolResult); ok && r != nil && r.IsError {
-		span.SetAttributes(attribute.String("error.type", "tool_error"))
-		span.SetStatus(codes.Error, "tool_error")
+		return "tool_error", 0
 	}
+	return "", 0
+}
+
+// recordOutcome sets error.type (and the span's status) for a request that
+// failed, and the JSON-RPC error code when there is one.
+func recordOutcome(span trace.Span, errType string, code int64) {
+	if errType == "" {
+		return
+	}
+	if code != 0 {
+		span.SetAttributes(attribute.Int64("rpc.response.status_code", code))
+	}
+	span.SetAttributes(attribute.String("error.type", errType))
+	span.SetStatus(codes.Error, errType)
 }
 
 // startForward starts the client span of a hop to the replica owner.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Config is what the standard OTEL_* variables say about trace export,
@@ -22,10 +24,37 @@ type Config struct {
 	Sampler string
 	// Disabled is OTEL_SDK_DISABLED=true: off whatever else is set.
 	Disabled bool
+	// Metrics is what the variables say about metric export.
+	Metrics MetricsConfig
+}
+
+// MetricsConfig is what the standard OTEL_* variables say about metric
+// export, which runs alongside the Prometheus /metrics endpoint.
+type MetricsConfig struct {
+	// Exporter is OTEL_METRICS_EXPORTER: "" (unset), "otlp" or "none".
+	Exporter string
+	// Endpoint is OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, else
+	// OTEL_EXPORTER_OTLP_ENDPOINT; empty with Exporter otlp: the
+	// exporter's default (http://localhost:4318/v1/metrics).
+	Endpoint string
+	// Interval is OTEL_METRIC_EXPORT_INTERVAL (milliseconds in the
+	// variable); zero: the SDK's default, 60 s.
+	Interval time.Duration
 }
 
 // Enabled reports whether traces are to be exported.
 func (c Config) Enabled() bool { return c.Endpoint != "" && !c.Disabled }
+
+// MetricsEnabled reports whether metrics are to be exported over OTLP:
+// OTEL_METRICS_EXPORTER=otlp, or an OTLP endpoint with the exporter
+// unset; never with OTEL_METRICS_EXPORTER=none or OTEL_SDK_DISABLED=true.
+func (c Config) MetricsEnabled() bool {
+	m := c.Metrics
+	return !c.Disabled && (m.Exporter == "otlp" || (m.Exporter == "" && m.Endpoint != ""))
+}
+
+// AnyEnabled reports whether traces or metrics are to be exported.
+func (c Config) AnyEnabled() bool { return c.Enabled() || c.MetricsEnabled() }
 
 // samplers are the values of OTEL_TRACES_SAMPLER the SDK applies.
 var samplers = []string{"always_on", "always_off", "traceidratio", "parentbased_always_on",
@@ -60,7 +89,40 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if c.Sampler != "" && !contains(samplers, c.Sampler) {
 		return Config{}, fmt.Errorf("OTEL_TRACES_SAMPLER=%q: use one of %s", c.Sampler, strings.Join(samplers, ", "))
 	}
+	m, err := metricsFromEnv(getenv)
+	if err != nil {
+		return Config{}, err
+	}
+	c.Metrics = m
 	return c, nil
+}
+
+// metricsFromEnv reads the metric export variables; an exporter other
+// than otlp or none, a protocol other than http/protobuf or an interval
+// that is not a positive number of milliseconds is an error.
+func metricsFromEnv(getenv func(string) string) (MetricsConfig, error) {
+	m := MetricsConfig{
+		Exporter: strings.ToLower(strings.TrimSpace(getenv("OTEL_METRICS_EXPORTER"))),
+		Endpoint: firstSet(getenv, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"),
+	}
+	switch m.Exporter {
+	case "", "otlp", "none":
+	case "prometheus":
+		return MetricsConfig{}, fmt.Errorf("OTEL_METRICS_EXPORTER=%q: codexec serves Prometheus metrics at /metrics already (HTTP mode); use otlp to export them over OTLP as well, or none", m.Exporter)
+	default:
+		return MetricsConfig{}, fmt.Errorf("OTEL_METRICS_EXPORTER=%q: use otlp (export over OTLP/HTTP protobuf) or none (no export)", m.Exporter)
+	}
+	if p := firstSet(getenv, "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"); p != "" && p != "http/protobuf" {
+		return MetricsConfig{}, fmt.Errorf("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=%q: codexec exports metrics over OTLP/HTTP protobuf only; set http/protobuf and point the endpoint at the collector's OTLP/HTTP port (4318 by default)", p)
+	}
+	if v := strings.TrimSpace(getenv("OTEL_METRIC_EXPORT_INTERVAL")); v != "" {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms <= 0 {
+			return MetricsConfig{}, fmt.Errorf("OTEL_METRIC_EXPORT_INTERVAL=%q: give the time between exports in milliseconds, such as 60000", v)
+		}
+		m.Interval = time.Duration(ms) * time.Millisecond
+	}
+	return m, nil
 }
 
 // firstSet is the first of keys set to a non-blank value, trimmed.

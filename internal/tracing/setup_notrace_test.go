@@ -27,4 +27,14 @@ func TestNoExporterBuildRefusesAnEndpoint(t *testing.T) {
 	if _, err := Setup(context.Background(), off, "test"); err != nil {
 		t.Fatalf("Setup with OTEL_SDK_DISABLED=true: %v", err)
 	}
+	metrics, err := ConfigFromEnv(envOf(map[string]string{"OTEL_METRICS_EXPORTER": "otlp"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Setup(context.Background(), metrics, "test"); err == nil || !strings.Contains(err.Error(), "OTEL_METRICS_EXPORTER=none") {
+		t.Fatalf("Setup with OTEL_METRICS_EXPORTER=otlp: err = %v, want the no-exporter refusal naming OTEL_METRICS_EXPORTER=none", err)
+	}
+	if MetricsOn() {
+		t.Fatal("a refused setup turned metrics on")
+	}
 }

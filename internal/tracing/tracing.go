@@ -1,6 +1,12 @@
-// Package tracing turns on OpenTelemetry trace export from the standard
-// OTEL_* environment variables, once, in main (Setup), and gives the other
-// packages a Start that costs nothing while tracing is off.
+// Package tracing turns on OpenTelemetry trace and metric export from the
+// standard OTEL_* environment variables, once, in main (Setup), and gives
+// the other packages a Start that costs nothing while tracing is off.
+//
+// Metrics go over OTLP/HTTP protobuf when OTEL_METRICS_EXPORTER=otlp or an
+// OTLP endpoint is set: the MCP request-duration histogram
+// (RecordOperation, free while MetricsOn is false) and the Prometheus
+// registry given to ExportRegistry, read through the Prometheus bridge at
+// each export so nothing is recorded twice.
 //
 // Off is the default: with no OTLP endpoint set (or OTEL_SDK_DISABLED=true)
 // no exporter or provider is built, the global tracer provider stays the
