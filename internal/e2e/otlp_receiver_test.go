@@ -16,6 +16,8 @@ import (
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/codexec/codexec/internal/tracing/otlpsink"
 )
 
 // otlpReceiver is a real OTLP/HTTP receiver on loopback: it decodes each
@@ -197,17 +199,8 @@ func descends(spans []*tracepb.Span, sp, anc *tracepb.Span) bool {
 	return false
 }
 
-func attrString(attrs []*commonpb.KeyValue, key string) string {
-	for _, kv := range attrs {
-		if kv.Key == key {
-			if s, ok := kv.Value.Value.(*commonpb.AnyValue_StringValue); ok {
-				return s.StringValue
-			}
-			return kv.Value.String()
-		}
-	}
-	return ""
-}
+// attrString is the value of attribute key in attrs as text ("" when absent).
+func attrString(attrs []*commonpb.KeyValue, key string) string { return otlpsink.AttrOf(attrs, key) }
 
 // everyValue is every attribute value of spans, their events and
 // resources as text, and the span and event names: what a collector
