@@ -247,7 +247,9 @@ var runDirRE = regexp.MustCompile(`exec_[0-9a-f]+`)
 
 // runMarkRE matches the value of CODEXEC_RUN, by which subprocess mode
 // finds a run's processes (it has no namespaces): one per run on every path.
-var runMarkRE = regexp.MustCompile(`[0-9]+-[0-9]+-[0-9]+-[0-9]+/exec_ID-[0-9]+`)
+// It starts with the server's name (instance.Of: pid, start time, the
+// boot id's hex prefix, the pid namespace; or pid-0-unknown).
+var runMarkRE = regexp.MustCompile(`[0-9]+-[0-9]+-[0-9a-z]+(-[0-9]+)?/exec_ID-[0-9]+`)
 
 // hostnameRE matches HOSTNAME in a report: docker mode runs each run in
 // its own container, named at random.
