@@ -89,7 +89,7 @@ type ConsoleOptions struct {
 // people who run codexec over stdio (codexec console): read-only, on
 // loopback only, the local principal's operator view, opened once with a
 // one-time token in the URL. It serves until ctx ends.
-func Console(ctx context.Context, cfg config.Config, o ConsoleOptions) (retErr error) {
+func Console(ctx context.Context, cfg config.Config, o ConsoleOptions) error {
 	closeLog, err := setupLogging(cfg)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -229,11 +230,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 // hasScopes reports whether have holds every scope of want.
 func hasScopes(have, want []string) bool {
 	for _, s := range want {
-		found := false
-		for _, h := range have {
-			found = found || h == s
-		}
-		if !found {
+		if !slices.Contains(have, s) {
 			return false
 		}
 	}
