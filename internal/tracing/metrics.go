@@ -17,16 +17,13 @@ const OperationDuration = "mcp.server.operation.duration"
 // operationBuckets are the convention's advised bucket boundaries (s).
 var operationBuckets = []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}
 
-// metricsOn is set by Setup once metrics export is installed; the request
-// path reads it first so that off costs one atomic load.
-var metricsOn atomic.Bool
-
-// operations is the histogram Setup made, nil while metrics are off.
+// operations is the histogram Setup made, nil while metrics are off: the
+// request path reads it first, so off costs one atomic load.
 var operations atomic.Pointer[metric.Float64Histogram]
 
 // MetricsOn reports whether metrics are being exported over OTLP. Callers
 // use it to skip timing and building attributes nobody records.
-func MetricsOn() bool { return metricsOn.Load() }
+func MetricsOn() bool { return operations.Load() != nil }
 
 // RecordOperation records one MCP request of seconds with attrs in the
 // mcp.server.operation.duration histogram; while metrics are off it does

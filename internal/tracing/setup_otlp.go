@@ -108,9 +108,7 @@ func setupMetrics(ctx context.Context, c Config, res *resource.Resource) (Shutdo
 	}
 	meters.Store(mp)
 	operations.Store(&h)
-	metricsOn.Store(true)
 	return func(ctx context.Context) error {
-		metricsOn.Store(false)
 		operations.Store(nil)
 		meters.CompareAndSwap(mp, nil)
 		return mp.Shutdown(ctx)
